@@ -1,0 +1,52 @@
+// Command bazinga is the single binary of the bazinga multi-agent team:
+// the GitHub App server, the Action entry point and the local runner.
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+)
+
+// version is stamped at build time with -ldflags "-X main.version=…".
+var version = "dev"
+
+const usage = `bazinga — a GitHub-native multi-agent software team
+
+Usage:
+  bazinga <command> [flags]
+
+Commands:
+  version   print the version
+  help      show this text
+
+Coming with the next milestones:
+  demo      run a scripted session on a copy of the demo repository
+  run       run a whole session on a local repository
+  status    show a local session
+  serve     run the GitHub App (webhooks, slash commands)
+  action    run one step inside GitHub Actions (agent | merge | validate | reconcile)
+`
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run is main without the process: it returns the exit code so tests can drive it.
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	switch args[0] {
+	case "version", "--version", "-v":
+		fmt.Fprintf(stdout, "bazinga %s\n", version)
+		return 0
+	case "help", "--help", "-h":
+		fmt.Fprint(stdout, usage)
+		return 0
+	default:
+		fmt.Fprintf(stderr, "bazinga: unknown command %q\n\n%s", args[0], usage)
+		return 2
+	}
+}

@@ -1,0 +1,150 @@
+package pipeline
+
+import "time"
+
+// Config is the parsed form of .github/bazinga.yml (DESIGN §8). Every key is
+// optional; DefaultConfig gives the values used when a key is absent.
+type Config struct {
+	Agent                AgentConfig  `json:"agent"`
+	Models               ModelsConfig `json:"models"`
+	Tests                TestsConfig  `json:"tests"`
+	Build                BuildConfig  `json:"build"`
+	MaxParallel          int          `json:"max_parallel"`
+	QA                   bool         `json:"qa"`
+	Merge                MergeConfig  `json:"merge"`
+	ClarificationTimeout Duration     `json:"clarification_timeout"`
+	AllowWorkflowChanges bool         `json:"allow_workflow_changes"`
+	Limits               Limits       `json:"limits"`
+	GitHub               GitHubConfig `json:"github"`
+}
+
+// AgentConfig says how an agent step is run.
+type AgentConfig struct {
+	// Command is split like a shell; {model} {role} {prompt_file} are filled in.
+	Command string   `json:"command"`
+	Timeout Duration `json:"timeout"`
+	// Env names extra environment variables passed through to the agent
+	// (e.g. ANTHROPIC_API_KEY). Nothing else from the harness's environment is.
+	Env []string `json:"env,omitempty"`
+}
+
+// ModelsConfig names the model each role runs with. Escalation is the model a
+// tech lead gets after ESCALATE_TO_OPUS; Validator runs BAZINGA validation.
+type ModelsConfig struct {
+	PM           string `json:"pm"`
+	Developer    string `json:"developer"`
+	Senior       string `json:"senior"`
+	QA           string `json:"qa"`
+	TechLead     string `json:"tech_lead"`
+	Investigator string `json:"investigator"`
+	Requirements string `json:"requirements"`
+	Validator    string `json:"validator"`
+	Escalation   string `json:"escalation"`
+}
+
+// TestsConfig is the test gate, the harness's own check of READY_* claims and
+// the test part of BAZINGA validation.
+type TestsConfig struct {
+	Command string   `json:"command"`
+	Timeout Duration `json:"timeout"`
+}
+
+// BuildConfig is an optional build command run before the tests.
+type BuildConfig struct {
+	Command string `json:"command"`
+}
+
+// MergeMethod says how an approved group lands on the base branch.
+type MergeMethod string
+
+const (
+	// MergePush merges locally, runs the gate and fast-forwards the base.
+	MergePush MergeMethod = "push"
+	// MergePullRequest merges the group PR through the API with its head sha.
+	MergePullRequest MergeMethod = "pull-request"
+)
+
+// MergeConfig configures landing.
+type MergeConfig struct {
+	Method            MergeMethod `json:"method"`
+	RequiredApprovals int         `json:"required_approvals"`
+}
+
+// Limits are the escalation thresholds of the engine.
+type Limits struct {
+	DeveloperIterations     int `json:"developer_iterations"`
+	QAAttempts              int `json:"qa_attempts"`
+	ReviewAttempts          int `json:"review_attempts"`
+	InvestigationIterations int `json:"investigation_iterations"`
+	StepAttempts            int `json:"step_attempts"`
+}
+
+// GitHubConfig holds the settings only GitHub mode reads.
+type GitHubConfig struct {
+	// AgentWorkflow is the workflow file dispatched for each step.
+	AgentWorkflow string `json:"agent_workflow"`
+	// CloseIssue closes the issue when BAZINGA is verified.
+	CloseIssue bool `json:"close_issue"`
+	// JobIdentity is the login whose result comments are trusted for steps in flight.
+	JobIdentity string `json:"job_identity"`
+}
+
+// Duration is a time.Duration written like "30m" or "24h" in the file.
+type Duration time.Duration
+
+// D returns the value as a time.Duration.
+func (d Duration) D() time.Duration { return time.Duration(d) }
+
+func (d Duration) String() string { return time.Duration(d).String() }
+
+// MarshalText writes the duration as Go's duration syntax.
+func (d Duration) MarshalText() ([]byte, error) { return []byte(time.Duration(d).String()), nil }
+
+// UnmarshalText reads Go's duration syntax ("90s", "30m", "1h30m").
+func (d *Duration) UnmarshalText(b []byte) error {
+	v, err := time.ParseDuration(string(b))
+	if err != nil {
+		return err
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// DefaultConfig returns the configuration used when .github/bazinga.yml is
+// absent or silent, as DESIGN §8 lists it.
+func DefaultConfig() Config {
+	return Config{
+		Agent: AgentConfig{
+			Command: "claude -p --model {model} --output-format json",
+			Timeout: Duration(30 * time.Minute),
+		},
+		Models: ModelsConfig{
+			PM:           "opus",
+			Developer:    "haiku",
+			Senior:       "sonnet",
+			QA:           "sonnet",
+			TechLead:     "opus",
+			Investigator: "opus",
+			Requirements: "sonnet",
+			Validator:    "sonnet",
+			Escalation:   "opus",
+		},
+		Tests:                TestsConfig{Command: "go test ./...", Timeout: Duration(20 * time.Minute)},
+		MaxParallel:          4,
+		QA:                   true,
+		Merge:                MergeConfig{Method: MergePush},
+		ClarificationTimeout: Duration(24 * time.Hour),
+		Limits: Limits{
+			DeveloperIterations:     5,
+			QAAttempts:              3,
+			ReviewAttempts:          3,
+			InvestigationIterations: 5,
+			StepAttempts:            3,
+		},
+		GitHub: GitHubConfig{
+			AgentWorkflow: "bazinga-agent.yml",
+			CloseIssue:    true,
+			JobIdentity:   "github-actions[bot]",
+		},
+	}
+}
