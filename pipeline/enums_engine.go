@@ -1,0 +1,205 @@
+package pipeline
+
+// WaitReason names why a track has nothing in flight. The liveness invariant
+// requires one whenever an unfinished group has no step in flight.
+type WaitReason int
+
+// Wait reasons in order.
+const (
+	WaitNone          WaitReason = iota
+	WaitPhase                    // its phase is not current yet
+	WaitDependencies             // a group it depends on has not merged
+	WaitCap                      // max_parallel (or the research cap) is reached
+	WaitMergeLane                // another merge on the base is in flight
+	WaitHumanReview              // required human approvals are missing
+	WaitClarification            // a question to the humans is open
+	WaitPM                       // the pm must decide (a step is queued or in flight)
+	WaitPaused                   // the session is paused; Session.Reason says why
+	WaitEnded                    // the session ended
+	WaitGroups                   // lead only: the groups are at work
+)
+
+var waitReasonNames = []string{"", "phase", "dependencies", "cap", "merge_lane", "human_review", "clarification", "pm", "paused", "ended", "groups"}
+
+func (w WaitReason) String() string { return enumName(waitReasonNames, int(w)) }
+
+func (w WaitReason) MarshalText() ([]byte, error) { return []byte(w.String()), nil }
+
+func (w *WaitReason) UnmarshalText(b []byte) error {
+	return enumUnmarshal("wait reason", waitReasonNames, b, w)
+}
+
+// Purpose says what a step is for; prompts and capsules use it.
+type Purpose int
+
+// Purposes in order.
+const (
+	PurposeNone Purpose = iota
+	PurposePlan
+	PurposeCoordinate // pm: hear the inbox (escalations, rejections, abandoned groups)
+	PurposeAnswered   // pm: continue with a clarification answer or the fallback
+	PurposeFinalCheck // pm: all groups merged; BAZINGA or more work
+	PurposeImplement
+	PurposeRevise
+	PurposeFixQA
+	PurposeFixReview
+	PurposeFixMerge
+	PurposeApplyGuidance
+	PurposeDiagnostic
+	PurposeTest
+	PurposeReview
+	PurposeGuidance
+	PurposeValidateFindings
+	PurposeInvestigate
+	PurposeMerge
+	PurposeValidate
+)
+
+var purposeNames = []string{"", "plan", "coordinate", "answered", "final_check", "implement", "revise", "fix_qa",
+	"fix_review", "fix_merge", "apply_guidance", "diagnostic", "test", "review", "guidance", "validate_findings",
+	"investigate", "merge", "validate"}
+
+func (p Purpose) String() string { return enumName(purposeNames, int(p)) }
+
+func (p Purpose) MarshalText() ([]byte, error) { return []byte(p.String()), nil }
+
+func (p *Purpose) UnmarshalText(b []byte) error { return enumUnmarshal("purpose", purposeNames, b, p) }
+
+// StepState is where a dispatched step stands.
+type StepState int
+
+// Step states.
+const (
+	StepInFlight  StepState = iota
+	StepDone                // ended with a result
+	StepFailed              // ended without a result (crash, timeout, cancelled job)
+	StepCancelled           // withdrawn by the engine (stop, retry, PR closed)
+)
+
+var stepStateNames = []string{"in_flight", "done", "failed", "cancelled"}
+
+func (s StepState) String() string { return enumName(stepStateNames, int(s)) }
+
+func (s StepState) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+func (s *StepState) UnmarshalText(b []byte) error {
+	return enumUnmarshal("step state", stepStateNames, b, s)
+}
+
+// EventKind is what happened.
+type EventKind int
+
+// Event kinds.
+const (
+	EventUnknown     EventKind = iota
+	EventStarted               // a session begins
+	EventStepResult            // a step reported a result
+	EventStepFailed            // a step ended without a result
+	EventCommand               // a human command
+	EventHumanReview           // a human reviewed a group PR
+	EventPRClosed              // a group PR was closed
+	EventTick                  // time passed
+)
+
+var eventKindNames = []string{"", "started", "step_result", "step_failed", "command", "human_review", "pr_closed", "tick"}
+
+func (k EventKind) String() string { return enumName(eventKindNames, int(k)) }
+
+func (k EventKind) MarshalText() ([]byte, error) { return []byte(k.String()), nil }
+
+func (k *EventKind) UnmarshalText(b []byte) error {
+	return enumUnmarshal("event kind", eventKindNames, b, k)
+}
+
+// CommandKind is a human command.
+type CommandKind int
+
+// Command kinds.
+const (
+	CommandUnknown CommandKind = iota
+	CommandResume
+	CommandStop
+	CommandRetry
+	CommandAnswer
+	CommandPause // the bazinga label was removed, or a local interrupt
+)
+
+var commandKindNames = []string{"", "resume", "stop", "retry", "answer", "pause"}
+
+func (k CommandKind) String() string { return enumName(commandKindNames, int(k)) }
+
+func (k CommandKind) MarshalText() ([]byte, error) { return []byte(k.String()), nil }
+
+func (k *CommandKind) UnmarshalText(b []byte) error {
+	return enumUnmarshal("command", commandKindNames, b, k)
+}
+
+// ReviewState is a human review's verdict.
+type ReviewState int
+
+// Review states.
+const (
+	ReviewCommented ReviewState = iota
+	ReviewApproved
+	ReviewChangesRequested
+	ReviewDismissed
+)
+
+var reviewStateNames = []string{"commented", "approved", "changes_requested", "dismissed"}
+
+func (r ReviewState) String() string { return enumName(reviewStateNames, int(r)) }
+
+func (r ReviewState) MarshalText() ([]byte, error) { return []byte(r.String()), nil }
+
+func (r *ReviewState) UnmarshalText(b []byte) error {
+	return enumUnmarshal("review state", reviewStateNames, b, r)
+}
+
+// ActionKind is an effect the front-end must carry out.
+type ActionKind int
+
+// Action kinds, in the order a front-end should apply one reconcile's actions.
+const (
+	ActionUnknown      ActionKind = iota
+	ActionEnsureBranch            // create the group branch (from the base) and its draft PR if missing
+	ActionDispatch                // run a step
+	ActionCancel                  // withdraw a step in flight (best effort; its result will be ignored)
+	ActionSetLabels               // put the labels of the issue or a group PR right
+	ActionNotify                  // post a message (question, answers, refusal, completion summary)
+	ActionUpdateStatus            // rewrite the tracking comment / state file
+	ActionPause                   // the session paused; tell the humans why
+	ActionComplete                // the session ended
+	ActionReport                  // something was ignored; log it
+)
+
+var actionKindNames = []string{"", "ensure_branch", "dispatch", "cancel", "set_labels", "notify", "update_status", "pause", "complete", "report"}
+
+func (k ActionKind) String() string { return enumName(actionKindNames, int(k)) }
+
+func (k ActionKind) MarshalText() ([]byte, error) { return []byte(k.String()), nil }
+
+func (k *ActionKind) UnmarshalText(b []byte) error {
+	return enumUnmarshal("action kind", actionKindNames, b, k)
+}
+
+// NoticeKind says what an ActionNotify carries.
+type NoticeKind int
+
+// Notice kinds.
+const (
+	NoticeNone     NoticeKind = iota
+	NoticeQuestion            // the pm asks the humans; answer with /bazinga answer
+	NoticeAnswers             // the pm's answers for an investigation-only session
+	NoticeSummary             // BAZINGA verified: the completion summary
+	NoticeInfo                // an acknowledgement or a refusal
+)
+
+var noticeKindNames = []string{"", "question", "answers", "summary", "info"}
+
+func (k NoticeKind) String() string { return enumName(noticeKindNames, int(k)) }
+
+func (k NoticeKind) MarshalText() ([]byte, error) { return []byte(k.String()), nil }
+
+func (k *NoticeKind) UnmarshalText(b []byte) error {
+	return enumUnmarshal("notice kind", noticeKindNames, b, k)
+}

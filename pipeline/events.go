@@ -1,0 +1,60 @@
+package pipeline
+
+// Event is something that happened to a session. Events only wake the
+// reconciler: it then looks at the whole session, so a lost event delays work
+// but never loses it.
+type Event struct {
+	Kind    EventKind `json:"kind"`
+	Session string    `json:"session"`
+	// Step is the step a result or failure is for.
+	Step   string  `json:"step,omitempty"`
+	Result *Result `json:"result,omitempty"`
+	// Reason says why a step failed.
+	Reason string `json:"reason,omitempty"`
+	// Command is set for EventCommand.
+	Command *Command `json:"command,omitempty"`
+	// Group is the group a review or PR closure is about.
+	Group string `json:"group,omitempty"`
+	// Actor is the human (or system) behind the event.
+	Actor string `json:"actor,omitempty"`
+	// Review is set for EventHumanReview; Body carries its text.
+	Review ReviewState `json:"review,omitempty"`
+	Body   string      `json:"body,omitempty"`
+	// Merged is set for EventPRClosed when the PR was merged.
+	Merged bool `json:"merged,omitempty"`
+	// Requirements and Base start a session (EventStarted).
+	Requirements string `json:"requirements,omitempty"`
+	Base         string `json:"base,omitempty"`
+}
+
+// Command is a parsed human command.
+type Command struct {
+	Kind CommandKind `json:"kind"`
+	// Group is the optional group of retry.
+	Group string `json:"group,omitempty"`
+	// Text is the answer of answer, or the reason of pause.
+	Text string `json:"text,omitempty"`
+}
+
+// Started returns the event that begins a session.
+func Started(session, requirements, base string) Event {
+	return Event{Kind: EventStarted, Session: session, Requirements: requirements, Base: base}
+}
+
+// StepResult returns the event of a step's result.
+func StepResult(session, step string, r Result) Event {
+	return Event{Kind: EventStepResult, Session: session, Step: step, Result: &r}
+}
+
+// StepFailure returns the event of a step that ended without a result.
+func StepFailure(session, step, reason string) Event {
+	return Event{Kind: EventStepFailed, Session: session, Step: step, Reason: reason}
+}
+
+// CommandEvent returns the event of a human command.
+func CommandEvent(session, actor string, c Command) Event {
+	return Event{Kind: EventCommand, Session: session, Actor: actor, Command: &c}
+}
+
+// Tick returns a tick event: time passed, check timeouts.
+func Tick(session string) Event { return Event{Kind: EventTick, Session: session} }

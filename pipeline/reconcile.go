@@ -1,0 +1,590 @@
+package pipeline
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// StepGrace is how long past its timeout a step may stay silent before the
+// engine declares it failed (a queued Actions job, a slow runner).
+const StepGrace = 10 * time.Minute
+
+// Reconcile is the engine: from the whole session, the events since the last
+// call, the time and the configuration, it returns the next session and every
+// action all tracks need. It is pure and deterministic: no I/O, no clock, no
+// map iteration in what it produces, and the input session is not modified.
+func Reconcile(in Session, events []Event, now time.Time, cfg Config) (Session, []Action) {
+	r := &reconciler{s: in.Clone(), now: now.UTC(), cfg: effective(cfg), rev: in.Rev + 1}
+	for _, ev := range events {
+		r.apply(ev)
+	}
+	r.checkTimeouts()
+	r.schedule()
+	r.finish()
+	return r.s, r.actions
+}
+
+type reconciler struct {
+	s       Session
+	now     time.Time
+	cfg     Config
+	rev     int
+	actions []Action
+	changed bool
+	nActs   int
+	stepIdx map[string]int // step id → index, built on first use
+}
+
+// effective fills values a hand-built configuration may lack, so a bad
+// configuration slows a session down but never wedges it.
+func effective(cfg Config) Config {
+	d := DefaultConfig()
+	if cfg.MaxParallel < 1 {
+		cfg.MaxParallel = d.MaxParallel
+	}
+	if cfg.Agent.Timeout <= 0 {
+		cfg.Agent.Timeout = d.Agent.Timeout
+	}
+	if cfg.Tests.Timeout <= 0 {
+		cfg.Tests.Timeout = d.Tests.Timeout
+	}
+	if cfg.ClarificationTimeout <= 0 {
+		cfg.ClarificationTimeout = d.ClarificationTimeout
+	}
+	l := &cfg.Limits
+	for _, p := range []struct {
+		v   *int
+		def int
+	}{{&l.DeveloperIterations, d.Limits.DeveloperIterations}, {&l.QAAttempts, d.Limits.QAAttempts},
+		{&l.ReviewAttempts, d.Limits.ReviewAttempts}, {&l.StepAttempts, d.Limits.StepAttempts}} {
+		if *p.v < 1 {
+			*p.v = p.def
+		}
+	}
+	if l.InvestigationIterations < 0 {
+		l.InvestigationIterations = 0
+	}
+	return cfg
+}
+
+// pmLimit is how many pm steps may follow one another without a group
+// merging before the session is declared failed.
+func (r *reconciler) pmLimit() int {
+	return 2*r.cfg.Limits.DeveloperIterations + len(r.s.Groups)
+}
+
+func (r *reconciler) add(a Action) {
+	r.nActs++
+	if a.ID == "" {
+		a.ID = fmt.Sprintf("%s/%s/%d/%d", a.Kind, r.s.ID, r.rev, r.nActs)
+	}
+	r.actions = append(r.actions, a)
+}
+
+func (r *reconciler) report(format string, args ...any) {
+	r.add(Action{Kind: ActionReport, Text: fmt.Sprintf(format, args...)})
+}
+
+func (r *reconciler) notify(kind NoticeKind, text string) {
+	r.changed = true
+	r.add(Action{Kind: ActionNotify, Notice: kind, Text: text})
+}
+
+func (r *reconciler) step(id string) *Step {
+	if r.stepIdx == nil {
+		r.stepIdx = make(map[string]int, len(r.s.Steps))
+		for i := range r.s.Steps {
+			r.stepIdx[r.s.Steps[i].ID] = i
+		}
+	}
+	i, ok := r.stepIdx[id]
+	if !ok {
+		return nil
+	}
+	return &r.s.Steps[i]
+}
+
+// track returns the track a step belongs to and its group (nil for the lead).
+func (r *reconciler) track(st *Step) (*Track, *Group) {
+	if st.Group == LeadGroup {
+		return &r.s.Lead, nil
+	}
+	g := r.s.Group(st.Group)
+	if g == nil {
+		return nil, nil
+	}
+	return &g.Track, g
+}
+
+func (r *reconciler) apply(ev Event) {
+	s := &r.s
+	if ev.Kind == EventStarted {
+		r.start(ev)
+		return
+	}
+	if s.Status == SessionNew {
+		r.report("ignored %s event: session %q has not started", ev.Kind, ev.Session)
+		return
+	}
+	if ev.Session != s.ID {
+		r.report("ignored %s event for session %q: this is session %q", ev.Kind, ev.Session, s.ID)
+		return
+	}
+	switch ev.Kind {
+	case EventStepResult:
+		if ev.Result == nil {
+			r.report("ignored result for step %s: it carries no result", ev.Step)
+			return
+		}
+		r.result(ev.Step, *ev.Result)
+	case EventStepFailed:
+		r.failed(ev.Step, ev.Reason)
+	case EventCommand:
+		r.command(ev)
+	case EventHumanReview:
+		r.humanReview(ev)
+	case EventPRClosed:
+		r.prClosed(ev)
+	case EventTick:
+		// Timeouts are checked on every reconcile.
+	default:
+		r.report("ignored event of unknown kind %d", int(ev.Kind))
+	}
+}
+
+func (r *reconciler) start(ev Event) {
+	s := &r.s
+	if s.Status != SessionNew {
+		if ev.Session != s.ID {
+			r.report("ignored started event for session %q: this is session %q", ev.Session, s.ID)
+		} else {
+			r.report("ignored started event: session %s has already started", s.ID)
+		}
+		return
+	}
+	if !ValidSessionID(ev.Session) {
+		r.report("refused to start session %q: ids are letters, digits, '.', '_' and '-', at most 64", ev.Session)
+		return
+	}
+	r.changed = true
+	*s = Session{Schema: SchemaVersion, ID: ev.Session, Requirements: ev.Requirements, Base: ev.Base,
+		Status: SessionPlanning, StartedAt: r.now, Rev: s.Rev}
+	switch {
+	case strings.TrimSpace(ev.Requirements) == "":
+		r.end(SessionFailed, "the session has no requirements")
+	case strings.TrimSpace(ev.Base) == "":
+		r.end(SessionFailed, "the session has no base branch")
+	default:
+		r.want(&s.Lead, nil, StepSpec{Role: RolePM, Purpose: PurposePlan})
+	}
+}
+
+func (r *reconciler) result(id string, res Result) {
+	st := r.step(id)
+	if st == nil {
+		r.report("ignored result for step %s: no such step", id)
+		return
+	}
+	if st.State != StepInFlight {
+		r.report("ignored result for step %s: it is %s, not in flight", id, st.State)
+		return
+	}
+	t, g := r.track(st)
+	if t == nil {
+		r.report("ignored result for step %s: its group is gone", id)
+		return
+	}
+	r.changed = true
+	status, ok := NormalizeStatus(st.Role, res.Status)
+	if status != res.Status {
+		st.Reported = res.Status
+		if !ok {
+			st.Note = fmt.Sprintf("status %s is not allowed for %s; counted as PARTIAL", res.Status, st.Role)
+		}
+	}
+	res.Status = status
+	if len(res.Summary) > MaxSummaryLines {
+		res.Summary = res.Summary[:MaxSummaryLines]
+	}
+	st.Result = &res
+	st.State = StepDone
+	st.EndedAt = r.now
+	t.InFlight = ""
+	t.Last = st.ID
+	st.Routed = r.route(t, g, st)
+}
+
+func (r *reconciler) failed(id, reason string) {
+	st := r.step(id)
+	if st == nil {
+		r.report("ignored failure of step %s: no such step", id)
+		return
+	}
+	if st.State != StepInFlight {
+		r.report("ignored failure of step %s: it is %s, not in flight", id, st.State)
+		return
+	}
+	t, _ := r.track(st)
+	if t == nil {
+		r.report("ignored failure of step %s: its group is gone", id)
+		return
+	}
+	if reason == "" {
+		reason = "ended without a result"
+	}
+	r.changed = true
+	st.State = StepFailed
+	st.EndedAt = r.now
+	st.Note = reason
+	t.InFlight = ""
+	st.Routed = r.retry(t, st, reason)
+}
+
+// retry asks for the same work again as a new attempt; past the limit the
+// session pauses with a report naming the step.
+func (r *reconciler) retry(t *Track, st *Step, reason string) string {
+	spec := st.StepSpec
+	spec.Attempt++
+	t.Next = &spec
+	if spec.Attempt > r.cfg.Limits.StepAttempts {
+		t.Stage = StageBlocked
+		r.pause(fmt.Sprintf("step %s failed %d times (last: %s); fix the cause, then /bazinga resume or retry",
+			st.ID, spec.Attempt-1, reason))
+		return "paused"
+	}
+	return fmt.Sprintf("retry %d/%d", spec.Attempt, r.cfg.Limits.StepAttempts)
+}
+
+func (r *reconciler) pause(reason string) {
+	s := &r.s
+	if s.Status.Terminal() {
+		return
+	}
+	r.changed = true
+	if s.Status == SessionPaused {
+		if !strings.Contains(s.Reason, reason) {
+			s.Reason += "; " + reason
+		}
+	} else {
+		s.Status = SessionPaused
+		s.Reason = reason
+	}
+	r.add(Action{Kind: ActionPause, Text: reason})
+}
+
+// end finishes the session. In-flight steps of a stopped session are
+// cancelled but remembered as the tracks' next steps, so resume can redo them.
+func (r *reconciler) end(status SessionStatus, reason string) {
+	s := &r.s
+	r.changed = true
+	s.Status = status
+	s.Reason = reason
+	s.CompletedAt = r.now
+	for i := range s.Steps {
+		st := &s.Steps[i]
+		if st.State != StepInFlight {
+			continue
+		}
+		r.cancel(st, "session "+status.String())
+	}
+	r.add(Action{Kind: ActionComplete, Status: status, Text: reason})
+}
+
+// cancel withdraws a step in flight; its track will redo the same work.
+func (r *reconciler) cancel(st *Step, why string) {
+	st.State = StepCancelled
+	st.EndedAt = r.now
+	st.Note = why
+	st.Routed = "cancelled"
+	if t, _ := r.track(st); t != nil && t.InFlight == st.ID {
+		t.InFlight = ""
+		spec := st.StepSpec
+		spec.Attempt = 1
+		t.Next = &spec
+	}
+	r.add(Action{Kind: ActionCancel, ID: "cancel/" + st.ID, Step: st.ID, Group: st.Group, Role: st.Role, Text: why})
+}
+
+func (r *reconciler) command(ev Event) {
+	s := &r.s
+	c := ev.Command
+	if c == nil {
+		r.report("ignored command event without a command")
+		return
+	}
+	who := ev.Actor
+	if who == "" {
+		who = "someone"
+	}
+	switch c.Kind {
+	case CommandStop:
+		if s.Status.Terminal() {
+			r.notify(NoticeInfo, fmt.Sprintf("The session is already %s.", s.Status))
+			return
+		}
+		r.end(SessionStopped, "stopped by "+who)
+	case CommandPause:
+		if s.Status.Terminal() || s.Status == SessionPaused {
+			r.report("ignored pause: session is %s", s.Status)
+			return
+		}
+		reason := c.Text
+		if reason == "" {
+			reason = "paused by " + who
+		}
+		r.pause(reason)
+	case CommandResume:
+		r.resume(who)
+	case CommandRetry:
+		r.retryCommand(who, c.Group)
+	case CommandAnswer:
+		if s.Clarification == nil {
+			r.notify(NoticeInfo, "No question is waiting for an answer.")
+			return
+		}
+		if strings.TrimSpace(c.Text) == "" {
+			r.notify(NoticeInfo, "The answer is empty; write `/bazinga answer <your answer>`.")
+			return
+		}
+		r.answer(fmt.Sprintf("Answer from %s: %s", who, strings.TrimSpace(c.Text)))
+	default:
+		r.report("ignored unknown command %d", int(c.Kind))
+	}
+}
+
+// resume restarts a paused, stopped or failed session; on a live session it
+// re-sends every step in flight (their ids make duplicates harmless).
+func (r *reconciler) resume(who string) {
+	s := &r.s
+	switch s.Status {
+	case SessionDone:
+		r.notify(NoticeInfo, "The session is done; there is nothing to resume.")
+		return
+	case SessionPaused, SessionStopped, SessionFailed:
+		r.changed = true
+		s.Status = r.liveStatus()
+		s.Reason = ""
+		s.CompletedAt = time.Time{}
+		s.PMStreak = 0
+		r.freshAttempts()
+		r.notify(NoticeInfo, "Resumed by "+who+".")
+	default:
+		n := 0
+		for _, st := range s.Steps {
+			if st.State == StepInFlight {
+				r.add(dispatchAction(st))
+				n++
+			}
+		}
+		r.notify(NoticeInfo, fmt.Sprintf("Resumed by %s: %d step(s) in flight sent again.", who, n))
+	}
+}
+
+// liveStatus is the status a session returns to when it runs again.
+func (r *reconciler) liveStatus() SessionStatus {
+	s := &r.s
+	switch {
+	case s.Clarification != nil:
+		return SessionAwaitingInput
+	case len(s.Groups) == 0:
+		return SessionPlanning
+	case s.Lead.Next != nil && s.Lead.Next.Role == RoleValidate:
+		return SessionValidating
+	}
+	for _, st := range s.Steps {
+		if st.State == StepInFlight && st.Role == RoleValidate {
+			return SessionValidating
+		}
+	}
+	return SessionRunning
+}
+
+// freshAttempts gives every waiting step its attempts back after a human
+// intervened.
+func (r *reconciler) freshAttempts() {
+	reset := func(t *Track) {
+		if t.Next != nil && t.Next.Attempt > 1 {
+			t.Next.Attempt = 1
+		}
+	}
+	reset(&r.s.Lead)
+	for i := range r.s.Groups {
+		reset(&r.s.Groups[i].Track)
+	}
+}
+
+func (r *reconciler) retryCommand(who, group string) {
+	s := &r.s
+	if group == "" {
+		r.resume(who)
+		return
+	}
+	g := s.Group(group)
+	if g == nil {
+		r.notify(NoticeInfo, fmt.Sprintf("There is no group %q in this session.", group))
+		return
+	}
+	r.changed = true
+	switch {
+	case g.Stage == StageMerged:
+		r.notify(NoticeInfo, fmt.Sprintf("Group %s is already merged.", g.ID))
+		return
+	case g.Stage == StageAbandoned:
+		g.Counters = Counters{}
+		g.Stage = StagePending
+		r.want(&g.Track, g, StepSpec{Role: r.implementer(g), Purpose: PurposeImplement,
+			Feedback: "The group was abandoned and " + who + " asked to retry it."})
+	case g.InFlight != "":
+		if st := r.step(g.InFlight); st != nil {
+			r.cancel(st, "retried by "+who)
+		}
+	case g.Next != nil:
+		g.Next.Attempt = 1
+	default: // waiting on the pm: a human overrides
+		r.want(&g.Track, g, StepSpec{Role: r.implementer(g), Purpose: PurposeRevise,
+			Feedback: who + " asked to retry the group."})
+	}
+	if s.Status == SessionPaused || s.Status == SessionStopped || s.Status == SessionFailed {
+		r.resume(who)
+		return
+	}
+	r.notify(NoticeInfo, fmt.Sprintf("Retrying group %s (asked by %s).", g.ID, who))
+}
+
+// answer resolves the open clarification: the pm continues with the text.
+func (r *reconciler) answer(text string) {
+	s := &r.s
+	cl := s.Clarification
+	r.changed = true
+	s.Clarification = nil
+	if s.Status == SessionAwaitingInput {
+		s.Status = cl.Resume
+	}
+	r.want(&s.Lead, nil, StepSpec{Role: RolePM, Purpose: PurposeAnswered, From: cl.Step,
+		Feedback: "You asked: " + cl.Question + "\n" + text})
+}
+
+func (r *reconciler) humanReview(ev Event) {
+	g := r.s.Group(ev.Group)
+	if g == nil {
+		r.report("ignored review of unknown group %q", ev.Group)
+		return
+	}
+	if ev.Actor == "" {
+		r.report("ignored review of group %s without a reviewer", g.ID)
+		return
+	}
+	r.changed = true
+	g.Approvals = removeString(g.Approvals, ev.Actor)
+	switch ev.Review {
+	case ReviewApproved:
+		g.Approvals = insertSorted(g.Approvals, ev.Actor)
+	case ReviewChangesRequested:
+		if g.Stage.Finished() || g.InFlight != "" {
+			return
+		}
+		if g.Next != nil && g.Next.Role == RoleMerge {
+			g.Counters.Revisions++
+			r.want(&g.Track, g, StepSpec{Role: r.implementer(g), Purpose: PurposeFixReview,
+				Feedback: "Changes requested by " + ev.Actor + ": " + ev.Body})
+		}
+	}
+}
+
+func (r *reconciler) prClosed(ev Event) {
+	g := r.s.Group(ev.Group)
+	if g == nil {
+		r.report("ignored closure of the PR of unknown group %q", ev.Group)
+		return
+	}
+	if g.Stage.Finished() {
+		return
+	}
+	r.changed = true
+	if g.InFlight != "" {
+		if st := r.step(g.InFlight); st != nil {
+			r.cancel(st, "group PR closed")
+		}
+	}
+	g.Next = nil
+	if ev.Merged {
+		r.merged(g)
+		return
+	}
+	who := ev.Actor
+	if who == "" {
+		who = "a human"
+	}
+	g.Stage = StageAbandoned
+	r.s.Inbox = append(r.s.Inbox, Note{Group: g.ID, Urgent: true,
+		Text: fmt.Sprintf("Group %s was abandoned: its PR was closed without merging by %s.", g.ID, who)})
+}
+
+func (r *reconciler) merged(g *Group) {
+	g.Stage = StageMerged
+	g.Next = nil
+	g.Wait = WaitNone
+	g.WaitDetail = ""
+	r.s.PMStreak = 0
+}
+
+// checkTimeouts fails steps silent past their deadline and answers an
+// expired clarification with the pm's fallback.
+func (r *reconciler) checkTimeouts() {
+	s := &r.s
+	if s.Status == SessionNew || s.Status.Terminal() {
+		return
+	}
+	for i := range s.Steps {
+		st := &s.Steps[i]
+		if st.State != StepInFlight {
+			continue
+		}
+		limit := r.stepTimeout(st.Role)
+		if r.now.Sub(st.DispatchedAt) > limit {
+			r.failed(st.ID, fmt.Sprintf("no result within %s", limit))
+		}
+	}
+	if cl := s.Clarification; cl != nil && !r.now.Before(cl.Deadline) {
+		fallback := cl.Fallback
+		if fallback == "" {
+			fallback = "the safest reasonable choice"
+		}
+		r.answer(fmt.Sprintf("No answer came within %s. Use your safe fallback: %s", cl.Deadline.Sub(cl.AskedAt), fallback))
+	}
+}
+
+func (r *reconciler) stepTimeout(role Role) time.Duration {
+	switch role {
+	case RoleMerge:
+		// Landing may test up to three times when the base moves.
+		return 3*r.cfg.Tests.Timeout.D() + StepGrace
+	case RoleValidate:
+		return r.cfg.Tests.Timeout.D() + r.cfg.Agent.Timeout.D() + StepGrace
+	}
+	return r.cfg.Agent.Timeout.D() + StepGrace
+}
+
+func removeString(list []string, s string) []string {
+	out := list[:0:0]
+	for _, x := range list {
+		if x != s {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+func insertSorted(list []string, s string) []string {
+	for i, x := range list {
+		if x == s {
+			return list
+		}
+		if x > s {
+			out := append(append(append([]string(nil), list[:i]...), s), list[i:]...)
+			return out
+		}
+	}
+	return append(list, s)
+}

@@ -1,0 +1,575 @@
+package pipeline
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+)
+
+// route interprets the routing table for one result and returns, in a few
+// words, where the work went. Every route leaves the track with a step to
+// dispatch, a finished group, or a named wait; schedule then dispatches.
+func (r *reconciler) route(t *Track, g *Group, st *Step) string {
+	res := st.Result
+	row, ok := Lookup(st.Role, res.Status, st.Purpose)
+	if !ok {
+		// Unreachable while every allowed status has a row (a test checks it).
+		return r.retry(t, st, fmt.Sprintf("no route for %s %s", st.Role, res.Status))
+	}
+	from := st.ID
+	feedback := summaryText(res)
+	switch row.Route {
+	case RoutePlan:
+		return r.routePlan(st)
+	case RouteContinue:
+		return r.routeContinue(st)
+	case RouteValidate:
+		return r.routeBazinga(st)
+	case RouteClarify:
+		return r.routeClarify(st)
+	case RouteSessionInvestigation:
+		r.returnNotes(st)
+		t.Blocked = RolePM
+		return r.want(t, g, StepSpec{Role: RoleInvestigator, Purpose: PurposeInvestigate, From: from, Feedback: feedback})
+	case RouteAnswersOnly:
+		return r.routeAnswers(st)
+	case RoutePMAgain:
+		r.returnNotes(st)
+		why := "your last result could not be used"
+		if st.Note != "" {
+			why += " (" + st.Note + ")"
+		}
+		return r.want(t, g, StepSpec{Role: RolePM, Purpose: st.Purpose, From: from, Feedback: why + ": " + feedback})
+	case RouteToQA:
+		if !r.cfg.QA || (g != nil && g.Type == GroupResearch) {
+			return r.want(t, g, StepSpec{Role: RoleTechLead, Purpose: PurposeReview, From: from})
+		}
+		return r.want(t, g, StepSpec{Role: RoleQA, Purpose: PurposeTest, From: from})
+	case RouteToReview, RouteQAInconclusive:
+		return r.want(t, g, StepSpec{Role: RoleTechLead, Purpose: PurposeReview, From: from, Feedback: feedbackIf(row.Route == RouteQAInconclusive, feedback)})
+	case RouteDeveloperRevision:
+		t.Counters.Revisions++
+		role := r.implementer(g)
+		if t.Counters.Revisions >= 2 && role == RoleDeveloper {
+			r.escalate(g)
+			role = RoleSenior
+		}
+		return r.want(t, g, StepSpec{Role: role, Purpose: PurposeRevise, From: from, Feedback: feedback})
+	case RouteSeniorRevision:
+		t.Counters.SeniorRevisions++
+		if t.Counters.SeniorRevisions >= 2 {
+			t.Counters.SeniorRevisions = 0
+			t.Blocked = RoleSenior
+			return r.want(t, g, StepSpec{Role: RoleTechLead, Purpose: PurposeGuidance, From: from, Feedback: feedback})
+		}
+		return r.want(t, g, StepSpec{Role: RoleSenior, Purpose: PurposeRevise, From: from, Feedback: feedback})
+	case RouteInvestigate:
+		if st.Role != RoleTechLead || t.Blocked == RoleUnknown {
+			t.Blocked = r.blockedRole(t, g, st.Role)
+		}
+		return r.want(t, g, StepSpec{Role: RoleInvestigator, Purpose: PurposeInvestigate, From: from, Feedback: feedback})
+	case RouteGuidance:
+		t.Blocked = st.Role
+		return r.want(t, g, StepSpec{Role: RoleTechLead, Purpose: PurposeGuidance, From: from, Feedback: feedback})
+	case RouteSenior:
+		r.escalate(g)
+		purpose := PurposeRevise
+		if st.Role == RoleQA {
+			purpose = PurposeFixQA
+		}
+		return r.want(t, g, StepSpec{Role: RoleSenior, Purpose: purpose, From: from, Feedback: feedback})
+	case RouteQAFailed:
+		level := challengeLevel(res.Handoff)
+		t.Counters.ChallengeLevel = level
+		t.Counters.Revisions++
+		role := r.implementer(g)
+		if role == RoleDeveloper && (t.Counters.Revisions >= 2 || level >= 3) {
+			r.escalate(g)
+			role = RoleSenior
+		}
+		return r.want(t, g, StepSpec{Role: role, Purpose: PurposeFixQA, From: from, Feedback: feedback})
+	case RouteApproved:
+		if g == nil {
+			return r.backToBlocked(t, g, st, feedback)
+		}
+		g.ApprovedRev = r.rev
+		return r.want(t, g, StepSpec{Role: RoleMerge, Purpose: PurposeMerge, From: from})
+	case RouteGuidanceApproved, RouteUnblock:
+		return r.backToBlocked(t, g, st, feedback)
+	case RouteChangesRequested:
+		t.Counters.ChangesRequested++
+		t.Counters.Revisions++
+		switch n := t.Counters.ChangesRequested; {
+		case n == 1:
+			return r.want(t, g, StepSpec{Role: r.implementer(g), Purpose: PurposeFixReview, From: from, Feedback: feedback})
+		case n == 2:
+			role := r.implementer(g)
+			if role == RoleDeveloper {
+				r.escalate(g)
+				role = RoleSenior
+			}
+			return r.want(t, g, StepSpec{Role: role, Purpose: PurposeFixReview, From: from, Feedback: feedback})
+		case n == 3:
+			t.Blocked = r.implementer(g)
+			return r.want(t, g, StepSpec{Role: RoleTechLead, Purpose: PurposeGuidance, From: from, Feedback: feedback})
+		default:
+			return r.toPM(t, g, fmt.Sprintf("the tech lead requested changes %d times; simplify or split the group", n))
+		}
+	case RouteEscalateModel:
+		if st.Escalated {
+			return r.toPM(t, g, "the tech lead asked for escalation again on the escalation model")
+		}
+		return r.want(t, g, StepSpec{Role: RoleTechLead, Purpose: st.Purpose, From: st.From, Escalated: true,
+			Model: r.cfg.Models.Escalation, Feedback: feedback})
+	case RouteTechLeadAgain:
+		return r.want(t, g, StepSpec{Role: RoleTechLead, Purpose: st.Purpose, From: st.From,
+			Feedback: "your last result could not be used (" + st.Note + "); " + feedback})
+	case RouteValidateFindings:
+		return r.want(t, g, StepSpec{Role: RoleTechLead, Purpose: PurposeValidateFindings, From: from, Feedback: feedback})
+	case RouteDiagnostic:
+		req := handoffField(res.Handoff, "diagnostic_request")
+		if req == "" {
+			req = feedback
+		}
+		return r.want(t, g, StepSpec{Role: RoleDeveloper, Purpose: PurposeDiagnostic, From: from, Feedback: req})
+	case RouteDiagnosticDone, RouteInvestigateAgain:
+		return r.want(t, g, StepSpec{Role: RoleInvestigator, Purpose: PurposeInvestigate, From: from, Feedback: feedback})
+	case RouteRequirementsAgain:
+		t.Counters.Revisions++
+		return r.want(t, g, StepSpec{Role: RoleRequirements, Purpose: PurposeRevise, From: from, Feedback: feedback})
+	case RouteMerged:
+		if g == nil {
+			return r.retry(t, st, "merge result on the session")
+		}
+		r.merged(g)
+		return "merged"
+	case RouteMergeFailed:
+		return r.routeMergeFailed(t, g, st, feedback)
+	case RouteMergeBlocked:
+		spec := st.StepSpec
+		spec.Attempt = 1
+		t.Next = &spec
+		t.Stage = StageBlocked
+		r.pause(fmt.Sprintf("the merge of group %s was refused (%s); let it land, then /bazinga resume", st.Group, feedback))
+		return "paused"
+	case RouteStepRetry:
+		return r.retry(t, st, "no usable verdict: "+feedback)
+	case RouteDone:
+		r.notify(NoticeSummary, r.completionSummary())
+		r.end(SessionDone, "BAZINGA verified")
+		return "done"
+	case RouteRejected:
+		r.s.Status = SessionRunning
+		r.s.Inbox = append(r.s.Inbox, Note{Urgent: true, Text: "Validation rejected BAZINGA: " + feedback + handoffText(res.Handoff)})
+		return "pm"
+	}
+	return r.retry(t, st, "unhandled route "+row.Route.String())
+}
+
+func feedbackIf(cond bool, s string) string {
+	if cond {
+		return s
+	}
+	return ""
+}
+
+// summaryText joins a result's summary lines.
+func summaryText(res *Result) string {
+	if len(res.Summary) == 0 {
+		return res.Status.String()
+	}
+	return strings.Join(res.Summary, "; ")
+}
+
+// handoffText renders a handoff for a note, bounded so notes stay small.
+func handoffText(h json.RawMessage) string {
+	if len(h) == 0 {
+		return ""
+	}
+	const max = 2000
+	s := string(h)
+	if len(s) > max {
+		s = s[:max] + "…"
+	}
+	return "\n" + s
+}
+
+// implementer is who implements a group now.
+func (r *reconciler) implementer(g *Group) Role {
+	switch {
+	case g == nil:
+		return RoleDeveloper
+	case g.Type == GroupResearch:
+		return RoleRequirements
+	case g.Tier == TierSenior || g.Escalated:
+		return RoleSenior
+	}
+	return RoleDeveloper
+}
+
+func (r *reconciler) escalate(g *Group) {
+	if g != nil && g.Type != GroupResearch {
+		g.Escalated = true
+	}
+}
+
+// blockedRole is the role that gets the work back after an investigation.
+func (r *reconciler) blockedRole(t *Track, g *Group, asker Role) Role {
+	switch {
+	case g == nil:
+		return RolePM
+	case asker.IsImplementer():
+		return asker
+	case t.Blocked != RoleUnknown:
+		return t.Blocked
+	}
+	return r.implementer(g)
+}
+
+// backToBlocked hands the work back to the role a tech lead or investigator was helping.
+func (r *reconciler) backToBlocked(t *Track, g *Group, st *Step, feedback string) string {
+	role := t.Blocked
+	t.Blocked = RoleUnknown
+	t.Counters.InvestigationIterations = 0
+	if g == nil || role == RolePM {
+		return r.want(t, nil, StepSpec{Role: RolePM, Purpose: PurposeCoordinate, From: st.ID,
+			Feedback: "Findings for your question: " + feedback})
+	}
+	if !role.IsImplementer() {
+		role = r.implementer(g)
+	}
+	if role == RoleDeveloper && g.Escalated {
+		role = RoleSenior
+	}
+	return r.want(t, g, StepSpec{Role: role, Purpose: PurposeApplyGuidance, From: st.ID, Feedback: feedback})
+}
+
+func (r *reconciler) routeMergeFailed(t *Track, g *Group, st *Step, feedback string) string {
+	if g == nil {
+		return r.retry(t, st, "merge result on the session")
+	}
+	t.Counters.MergeFailures++
+	t.Counters.Revisions++
+	why := st.Result.Status.String() + ": " + feedback + handoffText(st.Result.Handoff)
+	switch n := t.Counters.MergeFailures; {
+	case n == 1:
+		return r.want(t, g, StepSpec{Role: r.implementer(g), Purpose: PurposeFixMerge, From: st.ID, Feedback: why})
+	case n == 2:
+		role := r.implementer(g)
+		if role == RoleDeveloper {
+			r.escalate(g)
+			role = RoleSenior
+		}
+		return r.want(t, g, StepSpec{Role: role, Purpose: PurposeFixMerge, From: st.ID, Feedback: why})
+	case n == 3:
+		t.Blocked = r.implementer(g)
+		return r.want(t, g, StepSpec{Role: RoleTechLead, Purpose: PurposeGuidance, From: st.ID, Feedback: why})
+	default:
+		return r.toPM(t, g, fmt.Sprintf("group %s failed to merge %d times (%s)", g.ID, n, why))
+	}
+}
+
+// want sets a track's next step, applying the stuck-detection thresholds:
+// too many implementation iterations or review rounds go to the pm, QA
+// attempts past the limit go to the tech lead, an exhausted investigation goes
+// to the tech lead with partial findings. It returns where the work went.
+func (r *reconciler) want(t *Track, g *Group, spec StepSpec) string {
+	lim := r.cfg.Limits
+	c := &t.Counters
+	if g == nil && !leadRole(spec) {
+		// The session lead has no branch to implement, test or merge on.
+		return r.want(t, nil, StepSpec{Role: RolePM, Purpose: PurposeCoordinate, From: spec.From,
+			Feedback: fmt.Sprintf("(a %s step was asked for at session level) %s", spec.Role, spec.Feedback)})
+	}
+	switch {
+	case spec.Role.IsImplementer() && c.Iterations >= lim.DeveloperIterations:
+		return r.toPM(t, g, fmt.Sprintf("group %s is stuck after %d implementation iterations; split or simplify it", groupName(g), c.Iterations))
+	case spec.Role == RoleQA && c.QAAttempts >= lim.QAAttempts:
+		t.Blocked = r.implementer(g)
+		return r.want(t, g, StepSpec{Role: RoleTechLead, Purpose: PurposeGuidance, From: spec.From,
+			Feedback: fmt.Sprintf("QA ran %d times without passing; help the implementer meet the test requirements. %s", c.QAAttempts, spec.Feedback)})
+	case spec.Role == RoleTechLead && spec.Purpose == PurposeReview && c.ReviewAttempts >= lim.ReviewAttempts:
+		return r.toPM(t, g, fmt.Sprintf("group %s went through %d reviews without approval; mediate or simplify", groupName(g), c.ReviewAttempts))
+	case spec.Role == RoleTechLead && spec.Purpose != PurposeReview && c.GuidanceSteps >= lim.ReviewAttempts:
+		return r.toPM(t, g, fmt.Sprintf("group %s needed tech lead guidance %d times; decide how to proceed", groupName(g), c.GuidanceSteps))
+	case spec.Role == RoleInvestigator && lim.InvestigationIterations == 0:
+		if t.Blocked == RoleUnknown {
+			t.Blocked = r.blockedRole(t, g, RoleUnknown)
+		}
+		return r.want(t, g, StepSpec{Role: RoleTechLead, Purpose: PurposeGuidance, From: spec.From,
+			Feedback: "Investigation is disabled; unblock directly. " + spec.Feedback})
+	case spec.Role == RoleInvestigator && c.InvestigationIterations >= lim.InvestigationIterations:
+		return r.want(t, g, StepSpec{Role: RoleTechLead, Purpose: PurposeValidateFindings, From: spec.From,
+			Feedback: fmt.Sprintf("The investigation used its %d iterations; judge the partial findings. %s", c.InvestigationIterations, spec.Feedback)})
+	}
+	if spec.Model == "" {
+		spec.Model = r.cfg.Models.For(spec.Role)
+	}
+	if spec.Attempt == 0 {
+		spec.Attempt = 1
+	}
+	t.Next = &spec
+	t.Stage = stageFor(spec.Role)
+	if t.Wait == WaitPM {
+		t.Wait = WaitNone
+		t.WaitDetail = ""
+	}
+	r.changed = true
+	return spec.Role.String()
+}
+
+func leadRole(spec StepSpec) bool {
+	switch spec.Role {
+	case RolePM, RoleValidate, RoleInvestigator, RoleTechLead:
+		return true
+	case RoleDeveloper:
+		return spec.Purpose == PurposeDiagnostic
+	}
+	return false
+}
+
+func groupName(g *Group) string {
+	if g == nil {
+		return "the session"
+	}
+	return g.ID
+}
+
+func stageFor(role Role) Stage {
+	switch role {
+	case RoleQA:
+		return StageQA
+	case RoleTechLead:
+		return StageReview
+	case RoleInvestigator:
+		return StageInvestigation
+	case RoleMerge:
+		return StageApproved
+	}
+	return StageDev
+}
+
+// toPM parks a group until the pm decides, with an urgent note saying why.
+func (r *reconciler) toPM(t *Track, g *Group, why string) string {
+	r.changed = true
+	if g == nil {
+		spec := StepSpec{Role: RolePM, Purpose: PurposeCoordinate, Model: r.cfg.Models.PM, Attempt: 1, Feedback: why}
+		t.Next = &spec
+		return "pm"
+	}
+	t.Next = nil
+	t.Stage = StageBlocked
+	t.Wait = WaitPM
+	t.WaitDetail = why
+	r.s.Inbox = append(r.s.Inbox, Note{Group: g.ID, Text: why, Urgent: true})
+	return "pm"
+}
+
+// returnNotes puts the notes a pm step received back in the inbox when its
+// result did not deal with them.
+func (r *reconciler) returnNotes(st *Step) {
+	if len(st.Notes) == 0 {
+		return
+	}
+	r.s.Inbox = append(append([]Note(nil), st.Notes...), r.s.Inbox...)
+}
+
+func (r *reconciler) routePlan(st *Step) string {
+	s := &r.s
+	plan, err := ParsePlan(st.Result.Handoff)
+	if err == nil && len(s.Groups) > 0 {
+		// A new plan mid-session adds groups; it cannot rewrite merged work.
+		return r.applyContinue(st, nil, plan.Groups, nil)
+	}
+	var groups []Group
+	if err == nil {
+		groups, err = buildGroups(s.ID, s.Groups, plan.Groups, 1)
+	}
+	if err != nil {
+		r.returnNotes(st)
+		return r.want(&s.Lead, nil, StepSpec{Role: RolePM, Purpose: st.Purpose, From: st.ID,
+			Feedback: "Your plan could not be used: " + err.Error() + ". Send PLANNING_COMPLETE with a corrected plan."})
+	}
+	s.Groups = groups
+	if strings.EqualFold(plan.Mode, "simple") {
+		s.Mode = ModeSimple
+	} else {
+		s.Mode = ModeParallel
+	}
+	s.SuccessCriteria = dedupe(plan.SuccessCriteria)
+	if s.Status == SessionPlanning {
+		s.Status = SessionRunning
+	}
+	ids := make([]string, len(groups))
+	for i, g := range groups {
+		ids[i] = g.ID
+	}
+	return "groups " + strings.Join(ids, ", ")
+}
+
+func (r *reconciler) routeContinue(st *Step) string {
+	named, added, feedback, err := parseContinue(st.Result.Handoff)
+	if err != nil {
+		r.returnNotes(st)
+		return r.want(&r.s.Lead, nil, StepSpec{Role: RolePM, Purpose: st.Purpose, From: st.ID,
+			Feedback: err.Error() + `; send {"groups": ["A", {"id": "D", "task": "…"}], "feedback": {"A": "…"}}`})
+	}
+	return r.applyContinue(st, named, added, feedback)
+}
+
+// applyContinue dispatches the groups the pm names and adds the ones it plans.
+// Groups that waited on this pm step and are not named are dropped: the pm
+// decided their fate.
+func (r *reconciler) applyContinue(st *Step, named []string, added []PlanGroup, feedback map[string]string) string {
+	s := &r.s
+	var went []string
+	if len(added) > 0 {
+		groups, err := buildGroups(s.ID, s.Groups, added, r.currentPhase())
+		if err != nil {
+			r.returnNotes(st)
+			return r.want(&s.Lead, nil, StepSpec{Role: RolePM, Purpose: PurposeCoordinate, From: st.ID,
+				Feedback: "The groups you added could not be used: " + err.Error()})
+		}
+		s.Groups = append(s.Groups, groups...)
+		for _, g := range groups {
+			went = append(went, "+"+g.ID)
+		}
+	}
+	for _, id := range named {
+		g := s.Group(id)
+		if g == nil {
+			r.report("pm named unknown group %q", id)
+			continue
+		}
+		fb := feedback[id]
+		switch {
+		case g.Stage.Finished():
+			r.report("pm named group %s, which is %s", id, g.Stage)
+		case g.InFlight != "":
+			// At work already; the feedback rides along with its next step.
+			if g.Next == nil && fb != "" {
+				r.report("pm feedback for group %s arrives while it is at work; kept for its next step", id)
+			}
+		case g.Wait == WaitPM || (g.Next == nil && g.Started):
+			g.Counters = Counters{}
+			g.DependsOn = r.liveDeps(g)
+			r.want(&g.Track, g, StepSpec{Role: r.implementer(g), Purpose: PurposeRevise, From: st.ID, Feedback: fb})
+			went = append(went, g.ID)
+		case g.Next != nil && fb != "":
+			g.Next.Feedback = strings.TrimSpace(g.Next.Feedback + "\nFrom the pm: " + fb)
+		}
+	}
+	// Groups that waited on this pm step and were not named are dropped.
+	for _, n := range st.Notes {
+		g := s.Group(n.Group)
+		if g == nil || g.Wait != WaitPM || g.Next != nil {
+			continue
+		}
+		g.Stage = StageAbandoned
+		g.Wait = WaitNone
+		g.WaitDetail = ""
+		went = append(went, "-"+g.ID)
+	}
+	if s.Status == SessionPlanning && len(s.Groups) > 0 {
+		s.Status = SessionRunning
+	}
+	if len(went) == 0 {
+		return "no change"
+	}
+	return strings.Join(went, " ")
+}
+
+// liveDeps drops dependencies on abandoned groups: the pm has seen them.
+func (r *reconciler) liveDeps(g *Group) []string {
+	var out []string
+	for _, d := range g.DependsOn {
+		if dg := r.s.Group(d); dg != nil && dg.Stage != StageAbandoned {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+func (r *reconciler) routeBazinga(st *Step) string {
+	s := &r.s
+	var open []string
+	for _, g := range s.Groups {
+		if !g.Stage.Finished() {
+			open = append(open, fmt.Sprintf("%s (%s)", g.ID, g.Stage))
+		}
+	}
+	if len(s.Groups) == 0 {
+		open = append(open, "no groups were planned")
+	}
+	if len(open) > 0 {
+		r.returnNotes(st)
+		s.Inbox = append(s.Inbox, Note{Text: "BAZINGA refused: not all groups are merged: " + strings.Join(open, ", ")})
+		return "refused: groups still open"
+	}
+	s.Status = SessionValidating
+	return r.want(&s.Lead, nil, StepSpec{Role: RoleValidate, Purpose: PurposeValidate, From: st.ID})
+}
+
+func (r *reconciler) routeClarify(st *Step) string {
+	s := &r.s
+	var h clarificationHandoff
+	if len(st.Result.Handoff) > 0 {
+		_ = json.Unmarshal(st.Result.Handoff, &h)
+	}
+	if strings.TrimSpace(h.Question) == "" {
+		h.Question = summaryText(st.Result)
+	}
+	r.returnNotes(st)
+	resume := s.Status
+	if resume == SessionAwaitingInput || resume == SessionPaused {
+		resume = SessionRunning
+	}
+	s.Clarification = &Clarification{Step: st.ID, Question: strings.TrimSpace(h.Question), Options: h.Options,
+		Fallback: strings.TrimSpace(h.Fallback), AskedAt: r.now, Deadline: r.now.Add(r.cfg.ClarificationTimeout.D()), Resume: resume}
+	if s.Status == SessionPlanning || s.Status == SessionRunning {
+		s.Status = SessionAwaitingInput
+	}
+	text := s.Clarification.Question
+	for i, o := range h.Options {
+		text += fmt.Sprintf("\n%d. %s", i+1, o)
+	}
+	if h.Fallback != "" {
+		text += "\nWithout an answer by " + s.Clarification.Deadline.Format("2006-01-02 15:04 MST") + ", the pm will: " + h.Fallback
+	}
+	r.notify(NoticeQuestion, text)
+	return "question"
+}
+
+func (r *reconciler) routeAnswers(st *Step) string {
+	s := &r.s
+	for _, g := range s.Groups {
+		if !g.Stage.Finished() {
+			r.returnNotes(st)
+			return r.want(&s.Lead, nil, StepSpec{Role: RolePM, Purpose: PurposeCoordinate, From: st.ID,
+				Feedback: "INVESTIGATION_ONLY ends the session, but group " + g.ID + " is still open."})
+		}
+	}
+	text := strings.Join(st.Result.Summary, "\n")
+	if a := handoffField(st.Result.Handoff, "answers"); a != "" {
+		text += "\n\n" + a
+	}
+	r.notify(NoticeAnswers, text)
+	r.end(SessionDone, "investigation answered")
+	return "done"
+}
+
+func (r *reconciler) completionSummary() string {
+	s := &r.s
+	var b strings.Builder
+	merged := 0
+	for _, g := range s.Groups {
+		if g.Stage == StageMerged {
+			merged++
+		}
+	}
+	fmt.Fprintf(&b, "BAZINGA verified: %d of %d groups merged into %s in %d steps.", merged, len(s.Groups), s.Base, len(s.Steps))
+	for _, g := range s.Groups {
+		fmt.Fprintf(&b, "\n- %s %s: %s", g.ID, g.Name, g.Stage)
+	}
+	return b.String()
+}

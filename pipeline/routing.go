@@ -1,0 +1,177 @@
+package pipeline
+
+import "slices"
+
+// Route is what the engine does with a result. The routing table maps
+// (role, status[, purpose]) to a Route; route() in reconcile.go interprets it.
+type Route int
+
+// Routes, one per kind of decision in DESIGN §3's table.
+const (
+	RouteNone             Route = iota
+	RoutePlan                   // create the groups; start the first phase's ready groups
+	RouteContinue               // dispatch the groups the pm names or adds, with its feedback
+	RouteValidate               // BAZINGA: run the validate step
+	RouteClarify                // post the question; wait for an answer or the timeout
+	RouteSessionInvestigation   // investigator for the pm
+	RouteAnswersOnly            // post the answers; the session is done
+	RoutePMAgain                // the pm result was not usable: pm again with the reason
+	RouteToQA                   // qa (tech lead when QA is disabled or the group is research)
+	RouteToReview               // tech lead review
+	RouteDeveloperRevision      // developer again; from the 2nd revision on a senior
+	RouteSeniorRevision         // senior again; after 2 senior revisions tech lead guidance
+	RouteInvestigate            // investigator (tech lead when investigation is disabled)
+	RouteGuidance               // tech lead guidance for the blocked role
+	RouteSenior                 // senior
+	RouteQAFailed               // developer with the failures; senior after a revision or a hard challenge
+	RouteQAInconclusive         // tech lead decides
+	RouteApproved               // merge (after human approvals)
+	RouteGuidanceApproved       // the blocked role implements the validated solution
+	RouteChangesRequested       // developer; 2nd round senior; 3rd tech lead guidance; beyond pm
+	RouteEscalateModel          // tech lead again with the escalation model
+	RouteUnblock                // back to the blocked role with the guidance
+	RouteTechLeadAgain          // the tech lead result was not usable: tech lead again
+	RouteValidateFindings       // tech lead validates the investigator's findings
+	RouteDiagnostic             // developer runs the investigator's diagnostic
+	RouteDiagnosticDone         // investigator again with the diagnostic's output
+	RouteInvestigateAgain       // investigator again while iterations remain, else tech lead
+	RouteRequirementsAgain      // requirements again
+	RouteMerged                 // group merged; start what it unblocks
+	RouteMergeFailed            // fix on the group branch: developer, senior, tech lead, then pm
+	RouteMergeBlocked           // the base refused the merge: pause for a human
+	RouteStepRetry              // a harness step gave no usable verdict: retry it
+	RouteDone                   // validation accepted BAZINGA
+	RouteRejected               // validation rejected: pm with the failed checks
+)
+
+var routeNames = []string{"", "plan", "continue", "validate", "clarify", "session_investigation", "answers_only",
+	"pm_again", "to_qa", "to_review", "developer_revision", "senior_revision", "investigate", "guidance", "senior",
+	"qa_failed", "qa_inconclusive", "approved", "guidance_approved", "changes_requested", "escalate_model", "unblock",
+	"tech_lead_again", "validate_findings", "diagnostic", "diagnostic_done", "investigate_again", "requirements_again",
+	"merged", "merge_failed", "merge_blocked", "step_retry", "done", "rejected"}
+
+func (r Route) String() string { return enumName(routeNames, int(r)) }
+
+// RoutingRow is one row of the routing table. A row with Purposes set applies
+// only to steps with one of those purposes and wins over a row without.
+type RoutingRow struct {
+	Roles    []Role
+	Statuses []Status
+	Purposes []Purpose
+	Route    Route
+	// Next says in words where the work goes, as DESIGN §3 does.
+	Next string
+}
+
+// anyStatus matches every canonical status of the role.
+var anyStatus []Status
+
+// RoutingTable is DESIGN §3's routing table as data, one row per row there,
+// plus the rows that say what PARTIAL means for roles whose statuses do not
+// include it (a disallowed or unreadable status counts as PARTIAL).
+var RoutingTable = []RoutingRow{
+	{Roles: []Role{RolePM}, Statuses: []Status{StatusPlanningComplete}, Route: RoutePlan,
+		Next: "create groups; dispatch the first phase's ready groups up to the cap"},
+	{Roles: []Role{RolePM}, Statuses: []Status{StatusContinue}, Route: RouteContinue,
+		Next: "dispatch the groups the pm names or adds, with its feedback"},
+	{Roles: []Role{RolePM}, Statuses: []Status{StatusBazinga}, Route: RouteValidate,
+		Next: "validate: all groups merged, tests green on the base head, every criterion met with evidence"},
+	{Roles: []Role{RolePM}, Statuses: []Status{StatusNeedsClarification}, Route: RouteClarify,
+		Next: "post the question; pm again with the answer or the safe fallback"},
+	{Roles: []Role{RolePM}, Statuses: []Status{StatusInvestigationNeeded}, Route: RouteSessionInvestigation,
+		Next: "investigator"},
+	{Roles: []Role{RolePM}, Statuses: []Status{StatusInvestigationOnly}, Route: RouteAnswersOnly,
+		Next: "post the answers; done"},
+	{Roles: []Role{RolePM}, Statuses: []Status{StatusPartial}, Route: RoutePMAgain,
+		Next: "pm again with what was wrong"},
+	{Roles: []Role{RoleDeveloper}, Statuses: anyStatus, Purposes: []Purpose{PurposeDiagnostic}, Route: RouteDiagnosticDone,
+		Next: "investigator again with the diagnostic's output"},
+	{Roles: []Role{RoleDeveloper, RoleSenior}, Statuses: []Status{StatusReadyForQA}, Route: RouteToQA,
+		Next: "qa (tech_lead when QA is disabled)"},
+	{Roles: []Role{RoleDeveloper, RoleSenior}, Statuses: []Status{StatusReadyForReview}, Route: RouteToReview,
+		Next: "tech_lead"},
+	{Roles: []Role{RoleDeveloper}, Statuses: []Status{StatusPartial}, Route: RouteDeveloperRevision,
+		Next: "developer again with the remaining work; from the 2nd revision on: senior"},
+	{Roles: []Role{RoleSenior}, Statuses: []Status{StatusPartial}, Route: RouteSeniorRevision,
+		Next: "senior again; after 2 senior revisions: tech_lead for guidance"},
+	{Roles: []Role{RoleDeveloper}, Statuses: []Status{StatusBlocked}, Route: RouteInvestigate,
+		Next: "investigator (tech_lead if investigation is disabled)"},
+	{Roles: []Role{RoleSenior}, Statuses: []Status{StatusBlocked}, Route: RouteGuidance,
+		Next: "tech_lead"},
+	{Roles: []Role{RoleDeveloper, RoleSenior}, Statuses: []Status{StatusEscalateSenior}, Route: RouteSenior,
+		Next: "senior"},
+	{Roles: []Role{RoleDeveloper, RoleSenior}, Statuses: []Status{StatusSpawnInvestigator}, Route: RouteInvestigate,
+		Next: "investigator"},
+	{Roles: []Role{RoleQA}, Statuses: []Status{StatusPass}, Route: RouteToReview,
+		Next: "tech_lead"},
+	{Roles: []Role{RoleQA}, Statuses: []Status{StatusFail}, Route: RouteQAFailed,
+		Next: "developer with the failures; senior if the group already had a revision or a challenge level ≥ 3 failed"},
+	{Roles: []Role{RoleQA}, Statuses: []Status{StatusEscalateSenior}, Route: RouteSenior,
+		Next: "senior"},
+	{Roles: []Role{RoleQA}, Statuses: []Status{StatusPartial, StatusBlocked, StatusFlaky}, Route: RouteQAInconclusive,
+		Next: "tech_lead"},
+	{Roles: []Role{RoleTechLead}, Statuses: []Status{StatusApproved, StatusApprovedWithNotes},
+		Purposes: []Purpose{PurposeGuidance, PurposeValidateFindings}, Route: RouteGuidanceApproved,
+		Next: "the role that was blocked implements the validated solution (not a merge)"},
+	{Roles: []Role{RoleTechLead}, Statuses: []Status{StatusApproved, StatusApprovedWithNotes}, Route: RouteApproved,
+		Next: "merge (after required human approvals, if configured)"},
+	{Roles: []Role{RoleTechLead}, Statuses: []Status{StatusChangesRequested}, Route: RouteChangesRequested,
+		Next: "developer; 2nd review round senior; 3rd tech_lead guidance; beyond: pm to simplify"},
+	{Roles: []Role{RoleTechLead}, Statuses: []Status{StatusSpawnInvestigator}, Route: RouteInvestigate,
+		Next: "investigator"},
+	{Roles: []Role{RoleTechLead}, Statuses: []Status{StatusEscalateToOpus}, Route: RouteEscalateModel,
+		Next: "tech_lead again with the escalation model"},
+	{Roles: []Role{RoleTechLead}, Statuses: []Status{StatusUnblockingGuidance}, Route: RouteUnblock,
+		Next: "back to the role that was blocked"},
+	{Roles: []Role{RoleTechLead}, Statuses: []Status{StatusPartial}, Route: RouteTechLeadAgain,
+		Next: "tech_lead again (counts as a review attempt)"},
+	{Roles: []Role{RoleInvestigator}, Statuses: []Status{StatusRootCauseFound, StatusInvestigationIncomplete, StatusBlocked, StatusExhausted},
+		Route: RouteValidateFindings, Next: "tech_lead validates"},
+	{Roles: []Role{RoleInvestigator}, Statuses: []Status{StatusNeedDeveloperDiagnostic}, Route: RouteDiagnostic,
+		Next: "developer runs the diagnostic, then investigator again"},
+	{Roles: []Role{RoleInvestigator}, Statuses: []Status{StatusHypothesisEliminated, StatusNeedMoreAnalysis, StatusPartial},
+		Route: RouteInvestigateAgain, Next: "investigator again while iterations < limit, else tech_lead with partial findings"},
+	{Roles: []Role{RoleRequirements}, Statuses: []Status{StatusReadyForReview}, Route: RouteToReview,
+		Next: "tech_lead (no QA)"},
+	{Roles: []Role{RoleRequirements}, Statuses: []Status{StatusPartial}, Route: RouteRequirementsAgain,
+		Next: "requirements again"},
+	{Roles: []Role{RoleRequirements}, Statuses: []Status{StatusBlocked}, Route: RouteInvestigate,
+		Next: "investigator"},
+	{Roles: []Role{RoleMerge}, Statuses: []Status{StatusMergeSuccess}, Route: RouteMerged,
+		Next: "group merged; start ready groups of this or the next phase; all merged → pm final check"},
+	{Roles: []Role{RoleMerge}, Statuses: []Status{StatusMergeConflict, StatusMergeTestFailure}, Route: RouteMergeFailed,
+		Next: "developer fixes on the group branch (base merged in) → qa → tech_lead → merge; 2nd senior, 3rd tech_lead, 4th+ pm"},
+	{Roles: []Role{RoleMerge}, Statuses: []Status{StatusMergeBlocked}, Route: RouteMergeBlocked,
+		Next: "pause: a human must let the merge land, then resume"},
+	{Roles: []Role{RoleMerge, RoleValidate}, Statuses: []Status{StatusPartial}, Route: RouteStepRetry,
+		Next: "retry the harness step"},
+	{Roles: []Role{RoleValidate}, Statuses: []Status{StatusAccept}, Route: RouteDone,
+		Next: "done"},
+	{Roles: []Role{RoleValidate}, Statuses: []Status{StatusReject}, Route: RouteRejected,
+		Next: "pm with the failed checks"},
+}
+
+// Lookup finds the route for a role's canonical status and the step's purpose.
+// Rows bound to a purpose win over general rows.
+func Lookup(role Role, status Status, purpose Purpose) (RoutingRow, bool) {
+	var general *RoutingRow
+	for i := range RoutingTable {
+		row := &RoutingTable[i]
+		if !slices.Contains(row.Roles, role) || (row.Statuses != nil && !slices.Contains(row.Statuses, status)) {
+			continue
+		}
+		if row.Purposes != nil {
+			if slices.Contains(row.Purposes, purpose) {
+				return *row, true
+			}
+			continue
+		}
+		if general == nil {
+			general = row
+		}
+	}
+	if general == nil {
+		return RoutingRow{}, false
+	}
+	return *general, true
+}

@@ -1,0 +1,380 @@
+package pipeline
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// schedule dispatches every track's next step that may run now and names the
+// wait of every track that cannot: the never-silently-idle half of Reconcile.
+func (r *reconciler) schedule() {
+	s := &r.s
+	if s.Status == SessionNew {
+		return
+	}
+	if s.Status.Terminal() {
+		for i := range s.Groups {
+			if g := &s.Groups[i]; !g.Stage.Finished() {
+				r.setWait(&g.Track, WaitEnded, "session "+s.Status.String())
+			}
+		}
+		r.setWait(&s.Lead, WaitEnded, "session "+s.Status.String())
+		return
+	}
+	paused := s.Status == SessionPaused
+	phase := r.currentPhase()
+	impl, research, merging := r.inFlightCounts()
+	limit := r.cfg.MaxParallel
+	if s.Mode == ModeSimple {
+		limit = 1
+	}
+	for _, i := range r.groupOrder() {
+		g := &s.Groups[i]
+		if g.Stage.Finished() {
+			r.setWait(&g.Track, WaitNone, "")
+			continue
+		}
+		if g.InFlight != "" {
+			r.setWait(&g.Track, WaitNone, "")
+			continue
+		}
+		if paused {
+			r.setWait(&g.Track, WaitPaused, s.Reason)
+			continue
+		}
+		if g.Next == nil {
+			if g.Wait == WaitPM {
+				continue
+			}
+			if g.Started {
+				// A started group always has a next step or a wait; if not, the pm decides.
+				r.toPM(&g.Track, g, fmt.Sprintf("group %s had nothing left to do but is not merged; decide", g.ID))
+				continue
+			}
+			if g.Phase > phase {
+				r.setWait(&g.Track, WaitPhase, fmt.Sprintf("phase %d starts after phase %d", g.Phase, phase))
+				continue
+			}
+			if dead := r.abandonedDeps(g); len(dead) > 0 {
+				r.toPM(&g.Track, g, fmt.Sprintf("group %s depends on abandoned group(s) %s", g.ID, strings.Join(dead, ", ")))
+				continue
+			}
+			if open := r.openDeps(g); len(open) > 0 {
+				r.setWait(&g.Track, WaitDependencies, "waits for "+strings.Join(open, ", ")+" to merge")
+				continue
+			}
+			r.want(&g.Track, g, StepSpec{Role: r.implementer(g), Purpose: PurposeImplement})
+			if g.Next == nil {
+				continue
+			}
+		}
+		switch n := g.Next; {
+		case n.Role.IsImplementer():
+			if impl >= limit {
+				r.setWait(&g.Track, WaitCap, fmt.Sprintf("%d of %d implementation slots busy", impl, limit))
+				continue
+			}
+			if g.Type == GroupResearch && research >= MaxResearchInFlight {
+				r.setWait(&g.Track, WaitCap, fmt.Sprintf("%d of %d research slots busy", research, MaxResearchInFlight))
+				continue
+			}
+			impl++
+			if g.Type == GroupResearch {
+				research++
+			}
+		case n.Role == RoleMerge:
+			if need := r.cfg.Merge.RequiredApprovals; len(g.Approvals) < need {
+				r.setWait(&g.Track, WaitHumanReview, fmt.Sprintf("%d of %d human approvals", len(g.Approvals), need))
+				continue
+			}
+			if merging > 0 {
+				r.setWait(&g.Track, WaitMergeLane, "another merge into "+s.Base+" is in flight")
+				continue
+			}
+			merging++
+		}
+		r.dispatch(&g.Track, g)
+	}
+	r.scheduleLead(paused)
+}
+
+func (r *reconciler) scheduleLead(paused bool) {
+	s := &r.s
+	l := &s.Lead
+	if l.InFlight != "" {
+		r.setWait(l, WaitNone, "")
+		return
+	}
+	if paused {
+		r.setWait(l, WaitPaused, s.Reason)
+		return
+	}
+	if s.Clarification != nil {
+		r.setWait(l, WaitClarification, s.Clarification.Question)
+		return
+	}
+	if l.Next == nil {
+		switch {
+		case hasUrgent(s.Inbox):
+			r.want(l, nil, StepSpec{Role: RolePM, Purpose: PurposeCoordinate})
+		case len(s.Groups) > 0 && r.allFinished():
+			r.want(l, nil, StepSpec{Role: RolePM, Purpose: PurposeFinalCheck,
+				Feedback: "Every group is merged or abandoned. Say BAZINGA with evidence for each criterion, or CONTINUE with more work."})
+		case len(s.Groups) == 0:
+			r.want(l, nil, StepSpec{Role: RolePM, Purpose: PurposePlan})
+		default:
+			r.setWait(l, WaitGroups, fmt.Sprintf("%d group(s) at work", r.openGroups()))
+			return
+		}
+	}
+	if l.Next.Role == RolePM {
+		if s.PMStreak >= r.pmLimit() {
+			r.end(SessionFailed, fmt.Sprintf("the pm made no progress in %d rounds; /bazinga resume to give it more", s.PMStreak))
+			r.setWait(l, WaitEnded, "session failed")
+			return
+		}
+		s.PMStreak++
+		l.Next.Notes = append(l.Next.Notes, s.Inbox...)
+		s.Inbox = nil
+	}
+	r.dispatch(l, nil)
+}
+
+func hasUrgent(inbox []Note) bool {
+	for _, n := range inbox {
+		if n.Urgent {
+			return true
+		}
+	}
+	return false
+}
+
+func (r *reconciler) allFinished() bool {
+	return r.openGroups() == 0
+}
+
+func (r *reconciler) openGroups() int {
+	n := 0
+	for _, g := range r.s.Groups {
+		if !g.Stage.Finished() {
+			n++
+		}
+	}
+	return n
+}
+
+// currentPhase is the lowest phase with an unfinished group.
+func (r *reconciler) currentPhase() int {
+	phase := 0
+	for _, g := range r.s.Groups {
+		if !g.Stage.Finished() && (phase == 0 || g.Phase < phase) {
+			phase = g.Phase
+		}
+	}
+	if phase == 0 {
+		phase = 1
+		for _, g := range r.s.Groups {
+			if g.Phase > phase {
+				phase = g.Phase
+			}
+		}
+	}
+	return phase
+}
+
+func (r *reconciler) openDeps(g *Group) []string {
+	var out []string
+	for _, d := range g.DependsOn {
+		if dg := r.s.Group(d); dg != nil && dg.Stage != StageMerged && dg.Stage != StageAbandoned {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+func (r *reconciler) abandonedDeps(g *Group) []string {
+	var out []string
+	for _, d := range g.DependsOn {
+		if dg := r.s.Group(d); dg != nil && dg.Stage == StageAbandoned {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+func (r *reconciler) inFlightCounts() (impl, research, merging int) {
+	for _, st := range r.s.Steps {
+		if st.State != StepInFlight {
+			continue
+		}
+		switch {
+		case st.Role.IsImplementer():
+			impl++
+			if g := r.s.Group(st.Group); g != nil && g.Type == GroupResearch {
+				research++
+			}
+		case st.Role == RoleMerge:
+			merging++
+		}
+	}
+	return impl, research, merging
+}
+
+// groupOrder gives started groups the first claim on free slots (work in
+// progress finishes before new work starts), each in plan order.
+func (r *reconciler) groupOrder() []int {
+	order := make([]int, len(r.s.Groups))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool {
+		return r.s.Groups[order[a]].Started && !r.s.Groups[order[b]].Started
+	})
+	return order
+}
+
+func (r *reconciler) setWait(t *Track, w WaitReason, detail string) {
+	if t.Wait != w || t.WaitDetail != detail {
+		t.Wait = w
+		t.WaitDetail = detail
+		r.changed = true
+	}
+}
+
+// dispatch turns a track's next step into a step in flight.
+func (r *reconciler) dispatch(t *Track, g *Group) {
+	s := &r.s
+	spec := *t.Next
+	group := LeadGroup
+	if g != nil {
+		group = g.ID
+		if !g.Started {
+			g.Started = true
+			if g.Branch == "" {
+				g.Branch = BranchName(s.ID, g.ID)
+			}
+			r.add(Action{Kind: ActionEnsureBranch, ID: "branch/" + s.ID + "/" + g.ID, Group: g.ID, Branch: g.Branch, Base: s.Base})
+		}
+	}
+	if spec.Attempt <= 1 {
+		c := &t.Counters
+		switch {
+		case spec.Role.IsImplementer():
+			c.Iterations++
+		case spec.Role == RoleQA:
+			c.QAAttempts++
+		case spec.Role == RoleTechLead && spec.Purpose == PurposeReview:
+			c.ReviewAttempts++
+		case spec.Role == RoleTechLead:
+			c.GuidanceSteps++
+		case spec.Role == RoleInvestigator:
+			c.InvestigationIterations++
+		}
+	}
+	n := 1
+	for _, st := range s.Steps {
+		if st.Group == group && st.Role == spec.Role {
+			n++
+		}
+	}
+	st := Step{ID: StepID(s.ID, group, spec.Role, n), Group: group, N: n, StepSpec: spec,
+		State: StepInFlight, DispatchedAt: r.now}
+	s.Steps = append(s.Steps, st)
+	if r.stepIdx != nil {
+		r.stepIdx[st.ID] = len(s.Steps) - 1
+	}
+	t.InFlight = st.ID
+	t.Next = nil
+	t.Wait = WaitNone
+	t.WaitDetail = ""
+	t.Stage = stageFor(spec.Role)
+	if spec.Role == RoleMerge {
+		t.Stage = StageMerging
+	}
+	r.changed = true
+	r.add(dispatchAction(st))
+}
+
+func dispatchAction(st Step) Action {
+	return Action{Kind: ActionDispatch, ID: "dispatch/" + st.ID, Step: st.ID, Group: st.Group, Role: st.Role,
+		Model: st.Model, Purpose: st.Purpose, Attempt: st.Attempt}
+}
+
+// finish records the revision and emits the views of the new state: labels
+// that changed and one status update.
+func (r *reconciler) finish() {
+	s := &r.s
+	if s.Status == SessionNew {
+		return
+	}
+	if label := IssueLabel(s.Status); label != s.IssueLabel {
+		s.IssueLabel = label
+		r.changed = true
+		r.add(Action{Kind: ActionSetLabels, ID: fmt.Sprintf("labels/%s/_/%d", s.ID, r.rev), Labels: []string{label}})
+	}
+	for i := range s.Groups {
+		g := &s.Groups[i]
+		if !g.Started {
+			continue
+		}
+		if label := GroupLabel(g); label != g.Label {
+			g.Label = label
+			r.changed = true
+			r.add(Action{Kind: ActionSetLabels, ID: fmt.Sprintf("labels/%s/%s/%d", s.ID, g.ID, r.rev), Group: g.ID, Labels: []string{label}})
+		}
+	}
+	if !r.changed {
+		return
+	}
+	s.Rev = r.rev
+	s.UpdatedAt = r.now
+	r.add(Action{Kind: ActionUpdateStatus, ID: fmt.Sprintf("status/%s/%d", s.ID, r.rev)})
+}
+
+// IssueLabel is the issue's label for a session status.
+func IssueLabel(st SessionStatus) string {
+	switch st {
+	case SessionAwaitingInput:
+		return "bazinga:needs-input"
+	case SessionPaused:
+		return "bazinga:paused"
+	case SessionDone:
+		return "bazinga:done"
+	case SessionFailed:
+		return "bazinga:failed"
+	case SessionStopped:
+		return "bazinga:stopped"
+	}
+	return "bazinga:running"
+}
+
+// GroupLabel is a group PR's label for its stage.
+func GroupLabel(g *Group) string {
+	switch g.Stage {
+	case StageQA:
+		return "bazinga:qa"
+	case StageReview:
+		return "bazinga:review"
+	case StageApproved, StageMerging:
+		return "bazinga:merging"
+	case StageMerged:
+		return "bazinga:merged"
+	case StageBlocked, StageAbandoned:
+		return "bazinga:blocked"
+	}
+	if g.Wait == WaitPM || g.Wait == WaitPaused {
+		return "bazinga:blocked"
+	}
+	return "bazinga:dev"
+}
+
+// IssueLabels lists every label bazinga manages on issues, in order.
+func IssueLabels() []string {
+	return []string{"bazinga:running", "bazinga:paused", "bazinga:needs-input", "bazinga:done", "bazinga:failed", "bazinga:stopped"}
+}
+
+// GroupLabels lists every label bazinga manages on group PRs, in order.
+func GroupLabels() []string {
+	return []string{"bazinga:dev", "bazinga:qa", "bazinga:review", "bazinga:merging", "bazinga:merged", "bazinga:blocked"}
+}

@@ -1,0 +1,315 @@
+package pipeline
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"time"
+)
+
+// SchemaVersion is the version of the serialised session. A reader refuses a
+// session written by a newer schema rather than silently dropping fields.
+const SchemaVersion = 1
+
+// LeadGroup is the group id of session-level steps (pm, validate, and the
+// investigations the pm asks for).
+const LeadGroup = "_"
+
+// MaxGroups bounds how many groups a session may have, so a runaway plan
+// cannot make a session endless.
+const MaxGroups = 64
+
+// MaxResearchInFlight caps research groups' steps in flight.
+const MaxResearchInFlight = 2
+
+var (
+	groupIDPattern   = regexp.MustCompile(`^[A-Za-z0-9_-]{1,32}$`)
+	sessionIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
+)
+
+// ValidGroupID reports whether id is a usable group id.
+func ValidGroupID(id string) bool { return groupIDPattern.MatchString(id) && id != LeadGroup }
+
+// ValidSessionID reports whether id is a usable session id.
+func ValidSessionID(id string) bool { return sessionIDPattern.MatchString(id) }
+
+// Session is the whole state of one bazinga session. It is a plain value: it
+// serialises to JSON and back without loss, and Reconcile derives the next
+// session from it without touching the original.
+type Session struct {
+	Schema          int           `json:"schema"`
+	ID              string        `json:"id"`
+	Requirements    string        `json:"requirements"`
+	Base            string        `json:"base"`
+	Mode            Mode          `json:"mode"`
+	Status          SessionStatus `json:"status"`
+	Reason          string        `json:"reason,omitempty"`
+	SuccessCriteria []string      `json:"success_criteria,omitempty"`
+	Groups          []Group       `json:"groups"`
+	// Lead is the session-level track: pm, validate, and investigations the pm asked for.
+	Lead Track `json:"lead"`
+	// Steps holds every step ever dispatched, in dispatch order (append-only).
+	Steps         []Step         `json:"steps"`
+	Clarification *Clarification `json:"clarification,omitempty"`
+	// Inbox holds what the next pm step must hear about.
+	Inbox []Note `json:"inbox,omitempty"`
+	// PMStreak counts pm steps since a group last merged; too many means no progress.
+	PMStreak    int       `json:"pm_streak"`
+	Rev         int       `json:"rev"`
+	IssueLabel  string    `json:"issue_label,omitempty"`
+	StartedAt   time.Time `json:"started_at"`
+	UpdatedAt   time.Time `json:"updated_at"`
+	CompletedAt time.Time `json:"completed_at,omitzero"`
+}
+
+// Group is one task group of the plan.
+type Group struct {
+	ID        string    `json:"id"`
+	Name      string    `json:"name"`
+	Task      string    `json:"task"`
+	Type      GroupType `json:"type"`
+	Tier      Tier      `json:"tier"`
+	Phase     int       `json:"phase"`
+	DependsOn []string  `json:"depends_on,omitempty"`
+	Branch    string    `json:"branch"`
+	// Started is set when the group's branch was requested and its first step dispatched.
+	Started bool `json:"started,omitempty"`
+	// Escalated groups go to a senior from then on.
+	Escalated bool `json:"escalated,omitempty"`
+	// Approvals are the logins of humans whose latest review approves the group PR.
+	Approvals   []string `json:"approvals,omitempty"`
+	ApprovedRev int      `json:"approved_rev,omitempty"`
+	Label       string   `json:"label,omitempty"`
+	Track
+}
+
+// Track is the routing state shared by groups and the session lead.
+type Track struct {
+	Stage Stage `json:"stage"`
+	// InFlight is the id of the step in flight, if any.
+	InFlight string `json:"in_flight,omitempty"`
+	// Next is the step this track needs and has not dispatched yet.
+	Next *StepSpec `json:"next,omitempty"`
+	// Wait names what the track waits for when nothing is in flight.
+	Wait       WaitReason `json:"wait,omitempty"`
+	WaitDetail string     `json:"wait_detail,omitempty"`
+	// Blocked is the role a tech lead or investigator is helping; it gets the work back.
+	Blocked  Role     `json:"blocked,omitempty"`
+	Counters Counters `json:"counters"`
+	// Last is the id of the last step that ended with a result.
+	Last string `json:"last,omitempty"`
+}
+
+// Counters are the revision and escalation counters of a track. They restart
+// when the pm re-plans the group.
+type Counters struct {
+	Iterations              int `json:"iterations,omitempty"`
+	Revisions               int `json:"revisions,omitempty"`
+	SeniorRevisions         int `json:"senior_revisions,omitempty"`
+	QAAttempts              int `json:"qa_attempts,omitempty"`
+	ReviewAttempts          int `json:"review_attempts,omitempty"`
+	ChangesRequested        int `json:"changes_requested,omitempty"`
+	GuidanceSteps           int `json:"guidance_steps,omitempty"`
+	MergeFailures           int `json:"merge_failures,omitempty"`
+	InvestigationIterations int `json:"investigation_iterations,omitempty"`
+	ChallengeLevel          int `json:"challenge_level,omitempty"`
+}
+
+// StepSpec is what a step is asked to do; a Step is a dispatched StepSpec.
+type StepSpec struct {
+	Role    Role    `json:"role"`
+	Purpose Purpose `json:"purpose"`
+	Model   string  `json:"model,omitempty"`
+	// Attempt counts tries of the same work after steps that ended without a result.
+	Attempt  int    `json:"attempt"`
+	Feedback string `json:"feedback,omitempty"`
+	// From is the step whose result (handoff) this step receives.
+	From string `json:"from,omitempty"`
+	// Notes are the inbox notes delivered to a pm step.
+	Notes []Note `json:"notes,omitempty"`
+	// Escalated marks a tech lead step already running on the escalation model.
+	Escalated bool `json:"escalated,omitempty"`
+}
+
+// Step is one dispatched step.
+type Step struct {
+	ID    string `json:"id"`
+	Group string `json:"group"`
+	N     int    `json:"n"`
+	StepSpec
+	State        StepState `json:"state"`
+	DispatchedAt time.Time `json:"dispatched_at"`
+	EndedAt      time.Time `json:"ended_at,omitzero"`
+	Result       *Result   `json:"result,omitempty"`
+	// Reported is the status as the agent wrote it, when normalisation changed it.
+	Reported Status `json:"reported,omitempty"`
+	// Note says why a step failed or was cancelled, or how its result was read.
+	Note string `json:"note,omitempty"`
+	// Routed says where the result sent the work ("qa", "merged", "pm", …).
+	Routed string `json:"routed,omitempty"`
+}
+
+// Note is something the pm must hear about at its next step.
+type Note struct {
+	Group string `json:"group,omitempty"`
+	Text  string `json:"text"`
+	// Urgent notes make the engine dispatch a pm step; others ride along with the next one.
+	Urgent bool `json:"urgent,omitempty"`
+}
+
+// Clarification is a pm question waiting for a human answer.
+type Clarification struct {
+	Step     string    `json:"step"`
+	Question string    `json:"question"`
+	Options  []string  `json:"options,omitempty"`
+	Fallback string    `json:"fallback,omitempty"`
+	AskedAt  time.Time `json:"asked_at"`
+	Deadline time.Time `json:"deadline"`
+	// Resume is the session status to return to once answered.
+	Resume SessionStatus `json:"resume"`
+}
+
+// Group returns the group with the given id, or nil.
+func (s *Session) Group(id string) *Group {
+	for i := range s.Groups {
+		if s.Groups[i].ID == id {
+			return &s.Groups[i]
+		}
+	}
+	return nil
+}
+
+// Step returns the step with the given id, or nil.
+func (s *Session) Step(id string) *Step {
+	for i := len(s.Steps) - 1; i >= 0; i-- {
+		if s.Steps[i].ID == id {
+			return &s.Steps[i]
+		}
+	}
+	return nil
+}
+
+// InFlight returns the steps in flight, in dispatch order.
+func (s *Session) InFlight() []Step {
+	var out []Step
+	for _, st := range s.Steps {
+		if st.State == StepInFlight {
+			out = append(out, st)
+		}
+	}
+	return out
+}
+
+// BranchName is the branch of a group: bazinga/<session>-<group>.
+func BranchName(session, group string) string {
+	return "bazinga/" + session + "-" + group
+}
+
+// StepID builds a step id: <session>/<group>/<role>/<n>.
+func StepID(session, group string, role Role, n int) string {
+	return fmt.Sprintf("%s/%s/%s/%d", session, group, role, n)
+}
+
+// Clone returns a copy that shares nothing mutable with s. Results and
+// handoffs are never modified after they are recorded, so they are shared.
+func (s Session) Clone() Session {
+	c := s
+	c.SuccessCriteria = append([]string(nil), s.SuccessCriteria...)
+	c.Groups = make([]Group, len(s.Groups))
+	for i, g := range s.Groups {
+		g.DependsOn = append([]string(nil), g.DependsOn...)
+		g.Approvals = append([]string(nil), g.Approvals...)
+		g.Track = g.Track.clone()
+		c.Groups[i] = g
+	}
+	c.Lead = s.Lead.clone()
+	// Steps are append-only; copy the slice so appends and state changes stay ours.
+	c.Steps = make([]Step, len(s.Steps), len(s.Steps)+8)
+	copy(c.Steps, s.Steps)
+	if s.Clarification != nil {
+		cl := *s.Clarification
+		cl.Options = append([]string(nil), s.Clarification.Options...)
+		c.Clarification = &cl
+	}
+	c.Inbox = append([]Note(nil), s.Inbox...)
+	return c
+}
+
+func (t Track) clone() Track {
+	if t.Next != nil {
+		n := *t.Next
+		n.Notes = append([]Note(nil), t.Next.Notes...)
+		t.Next = &n
+	}
+	return t
+}
+
+// Marshal serialises the session as JSON.
+func (s Session) Marshal() ([]byte, error) {
+	b, err := json.Marshal(s)
+	if err != nil {
+		return nil, fmt.Errorf("marshal session %s: %w", s.ID, err)
+	}
+	return b, nil
+}
+
+// UnmarshalSession reads a session written by Marshal. It refuses sessions of
+// an unknown schema and sessions whose internal references do not hold.
+func UnmarshalSession(b []byte) (Session, error) {
+	var s Session
+	if err := json.Unmarshal(b, &s); err != nil {
+		return Session{}, fmt.Errorf("read session: %w", err)
+	}
+	if s.Schema != SchemaVersion {
+		return Session{}, fmt.Errorf("read session: schema version %d, this bazinga reads %d", s.Schema, SchemaVersion)
+	}
+	if err := s.check(); err != nil {
+		return Session{}, fmt.Errorf("read session %s: %w", s.ID, err)
+	}
+	return s, nil
+}
+
+// check verifies the references inside a session: in-flight ids name steps in
+// flight, groups are unique and valid.
+func (s *Session) check() error {
+	if !ValidSessionID(s.ID) {
+		return fmt.Errorf("invalid session id %q", s.ID)
+	}
+	seen := map[string]bool{}
+	for _, g := range s.Groups {
+		if !ValidGroupID(g.ID) {
+			return fmt.Errorf("invalid group id %q", g.ID)
+		}
+		if seen[g.ID] {
+			return fmt.Errorf("duplicate group %q", g.ID)
+		}
+		seen[g.ID] = true
+	}
+	steps := map[string]*Step{}
+	for i := range s.Steps {
+		st := &s.Steps[i]
+		if steps[st.ID] != nil {
+			return fmt.Errorf("duplicate step %q", st.ID)
+		}
+		steps[st.ID] = st
+	}
+	checkTrack := func(name string, t *Track) error {
+		if t.InFlight == "" {
+			return nil
+		}
+		st := steps[t.InFlight]
+		if st == nil || st.State != StepInFlight {
+			return fmt.Errorf("%s: step %q is not in flight", name, t.InFlight)
+		}
+		return nil
+	}
+	if err := checkTrack("lead", &s.Lead); err != nil {
+		return err
+	}
+	for i := range s.Groups {
+		if err := checkTrack("group "+s.Groups[i].ID, &s.Groups[i].Track); err != nil {
+			return err
+		}
+	}
+	return nil
+}
