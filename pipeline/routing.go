@@ -8,40 +8,40 @@ type Route int
 
 // Routes, one per kind of decision in DESIGN §3's table.
 const (
-	RouteNone             Route = iota
-	RoutePlan                   // create the groups; start the first phase's ready groups
-	RouteContinue               // dispatch the groups the pm names or adds, with its feedback
-	RouteValidate               // BAZINGA: run the validate step
-	RouteClarify                // post the question; wait for an answer or the timeout
-	RouteSessionInvestigation   // investigator for the pm
-	RouteAnswersOnly            // post the answers; the session is done
-	RoutePMAgain                // the pm result was not usable: pm again with the reason
-	RouteToQA                   // qa (tech lead when QA is disabled or the group is research)
-	RouteToReview               // tech lead review
-	RouteDeveloperRevision      // developer again; from the 2nd revision on a senior
-	RouteSeniorRevision         // senior again; after 2 senior revisions tech lead guidance
-	RouteInvestigate            // investigator (tech lead when investigation is disabled)
-	RouteGuidance               // tech lead guidance for the blocked role
-	RouteSenior                 // senior
-	RouteQAFailed               // developer with the failures; senior after a revision or a hard challenge
-	RouteQAInconclusive         // tech lead decides
-	RouteApproved               // merge (after human approvals)
-	RouteGuidanceApproved       // the blocked role implements the validated solution
-	RouteChangesRequested       // developer; 2nd round senior; 3rd tech lead guidance; beyond pm
-	RouteEscalateModel          // tech lead again with the escalation model
-	RouteUnblock                // back to the blocked role with the guidance
-	RouteTechLeadAgain          // the tech lead result was not usable: tech lead again
-	RouteValidateFindings       // tech lead validates the investigator's findings
-	RouteDiagnostic             // developer runs the investigator's diagnostic
-	RouteDiagnosticDone         // investigator again with the diagnostic's output
-	RouteInvestigateAgain       // investigator again while iterations remain, else tech lead
-	RouteRequirementsAgain      // requirements again
-	RouteMerged                 // group merged; start what it unblocks
-	RouteMergeFailed            // fix on the group branch: developer, senior, tech lead, then pm
-	RouteMergeBlocked           // the base refused the merge: pause for a human
-	RouteStepRetry              // a harness step gave no usable verdict: retry it
-	RouteDone                   // validation accepted BAZINGA
-	RouteRejected               // validation rejected: pm with the failed checks
+	RouteNone                 Route = iota
+	RoutePlan                       // create the groups; start the first phase's ready groups
+	RouteContinue                   // dispatch the groups the pm names or adds, with its feedback
+	RouteValidate                   // BAZINGA: run the validate step
+	RouteClarify                    // post the question; wait for an answer or the timeout
+	RouteSessionInvestigation       // investigator for the pm
+	RouteAnswersOnly                // post the answers; the session is done
+	RoutePMAgain                    // the pm result was not usable: pm again with the reason
+	RouteToQA                       // qa (tech lead when QA is disabled or the group is research)
+	RouteToReview                   // tech lead review
+	RouteDeveloperRevision          // developer again; from the 2nd revision on a senior
+	RouteSeniorRevision             // senior again; after 2 senior revisions tech lead guidance
+	RouteInvestigate                // investigator (tech lead when investigation is disabled)
+	RouteGuidance                   // tech lead guidance for the blocked role
+	RouteSenior                     // senior
+	RouteQAFailed                   // developer with the failures; senior after a revision or a hard challenge
+	RouteQAInconclusive             // tech lead decides
+	RouteApproved                   // merge (after human approvals)
+	RouteGuidanceApproved           // the blocked role implements the validated solution
+	RouteChangesRequested           // developer; 2nd round senior; 3rd tech lead guidance; beyond pm
+	RouteEscalateModel              // tech lead again with the escalation model
+	RouteUnblock                    // back to the blocked role with the guidance
+	RouteTechLeadAgain              // the tech lead result was not usable: tech lead again
+	RouteValidateFindings           // tech lead validates the investigator's findings
+	RouteDiagnostic                 // developer runs the investigator's diagnostic
+	RouteDiagnosticDone             // investigator again with the diagnostic's output
+	RouteInvestigateAgain           // investigator again while iterations remain, else tech lead
+	RouteRequirementsAgain          // requirements again
+	RouteMerged                     // group merged; start what it unblocks
+	RouteMergeFailed                // fix on the group branch: developer, senior, tech lead, then pm
+	RouteMergeBlocked               // the base refused the merge: pause for a human
+	RouteStepRetry                  // a harness step gave no usable verdict: retry it
+	RouteDone                       // validation accepted BAZINGA
+	RouteRejected                   // validation rejected: pm with the failed checks
 )
 
 var routeNames = []string{"", "plan", "continue", "validate", "clarify", "session_investigation", "answers_only",
