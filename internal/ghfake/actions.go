@@ -1,0 +1,549 @@
+package ghfake
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/go-github/v66/github"
+)
+
+// Workflow describes a dispatchable workflow (what GitHub would read from
+// .github/workflows/<file>; the fake does not parse YAML).
+type Workflow struct {
+	Name string // the workflow's name; default the file name
+	// RunName is the run-name template; ${{ inputs.x }},
+	// ${{ github.event.inputs.x }}, ${{ github.actor }} and
+	// ${{ github.ref_name }} are expanded. Default: the workflow name.
+	RunName string
+	JobName string // the single job's name; default "run"
+	Inputs  map[string]WorkflowInput
+}
+
+// WorkflowInput is one workflow_dispatch input.
+type WorkflowInput struct {
+	Required bool
+	Default  string
+	Type     string   // string (default), boolean, choice, number or environment
+	Options  []string // for choice
+}
+
+type workflow struct {
+	id   int64
+	file string
+	wf   Workflow
+	runs int
+}
+
+// Run is a workflow run as a fake runner sees it.
+type Run struct {
+	ID           int64
+	JobID        int64
+	Repo         string // "owner/name"
+	Workflow     string // file name, e.g. "bazinga-agent.yml"
+	WorkflowID   int64
+	Name         string // the workflow's name
+	DisplayTitle string // the rendered run-name
+	JobName      string
+	Ref          string // branch or tag name the run is on
+	HeadSHA      string
+	Inputs       map[string]string
+	Event        string // "workflow_dispatch"
+	Actor        string
+	RunNumber    int
+	Status       string // queued | in_progress | completed
+	Conclusion   string
+	CreatedAt    time.Time
+	UpdatedAt    time.Time
+}
+
+type run struct {
+	Run
+	wf      *workflow
+	started time.Time
+	ended   time.Time
+}
+
+// AddWorkflow registers a workflow file on the repository "owner/name" so
+// that it can be dispatched.
+func (f *Fake) AddWorkflow(repo, file string, wf Workflow) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	r := f.lookupRepo(repo)
+	if r == nil {
+		return fmt.Errorf("repository %s: %w", repo, ErrNotFound)
+	}
+	if wf.Name == "" {
+		wf.Name = file
+	}
+	if wf.JobName == "" {
+		wf.JobName = "run"
+	}
+	r.workflows[file] = &workflow{id: f.id("workflow"), file: file, wf: wf}
+	return nil
+}
+
+// OnDispatch registers a hook called, on its own goroutine, with every run
+// a workflow_dispatch creates: the place for a fake Actions runner.
+func (f *Fake) OnDispatch(hook func(Run)) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.onDispatch = append(f.onDispatch, hook)
+}
+
+func (c *rc) workflowParam() *workflow {
+	id := c.param("workflow_id")
+	if wf, ok := c.repo.workflows[id]; ok {
+		return wf
+	}
+	for _, wf := range c.repo.workflows {
+		if strconv.FormatInt(wf.id, 10) == id {
+			return wf
+		}
+	}
+	c.notFound()
+	return nil
+}
+
+type dispatchRequest struct {
+	Ref    *string                    `json:"ref"`
+	Inputs map[string]json.RawMessage `json:"inputs"`
+}
+
+func (f *Fake) dispatch(c *rc) {
+	wf := c.workflowParam()
+	if wf == nil {
+		return
+	}
+	var req dispatchRequest
+	if !c.decode(&req) {
+		return
+	}
+	if req.Ref == nil || *req.Ref == "" {
+		c.fail(http.StatusUnprocessableEntity, "Invalid request.\n\n\"ref\" wasn't supplied.")
+		return
+	}
+	refName, sha, ok := c.repo.resolveBranchOrTag(*req.Ref)
+	if !ok {
+		c.fail(http.StatusUnprocessableEntity, "No ref found for: "+*req.Ref)
+		return
+	}
+	inputs, msg := wf.wf.validate(req.Inputs)
+	if msg != "" {
+		c.fail(http.StatusUnprocessableEntity, msg)
+		return
+	}
+	f.startRun(c.repo, wf, refName, sha, inputs, c.login)
+	c.noContent()
+}
+
+// resolveBranchOrTag resolves a dispatch ref as GitHub does: a full ref, a
+// branch name or a tag name.
+func (r *Repo) resolveBranchOrTag(ref string) (string, string, bool) {
+	for _, full := range []string{ref, "refs/heads/" + ref, "refs/tags/" + ref} {
+		if !strings.HasPrefix(full, "refs/heads/") && !strings.HasPrefix(full, "refs/tags/") {
+			continue
+		}
+		if _, ok := r.ref(full); ok {
+			if sha, ok := r.resolve(full); ok {
+				name := strings.TrimPrefix(strings.TrimPrefix(full, "refs/heads/"), "refs/tags/")
+				return name, sha, true
+			}
+		}
+	}
+	return "", "", false
+}
+
+// validate checks dispatch inputs against the workflow's declaration and
+// returns them as strings with defaults applied, or GitHub's message.
+func (wf Workflow) validate(raw map[string]json.RawMessage) (map[string]string, string) {
+	var unexpected []string
+	for _, k := range sortedKeys(raw) {
+		if _, ok := wf.Inputs[k]; !ok {
+			unexpected = append(unexpected, strconv.Quote(k))
+		}
+	}
+	if len(unexpected) > 0 {
+		return nil, "Unexpected inputs provided: [" + strings.Join(unexpected, ", ") + "]"
+	}
+	out := map[string]string{}
+	for _, name := range sortedKeys(wf.Inputs) {
+		in := wf.Inputs[name]
+		v, given := raw[name]
+		val := in.Default
+		if given {
+			var s string
+			if err := json.Unmarshal(v, &s); err != nil {
+				// GitHub accepts JSON scalars and stringifies them.
+				var x any
+				if err := json.Unmarshal(v, &x); err != nil {
+					return nil, "Invalid value for input '" + name + "'"
+				}
+				switch x := x.(type) {
+				case bool, float64:
+					s = fmt.Sprint(x)
+				default:
+					return nil, "Invalid value for input '" + name + "'"
+				}
+			}
+			val = s
+		}
+		if in.Required && (!given || val == "") && in.Default == "" {
+			return nil, "Required input '" + name + "' not provided"
+		}
+		switch in.Type {
+		case "boolean":
+			if val != "" && val != "true" && val != "false" {
+				return nil, "Provided value '" + val + "' for input '" + name + "' not in the list of allowed values"
+			}
+		case "choice":
+			okv := val == ""
+			for _, o := range in.Options {
+				if o == val {
+					okv = true
+				}
+			}
+			if !okv {
+				return nil, "Provided value '" + val + "' for input '" + name + "' not in the list of allowed values"
+			}
+		case "number":
+			if _, err := strconv.ParseFloat(val, 64); val != "" && err != nil {
+				return nil, "Provided value '" + val + "' for input '" + name + "' is not a number"
+			}
+		}
+		out[name] = val
+	}
+	return out, ""
+}
+
+var exprRE = regexp.MustCompile(`\$\{\{\s*(.*?)\s*\}\}`)
+
+// renderRunName expands the run-name template's simple expressions;
+// anything else expands to "" (the fake has no expression engine).
+func renderRunName(tmpl string, inputs map[string]string, actor, ref string) string {
+	return exprRE.ReplaceAllStringFunc(tmpl, func(m string) string {
+		expr := exprRE.FindStringSubmatch(m)[1]
+		switch {
+		case strings.HasPrefix(expr, "inputs."):
+			return inputs[strings.TrimPrefix(expr, "inputs.")]
+		case strings.HasPrefix(expr, "github.event.inputs."):
+			return inputs[strings.TrimPrefix(expr, "github.event.inputs.")]
+		case expr == "github.actor" || expr == "github.triggering_actor":
+			return actor
+		case expr == "github.ref_name":
+			return ref
+		}
+		return ""
+	})
+}
+
+// startRun creates a queued run, emits workflow_run.requested and
+// workflow_job.queued, and calls the dispatch hooks. Caller holds f.mu.
+func (f *Fake) startRun(r *Repo, wf *workflow, ref, sha string, inputs map[string]string, actor string) *run {
+	now := f.now()
+	wf.runs++
+	title := wf.wf.Name
+	if wf.wf.RunName != "" {
+		title = renderRunName(wf.wf.RunName, inputs, actor, ref)
+	}
+	ru := &run{Run: Run{
+		ID: f.id("run"), JobID: f.id("job"), Repo: r.FullName(), Workflow: wf.file, WorkflowID: wf.id,
+		Name: wf.wf.Name, DisplayTitle: title, JobName: wf.wf.JobName, Ref: ref, HeadSHA: sha,
+		Inputs: inputs, Event: "workflow_dispatch", Actor: actor, RunNumber: wf.runs,
+		Status: "queued", CreatedAt: now, UpdatedAt: now,
+	}, wf: wf}
+	r.runs = append(r.runs, ru)
+	f.emitRun(r, ru, "requested", actor)
+	f.emitJob(r, ru, "queued", actor)
+	snapshot := ru.copyRun()
+	for _, h := range f.onDispatch {
+		f.hooksWG.Add(1)
+		go func() {
+			defer f.hooksWG.Done()
+			h(snapshot)
+		}()
+	}
+	return ru
+}
+
+func (ru *run) copyRun() Run {
+	out := ru.Run
+	out.Inputs = map[string]string{}
+	for k, v := range ru.Inputs {
+		out.Inputs[k] = v
+	}
+	return out
+}
+
+func (r *Repo) workflowJSON(wf *workflow) *github.Workflow {
+	f := r.f
+	return &github.Workflow{
+		ID: github.Int64(wf.id), NodeID: nodeID("W", wf.id), Name: github.String(wf.wf.Name),
+		Path: github.String(".github/workflows/" + wf.file), State: github.String("active"),
+		URL:     github.String(f.api(fmt.Sprintf("/repos/%s/actions/workflows/%d", r.FullName(), wf.id))),
+		HTMLURL: github.String(f.html("/" + r.FullName() + "/blob/" + r.defaultBranch + "/.github/workflows/" + wf.file)),
+	}
+}
+
+func (r *Repo) runJSON(ru *run) *github.WorkflowRun {
+	f := r.f
+	base := fmt.Sprintf("/repos/%s/actions/runs/%d", r.FullName(), ru.ID)
+	out := &github.WorkflowRun{
+		ID: github.Int64(ru.ID), NodeID: nodeID("WFR", ru.ID), Name: github.String(ru.Name),
+		DisplayTitle: github.String(ru.DisplayTitle), HeadBranch: github.String(ru.Ref), HeadSHA: github.String(ru.HeadSHA),
+		Path: github.String(".github/workflows/" + ru.Workflow), RunNumber: github.Int(ru.RunNumber), RunAttempt: github.Int(1),
+		Event: github.String(ru.Event), Status: github.String(ru.Status), WorkflowID: github.Int64(ru.WorkflowID),
+		URL: github.String(f.api(base)), HTMLURL: github.String(f.html(fmt.Sprintf("/%s/actions/runs/%d", r.FullName(), ru.ID))),
+		JobsURL: github.String(f.api(base + "/jobs")), LogsURL: github.String(f.api(base + "/logs")),
+		CancelURL: github.String(f.api(base + "/cancel")), RerunURL: github.String(f.api(base + "/rerun")),
+		WorkflowURL: github.String(f.api(fmt.Sprintf("/repos/%s/actions/workflows/%d", r.FullName(), ru.WorkflowID))),
+		CreatedAt:   ts(ru.CreatedAt), UpdatedAt: ts(ru.UpdatedAt), RunStartedAt: ts(ru.CreatedAt),
+		Repository: r.json(), HeadRepository: r.json(),
+		Actor: f.userJSON(ru.Actor), TriggeringActor: f.userJSON(ru.Actor),
+		PullRequests: []*github.PullRequest{},
+	}
+	if ru.Conclusion != "" {
+		out.Conclusion = github.String(ru.Conclusion)
+	}
+	return out
+}
+
+func (r *Repo) jobJSON(ru *run) *github.WorkflowJob {
+	f := r.f
+	out := &github.WorkflowJob{
+		ID: github.Int64(ru.JobID), RunID: github.Int64(ru.ID), NodeID: nodeID("CR", ru.JobID),
+		RunURL:     github.String(f.api(fmt.Sprintf("/repos/%s/actions/runs/%d", r.FullName(), ru.ID))),
+		HeadBranch: github.String(ru.Ref), HeadSHA: github.String(ru.HeadSHA),
+		URL:     github.String(f.api(fmt.Sprintf("/repos/%s/actions/jobs/%d", r.FullName(), ru.JobID))),
+		HTMLURL: github.String(f.html(fmt.Sprintf("/%s/actions/runs/%d/job/%d", r.FullName(), ru.ID, ru.JobID))),
+		Status:  github.String(ru.Status), Name: github.String(ru.JobName), WorkflowName: github.String(ru.Name),
+		CreatedAt: ts(ru.CreatedAt), StartedAt: ts(ru.started), CompletedAt: ts(ru.ended),
+		RunAttempt: github.Int64(1), Labels: []string{"ubuntu-latest"}, Steps: []*github.TaskStep{},
+	}
+	if ru.Conclusion != "" {
+		out.Conclusion = github.String(ru.Conclusion)
+	}
+	return out
+}
+
+func (f *Fake) emitRun(r *Repo, ru *run, action, sender string) {
+	f.emit(r, "workflow_run", action, &github.WorkflowRunEvent{
+		Action: github.String(action), Workflow: r.workflowJSON(ru.wf), WorkflowRun: r.runJSON(ru),
+		Repo: r.json(), Sender: f.userJSON(sender), Installation: f.installationJSON(),
+	})
+}
+
+func (f *Fake) emitJob(r *Repo, ru *run, action, sender string) {
+	f.emit(r, "workflow_job", action, &github.WorkflowJobEvent{
+		Action: github.String(action), WorkflowJob: r.jobJSON(ru),
+		Repo: r.json(), Sender: f.userJSON(sender), Installation: f.installationJSON(),
+	})
+}
+
+// findRun finds a run in any repository. Caller holds f.mu.
+func (f *Fake) findRun(id int64) (*Repo, *run) {
+	for _, r := range f.repos {
+		for _, ru := range r.runs {
+			if ru.ID == id {
+				return r, ru
+			}
+		}
+	}
+	return nil, nil
+}
+
+// StartRun marks a queued run in progress, emitting workflow_run and
+// workflow_job in_progress.
+func (f *Fake) StartRun(id int64) error {
+	f.mu.Lock()
+	r, ru := f.findRun(id)
+	if ru == nil {
+		f.mu.Unlock()
+		return fmt.Errorf("run %d: %w", id, ErrNotFound)
+	}
+	if ru.Status != "queued" {
+		f.mu.Unlock()
+		return fmt.Errorf("ghfake: run %d is %s, not queued", id, ru.Status)
+	}
+	now := f.now()
+	ru.Status, ru.started, ru.UpdatedAt = "in_progress", now, now
+	f.emitJob(r, ru, "in_progress", ru.Actor)
+	f.emitRun(r, ru, "in_progress", ru.Actor)
+	f.mu.Unlock()
+	f.afterChange()
+	return nil
+}
+
+var conclusions = map[string]bool{
+	"success": true, "failure": true, "cancelled": true, "skipped": true,
+	"timed_out": true, "neutral": true, "action_required": true,
+}
+
+// CompleteRun marks a run completed with a conclusion (success, failure,
+// cancelled, timed_out, …) and emits workflow_job then workflow_run
+// "completed", in GitHub's order.
+func (f *Fake) CompleteRun(id int64, conclusion string) error {
+	if !conclusions[conclusion] {
+		return fmt.Errorf("ghfake: invalid conclusion %q", conclusion)
+	}
+	f.mu.Lock()
+	err := f.completeRun(id, conclusion)
+	f.mu.Unlock()
+	f.afterChange()
+	return err
+}
+
+func (f *Fake) completeRun(id int64, conclusion string) error {
+	r, ru := f.findRun(id)
+	if ru == nil {
+		return fmt.Errorf("run %d: %w", id, ErrNotFound)
+	}
+	if ru.Status == "completed" {
+		return fmt.Errorf("ghfake: run %d already completed", id)
+	}
+	now := f.now()
+	if ru.started.IsZero() {
+		ru.started = now
+	}
+	ru.Status, ru.Conclusion, ru.ended, ru.UpdatedAt = "completed", conclusion, now, now
+	f.emitJob(r, ru, "completed", ru.Actor)
+	f.emitRun(r, ru, "completed", ru.Actor)
+	return nil
+}
+
+// Runs returns every run of every repository, by id.
+func (f *Fake) Runs() []Run {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []Run
+	for _, r := range f.repos {
+		for _, ru := range r.runs {
+			out = append(out, ru.copyRun())
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+// --- handlers ---
+
+func (f *Fake) listWorkflows(c *rc) {
+	var wfs []*workflow
+	for _, wf := range c.repo.workflows {
+		wfs = append(wfs, wf)
+	}
+	sort.Slice(wfs, func(i, j int) bool { return wfs[i].id < wfs[j].id })
+	out := []*github.Workflow{}
+	for _, wf := range wfs {
+		out = append(out, c.repo.workflowJSON(wf))
+	}
+	c.json(http.StatusOK, &github.Workflows{TotalCount: github.Int(len(out)), Workflows: out})
+}
+
+func (f *Fake) getWorkflow(c *rc) {
+	if wf := c.workflowParam(); wf != nil {
+		c.json(http.StatusOK, c.repo.workflowJSON(wf))
+	}
+}
+
+func (f *Fake) listRuns(c *rc) { f.listRunsOf(c, nil) }
+
+func (f *Fake) listWorkflowRuns(c *rc) {
+	if wf := c.workflowParam(); wf != nil {
+		f.listRunsOf(c, wf)
+	}
+}
+
+// listRunsOf lists runs newest first, filtered like GitHub's (status also
+// accepts a conclusion).
+func (f *Fake) listRunsOf(c *rc, wf *workflow) {
+	q := c.r.URL.Query()
+	var list []*run
+	for i := len(c.repo.runs) - 1; i >= 0; i-- {
+		ru := c.repo.runs[i]
+		if wf != nil && ru.wf != wf {
+			continue
+		}
+		if s := q.Get("status"); s != "" && ru.Status != s && ru.Conclusion != s {
+			continue
+		}
+		if e := q.Get("event"); e != "" && ru.Event != e {
+			continue
+		}
+		if b := q.Get("branch"); b != "" && ru.Ref != b {
+			continue
+		}
+		if a := q.Get("actor"); a != "" && !strings.EqualFold(ru.Actor, a) {
+			continue
+		}
+		if s := q.Get("head_sha"); s != "" && ru.HeadSHA != s {
+			continue
+		}
+		list = append(list, ru)
+	}
+	start, end := c.page(len(list))
+	out := []*github.WorkflowRun{}
+	for _, ru := range list[start:end] {
+		out = append(out, c.repo.runJSON(ru))
+	}
+	c.json(http.StatusOK, &github.WorkflowRuns{TotalCount: github.Int(len(list)), WorkflowRuns: out})
+}
+
+func (c *rc) runParam() *run {
+	id, ok := c.intParam("run_id")
+	if !ok {
+		return nil
+	}
+	for _, ru := range c.repo.runs {
+		if ru.ID == id {
+			return ru
+		}
+	}
+	c.notFound()
+	return nil
+}
+
+func (f *Fake) getRun(c *rc) {
+	if ru := c.runParam(); ru != nil {
+		c.json(http.StatusOK, c.repo.runJSON(ru))
+	}
+}
+
+func (f *Fake) listRunJobs(c *rc) {
+	if ru := c.runParam(); ru != nil {
+		c.json(http.StatusOK, &github.Jobs{TotalCount: github.Int(1), Jobs: []*github.WorkflowJob{c.repo.jobJSON(ru)}})
+	}
+}
+
+func (f *Fake) getJob(c *rc) {
+	id, ok := c.intParam("job_id")
+	if !ok {
+		return
+	}
+	for _, ru := range c.repo.runs {
+		if ru.JobID == id {
+			c.json(http.StatusOK, c.repo.jobJSON(ru))
+			return
+		}
+	}
+	c.notFound()
+}
+
+// cancelRun answers 202 like GitHub and completes the run as cancelled.
+func (f *Fake) cancelRun(c *rc) {
+	ru := c.runParam()
+	if ru == nil {
+		return
+	}
+	if ru.Status == "completed" {
+		c.fail(http.StatusConflict, "Cannot cancel a workflow run that is completed.")
+		return
+	}
+	_ = f.completeRun(ru.ID, "cancelled")
+	c.json(http.StatusAccepted, map[string]any{})
+}

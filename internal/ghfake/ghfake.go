@@ -1,0 +1,391 @@
+// Package ghfake is a fake GitHub for tests and benchmarks: an in-process
+// HTTP server that speaks the REST endpoints bazinga uses, backed by real bare
+// git repositories served over git smart HTTP, so that the real go-github
+// client and go-git talk to it exactly as they would to github.com or a
+// GitHub Enterprise Server.
+//
+// The fake records every API call, can inject faults into any call, and
+// delivers signed webhooks. Its state is guarded by a single mutex; webhook
+// deliveries and dispatch hooks run without it so that receivers may call
+// back into the API.
+package ghfake
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-github/v66/github"
+)
+
+// AccountType is the type of a GitHub account, as in the "type" field of a
+// user object.
+type AccountType string
+
+// Account types.
+const (
+	User         AccountType = "User"
+	Bot          AccountType = "Bot"
+	Organization AccountType = "Organization"
+)
+
+// DeliveryMode says how webhooks are delivered.
+type DeliveryMode int
+
+const (
+	// Async delivers webhooks in order on a background goroutine, like
+	// GitHub does (the API call returns before the delivery). Use
+	// WaitWebhooks to wait for the queue to drain.
+	Async DeliveryMode = iota
+	// Sync delivers the webhooks an API call or helper caused before the call
+	// returns, in order. A call made by a webhook receiver while a delivery is
+	// in progress queues its events behind it instead of waiting, so receivers
+	// that call back into the API cannot deadlock.
+	Sync
+)
+
+// Options configure a Fake. The zero value is usable.
+type Options struct {
+	AppID          int64  // default 1
+	AppSlug        string // default "bazinga"; the bot login is AppSlug+"[bot]"
+	InstallationID int64  // default 1
+	// Now is the clock for timestamps, token expiry and rate-limit windows.
+	// Default time.Now.
+	Now func() time.Time
+	// RateLimit is the primary rate limit per identity and hour (default 5000).
+	RateLimit int
+	// WebhookMode selects synchronous or asynchronous delivery.
+	WebhookMode DeliveryMode
+	// WebhookTimeout bounds one delivery (default 10s, GitHub's timeout).
+	WebhookTimeout time.Duration
+	// FaultsCountGit makes git smart HTTP requests count towards FailCall's
+	// k (by default only REST API calls count).
+	FaultsCountGit bool
+	// Logf, if set, receives diagnostics (failed deliveries, git errors).
+	Logf func(format string, args ...any)
+}
+
+// Fake is a fake GitHub. Create it with New or Start; it is safe for
+// concurrent use.
+type Fake struct {
+	opts Options
+	srv  *httptest.Server
+	dir  string
+	now  func() time.Time
+
+	closing   chan struct{}
+	closeOnce sync.Once
+	hooksWG   sync.WaitGroup
+
+	mu         sync.Mutex
+	repos      []*Repo // creation order
+	repoByName map[string]*Repo
+	defRepo    *Repo
+	tokens     map[string]*token
+	users      map[string]*account // by lower-case login
+	userOrder  int64
+	perms      map[string]string // lower-case login -> role
+	nextID     map[string]int64  // id counters by kind
+	routes     []*route
+
+	calls       []Call
+	gitCalls    []Call
+	callN       int // API calls counted for FailCall
+	faults      map[int]Fault
+	routeFaults []*routeFault
+	buckets     map[string]*bucket
+
+	onDispatch []func(Run)
+
+	// webhooks
+	hookURL     string
+	hookSecret  string
+	hookClient  *http.Client
+	qmu         sync.Mutex
+	qcond       *sync.Cond
+	queue       []*Delivery
+	draining    bool
+	deliveries  []*Delivery
+	deliverySeq int
+}
+
+type account struct {
+	login string
+	id    int64
+	typ   AccountType
+}
+
+type token struct {
+	value   string
+	login   string
+	kind    AccountType
+	perms   map[string]string // nil: everything
+	expires time.Time         // zero: never
+	install bool              // installation token (rate bucket per installation)
+}
+
+// New starts a fake GitHub. Call Close when done.
+func New(opts Options) (*Fake, error) {
+	if opts.AppID == 0 {
+		opts.AppID = 1
+	}
+	if opts.AppSlug == "" {
+		opts.AppSlug = "bazinga"
+	}
+	if opts.InstallationID == 0 {
+		opts.InstallationID = 1
+	}
+	if opts.RateLimit == 0 {
+		opts.RateLimit = 5000
+	}
+	if opts.WebhookTimeout == 0 {
+		opts.WebhookTimeout = 10 * time.Second
+	}
+	dir, err := os.MkdirTemp("", "ghfake-")
+	if err != nil {
+		return nil, fmt.Errorf("ghfake: temp dir: %w", err)
+	}
+	f := &Fake{
+		opts:       opts,
+		dir:        dir,
+		now:        opts.Now,
+		closing:    make(chan struct{}),
+		repoByName: map[string]*Repo{},
+		tokens:     map[string]*token{},
+		users:      map[string]*account{},
+		perms:      map[string]string{},
+		nextID:     map[string]int64{},
+		faults:     map[int]Fault{},
+		buckets:    map[string]*bucket{},
+		hookClient: &http.Client{Timeout: opts.WebhookTimeout},
+	}
+	if f.now == nil {
+		f.now = time.Now
+	}
+	f.qcond = sync.NewCond(&f.qmu)
+	if err := os.MkdirAll(filepath.Join(dir, "repos"), 0o755); err != nil {
+		return nil, fmt.Errorf("ghfake: %w", err)
+	}
+	f.registerRoutes()
+	f.account(f.BotLogin(), Bot)
+	f.srv = httptest.NewServer(http.HandlerFunc(f.serveHTTP))
+	go f.deliveryWorker()
+	return f, nil
+}
+
+// Start is New for tests: it fails the test on error and closes the fake in
+// t.Cleanup.
+func Start(t testing.TB, opts Options) *Fake {
+	t.Helper()
+	f, err := New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(f.Close)
+	return f
+}
+
+// Close stops the server, releases held (timeout-faulted) requests, waits
+// briefly for dispatch hooks and removes the repositories.
+func (f *Fake) Close() {
+	f.closeOnce.Do(func() {
+		close(f.closing)
+		f.qmu.Lock()
+		f.qcond.Broadcast()
+		f.qmu.Unlock()
+		done := make(chan struct{})
+		go func() { f.hooksWG.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+		}
+		f.srv.CloseClientConnections()
+		f.srv.Close()
+		_ = os.RemoveAll(f.dir)
+	})
+}
+
+// Context is cancelled when the fake is closed; dispatch hooks (fake
+// runners) should stop when it is.
+func (f *Fake) Context() context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { <-f.closing; cancel() }()
+	return ctx
+}
+
+// URL is the server's root URL (no trailing slash), also the git host:
+// clone URLs are URL()+"/owner/name.git".
+func (f *Fake) URL() string { return f.srv.URL }
+
+// APIURL is the REST base URL with the GitHub Enterprise Server prefix and a
+// trailing slash, as go-github's WithEnterpriseURLs produces it. The API is
+// also served at the root.
+func (f *Fake) APIURL() string { return f.srv.URL + "/api/v3/" }
+
+// BotLogin is the login of the app's bot account, e.g. "bazinga[bot]".
+func (f *Fake) BotLogin() string { return f.opts.AppSlug + "[bot]" }
+
+// InstallationID is the app installation's id.
+func (f *Fake) InstallationID() int64 { return f.opts.InstallationID }
+
+// AppID is the app's id.
+func (f *Fake) AppID() int64 { return f.opts.AppID }
+
+// Client returns a go-github client for the fake authenticated with token
+// (none if empty), using the Enterprise URLs.
+func (f *Fake) Client(tok string) *github.Client {
+	c := github.NewClient(nil)
+	if tok != "" {
+		c = c.WithAuthToken(tok)
+	}
+	c, err := c.WithEnterpriseURLs(f.APIURL(), f.srv.URL+"/api/uploads/")
+	if err != nil {
+		// Unreachable: the URLs come from httptest and always parse.
+		panic(err)
+	}
+	return c
+}
+
+// AddToken registers an API token for login. Bot tokens act with every
+// permission; user tokens are limited by the user's repository role (see
+// SetPermission).
+func (f *Fake) AddToken(tok, login string, kind AccountType) {
+	f.AddTokenWithPermissions(tok, login, kind, nil)
+}
+
+// AddTokenWithPermissions registers a token limited to GitHub App style
+// permissions, e.g. {"contents": "read", "issues": "write"}; requests needing
+// more get 403 "Resource not accessible by integration" with an
+// X-Accepted-GitHub-Permissions header, as GitHub answers. nil means all.
+func (f *Fake) AddTokenWithPermissions(tok, login string, kind AccountType, perms map[string]string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.account(login, kind)
+	f.tokens[tok] = &token{value: tok, login: login, kind: kind, perms: perms}
+}
+
+// SetPermission sets login's role on every repository: admin, maintain,
+// write, triage, read or none. Users without one have read; repository
+// owners have admin.
+func (f *Fake) SetPermission(login, role string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.account(login, User)
+	f.perms[strings.ToLower(login)] = role
+}
+
+// account returns (creating on first sight) the account for login. Ids are
+// assigned in order of first appearance, so they are deterministic for a
+// deterministic test. Caller holds f.mu (or is New).
+func (f *Fake) account(login string, kind AccountType) *account {
+	key := strings.ToLower(login)
+	if a, ok := f.users[key]; ok {
+		return a
+	}
+	if kind == "" {
+		kind = User
+		if strings.HasSuffix(login, "[bot]") {
+			kind = Bot
+		}
+	}
+	f.userOrder++
+	a := &account{login: login, id: 1000 + f.userOrder, typ: kind}
+	f.users[key] = a
+	return a
+}
+
+// id returns the next id of a kind. Each kind starts in its own range so
+// that an issue number, a comment id and a run id are never confused by a
+// test passing.
+func (f *Fake) id(kind string) int64 {
+	base := map[string]int64{
+		"issue": 10_000, "comment": 100_000, "label": 300_000, "review": 400_000,
+		"run": 5_000_000, "job": 6_000_000, "workflow": 700, "repo": 500,
+		"token": 0, "hook": 9_000,
+	}[kind]
+	f.nextID[kind]++
+	return base + f.nextID[kind]
+}
+
+// roleOf is login's role on r. Caller holds f.mu.
+func (f *Fake) roleOf(r *Repo, login string) string {
+	if strings.EqualFold(login, r.owner) {
+		return "admin"
+	}
+	if role, ok := f.perms[strings.ToLower(login)]; ok {
+		return role
+	}
+	if a, ok := f.users[strings.ToLower(login)]; ok && a.typ == Bot {
+		return "write"
+	}
+	return "read"
+}
+
+var roleRank = map[string]int{"none": 0, "read": 1, "triage": 2, "write": 3, "maintain": 4, "admin": 5}
+
+// roleAtLeast reports whether role grants at least need.
+func roleAtLeast(role, need string) bool { return roleRank[role] >= roleRank[need] }
+
+func (f *Fake) logf(format string, args ...any) {
+	if f.opts.Logf != nil {
+		f.opts.Logf(format, args...)
+	}
+}
+
+// ErrNotFound is returned (wrapped) by helpers given an unknown repository,
+// issue, pull request, comment or run.
+var ErrNotFound = errors.New("ghfake: not found")
+
+// lookupRepo finds a repository by "owner/name", case-insensitively as
+// GitHub does. Caller holds f.mu.
+func (f *Fake) lookupRepo(full string) *Repo {
+	return f.repoByName[strings.ToLower(full)]
+}
+
+// Repo returns the repository "owner/name", or nil.
+func (f *Fake) Repo(full string) *Repo {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.lookupRepo(full)
+}
+
+// Repos lists the repositories in creation order.
+func (f *Fake) Repos() []*Repo {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]*Repo(nil), f.repos...)
+}
+
+// DefaultRepo is the repository the Fake-level helpers act on: the first one
+// created unless SetDefaultRepo says otherwise.
+func (f *Fake) DefaultRepo() *Repo {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.defRepo
+}
+
+// SetDefaultRepo selects the repository for the Fake-level helpers.
+func (f *Fake) SetDefaultRepo(r *Repo) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.defRepo = r
+}
+
+// sortedKeys returns a map's keys sorted, for deterministic output.
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

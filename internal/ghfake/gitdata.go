@@ -1,0 +1,481 @@
+package ghfake
+
+import (
+	"encoding/base64"
+	"fmt"
+	"net/http"
+	"path"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/go-github/v66/github"
+)
+
+// --- repository, branches, contents ---
+
+func (f *Fake) getRepo(c *rc) { c.json(http.StatusOK, c.repo.json()) }
+
+func (f *Fake) getBranch(c *rc) {
+	name := c.param("branch")
+	sha, ok := c.repo.ref("refs/heads/" + name)
+	if !ok {
+		c.fail(http.StatusNotFound, "Branch not found")
+		return
+	}
+	c.json(http.StatusOK, c.repo.branchJSON(name, sha))
+}
+
+func (r *Repo) branchJSON(name, sha string) *github.Branch {
+	f := r.f
+	commit := &github.Commit{SHA: github.String(sha), URL: github.String(f.api("/repos/" + r.FullName() + "/git/commits/" + sha))}
+	if out, err := r.git("show", "-s", "--format=%T%x1f%an%x1f%ae%x1f%aI%x1f%B", sha); err == nil {
+		if fl := strings.SplitN(out, "\x1f", 5); len(fl) == 5 {
+			t, _ := time.Parse(time.RFC3339, fl[3])
+			commit.Tree = &github.Tree{SHA: github.String(fl[0])}
+			commit.Author = &github.CommitAuthor{Name: github.String(fl[1]), Email: github.String(fl[2]), Date: ts(t)}
+			commit.Message = github.String(strings.TrimSpace(fl[4]))
+		}
+	}
+	return &github.Branch{
+		Name: github.String(name),
+		Commit: &github.RepositoryCommit{
+			SHA: github.String(sha), Commit: commit,
+			URL:     github.String(f.api("/repos/" + r.FullName() + "/commits/" + sha)),
+			HTMLURL: github.String(f.html("/" + r.FullName() + "/commit/" + sha)),
+		},
+		Protected: github.Bool(r.protected[name]),
+	}
+}
+
+func (f *Fake) listBranches(c *rc) {
+	refs, err := c.repo.refs()
+	if err != nil {
+		c.fail(http.StatusInternalServerError, err.Error())
+		return
+	}
+	var names []string
+	for _, ref := range sortedKeys(refs) {
+		if b, ok := strings.CutPrefix(ref, "refs/heads/"); ok {
+			names = append(names, b)
+		}
+	}
+	start, end := c.page(len(names))
+	out := []*github.Branch{}
+	for _, b := range names[start:end] {
+		sha := refs["refs/heads/"+b]
+		out = append(out, &github.Branch{
+			Name:      github.String(b),
+			Commit:    &github.RepositoryCommit{SHA: github.String(sha), URL: github.String(f.api("/repos/" + c.repo.FullName() + "/commits/" + sha))},
+			Protected: github.Bool(c.repo.protected[b]),
+		})
+	}
+	c.json(http.StatusOK, out)
+}
+
+// getContents serves files (base64, as GitHub does) and directory listings.
+func (f *Fake) getContents(c *rc) {
+	r := c.repo
+	ref := c.r.URL.Query().Get("ref")
+	if ref == "" {
+		ref = r.defaultBranch
+	}
+	sha, ok := r.resolve(ref)
+	if !ok {
+		c.fail(http.StatusNotFound, "No commit found for the ref "+ref)
+		return
+	}
+	p := strings.Trim(c.param("path"), "/")
+	spec := sha + ":" + p
+	typ := r.objectType(spec)
+	switch typ {
+	case "blob":
+		data, err := r.f.gitRaw(r.path, "cat-file", "blob", spec)
+		if err != nil {
+			c.fail(http.StatusInternalServerError, err.Error())
+			return
+		}
+		blob, _ := r.git("rev-parse", spec)
+		c.json(http.StatusOK, r.contentJSON(p, "file", blob, ref, len(data), data))
+	case "tree":
+		out, err := r.git("ls-tree", "-l", spec)
+		if err != nil {
+			c.fail(http.StatusInternalServerError, err.Error())
+			return
+		}
+		list := []*github.RepositoryContent{}
+		for _, line := range strings.Split(out, "\n") {
+			meta, name, ok := strings.Cut(line, "\t")
+			if !ok {
+				continue
+			}
+			fl := strings.Fields(meta) // mode type sha size
+			if len(fl) < 4 {
+				continue
+			}
+			kind := map[string]string{"blob": "file", "tree": "dir", "commit": "submodule"}[fl[1]]
+			size := 0
+			if fl[1] == "blob" {
+				size, _ = strconv.Atoi(fl[3])
+			}
+			list = append(list, r.contentJSON(path.Join(p, name), kind, fl[2], ref, size, nil))
+		}
+		c.json(http.StatusOK, list)
+	default:
+		c.notFound()
+	}
+}
+
+func (r *Repo) contentJSON(p, kind, sha, ref string, size int, data []byte) *github.RepositoryContent {
+	f := r.f
+	rc := &github.RepositoryContent{
+		Type: github.String(kind), Name: github.String(path.Base(p)), Path: github.String(p),
+		SHA: github.String(sha), Size: github.Int(size),
+		URL:     github.String(f.api("/repos/" + r.FullName() + "/contents/" + p + "?ref=" + ref)),
+		HTMLURL: github.String(f.html("/" + r.FullName() + "/blob/" + ref + "/" + p)),
+		GitURL:  github.String(f.api("/repos/" + r.FullName() + "/git/blobs/" + sha)),
+	}
+	if data != nil {
+		rc.Encoding = github.String("base64")
+		rc.Content = github.String(wrap76(base64.StdEncoding.EncodeToString(data)))
+		rc.DownloadURL = github.String(f.html("/" + r.FullName() + "/raw/" + ref + "/" + p))
+	}
+	return rc
+}
+
+// wrap76 breaks base64 into lines as GitHub's contents API does.
+func wrap76(s string) string {
+	var b strings.Builder
+	for len(s) > 60 {
+		b.WriteString(s[:60])
+		b.WriteByte('\n')
+		s = s[60:]
+	}
+	b.WriteString(s)
+	b.WriteByte('\n')
+	return b.String()
+}
+
+// --- git references ---
+
+func (r *Repo) refJSON(name, sha string) *github.Reference {
+	f := r.f
+	typ := r.objectType(sha)
+	if typ == "" {
+		typ = "commit"
+	}
+	return &github.Reference{
+		Ref:    github.String(name),
+		NodeID: github.String("REF_" + strings.ReplaceAll(name, "/", "_")),
+		URL:    github.String(f.api("/repos/" + r.FullName() + "/git/" + name)),
+		Object: &github.GitObject{
+			Type: github.String(typ), SHA: github.String(sha),
+			URL: github.String(f.api("/repos/" + r.FullName() + "/git/" + typ + "s/" + sha)),
+		},
+	}
+}
+
+func (f *Fake) getRef(c *rc) {
+	name := "refs/" + strings.TrimPrefix(c.param("ref"), "refs/")
+	sha, ok := c.repo.ref(name)
+	if !ok {
+		c.notFound()
+		return
+	}
+	c.json(http.StatusOK, c.repo.refJSON(name, sha))
+}
+
+func (f *Fake) matchingRefs(c *rc) {
+	prefix := "refs/" + strings.TrimPrefix(c.param("ref"), "refs/")
+	if c.param("ref") == "" {
+		prefix = "refs/"
+	}
+	refs, err := c.repo.refs()
+	if err != nil {
+		c.fail(http.StatusInternalServerError, err.Error())
+		return
+	}
+	var names []string
+	for _, n := range sortedKeys(refs) {
+		if strings.HasPrefix(n, prefix) {
+			names = append(names, n)
+		}
+	}
+	start, end := c.page(len(names))
+	out := []*github.Reference{}
+	for _, n := range names[start:end] {
+		out = append(out, c.repo.refJSON(n, refs[n]))
+	}
+	c.json(http.StatusOK, out)
+}
+
+type refRequest struct {
+	Ref   *string `json:"ref"`
+	SHA   *string `json:"sha"`
+	Force *bool   `json:"force"`
+}
+
+// validRefName approximates git check-ref-format plus GitHub's rule that
+// the name starts with refs/ and has at least two slashes.
+func validRefName(name string) bool {
+	if !strings.HasPrefix(name, "refs/") || strings.Count(name, "/") < 2 || strings.HasSuffix(name, "/") ||
+		strings.Contains(name, "..") || strings.Contains(name, "//") || strings.HasSuffix(name, ".lock") ||
+		strings.ContainsAny(name, " ~^:?*[\\\x7f") || strings.Contains(name, "@{") {
+		return false
+	}
+	for _, r := range name {
+		if r < 0x20 {
+			return false
+		}
+	}
+	return true
+}
+
+func (f *Fake) createRef(c *rc) {
+	var req refRequest
+	if !c.decode(&req) {
+		return
+	}
+	if req.Ref == nil || req.SHA == nil {
+		c.invalid(fieldError{Resource: "Reference", Field: "ref", Code: "missing_field"})
+		return
+	}
+	name := *req.Ref
+	if !validRefName(name) {
+		c.fail(http.StatusUnprocessableEntity, "Reference name must start with 'refs/' and have at least two slashes.")
+		return
+	}
+	sha := *req.SHA
+	if len(sha) != 40 || c.repo.objectType(sha) == "" {
+		c.fail(http.StatusUnprocessableEntity, "Object does not exist")
+		return
+	}
+	if c.repo.isProtected(name) {
+		c.fail(http.StatusUnprocessableEntity, "Protected branch update failed for "+name+".")
+		return
+	}
+	// update-ref with an all-zero old value fails if the ref exists, so a
+	// claim is atomic even against concurrent pushes.
+	if err := c.repo.updateRef(name, sha, ""); err != nil {
+		if _, exists := c.repo.ref(name); exists {
+			c.fail(http.StatusUnprocessableEntity, "Reference already exists")
+			return
+		}
+		c.fail(http.StatusUnprocessableEntity, "Reference update failed")
+		return
+	}
+	f.refChanged(c.repo, name, "", sha, c.login)
+	c.json(http.StatusCreated, c.repo.refJSON(name, sha))
+}
+
+func (f *Fake) updateRef(c *rc) {
+	name := "refs/" + strings.TrimPrefix(c.param("ref"), "refs/")
+	var req refRequest
+	if !c.decode(&req) {
+		return
+	}
+	if req.SHA == nil {
+		c.invalid(fieldError{Resource: "Reference", Field: "sha", Code: "missing_field"})
+		return
+	}
+	old, ok := c.repo.ref(name)
+	if !ok {
+		c.fail(http.StatusUnprocessableEntity, "Reference does not exist")
+		return
+	}
+	sha := *req.SHA
+	if len(sha) != 40 || c.repo.objectType(sha) == "" {
+		c.fail(http.StatusUnprocessableEntity, "Object does not exist")
+		return
+	}
+	if c.repo.isProtected(name) {
+		c.fail(http.StatusUnprocessableEntity, "Protected branch update failed for "+name+".")
+		return
+	}
+	force := req.Force != nil && *req.Force
+	if !force && old != sha && !c.repo.isAncestor(old, sha) {
+		c.fail(http.StatusUnprocessableEntity, "Update is not a fast forward")
+		return
+	}
+	if err := c.repo.updateRef(name, sha, old); err != nil {
+		c.fail(http.StatusUnprocessableEntity, "Reference cannot be updated")
+		return
+	}
+	f.refChanged(c.repo, name, old, sha, c.login)
+	c.json(http.StatusOK, c.repo.refJSON(name, sha))
+}
+
+func (f *Fake) deleteRef(c *rc) {
+	name := "refs/" + strings.TrimPrefix(c.param("ref"), "refs/")
+	old, ok := c.repo.ref(name)
+	if !ok {
+		c.fail(http.StatusUnprocessableEntity, "Reference does not exist")
+		return
+	}
+	if c.repo.isProtected(name) {
+		c.fail(http.StatusUnprocessableEntity, "Protected branch update failed for "+name+".")
+		return
+	}
+	if err := c.repo.deleteRef(name, old); err != nil {
+		c.fail(http.StatusUnprocessableEntity, "Reference cannot be deleted")
+		return
+	}
+	f.refChanged(c.repo, name, old, "", c.login)
+	c.noContent()
+}
+
+// --- collaborators, users, apps, rate limit ---
+
+func (f *Fake) getPermission(c *rc) {
+	login := c.param("username")
+	a, ok := f.users[strings.ToLower(login)]
+	if !ok {
+		c.fail(http.StatusNotFound, "Not Found")
+		return
+	}
+	role := f.roleOf(c.repo, a.login)
+	// "permission" is GitHub's legacy level; role_name is the real role.
+	legacy := map[string]string{"admin": "admin", "maintain": "write", "write": "write", "triage": "read", "read": "read", "none": "none"}[role]
+	u := f.userJSON(a.login)
+	u.Permissions = map[string]bool{
+		"admin": roleAtLeast(role, "admin"), "maintain": roleAtLeast(role, "maintain"), "push": roleAtLeast(role, "write"),
+		"triage": roleAtLeast(role, "triage"), "pull": roleAtLeast(role, "read"),
+	}
+	u.RoleName = github.String(role)
+	c.json(http.StatusOK, &github.RepositoryPermissionLevel{Permission: github.String(legacy), RoleName: github.String(role), User: u})
+}
+
+func (f *Fake) getAuthUser(c *rc) {
+	if c.kind == Bot && c.tok != nil && c.tok.install {
+		// Installation tokens may not read /user on GitHub.
+		c.fail(http.StatusForbidden, "Resource not accessible by integration")
+		return
+	}
+	c.json(http.StatusOK, f.userJSON(c.login))
+}
+
+func (f *Fake) getUser(c *rc) {
+	a, ok := f.users[strings.ToLower(c.param("username"))]
+	if !ok {
+		c.notFound()
+		return
+	}
+	c.json(http.StatusOK, f.userJSON(a.login))
+}
+
+func (f *Fake) appJSON() *github.App {
+	return &github.App{
+		ID: github.Int64(f.opts.AppID), Slug: github.String(f.opts.AppSlug), Name: github.String(f.opts.AppSlug),
+		NodeID: nodeID("A", f.opts.AppID), HTMLURL: github.String(f.html("/apps/" + f.opts.AppSlug)),
+		Events: []string{"issues", "issue_comment", "pull_request", "pull_request_review", "push", "workflow_job", "workflow_run"},
+	}
+}
+
+func (f *Fake) getApp(c *rc) { c.json(http.StatusOK, f.appJSON()) }
+
+func (f *Fake) fullInstallationJSON() *github.Installation {
+	in := f.installationJSON()
+	in.AppID = github.Int64(f.opts.AppID)
+	in.AppSlug = github.String(f.opts.AppSlug)
+	in.TargetType = github.String("Organization")
+	in.RepositorySelection = github.String("all")
+	in.AccessTokensURL = github.String(f.api("/app/installations/" + strconv.FormatInt(f.opts.InstallationID, 10) + "/access_tokens"))
+	in.Events = f.appJSON().Events
+	in.Permissions = allPermissions()
+	owner := ""
+	if len(f.repos) > 0 {
+		owner = f.repos[0].owner
+	}
+	if owner != "" {
+		in.Account = f.userJSON(owner)
+		in.TargetID = in.Account.ID
+	}
+	return in
+}
+
+func allPermissions() *github.InstallationPermissions {
+	w := github.String("write")
+	return &github.InstallationPermissions{
+		Actions: w, Contents: w, Issues: w, PullRequests: w, Metadata: github.String("read"), Workflows: w,
+	}
+}
+
+func (f *Fake) listInstallations(c *rc) {
+	c.json(http.StatusOK, []*github.Installation{f.fullInstallationJSON()})
+}
+
+func (f *Fake) getInstallation(c *rc) {
+	id, ok := c.intParam("installation_id")
+	if !ok {
+		return
+	}
+	if id != f.opts.InstallationID {
+		c.notFound()
+		return
+	}
+	c.json(http.StatusOK, f.fullInstallationJSON())
+}
+
+func (f *Fake) getRepoInstallation(c *rc) { c.json(http.StatusOK, f.fullInstallationJSON()) }
+
+type tokenRequest struct {
+	Permissions map[string]string `json:"permissions"`
+}
+
+func (f *Fake) createInstallationToken(c *rc) {
+	id, ok := c.intParam("installation_id")
+	if !ok {
+		return
+	}
+	if id != f.opts.InstallationID {
+		c.notFound()
+		return
+	}
+	var req tokenRequest
+	if !c.decode(&req) {
+		return
+	}
+	n := f.id("token")
+	tok := &token{
+		value: fmt.Sprintf("ghs_%036d", n), login: f.BotLogin(), kind: Bot,
+		expires: f.now().Add(time.Hour).Truncate(time.Second), install: true,
+	}
+	if len(req.Permissions) > 0 {
+		tok.perms = req.Permissions
+	}
+	f.tokens[tok.value] = tok
+	perms := allPermissions()
+	if tok.perms != nil {
+		perms = &github.InstallationPermissions{}
+		for k, v := range tok.perms {
+			v := v
+			switch k {
+			case "actions":
+				perms.Actions = &v
+			case "contents":
+				perms.Contents = &v
+			case "issues":
+				perms.Issues = &v
+			case "pull_requests":
+				perms.PullRequests = &v
+			case "metadata":
+				perms.Metadata = &v
+			case "workflows":
+				perms.Workflows = &v
+			}
+		}
+	}
+	c.json(http.StatusCreated, &github.InstallationToken{Token: github.String(tok.value), ExpiresAt: ts(tok.expires), Permissions: perms})
+}
+
+func (f *Fake) getRateLimit(c *rc) {
+	b := f.bucketFor(c)
+	core := &github.Rate{Limit: b.limit, Remaining: b.remaining(), Reset: github.Timestamp{Time: b.reset}}
+	other := func(limit int) *github.Rate {
+		return &github.Rate{Limit: limit, Remaining: limit, Reset: github.Timestamp{Time: b.reset}}
+	}
+	c.json(http.StatusOK, map[string]any{
+		"resources": &github.RateLimits{Core: core, Search: other(30), GraphQL: other(5000), IntegrationManifest: other(5000)},
+		"rate":      core,
+	})
+}

@@ -1,0 +1,568 @@
+package ghfake
+
+import (
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/google/go-github/v66/github"
+)
+
+type pullRequest struct {
+	Title *string `json:"title"`
+	Head  *string `json:"head"`
+	Base  *string `json:"base"`
+	Body  *string `json:"body"`
+	Draft *bool   `json:"draft"`
+	State *string `json:"state"`
+}
+
+func (f *Fake) createPull(c *rc) {
+	var req pullRequest
+	if !c.decode(&req) {
+		return
+	}
+	r := c.repo
+	switch {
+	case req.Head == nil || *req.Head == "":
+		c.invalid(fieldError{Resource: "PullRequest", Field: "head", Code: "missing_field"})
+		return
+	case req.Base == nil || *req.Base == "":
+		c.invalid(fieldError{Resource: "PullRequest", Field: "base", Code: "missing_field"})
+		return
+	case req.Title == nil || strings.TrimSpace(*req.Title) == "":
+		c.invalid(fieldError{Resource: "PullRequest", Field: "title", Code: "missing_field"})
+		return
+	}
+	body := ""
+	if req.Body != nil {
+		body = *req.Body
+	}
+	if tooLong(body) {
+		c.invalid(fieldError{Resource: "PullRequest", Field: "body", Code: "custom", Message: "body is too long (maximum is 65536 characters)"})
+		return
+	}
+	head := *req.Head
+	if owner, branch, ok := strings.Cut(head, ":"); ok {
+		if !strings.EqualFold(owner, r.owner) {
+			// Cross-repository pull requests (forks) are not modelled.
+			c.invalid(fieldError{Resource: "PullRequest", Field: "head", Code: "invalid"})
+			return
+		}
+		head = branch
+	}
+	base := *req.Base
+	refs, err := r.refs()
+	if err != nil {
+		c.fail(http.StatusInternalServerError, err.Error())
+		return
+	}
+	headSHA, okH := refs["refs/heads/"+head]
+	baseSHA, okB := refs["refs/heads/"+base]
+	if !okH {
+		c.invalid(fieldError{Resource: "PullRequest", Field: "head", Code: "invalid"})
+		return
+	}
+	if !okB {
+		c.invalid(fieldError{Resource: "PullRequest", Field: "base", Code: "invalid"})
+		return
+	}
+	for _, is := range r.issues {
+		if is.pr != nil && is.state == "open" && is.pr.head == head && is.pr.base == base {
+			c.invalid(fieldError{Resource: "PullRequest", Code: "custom", Message: "A pull request already exists for " + r.owner + ":" + head + "."})
+			return
+		}
+	}
+	if r.isAncestor(headSHA, baseSHA) {
+		c.invalid(fieldError{Resource: "PullRequest", Code: "custom", Message: "No commits between " + base + " and " + head})
+		return
+	}
+	is := f.newIssue(r, c.login, *req.Title, body)
+	is.pr = &pull{id: f.id("issue"), head: head, base: base, headSHA: headSHA, draft: req.Draft != nil && *req.Draft}
+	f.emitPR(r, is, "opened", c.login, nil, nil, "", "")
+	c.json(http.StatusCreated, r.prJSON(is, refs, false))
+}
+
+func (c *rc) pullParam() *issue {
+	is := c.issueParam()
+	if is != nil && is.pr == nil {
+		c.notFound()
+		return nil
+	}
+	return is
+}
+
+func (f *Fake) getPull(c *rc) {
+	is := c.pullParam()
+	if is == nil {
+		return
+	}
+	refs, err := c.repo.refs()
+	if err != nil {
+		c.fail(http.StatusInternalServerError, err.Error())
+		return
+	}
+	c.json(http.StatusOK, c.repo.prJSON(is, refs, true))
+}
+
+func (f *Fake) listPulls(c *rc) {
+	q := c.r.URL.Query()
+	state := q.Get("state")
+	if state == "" {
+		state = "open"
+	}
+	head := q.Get("head")
+	if owner, branch, ok := strings.Cut(head, ":"); ok {
+		if !strings.EqualFold(owner, c.repo.owner) {
+			c.json(http.StatusOK, []*github.PullRequest{})
+			return
+		}
+		head = branch
+	}
+	var list []*issue
+	for _, is := range c.repo.issues {
+		if is.pr == nil || (state != "all" && is.state != state) {
+			continue
+		}
+		if head != "" && is.pr.head != head {
+			continue
+		}
+		if b := q.Get("base"); b != "" && is.pr.base != b {
+			continue
+		}
+		list = append(list, is)
+	}
+	dir := q.Get("direction")
+	if dir == "" && q.Get("sort") != "" && q.Get("sort") != "created" {
+		dir = "desc"
+	}
+	sortIssues(list, q.Get("sort"), dir)
+	start, end := c.page(len(list))
+	refs, err := c.repo.refs()
+	if err != nil {
+		c.fail(http.StatusInternalServerError, err.Error())
+		return
+	}
+	out := []*github.PullRequest{}
+	for _, is := range list[start:end] {
+		out = append(out, c.repo.prJSON(is, refs, false))
+	}
+	c.json(http.StatusOK, out)
+}
+
+func (f *Fake) editPull(c *rc) {
+	is := c.pullParam()
+	if is == nil {
+		return
+	}
+	var req pullRequest
+	if !c.decode(&req) {
+		return
+	}
+	if !c.canTriage() && !strings.EqualFold(c.login, is.user) {
+		c.fail(http.StatusForbidden, "Must have write access to repository")
+		return
+	}
+	if req.Title != nil && strings.TrimSpace(*req.Title) == "" {
+		c.invalid(fieldError{Resource: "PullRequest", Field: "title", Code: "missing_field"})
+		return
+	}
+	if req.Body != nil && tooLong(*req.Body) {
+		c.invalid(fieldError{Resource: "PullRequest", Field: "body", Code: "custom", Message: "body is too long (maximum is 65536 characters)"})
+		return
+	}
+	if req.State != nil && *req.State != "open" && *req.State != "closed" {
+		c.invalid(fieldError{Resource: "PullRequest", Field: "state", Code: "invalid"})
+		return
+	}
+	if req.Base != nil && *req.Base != is.pr.base {
+		if is.pr.merged || is.state != "open" {
+			c.invalid(fieldError{Resource: "PullRequest", Field: "base", Code: "invalid", Message: "Cannot change the base branch of a closed pull request."})
+			return
+		}
+		if _, ok := c.repo.ref("refs/heads/" + *req.Base); !ok {
+			c.invalid(fieldError{Resource: "PullRequest", Field: "base", Code: "invalid"})
+			return
+		}
+	}
+	if req.State != nil && *req.State == "open" && is.state == "closed" {
+		if is.pr.merged {
+			c.invalid(fieldError{Resource: "PullRequest", Code: "custom", Message: "Cannot reopen a merged pull request"})
+			return
+		}
+		if _, ok := c.repo.ref("refs/heads/" + is.pr.head); !ok {
+			c.invalid(fieldError{Resource: "PullRequest", Field: "state", Code: "invalid", Message: "state cannot be changed. The " + is.pr.head + " branch has been deleted."})
+			return
+		}
+	}
+	f.applyIssueEdit(c.repo, is, c.login, req.Title, req.Body)
+	if req.Base != nil && *req.Base != is.pr.base {
+		old := is.pr.base
+		is.pr.base = *req.Base
+		is.updated = f.now()
+		f.emitPR(c.repo, is, "edited", c.login, nil, &github.EditChange{Base: &github.EditBase{Ref: &github.EditRef{From: github.String(old)}}}, "", "")
+	}
+	if req.State != nil {
+		f.setIssueState(c.repo, is, *req.State, "", c.login)
+	}
+	refs, _ := c.repo.refs()
+	c.json(http.StatusOK, c.repo.prJSON(is, refs, false))
+}
+
+type mergeRequest struct {
+	CommitTitle   *string `json:"commit_title"`
+	CommitMessage *string `json:"commit_message"`
+	SHA           *string `json:"sha"`
+	MergeMethod   *string `json:"merge_method"`
+}
+
+func (f *Fake) mergePull(c *rc) {
+	is := c.pullParam()
+	if is == nil {
+		return
+	}
+	var req mergeRequest
+	if !c.decode(&req) {
+		return
+	}
+	method := "merge"
+	if req.MergeMethod != nil && *req.MergeMethod != "" {
+		method = *req.MergeMethod
+	}
+	if method != "merge" && method != "squash" && method != "rebase" {
+		c.invalid(fieldError{Resource: "PullRequest", Field: "merge_method", Code: "invalid"})
+		return
+	}
+	opts := mergeOpts{method: method}
+	if req.CommitTitle != nil {
+		opts.title = *req.CommitTitle
+	}
+	if req.CommitMessage != nil {
+		opts.message = *req.CommitMessage
+	}
+	if req.SHA != nil {
+		opts.sha = *req.SHA
+	}
+	sha, status, msg := f.merge(c.repo, is, c.login, opts)
+	if status != http.StatusOK {
+		c.fail(status, msg)
+		return
+	}
+	c.json(http.StatusOK, &github.PullRequestMergeResult{SHA: github.String(sha), Merged: github.Bool(true), Message: github.String("Pull Request successfully merged")})
+}
+
+type mergeOpts struct {
+	method, title, message, sha string
+}
+
+// merge merges a pull request in the bare repository and returns the new
+// base commit, or a status and message as GitHub answers them. Caller holds
+// f.mu.
+func (f *Fake) merge(r *Repo, is *issue, user string, o mergeOpts) (string, int, string) {
+	p := is.pr
+	if p.merged || is.state != "open" {
+		return "", http.StatusMethodNotAllowed, "Pull Request is not mergeable"
+	}
+	if p.draft {
+		return "", http.StatusMethodNotAllowed, "Pull Request is still a draft"
+	}
+	if o.sha != "" && o.sha != p.headSHA {
+		return "", http.StatusConflict, "Head branch was modified. Review and try the merge again."
+	}
+	baseRef := "refs/heads/" + p.base
+	baseSHA, ok := r.ref(baseRef)
+	if !ok {
+		return "", http.StatusMethodNotAllowed, "Pull Request is not mergeable"
+	}
+	var newSHA string
+	switch o.method {
+	case "merge", "squash":
+		tree, conflict, err := r.mergeTree(baseSHA, p.headSHA)
+		if err != nil {
+			return "", http.StatusInternalServerError, err.Error()
+		}
+		if conflict {
+			return "", http.StatusMethodNotAllowed, "Pull Request is not mergeable"
+		}
+		msg := o.title
+		parents := []string{baseSHA, p.headSHA}
+		if o.method == "merge" {
+			if msg == "" {
+				msg = fmt.Sprintf("Merge pull request #%d from %s/%s", is.number, r.owner, p.head)
+			}
+			body := o.message
+			if body == "" {
+				body = is.title
+			}
+			msg += "\n\n" + body
+		} else {
+			if msg == "" {
+				msg = fmt.Sprintf("%s (#%d)", is.title, is.number)
+			}
+			if o.message != "" {
+				msg += "\n\n" + o.message
+			}
+			parents = parents[:1]
+		}
+		newSHA, err = r.commitTreeAs(tree, parents, msg, user, "GitHub")
+		if err != nil {
+			return "", http.StatusInternalServerError, err.Error()
+		}
+	case "rebase":
+		var conflict bool
+		var err error
+		newSHA, conflict, err = r.rebase(baseSHA, p.headSHA)
+		if err != nil {
+			return "", http.StatusInternalServerError, err.Error()
+		}
+		if conflict {
+			return "", http.StatusMethodNotAllowed, "This branch can't be rebased"
+		}
+	}
+	if err := r.updateRef(baseRef, newSHA, baseSHA); err != nil {
+		return "", http.StatusConflict, "Base branch was modified. Review and try the merge again."
+	}
+	now := f.now()
+	p.merged, p.mergedAt, p.mergedBy, p.mergeSHA = true, now, user, newSHA
+	is.state, is.closed, is.closedBy, is.updated = "closed", now, user, now
+	f.emitPR(r, is, "closed", user, nil, nil, "", "")
+	f.refChanged(r, baseRef, baseSHA, newSHA, user)
+	return newSHA, http.StatusOK, ""
+}
+
+// rebase replays base..head onto base in a temporary worktree, committed by
+// GitHub as a rebase merge is, and returns the new tip.
+func (r *Repo) rebase(base, head string) (string, bool, error) {
+	tmp, err := os.MkdirTemp(r.f.dir, "rebase-")
+	if err != nil {
+		return "", false, fmt.Errorf("ghfake: %w", err)
+	}
+	wt := filepath.Join(tmp, "wt")
+	defer func() {
+		_, _ = r.git("worktree", "remove", "--force", wt)
+		_ = os.RemoveAll(tmp)
+		_, _ = r.git("worktree", "prune")
+	}()
+	if _, err := r.git("worktree", "add", "--detach", "--quiet", wt, base); err != nil {
+		return "", false, err
+	}
+	date := r.f.now().UTC().Format(time.RFC3339)
+	env := []string{"GIT_COMMITTER_NAME=GitHub", "GIT_COMMITTER_EMAIL=noreply@github.com", "GIT_COMMITTER_DATE=" + date}
+	if _, err := r.f.git(wt, nil, env, "cherry-pick", "--allow-empty", "--keep-redundant-commits", base+".."+head); err != nil {
+		_, _ = r.f.git(wt, nil, nil, "cherry-pick", "--abort")
+		return "", true, nil
+	}
+	sha, err := r.f.git(wt, nil, nil, "rev-parse", "HEAD")
+	return sha, false, err
+}
+
+// --- reviews ---
+
+func (f *Fake) listReviews(c *rc) {
+	is := c.pullParam()
+	if is == nil {
+		return
+	}
+	start, end := c.page(len(is.pr.reviews))
+	out := []*github.PullRequestReview{}
+	for _, rv := range is.pr.reviews[start:end] {
+		out = append(out, c.repo.reviewJSON(is, rv))
+	}
+	c.json(http.StatusOK, out)
+}
+
+type reviewRequest struct {
+	Body     *string `json:"body"`
+	Event    *string `json:"event"`
+	CommitID *string `json:"commit_id"`
+}
+
+func (f *Fake) createReview(c *rc) {
+	is := c.pullParam()
+	if is == nil {
+		return
+	}
+	var req reviewRequest
+	if !c.decode(&req) {
+		return
+	}
+	body, event := "", ""
+	if req.Body != nil {
+		body = *req.Body
+	}
+	if req.Event != nil {
+		event = *req.Event
+	}
+	rv, status, msg := f.review(c.repo, is, c.login, event, body)
+	if status != http.StatusOK {
+		if status == http.StatusUnprocessableEntity {
+			c.errorBody(status, map[string]any{"message": "Unprocessable Entity", "errors": []string{msg}, "documentation_url": docsURL, "status": "422"})
+			return
+		}
+		c.fail(status, msg)
+		return
+	}
+	c.json(http.StatusOK, c.repo.reviewJSON(is, rv))
+}
+
+// reviewStates maps review events (and states) to the state GitHub stores.
+var reviewStates = map[string]string{
+	"APPROVE": "APPROVED", "APPROVED": "APPROVED",
+	"REQUEST_CHANGES": "CHANGES_REQUESTED", "CHANGES_REQUESTED": "CHANGES_REQUESTED",
+	"COMMENT": "COMMENTED", "COMMENTED": "COMMENTED",
+	"": "PENDING",
+}
+
+// review records a review and, unless pending, emits
+// pull_request_review.submitted. Caller holds f.mu.
+func (f *Fake) review(r *Repo, is *issue, user, event, body string) (*review, int, string) {
+	state, ok := reviewStates[strings.ToUpper(event)]
+	switch {
+	case !ok:
+		return nil, http.StatusUnprocessableEntity, "Unknown review event " + event
+	case is.state != "open":
+		return nil, http.StatusUnprocessableEntity, "Can not review a closed pull request"
+	case state == "APPROVED" && strings.EqualFold(user, is.user):
+		return nil, http.StatusUnprocessableEntity, "Can not approve your own pull request"
+	case state == "CHANGES_REQUESTED" && strings.EqualFold(user, is.user):
+		return nil, http.StatusUnprocessableEntity, "Can not request changes on your own pull request"
+	case (state == "CHANGES_REQUESTED" || state == "COMMENTED") && body == "":
+		return nil, http.StatusUnprocessableEntity, "Review body is required for " + strings.ToUpper(event)
+	}
+	rv := &review{id: f.id("review"), user: user, body: body, state: state, commit: is.pr.headSHA}
+	if state != "PENDING" {
+		rv.submitted = f.now()
+	}
+	is.pr.reviews = append(is.pr.reviews, rv)
+	if state != "PENDING" {
+		refs, _ := r.refs()
+		f.emit(r, "pull_request_review", "submitted", &github.PullRequestReviewEvent{
+			Action: github.String("submitted"), Review: r.reviewJSON(is, rv), PullRequest: r.prJSON(is, refs, false),
+			Repo: r.json(), Sender: f.userJSON(user), Installation: f.installationJSON(),
+		})
+	}
+	return rv, http.StatusOK, ""
+}
+
+// --- ref changes (pushes, ref API, merges) ---
+
+// refChanged applies the effects GitHub gives a ref update: a push event;
+// for a pull request's head, a new head sha and "synchronize" (or, if the
+// branch was deleted, the pull request closed); for a base branch, pull
+// requests whose head is now contained in it are marked merged by the
+// pusher. old or sha "" mean absent. Caller holds f.mu.
+func (f *Fake) refChanged(r *Repo, ref, old, sha, sender string) {
+	if old == sha {
+		return
+	}
+	f.emitPush(r, ref, old, sha, sender)
+	branch, ok := strings.CutPrefix(ref, "refs/heads/")
+	if !ok {
+		return
+	}
+	now := f.now()
+	for _, is := range r.issues {
+		p := is.pr
+		if p == nil || is.state != "open" || p.head != branch {
+			continue
+		}
+		if sha == "" || sha == zeroSHA {
+			is.state, is.closed, is.closedBy, is.updated = "closed", now, sender, now
+			f.emitPR(r, is, "closed", sender, nil, nil, "", "")
+			continue
+		}
+		before := p.headSHA
+		p.headSHA, is.updated = sha, now
+		f.emitPR(r, is, "synchronize", sender, nil, nil, before, sha)
+	}
+	if sha == "" || sha == zeroSHA {
+		return
+	}
+	for _, is := range r.issues {
+		p := is.pr
+		if p == nil || is.state != "open" || p.base != branch || p.headSHA == "" {
+			continue
+		}
+		if r.isAncestor(p.headSHA, sha) {
+			p.merged, p.mergedAt, p.mergedBy, p.mergeSHA = true, now, sender, sha
+			is.state, is.closed, is.closedBy, is.updated = "closed", now, sender, now
+			f.emitPR(r, is, "closed", sender, nil, nil, "", "")
+		}
+	}
+}
+
+// emitPush emits a push event with up to 20 commits, like GitHub's.
+func (f *Fake) emitPush(r *Repo, ref, old, sha, sender string) {
+	if f.hookURL == "" {
+		return
+	}
+	if old == "" {
+		old = zeroSHA
+	}
+	if sha == "" {
+		sha = zeroSHA
+	}
+	ev := &github.PushEvent{
+		Ref: github.String(ref), Before: github.String(old), After: github.String(sha),
+		Created: github.Bool(old == zeroSHA), Deleted: github.Bool(sha == zeroSHA),
+		Forced:  github.Bool(old != zeroSHA && sha != zeroSHA && !r.isAncestor(old, sha)),
+		Compare: github.String(f.html(fmt.Sprintf("/%s/compare/%.12s...%.12s", r.FullName(), old, sha))),
+		Pusher:  &github.CommitAuthor{Name: github.String(sender), Email: github.String(noreply(sender))},
+		Sender:  f.userJSON(sender), Installation: f.installationJSON(),
+		Repo: &github.PushEventRepository{
+			ID: github.Int64(r.id), NodeID: nodeID("R", r.id), Name: github.String(r.name), FullName: github.String(r.FullName()),
+			Owner: f.userJSON(r.owner), Private: github.Bool(true), DefaultBranch: github.String(r.defaultBranch),
+			MasterBranch: github.String(r.defaultBranch), HTMLURL: github.String(f.html("/" + r.FullName())),
+			URL: github.String(f.html("/" + r.FullName())), CloneURL: github.String(r.CloneURL()),
+		},
+		Commits: []*github.HeadCommit{},
+	}
+	if sha != zeroSHA {
+		rng := sha
+		if old != zeroSHA {
+			rng = old + ".." + sha
+		}
+		out, err := r.git("log", "--reverse", "--format=%H%x1f%T%x1f%an%x1f%ae%x1f%aI%x1f%cn%x1f%ce%x1f%B%x1e", "-n", "20", rng)
+		if err == nil {
+			for _, rec := range strings.Split(out, "\x1e") {
+				fl := strings.Split(strings.TrimSpace(rec), "\x1f")
+				if len(fl) < 8 {
+					continue
+				}
+				t, _ := time.Parse(time.RFC3339, fl[4])
+				hc := &github.HeadCommit{
+					ID: github.String(fl[0]), TreeID: github.String(fl[1]), Distinct: github.Bool(true),
+					Message:   github.String(strings.TrimSpace(fl[7])),
+					Timestamp: ts(t),
+					URL:       github.String(f.html("/" + r.FullName() + "/commit/" + fl[0])),
+					Author:    &github.CommitAuthor{Name: github.String(fl[2]), Email: github.String(fl[3])},
+					Committer: &github.CommitAuthor{Name: github.String(fl[5]), Email: github.String(fl[6])},
+				}
+				ev.Commits = append(ev.Commits, hc)
+			}
+		}
+		if n := len(ev.Commits); n > 0 {
+			ev.HeadCommit = ev.Commits[n-1]
+		}
+	}
+	ev.Head = github.String(sha)
+	ev.Size = github.Int(len(ev.Commits))
+	f.emit(r, "push", "", ev)
+}
+
+// sortedPulls returns the repository's pull requests by number. Caller
+// holds f.mu.
+func (r *Repo) sortedPulls() []*issue {
+	var out []*issue
+	for _, is := range r.issues {
+		if is.pr != nil {
+			out = append(out, is)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].number < out[j].number })
+	return out
+}
