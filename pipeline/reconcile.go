@@ -34,6 +34,8 @@ type reconciler struct {
 	changed bool
 	nActs   int
 	stepIdx map[string]int // step id → index, built on first use
+	// resend asks finish to send every step in flight again (resume on a live session).
+	resend bool
 }
 
 // effective fills values a hand-built configuration may lack, so a bad
@@ -370,14 +372,9 @@ func (r *reconciler) resume(who string) {
 		r.freshAttempts()
 		r.notify(NoticeInfo, "Resumed by "+who+".")
 	default:
-		n := 0
-		for _, st := range s.Steps {
-			if st.State == StepInFlight {
-				r.add(dispatchAction(st))
-				n++
-			}
-		}
-		r.notify(NoticeInfo, fmt.Sprintf("Resumed by %s: %d step(s) in flight sent again.", who, n))
+		// finish sends every step still in flight again.
+		r.resend = true
+		r.notify(NoticeInfo, fmt.Sprintf("Resumed by %s: the steps in flight are sent again.", who))
 	}
 }
 

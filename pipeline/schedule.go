@@ -308,6 +308,13 @@ func (r *reconciler) finish() {
 	if s.Status == SessionNew {
 		return
 	}
+	if r.resend {
+		for _, st := range s.Steps {
+			if st.State == StepInFlight && !r.dispatchedNow(st.ID) {
+				r.add(dispatchAction(st))
+			}
+		}
+	}
 	if label := IssueLabel(s.Status); label != s.IssueLabel {
 		s.IssueLabel = label
 		r.changed = true
@@ -377,4 +384,13 @@ func IssueLabels() []string {
 // GroupLabels lists every label bazinga manages on group PRs, in order.
 func GroupLabels() []string {
 	return []string{"bazinga:dev", "bazinga:qa", "bazinga:review", "bazinga:merging", "bazinga:merged", "bazinga:blocked"}
+}
+
+func (r *reconciler) dispatchedNow(id string) bool {
+	for _, a := range r.actions {
+		if a.Kind == ActionDispatch && a.Step == id {
+			return true
+		}
+	}
+	return false
 }

@@ -1,0 +1,391 @@
+package pipeline
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The simulator plays whole sessions against Reconcile with random agents,
+// humans and infrastructure, and checks what must always hold.
+
+type simStats struct {
+	sessions, steps, reconciles int
+	outcomes                    map[string]int
+	maxSteps                    int
+}
+
+type simulator struct {
+	rng      *rand.Rand
+	cfg      Config
+	s        Session
+	now      time.Time
+	commands int // human commands issued, bounded so sessions end
+	added    int // groups the pm added mid-session
+	dispatch map[string]bool
+	merged   map[string]int
+	stepsRun int
+	recs     int
+	silent   map[string]bool // steps that will never report
+}
+
+func simConfig(rng *rand.Rand) Config {
+	cfg := DefaultConfig()
+	cfg.MaxParallel = 1 + rng.IntN(4)
+	cfg.QA = rng.IntN(4) != 0
+	if rng.IntN(5) == 0 {
+		cfg.Merge.RequiredApprovals = 1
+	}
+	if rng.IntN(6) == 0 {
+		cfg.Limits.InvestigationIterations = 0
+	}
+	return cfg
+}
+
+// bound is the step bound derived from the limits: per group and pm round,
+// each kind of step is capped by its limit (investigations restart only after
+// an implementation step), every step may be attempted step_attempts times,
+// pm rounds are capped between merges, and each human command may restart
+// all of it.
+func (sim *simulator) bound() int {
+	l := sim.cfg.Limits
+	inv := max(l.InvestigationIterations, 1)
+	perGroup := l.DeveloperIterations + l.QAAttempts + 2*l.ReviewAttempts + inv*(l.DeveloperIterations+1) + 4
+	perGroup *= l.StepAttempts
+	groups := len(sim.s.Groups) + 1
+	pmLimit := 2*l.DeveloperIterations + groups
+	pmSteps := (groups + 1) * (pmLimit + 1) * l.StepAttempts
+	return (pmSteps*groups*perGroup + pmSteps) * (sim.commands + 1)
+}
+
+func (sim *simulator) reconcile(t *testing.T, seed uint64, events []Event) []Action {
+	t.Helper()
+	before := sim.s
+	s2, acts := Reconcile(sim.s, events, sim.now, sim.cfg)
+	sim.recs++
+	if err := CheckLiveness(s2, sim.cfg); err != nil {
+		b, _ := json.MarshalIndent(s2, "", " ")
+		t.Fatalf("seed %d: invariant: %v\nevents: %+v\nsession: %s", seed, err, events, b)
+	}
+	// Determinism: the same inputs give byte-identical outputs.
+	if sim.recs%41 == 0 {
+		s3, acts3 := Reconcile(before, events, sim.now, sim.cfg)
+		a, _ := json.Marshal(s2)
+		b, _ := json.Marshal(s3)
+		c, _ := json.Marshal(acts)
+		d, _ := json.Marshal(acts3)
+		if string(a) != string(b) || string(c) != string(d) {
+			t.Fatalf("seed %d: Reconcile is not deterministic", seed)
+		}
+	}
+	resumed := false
+	for _, ev := range events {
+		if ev.Kind == EventCommand && (ev.Command.Kind == CommandResume || ev.Command.Kind == CommandRetry && ev.Command.Group == "") {
+			resumed = true
+		}
+	}
+	for _, a := range acts {
+		if a.Kind != ActionDispatch {
+			continue
+		}
+		if sim.dispatch[a.Step] && !resumed {
+			t.Fatalf("seed %d: step %s dispatched twice (events %+v)", seed, a.Step, events)
+		}
+		sim.dispatch[a.Step] = true
+		if st := s2.Step(a.Step); st != nil && st.Role == RoleMerge {
+			if g := before.Group(st.Group); g != nil && g.Stage == StageMerged {
+				t.Fatalf("seed %d: merge dispatched for merged group %s", seed, g.ID)
+			}
+		}
+	}
+	for _, g := range s2.Groups {
+		if g.Stage == StageMerged {
+			if old := before.Group(g.ID); old == nil || old.Stage != StageMerged {
+				sim.merged[g.ID]++
+				if sim.merged[g.ID] > 1 {
+					t.Fatalf("seed %d: group %s merged twice", seed, g.ID)
+				}
+			}
+		}
+	}
+	sim.s = s2
+	return acts
+}
+
+func (sim *simulator) pick(list []Status) Status { return list[sim.rng.IntN(len(list))] }
+
+// outcome invents a result for a step the way a random agent might.
+func (sim *simulator) outcome(st Step) (Result, bool) {
+	rng := sim.rng
+	if rng.IntN(25) == 0 {
+		return Result{}, false // crashed: no result
+	}
+	if rng.IntN(30) == 0 {
+		// malformed or disallowed
+		if rng.IntN(2) == 0 {
+			return Result{Status: StatusUnknown, Summary: []string{"malformed output"}}, true
+		}
+		return Result{Status: Statuses()[rng.IntN(len(Statuses()))]}, true
+	}
+	switch st.Role {
+	case RolePM:
+		return sim.pmOutcome(st), true
+	case RoleMerge:
+		switch n := rng.IntN(20); {
+		case n < 15:
+			return Result{Status: StatusMergeSuccess, Summary: []string{"merged"}}, true
+		case n < 17:
+			return Result{Status: StatusMergeConflict, Handoff: json.RawMessage(`{"conflicts":["a.go"]}`)}, true
+		case n < 19:
+			return Result{Status: StatusMergeTestFailure}, true
+		default:
+			return Result{Status: StatusMergeBlocked}, true
+		}
+	case RoleValidate:
+		if rng.IntN(4) == 0 {
+			return Result{Status: StatusReject, Summary: []string{"criterion 1 lacks evidence"}}, true
+		}
+		return Result{Status: StatusAccept}, true
+	}
+	allowed := AllowedStatuses(st.Role)
+	// Lean towards progress so most sessions finish, but visit every status.
+	progress := map[Role][]Status{
+		RoleDeveloper:    {StatusReadyForQA, StatusReadyForReview},
+		RoleSenior:       {StatusReadyForQA, StatusReadyForReview},
+		RoleRequirements: {StatusReadyForReview},
+		RoleQA:           {StatusPass},
+		RoleTechLead:     {StatusApproved, StatusApprovedWithNotes, StatusUnblockingGuidance},
+		RoleInvestigator: {StatusRootCauseFound},
+	}[st.Role]
+	if rng.IntN(3) != 0 && len(progress) > 0 {
+		return Result{Status: sim.pick(progress), Summary: []string{"progress"}}, true
+	}
+	s := sim.pick(allowed)
+	if rng.IntN(10) == 0 {
+		// Aliases as agents write them.
+		switch s {
+		case StatusPartial:
+			s = StatusIncomplete
+		case StatusNeedDeveloperDiagnostic:
+			s = StatusWaitingForResults
+		case StatusEscalateSenior:
+			s = StatusFailEscalate
+		}
+	}
+	res := Result{Status: s, Summary: []string{"line one", "line two"}}
+	if st.Role == RoleQA && s == StatusFail {
+		res.Handoff = json.RawMessage(fmt.Sprintf(`{"challenge_level":%d}`, 1+rng.IntN(5)))
+	}
+	return res, true
+}
+
+func (sim *simulator) pmOutcome(st Step) Result {
+	rng := sim.rng
+	s := &sim.s
+	if len(s.Groups) == 0 {
+		switch n := rng.IntN(20); {
+		case n == 0:
+			return Result{Status: StatusNeedsClarification, Handoff: json.RawMessage(`{"question":"which db?","options":["pg","sqlite"],"fallback":"sqlite"}`)}
+		case n == 1:
+			return Result{Status: StatusPlanningComplete, Handoff: json.RawMessage(`{"plan":{"groups":[{"id":"A","task":"x","depends_on":["A"]}]}}`)}
+		case n == 2:
+			return Result{Status: StatusInvestigationNeeded}
+		case n == 3 && rng.IntN(3) == 0:
+			return Result{Status: StatusInvestigationOnly, Summary: []string{"the answer is 42"}}
+		}
+		return Result{Status: StatusPlanningComplete, Handoff: sim.randomPlan()}
+	}
+	if sim.allFinished() && rng.IntN(5) != 0 {
+		return Result{Status: StatusBazinga, Handoff: json.RawMessage(`{"criteria":[{"criterion":"it works","met":true,"evidence":"ok"}]}`)}
+	}
+	if rng.IntN(12) == 0 {
+		return Result{Status: StatusNeedsClarification, Handoff: json.RawMessage(`{"question":"more?","fallback":"no"}`)}
+	}
+	// CONTINUE: name the groups that wait, sometimes drop one, sometimes add one.
+	var named []any
+	for _, n := range st.Notes {
+		if n.Group != "" && rng.IntN(8) != 0 {
+			named = append(named, n.Group)
+		}
+	}
+	if sim.added < 2 && len(s.Groups) < 12 && rng.IntN(6) == 0 {
+		sim.added++
+		named = append(named, PlanGroup{ID: fmt.Sprintf("X%d", sim.added), Task: "extra work"})
+	}
+	b, _ := json.Marshal(map[string]any{"groups": named, "feedback": map[string]string{"A": "smaller steps"}})
+	return Result{Status: StatusContinue, Handoff: b}
+}
+
+func (sim *simulator) allFinished() bool {
+	for _, g := range sim.s.Groups {
+		if !g.Stage.Finished() {
+			return false
+		}
+	}
+	return true
+}
+
+func (sim *simulator) randomPlan() json.RawMessage {
+	rng := sim.rng
+	n := 1 + rng.IntN(8)
+	phases := 1 + rng.IntN(3)
+	var groups []PlanGroup
+	for i := 0; i < n; i++ {
+		g := PlanGroup{ID: string(rune('A' + i)), Task: "task", Phase: 1 + rng.IntN(phases)}
+		if rng.IntN(5) == 0 {
+			g.Type = "research"
+		}
+		if rng.IntN(4) == 0 {
+			g.Tier = "senior"
+		}
+		for _, prev := range groups {
+			if prev.Phase <= g.Phase && rng.IntN(4) == 0 {
+				g.DependsOn = append(g.DependsOn, prev.ID)
+			}
+		}
+		groups = append(groups, g)
+	}
+	mode := "parallel"
+	if n == 1 && rng.IntN(2) == 0 {
+		mode = "simple"
+	}
+	b, _ := json.Marshal(map[string]any{"plan": Plan{Mode: mode, Groups: groups, SuccessCriteria: []string{"it works"}}})
+	return b
+}
+
+// humanEvents are the random things humans do between steps.
+func (sim *simulator) humanEvents() []Event {
+	rng := sim.rng
+	s := &sim.s
+	var evs []Event
+	for _, g := range s.Groups {
+		if g.Wait == WaitHumanReview && rng.IntN(2) == 0 {
+			evs = append(evs, Event{Kind: EventHumanReview, Session: s.ID, Group: g.ID, Actor: "alice", Review: ReviewApproved})
+		}
+	}
+	if s.Clarification != nil && rng.IntN(2) == 0 {
+		evs = append(evs, CommandEvent(s.ID, "alice", Command{Kind: CommandAnswer, Text: "postgres"}))
+	}
+	if sim.commands < 6 && rng.IntN(60) == 0 {
+		sim.commands++
+		var c Command
+		switch rng.IntN(5) {
+		case 0:
+			c = Command{Kind: CommandStop}
+		case 1, 2:
+			c = Command{Kind: CommandResume}
+		case 3:
+			c = Command{Kind: CommandRetry}
+			if len(s.Groups) > 0 {
+				c.Group = s.Groups[rng.IntN(len(s.Groups))].ID
+			}
+		default:
+			c = Command{Kind: CommandAnswer, Text: "use sqlite"}
+		}
+		evs = append(evs, CommandEvent(s.ID, "bob", c))
+	}
+	if len(s.Groups) > 0 && rng.IntN(150) == 0 {
+		g := s.Groups[rng.IntN(len(s.Groups))]
+		if g.Started {
+			evs = append(evs, Event{Kind: EventPRClosed, Session: s.ID, Group: g.ID, Actor: "carol"})
+		}
+	}
+	return evs
+}
+
+func playSession(t *testing.T, seed uint64, stats *simStats) {
+	rng := rand.New(rand.NewPCG(seed, seed*7919+1))
+	sim := &simulator{rng: rng, cfg: simConfig(rng), now: t0, dispatch: map[string]bool{}, merged: map[string]int{}, silent: map[string]bool{}}
+	sim.reconcile(t, seed, []Event{Started("sim", "build it", "main")})
+	for {
+		if sim.s.Status.Terminal() || sim.s.Status == SessionPaused {
+			// Humans sometimes pick a paused or stopped session up again.
+			if sim.s.Status != SessionDone && sim.commands < 6 && rng.IntN(3) == 0 {
+				sim.commands++
+				sim.now = sim.now.Add(time.Minute)
+				sim.reconcile(t, seed, []Event{CommandEvent(sim.s.ID, "dave", Command{Kind: CommandResume})})
+				continue
+			}
+			break
+		}
+		if n := len(sim.s.Steps); n > sim.bound() {
+			t.Fatalf("seed %d: %d steps exceed the bound %d", seed, n, sim.bound())
+		}
+		sim.now = sim.now.Add(time.Duration(1+rng.IntN(10)) * time.Minute)
+		events := sim.humanEvents()
+		inflight := sim.s.InFlight()
+		var live []Step
+		for _, st := range inflight {
+			if !sim.silent[st.ID] {
+				live = append(live, st)
+			}
+		}
+		if len(live) == 0 {
+			// Only silent steps (or a human wait): let time pass.
+			sim.now = sim.now.Add(sim.cfg.Agent.Timeout.D()*4 + 3*StepGrace + sim.cfg.ClarificationTimeout.D())
+			events = append(events, Tick(sim.s.ID))
+			sim.reconcile(t, seed, events)
+			continue
+		}
+		// Report one to three steps at once, in random order.
+		rng.Shuffle(len(live), func(i, j int) { live[i], live[j] = live[j], live[i] })
+		k := 1 + rng.IntN(min(3, len(live)))
+		for _, st := range live[:k] {
+			sim.stepsRun++
+			if rng.IntN(40) == 0 {
+				sim.silent[st.ID] = true // never reports
+				continue
+			}
+			res, ok := sim.outcome(st)
+			if !ok {
+				events = append(events, StepFailure(sim.s.ID, st.ID, "runner crashed"))
+				continue
+			}
+			events = append(events, StepResult(sim.s.ID, st.ID, res))
+			if rng.IntN(20) == 0 {
+				events = append(events, StepResult(sim.s.ID, st.ID, res)) // duplicate delivery
+			}
+		}
+		if rng.IntN(50) == 0 {
+			events = append(events, StepResult("other", "other/A/developer/1", Result{Status: StatusPartial}))
+		}
+		sim.reconcile(t, seed, events)
+	}
+	stats.sessions++
+	stats.steps += len(sim.s.Steps)
+	stats.reconciles += sim.recs
+	stats.maxSteps = max(stats.maxSteps, len(sim.s.Steps))
+	key := sim.s.Status.String()
+	if sim.s.Status == SessionPaused || sim.s.Status == SessionFailed || sim.s.Status == SessionStopped {
+		if sim.s.Reason == "" {
+			t.Fatalf("seed %d: session %s without a reason", seed, sim.s.Status)
+		}
+	}
+	stats.outcomes[key]++
+}
+
+func TestSimulatedSessions(t *testing.T) {
+	n := 10000
+	stats := &simStats{outcomes: map[string]int{}}
+	for seed := uint64(1); seed <= uint64(n); seed++ {
+		playSession(t, seed, stats)
+	}
+	var keys []string
+	for k := range stats.outcomes {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var parts []string
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s=%d", k, stats.outcomes[k]))
+	}
+	t.Logf("simulated %d sessions, %d steps (max %d in one session), %d reconciles; outcomes: %s",
+		stats.sessions, stats.steps, stats.maxSteps, stats.reconciles, strings.Join(parts, " "))
+	if stats.outcomes["done"] == 0 {
+		t.Fatal("no simulated session reached a verified BAZINGA")
+	}
+}
