@@ -1,0 +1,183 @@
+package agent
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+)
+
+// Placeholders that may appear in the agent command; each is filled in per
+// argument after splitting, so a value with spaces stays one argument.
+const (
+	PlaceholderModel      = "{model}"
+	PlaceholderRole       = "{role}"
+	PlaceholderPromptFile = "{prompt_file}"
+)
+
+var knownPlaceholders = map[string]bool{
+	PlaceholderModel:      true,
+	PlaceholderRole:       true,
+	PlaceholderPromptFile: true,
+}
+
+// placeholderRe matches anything that looks like a placeholder. Other braces
+// (a jq filter such as '{a: .b}', or '{}') are left alone.
+var placeholderRe = regexp.MustCompile(`\{[a-z][a-z0-9_]*\}`)
+
+// splitCommand splits s like a POSIX shell does for a simple command: blanks
+// separate words; single quotes keep everything literally; double quotes keep
+// everything but a backslash before " \ $ ` or a newline; outside quotes a
+// backslash escapes the next character and backslash-newline joins lines.
+// There is no expansion of any kind.
+func splitCommand(s string) ([]string, error) {
+	var (
+		args    []string
+		cur     strings.Builder
+		inWord  bool
+		quote   rune // 0, '\'' or '"'
+		escaped bool
+	)
+	for _, r := range s {
+		switch {
+		case escaped:
+			escaped = false
+			if quote == '"' && !strings.ContainsRune("\"\\$`\n", r) {
+				cur.WriteRune('\\')
+			}
+			if r == '\n' {
+				continue // a line continuation joins, it is not a character
+			}
+			cur.WriteRune(r)
+			inWord = true
+		case quote == '\'':
+			if r == '\'' {
+				quote = 0
+			} else {
+				cur.WriteRune(r)
+			}
+		case quote == '"':
+			switch r {
+			case '"':
+				quote = 0
+			case '\\':
+				escaped = true
+			default:
+				cur.WriteRune(r)
+			}
+		default:
+			switch r {
+			case '\'', '"':
+				quote = r
+				inWord = true
+			case '\\':
+				escaped = true
+			case ' ', '\t', '\n', '\r':
+				if inWord {
+					args = append(args, cur.String())
+					cur.Reset()
+					inWord = false
+				}
+			default:
+				cur.WriteRune(r)
+				inWord = true
+			}
+		}
+	}
+	switch {
+	case quote == '\'':
+		return nil, errors.New("unbalanced single quote")
+	case quote == '"':
+		return nil, errors.New("unbalanced double quote")
+	case escaped:
+		return nil, errors.New("trailing backslash")
+	}
+	if inWord {
+		args = append(args, cur.String())
+	}
+	return args, nil
+}
+
+// parseCommand splits an agent command template and checks its placeholders.
+func parseCommand(command string) ([]string, error) {
+	if strings.TrimSpace(command) == "" {
+		return nil, errors.New("agent command is empty")
+	}
+	args, err := splitCommand(command)
+	if err != nil {
+		return nil, fmt.Errorf("agent command %q: %w", command, err)
+	}
+	if len(args) == 0 {
+		return nil, errors.New("agent command is empty")
+	}
+	for _, a := range args {
+		for _, p := range placeholderRe.FindAllString(a, -1) {
+			if !knownPlaceholders[p] {
+				return nil, fmt.Errorf("agent command %q: unknown placeholder %s (known: {model}, {role}, {prompt_file})", command, p)
+			}
+		}
+	}
+	return args, nil
+}
+
+// fillPlaceholders replaces the placeholders in every argument.
+func fillPlaceholders(args []string, model, role, promptFile string) []string {
+	r := strings.NewReplacer(PlaceholderModel, model, PlaceholderRole, role, PlaceholderPromptFile, promptFile)
+	out := make([]string, len(args))
+	for i, a := range args {
+		out[i] = r.Replace(a)
+	}
+	return out
+}
+
+// CheckCommand reports whether an agent command can run at all: it splits,
+// its placeholders are known, and its program exists and is executable (a
+// path with a slash is checked as a file, a bare name is looked up on PATH).
+// Call it before any session work starts.
+func CheckCommand(command string) error {
+	args, err := parseCommand(command)
+	if err != nil {
+		return err
+	}
+	prog := args[0]
+	if placeholderRe.MatchString(prog) {
+		// Only known at run time; nothing to check yet.
+		return nil
+	}
+	_, err = resolveProgram(prog)
+	return err
+}
+
+// resolveProgram finds the program to run. A relative path with a slash is
+// taken relative to the harness's working directory, not the step's working
+// copy: that is what a user typing --agent ./my-agent.sh means.
+func resolveProgram(prog string) (string, error) {
+	if !strings.ContainsRune(prog, filepath.Separator) {
+		p, err := exec.LookPath(prog)
+		if err != nil {
+			if errors.Is(err, exec.ErrNotFound) {
+				return "", fmt.Errorf("agent command %q: %w", prog, exec.ErrNotFound)
+			}
+			return "", fmt.Errorf("agent command %q: %w", prog, err)
+		}
+		return p, nil
+	}
+	abs, err := filepath.Abs(prog)
+	if err != nil {
+		return "", fmt.Errorf("agent command %q: %w", prog, err)
+	}
+	fi, err := os.Stat(abs)
+	if err != nil {
+		return "", fmt.Errorf("agent command %q: %w", prog, err)
+	}
+	if fi.IsDir() {
+		return "", fmt.Errorf("agent command %q: is a directory", prog)
+	}
+	if fi.Mode().Perm()&0o111 == 0 {
+		return "", fmt.Errorf("agent command %q: not executable (mode %v)", prog, fi.Mode().Perm())
+	}
+	return abs, nil
+}
