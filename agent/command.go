@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+
+	"github.com/bazinga-bot/bazinga/pipeline"
 )
 
 // Placeholders that may appear in the agent command; each is filled in per
@@ -28,85 +30,13 @@ var knownPlaceholders = map[string]bool{
 // (a jq filter such as '{a: .b}', or '{}') are left alone.
 var placeholderRe = regexp.MustCompile(`\{[a-z][a-z0-9_]*\}`)
 
-// splitCommand splits s like a POSIX shell does for a simple command: blanks
-// separate words; single quotes keep everything literally; double quotes keep
-// everything but a backslash before " \ $ ` or a newline; outside quotes a
-// backslash escapes the next character and backslash-newline joins lines.
-// There is no expansion of any kind.
-func splitCommand(s string) ([]string, error) {
-	var (
-		args    []string
-		cur     strings.Builder
-		inWord  bool
-		quote   rune // 0, '\'' or '"'
-		escaped bool
-	)
-	for _, r := range s {
-		switch {
-		case escaped:
-			escaped = false
-			if quote == '"' && !strings.ContainsRune("\"\\$`\n", r) {
-				cur.WriteRune('\\')
-			}
-			if r == '\n' {
-				continue // a line continuation joins, it is not a character
-			}
-			cur.WriteRune(r)
-			inWord = true
-		case quote == '\'':
-			if r == '\'' {
-				quote = 0
-			} else {
-				cur.WriteRune(r)
-			}
-		case quote == '"':
-			switch r {
-			case '"':
-				quote = 0
-			case '\\':
-				escaped = true
-			default:
-				cur.WriteRune(r)
-			}
-		default:
-			switch r {
-			case '\'', '"':
-				quote = r
-				inWord = true
-			case '\\':
-				escaped = true
-			case ' ', '\t', '\n', '\r':
-				if inWord {
-					args = append(args, cur.String())
-					cur.Reset()
-					inWord = false
-				}
-			default:
-				cur.WriteRune(r)
-				inWord = true
-			}
-		}
-	}
-	switch {
-	case quote == '\'':
-		return nil, errors.New("unbalanced single quote")
-	case quote == '"':
-		return nil, errors.New("unbalanced double quote")
-	case escaped:
-		return nil, errors.New("trailing backslash")
-	}
-	if inWord {
-		args = append(args, cur.String())
-	}
-	return args, nil
-}
-
 // parseCommand splits an agent command template and checks its placeholders.
 func parseCommand(command string) ([]string, error) {
 	if strings.TrimSpace(command) == "" {
 		return nil, errors.New("agent command is empty")
 	}
-	args, err := splitCommand(command)
+	// Split like a shell, as the configuration documents; never run by one.
+	args, err := pipeline.SplitCommand(command)
 	if err != nil {
 		return nil, fmt.Errorf("agent command %q: %w", command, err)
 	}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"embed"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -470,7 +469,7 @@ func marshalNoEscape(v any) (string, error) {
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(v); err != nil {
-		return "", errors.Join(errors.New("encode handoff"), err)
+		return "", fmt.Errorf("encode handoff: %w", err)
 	}
 	return strings.TrimSuffix(buf.String(), "\n"), nil
 }

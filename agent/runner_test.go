@@ -147,6 +147,26 @@ func TestRunTimeoutKillsTheProcessGroup(t *testing.T) {
 	}
 }
 
+func TestRunExitLeavesChildHoldingStdout(t *testing.T) {
+	t.Parallel()
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	cmd := script(t, `sleep 300 & echo $! > `+pidFile+`
+echo '{"status":"PASS","summary":["done"]}'`)
+	r := newRunner(t, RunnerConfig{Command: cmd, Timeout: time.Minute, KillGrace: 300 * time.Millisecond})
+	start := time.Now()
+	out, err := r.Run(context.Background(), spec(t, pipeline.RoleQA))
+	require.NoError(t, err)
+	assert.Less(t, time.Since(start), 5*time.Second, "an orphan holding stdout must not hold up Run")
+	assert.False(t, out.TimedOut)
+	assert.Equal(t, 0, out.ExitCode)
+	assert.Equal(t, pipeline.StatusPass, out.Parsed.Result.Status)
+	b, err := os.ReadFile(pidFile)
+	require.NoError(t, err)
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	require.NoError(t, err)
+	assert.Eventually(t, func() bool { return !alive(pid) }, 3*time.Second, 20*time.Millisecond, "orphan %d survived", pid)
+}
+
 func TestRunCallerCancel(t *testing.T) {
 	t.Parallel()
 	r := newRunner(t, RunnerConfig{Command: script(t, "sleep 300"), KillGrace: 200 * time.Millisecond})
@@ -406,7 +426,7 @@ func TestCheckCommand(t *testing.T) {
 		{plain, "not executable"},
 		{dir, "is a directory"},
 		{"claude 'unterminated", "unbalanced single quote"},
-		{`claude \`, "trailing backslash"},
+		{`claude \`, "lone backslash"},
 		{"claude {prompt}", "unknown placeholder {prompt}"},
 		{"", "agent command is empty"},
 	}
@@ -422,7 +442,8 @@ func TestCheckCommand(t *testing.T) {
 	}
 }
 
-func TestSplitCommand(t *testing.T) {
+// TestParseCommand pins the splitting the runner relies on.
+func TestParseCommand(t *testing.T) {
 	tests := []struct {
 		in      string
 		want    []string
@@ -434,14 +455,16 @@ func TestSplitCommand(t *testing.T) {
 		{`a 'it''s' "" ''`, []string{"a", "its", "", ""}, false},
 		{"a \\\n b", []string{"a", "b"}, false},
 		{`a'b'"c"d`, []string{"abcd"}, false},
-		{"  \t\n ", nil, false},
+		{"  \t\n ", nil, true},
+		{"claude {model}", []string{"claude", "{model}"}, false},
+		{"claude {nope}", nil, true},
 		{`"unterminated`, nil, true},
 		{`'unterminated`, nil, true},
 		{`trailing\`, nil, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.in, func(t *testing.T) {
-			got, err := splitCommand(tt.in)
+			got, err := parseCommand(tt.in)
 			if tt.wantErr {
 				assert.Error(t, err)
 				return
