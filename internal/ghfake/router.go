@@ -150,8 +150,7 @@ func (f *Fake) handleAPI(w http.ResponseWriter, r *http.Request, rt *route, para
 	}
 
 	if faulted && !fault.Applied {
-		call.Status = f.writeFault(w, r, fault, nil)
-		f.record(call)
+		f.answerFault(w, r, fault, nil, call)
 		return
 	}
 
@@ -179,8 +178,7 @@ func (f *Fake) handleAPI(w http.ResponseWriter, r *http.Request, rt *route, para
 
 	f.afterChange()
 	if faulted {
-		call.Status = f.writeFault(w, r, fault, c.hdr)
-		f.record(call)
+		f.answerFault(w, r, fault, c.hdr, call)
 		return
 	}
 	f.record(call)
@@ -191,6 +189,19 @@ func (f *Fake) handleAPI(w http.ResponseWriter, r *http.Request, rt *route, para
 	if c.status != http.StatusNotModified && c.status != http.StatusNoContent {
 		_, _ = w.Write(c.out)
 	}
+}
+
+// answerFault answers with a fault and records the call; a timeout is
+// recorded when the hold starts, so tests see it while the client waits.
+func (f *Fake) answerFault(w http.ResponseWriter, r *http.Request, ft Fault, hdr http.Header, call Call) {
+	if ft.Kind == FaultTimeout {
+		call.Status = 0
+		f.record(call)
+		f.writeFault(w, r, ft, hdr)
+		return
+	}
+	call.Status = f.writeFault(w, r, ft, hdr)
+	f.record(call)
 }
 
 // run authenticates, rate-limits and authorises the request, then runs the
