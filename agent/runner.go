@@ -164,6 +164,10 @@ func (r *Runner) Run(ctx context.Context, spec StepSpec) (Outcome, error) {
 		return out, fmt.Errorf("agent step %s: temp dir: %w", spec.StepID, err)
 	}
 	defer os.RemoveAll(dir)
+	if within(dir, spec.WorkDir) {
+		// The harness commits the working copy: the prompt must not be in it.
+		return out, fmt.Errorf("agent step %s: temp dir %s is inside the working copy %s", spec.StepID, dir, spec.WorkDir)
+	}
 	promptFile := filepath.Join(dir, "prompt.md")
 	resultFile := filepath.Join(dir, "result.json")
 	if err := os.WriteFile(promptFile, []byte(spec.Prompt), 0o600); err != nil {
@@ -303,6 +307,17 @@ func readCapped(path string, max int64) ([]byte, []string) {
 		return nil, []string{fmt.Sprintf("result file larger than %d bytes, ignored", max)}
 	}
 	return b, nil
+}
+
+// within reports whether path is dir or below it, symlinks resolved.
+func within(path, dir string) bool {
+	p, err1 := filepath.EvalSymlinks(path)
+	d, err2 := filepath.EvalSymlinks(dir)
+	if err1 != nil || err2 != nil {
+		p, d = filepath.Clean(path), filepath.Clean(dir)
+	}
+	rel, err := filepath.Rel(d, p)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
 }
 
 func isBlank(b []byte) bool { return len(strings.TrimSpace(string(b))) == 0 }

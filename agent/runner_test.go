@@ -349,6 +349,15 @@ func TestRunErrors(t *testing.T) {
 	_, err := r.Run(context.Background(), sp)
 	assert.ErrorContains(t, err, "working copy")
 
+	wd := t.TempDir()
+	r = newRunner(t, RunnerConfig{Command: "true", TempDir: filepath.Join(wd, ".")})
+	sp = spec(t, pipeline.RoleQA)
+	sp.WorkDir = wd
+	_, err = r.Run(context.Background(), sp)
+	assert.ErrorContains(t, err, "inside the working copy")
+	entries, _ := os.ReadDir(wd)
+	assert.Empty(t, entries, "nothing left behind")
+
 	r = newRunner(t, RunnerConfig{Command: "definitely-not-an-agent-xyz -p"})
 	_, err = r.Run(context.Background(), spec(t, pipeline.RoleQA))
 	assert.ErrorContains(t, err, `agent command "definitely-not-an-agent-xyz": executable file not found in $PATH`)
