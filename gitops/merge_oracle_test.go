@@ -261,7 +261,6 @@ func dirRenamed(base, side genState, renames map[string]string) bool {
 		if d != "." && !sideDirs[d] && path.Dir(dst) != d {
 			return true
 		}
-		_ = dst
 	}
 	return false
 }

@@ -1,0 +1,260 @@
+package gitops
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/config"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
+)
+
+// LandOutcome is the user-facing result of landing a group.
+type LandOutcome int
+
+const (
+	MergeSuccess LandOutcome = iota + 1
+	MergeConflict
+	MergeTestFailure
+	MergeBlocked
+)
+
+func (o LandOutcome) String() string {
+	switch o {
+	case MergeSuccess:
+		return "MERGE_SUCCESS"
+	case MergeConflict:
+		return "MERGE_CONFLICT"
+	case MergeTestFailure:
+		return "MERGE_TEST_FAILURE"
+	case MergeBlocked:
+		return "MERGE_BLOCKED"
+	}
+	return fmt.Sprintf("LandOutcome(%d)", int(o))
+}
+
+// DefaultLandAttempts is how often landing re-merges after the base moved.
+const DefaultLandAttempts = 3
+
+// LandRequest says what to land where.
+type LandRequest struct {
+	Remote Remote
+	Base   string // branch to land on
+	Branch string // group branch
+	Gate   GateConfig
+	// Author of the merge commit; the committer is BotIdentity.
+	Author  Identity
+	Message string // default "Merge branch '<branch>' into <base>"
+	StepID  string // adds a Bazinga-Step trailer
+	// AllowWorkflowChanges lets the merge change .github/workflows/.
+	AllowWorkflowChanges bool
+	// TempDir is where working copies are made; empty means os.TempDir.
+	TempDir  string
+	Attempts int // default DefaultLandAttempts
+}
+
+// LandResult is the outcome of Land.
+type LandResult struct {
+	Outcome LandOutcome
+	// Commit is the merge commit now at the head of the base; zero when
+	// the group was already merged.
+	Commit        plumbing.Hash
+	AlreadyMerged bool
+	Conflicts     []string
+	Gate          *GateResult
+	Attempts      int
+	// Reason explains MERGE_BLOCKED and MERGE_TEST_FAILURE.
+	Reason string
+}
+
+// Summary is one line for humans.
+func (r LandResult) Summary() string {
+	switch r.Outcome {
+	case MergeSuccess:
+		if r.AlreadyMerged {
+			return "already merged"
+		}
+		s := "merged as " + r.Commit.String()[:12]
+		if r.Gate != nil {
+			s += "; " + r.Gate.Summary()
+		}
+		return s
+	case MergeConflict:
+		return "conflicts in " + strings.Join(r.Conflicts, ", ")
+	}
+	return r.Reason
+}
+
+// Land merges the group branch into the base behind the test gate: it
+// fetches both, merges them three-way, runs the gate on the merged tree
+// and pushes the merge commit to the base without force. If the base
+// moved meanwhile, it starts over, up to Attempts times. An untested tree
+// is never pushed.
+//
+// Like `git merge --no-ff`, Land always records a merge commit, even when
+// the base is an ancestor of the branch, so that each group stays visible
+// as one unit in the base's history. A group already contained in the
+// base is a success without a new commit.
+//
+// Outcomes are values; an error means broken input or infrastructure
+// (a missing branch, unrelated histories, an unreachable remote, a
+// cancelled context).
+func Land(ctx context.Context, req LandRequest) (LandResult, error) {
+	if req.Base == "" || req.Branch == "" {
+		return LandResult{}, errors.New("land: base and branch are required")
+	}
+	attempts := req.Attempts
+	if attempts <= 0 {
+		attempts = DefaultLandAttempts
+	}
+	var res LandResult
+	for i := 1; i <= attempts; i++ {
+		var retry bool
+		var err error
+		res, retry, err = landOnce(ctx, req)
+		res.Attempts = i
+		if err != nil {
+			return res, fmt.Errorf("land %s into %s: %w", req.Branch, req.Base, err)
+		}
+		if !retry {
+			return res, nil
+		}
+	}
+	res.Outcome = MergeBlocked
+	res.Reason = fmt.Sprintf("the base branch %s moved during each of %d attempts", req.Base, attempts)
+	return res, nil
+}
+
+func landOnce(ctx context.Context, req LandRequest) (res LandResult, retry bool, err error) {
+	dir, err := os.MkdirTemp(req.TempDir, "bazinga-land-")
+	if err != nil {
+		return res, false, err
+	}
+	defer os.RemoveAll(dir)
+	repo, err := git.PlainInit(dir, false)
+	if err != nil {
+		return res, false, err
+	}
+	if err := ensureOrigin(repo, req.Remote); err != nil {
+		return res, false, err
+	}
+	if err := fetch(ctx, repo, req.Remote, req.Base, req.Branch); err != nil {
+		return res, false, err
+	}
+	baseHash, err := ResolveBranch(repo, req.Base)
+	if err != nil {
+		return res, false, err
+	}
+	branchHash, err := ResolveBranch(repo, req.Branch)
+	if err != nil {
+		return res, false, err
+	}
+	merged, err := IsMerged(repo, branchHash, baseHash)
+	if err != nil {
+		return res, false, err
+	}
+	if merged {
+		return LandResult{Outcome: MergeSuccess, AlreadyMerged: true}, false, nil
+	}
+	mr, err := ThreeWayMergeWith(repo, baseHash, branchHash, MergeOptions{OursLabel: req.Base, TheirsLabel: req.Branch})
+	if err != nil {
+		return res, false, err
+	}
+	if !mr.Clean {
+		return LandResult{Outcome: MergeConflict, Conflicts: mr.Conflicts}, false, nil
+	}
+	now := time.Now()
+	author := req.Author
+	if author.Name == "" {
+		author = BotIdentity
+	}
+	msg := req.Message
+	if msg == "" {
+		msg = fmt.Sprintf("Merge branch '%s' into %s", req.Branch, req.Base)
+	}
+	if req.StepID != "" {
+		msg += "\n\nBazinga-Step: " + req.StepID
+	}
+	commit := &object.Commit{
+		Author:       *author.signature(now),
+		Committer:    *BotIdentity.signature(now),
+		Message:      msg + "\n",
+		TreeHash:     mr.Tree,
+		ParentHashes: []plumbing.Hash{baseHash, branchHash},
+	}
+	obj := repo.Storer.NewEncodedObject()
+	if err := commit.Encode(obj); err != nil {
+		return res, false, fmt.Errorf("encoding merge commit: %w", err)
+	}
+	mergeHash, err := repo.Storer.SetEncodedObject(obj)
+	if err != nil {
+		return res, false, fmt.Errorf("writing merge commit: %w", err)
+	}
+	if !req.AllowWorkflowChanges {
+		paths, err := WorkflowChanges(repo, baseHash, mergeHash)
+		if err != nil {
+			return res, false, err
+		}
+		if len(paths) > 0 {
+			return LandResult{Outcome: MergeBlocked, Reason: workflowError(paths).Error()}, false, nil
+		}
+	}
+	// The gate runs on a checkout of exactly the tree that will be pushed.
+	landRef := plumbing.NewBranchReferenceName("bazinga-land")
+	if err := repo.Storer.SetReference(plumbing.NewHashReference(landRef, mergeHash)); err != nil {
+		return res, false, fmt.Errorf("recording merge commit: %w", err)
+	}
+	wt, err := repo.Worktree()
+	if err != nil {
+		return res, false, err
+	}
+	if err := wt.Checkout(&git.CheckoutOptions{Branch: landRef, Force: true}); err != nil {
+		return res, false, fmt.Errorf("checking out merge commit: %w", err)
+	}
+	gate, err := RunGate(ctx, dir, req.Gate)
+	if err != nil {
+		return res, false, err
+	}
+	if ctx.Err() != nil {
+		return res, false, ctx.Err()
+	}
+	res = LandResult{Gate: &gate}
+	if gate.Outcome != GatePass {
+		res.Outcome = MergeTestFailure
+		res.Reason = gate.Summary() + "\n" + gate.Output
+		return res, false, nil
+	}
+	spec := config.RefSpec(fmt.Sprintf("%s:refs/heads/%s", landRef, req.Base))
+	require := config.RefSpec(fmt.Sprintf("%s:refs/heads/%s", baseHash, req.Base))
+	err = repo.PushContext(ctx, &git.PushOptions{
+		RemoteName:        "origin",
+		RefSpecs:          []config.RefSpec{spec},
+		RequireRemoteRefs: []config.RefSpec{require},
+		Auth:              req.Remote.auth(),
+	})
+	if err != nil {
+		if ctx.Err() != nil {
+			return res, false, ctx.Err()
+		}
+		msg := err.Error()
+		switch {
+		case strings.Contains(msg, "non-fast-forward") || strings.Contains(msg, "required to be") ||
+			strings.Contains(msg, "fetch first"):
+			return res, true, nil
+		case strings.Contains(msg, "command error on") || strings.Contains(msg, "declined") ||
+			strings.Contains(msg, "protected") || strings.Contains(msg, "rejected"):
+			res.Outcome = MergeBlocked
+			res.Reason = "the remote refused the push: " + req.Remote.redactErr(err).Error()
+			return res, false, nil
+		}
+		return res, false, fmt.Errorf("pushing to %s: %w", req.Remote, req.Remote.redactErr(err))
+	}
+	res.Outcome = MergeSuccess
+	res.Commit = mergeHash
+	return res, false, nil
+}
