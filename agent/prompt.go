@@ -58,8 +58,11 @@ type PromptInput struct {
 	GroupName  string
 	Branch     string
 	BaseBranch string
-	// Purpose is the harness's own sentence on what this step is for
-	// ("fix the failures QA found", "validate the investigator's findings").
+	// PurposeKind is what the engine dispatched this step for; its standard
+	// sentence (DescribePurpose) opens the prompt's Purpose section.
+	PurposeKind pipeline.Purpose
+	// Purpose is more of the harness's own words on what this step is for
+	// ("iteration 2 of at most 5").
 	Purpose string
 	// Requirements are the session's requirements, from the issue (untrusted).
 	Requirements string
@@ -219,8 +222,15 @@ func stepHeader(in PromptInput) string {
 	if base := oneLine(in.BaseBranch, capField); base != "" {
 		fmt.Fprintf(&b, "- Base branch: %s\n", base)
 	}
+	var purpose []string
+	if d := DescribePurpose(in.PurposeKind); d != "" {
+		purpose = append(purpose, d)
+	}
 	if p := strings.TrimSpace(in.Purpose); p != "" {
-		fmt.Fprintf(&b, "\n## Purpose\n\n%s\n", truncateHead(stripInvisible(p), capPurpose))
+		purpose = append(purpose, truncateHead(stripInvisible(p), capPurpose))
+	}
+	if len(purpose) > 0 {
+		fmt.Fprintf(&b, "\n## Purpose\n\n%s\n", strings.Join(purpose, "\n\n"))
 	}
 	b.WriteString("\n")
 	b.WriteString(dataNote)

@@ -45,6 +45,15 @@ func TestTemplates(t *testing.T) {
 	}
 }
 
+func TestEveryAgentPurposeIsDescribed(t *testing.T) {
+	for p := pipeline.PurposePlan; p < pipeline.PurposeMerge; p++ {
+		assert.NotEmpty(t, DescribePurpose(p), p.String())
+	}
+	for _, p := range []pipeline.Purpose{pipeline.PurposeNone, pipeline.PurposeMerge, pipeline.PurposeValidate} {
+		assert.Empty(t, DescribePurpose(p), p.String())
+	}
+}
+
 func TestContractCoversEveryAllowedStatus(t *testing.T) {
 	for _, role := range agentRoles() {
 		c := resultContract(role, "")
@@ -87,42 +96,43 @@ func goldenInput(role pipeline.Role) PromptInput {
 	switch role {
 	case pipeline.RolePM:
 		in.Group, in.GroupName, in.Branch, in.StepID, in.Task = "_", "", "", "s42/_/pm/2", ""
-		in.Purpose = "All groups are merged: check the success criteria and say BAZINGA, or CONTINUE with what is missing."
+		in.PurposeKind = pipeline.PurposeFinalCheck
 		in.Groups = []GroupState{
 			{ID: "A", Name: "JWT auth", Stage: "merged", Last: "tech_lead APPROVED | Clean design"},
 			{ID: "B", Name: "Docs", Stage: "merged", Last: "tech_lead APPROVED_WITH_NOTES | Typos"},
 		}
 		in.Comments = []UntrustedText{{Author: "octocat", Body: "Please keep the old session cookie working too."}}
 	case pipeline.RoleDeveloper:
-		in.Purpose = "Fix the failures QA found."
+		in.PurposeKind = pipeline.PurposeFixQA
 		in.PrevRole, in.PrevStatus = pipeline.RoleQA, pipeline.StatusFail
 		in.PrevSummary = []string{"Tested JWT implementation", "Ran 14 tests", "2 failing: expiry not enforced"}
 		in.PrevHandoff = json.RawMessage(`{"tests":{"total":14,"passing":12,"failing":2},"failures":["TestExpiredToken: expected 401, got 200"],"challenge_level":2}`)
 		in.Feedback = "--- FAIL: TestExpiredToken (0.00s)\n    auth_test.go:42: expected 401, got 200"
 	case pipeline.RoleSenior:
-		in.Purpose = "The second merge failed with conflicts: resolve them."
+		in.PurposeKind, in.Purpose = pipeline.PurposeFixMerge, "Second merge failure of this group."
 		in.PrevRole, in.PrevStatus = pipeline.RoleMerge, pipeline.StatusMergeConflict
 		in.PrevSummary = []string{"Merge into main conflicted", "2 files"}
 		in.ConflictFiles = []string{"internal/server/routes.go", "internal/auth/middleware.go"}
 	case pipeline.RoleQA:
-		in.Purpose = "Test the implementation."
+		in.PurposeKind = pipeline.PurposeTest
 		in.PrevRole, in.PrevStatus = pipeline.RoleDeveloper, pipeline.StatusReadyForQA
 		in.PrevSummary = []string{"Implemented JWT auth", "3 files: jwt.go, middleware.go, jwt_test.go", "12/12 tests pass"}
 		in.PrevHandoff = json.RawMessage(`{"files_changed":["internal/auth/jwt.go","internal/auth/middleware.go","internal/auth/jwt_test.go"],"tests":{"total":12,"passing":12,"failing":0},"concerns":["refresh tokens out of scope"]}`)
 	case pipeline.RoleTechLead:
-		in.Purpose = "Review the group before it is merged."
+		in.PurposeKind = pipeline.PurposeReview
 		in.PrevRole, in.PrevStatus = pipeline.RoleQA, pipeline.StatusPass
 		in.PrevSummary = []string{"Tested JWT implementation", "Levels 1-4", "16/16 pass"}
 		in.PrevHandoff = json.RawMessage(`{"tests":{"total":16,"passing":16,"failing":0},"failures":[],"challenge_level":4}`)
 	case pipeline.RoleInvestigator:
-		in.Purpose = "Find why tokens are accepted after expiry. Iteration 2 of at most 5."
+		in.PurposeKind, in.Purpose = pipeline.PurposeInvestigate, "Iteration 2 of at most 5."
+		in.Feedback = "Tokens are accepted after expiry."
 		in.PrevRole, in.PrevStatus = pipeline.RoleInvestigator, pipeline.StatusHypothesisEliminated
 		in.PrevSummary = []string{"Clock skew ruled out"}
 		in.PrevHandoff = json.RawMessage(`{"hypotheses":[{"hypothesis":"clock skew","status":"eliminated","evidence":"fixed clock in test"},{"hypothesis":"exp claim not validated","status":"open"}]}`)
 	case pipeline.RoleRequirements:
 		in.Group, in.GroupName, in.Branch, in.StepID = "R", "Auth options", "bazinga/42-R", "s42/R/requirements/1"
 		in.Task = "Compare session cookies and JWT for this API; recommend one with acceptance criteria."
-		in.Purpose = "Research the task and write the deliverable."
+		in.PurposeKind = pipeline.PurposeImplement
 	}
 	return in
 }
