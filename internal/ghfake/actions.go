@@ -23,6 +23,13 @@ type Workflow struct {
 	RunName string
 	JobName string // the single job's name; default "run"
 	Inputs  map[string]WorkflowInput
+	// On lists events that also trigger the workflow: "issues",
+	// "issue_comment.created", "workflow_run.completed", … (an event, or
+	// event.action). As on GitHub, events caused by github-actions[bot]
+	// (a GITHUB_TOKEN) trigger nothing except workflow_run, and a run
+	// triggered by workflow_run does not trigger further workflow_run
+	// workflows (GitHub allows a few levels; the fake one).
+	On []string
 }
 
 // WorkflowInput is one workflow_dispatch input.
@@ -53,7 +60,9 @@ type Run struct {
 	Ref          string // branch or tag name the run is on
 	HeadSHA      string
 	Inputs       map[string]string
-	Event        string // "workflow_dispatch"
+	Event        string // "workflow_dispatch", or the triggering event
+	// EventPayload is the event as a runner finds it at GITHUB_EVENT_PATH.
+	EventPayload []byte
 	Actor        string
 	RunNumber    int
 	Status       string // queued | in_progress | completed
@@ -138,7 +147,7 @@ func (f *Fake) dispatch(c *rc) {
 		c.fail(http.StatusUnprocessableEntity, msg)
 		return
 	}
-	f.startRun(c.repo, wf, refName, sha, inputs, c.login)
+	f.startRun(c.repo, wf, "workflow_dispatch", refName, sha, inputs, c.login, f.dispatchPayload(c.repo, wf, refName, inputs, c.login))
 	c.noContent()
 }
 
@@ -223,9 +232,12 @@ func (wf Workflow) validate(raw map[string]json.RawMessage) (map[string]string, 
 
 var exprRE = regexp.MustCompile(`\$\{\{\s*(.*?)\s*\}\}`)
 
-// renderRunName expands the run-name template's simple expressions;
-// anything else expands to "" (the fake has no expression engine).
-func renderRunName(tmpl string, inputs map[string]string, actor, ref string) string {
+// renderRunName expands the run-name template's simple expressions
+// (inputs.x, github.event.a.b, github.actor, github.ref_name, …); anything
+// else expands to "" (the fake has no expression engine).
+func renderRunName(tmpl string, inputs map[string]string, actor, ref, eventName string, payload []byte) string {
+	var event map[string]any
+	_ = json.Unmarshal(payload, &event)
 	return exprRE.ReplaceAllStringFunc(tmpl, func(m string) string {
 		expr := exprRE.FindStringSubmatch(m)[1]
 		switch {
@@ -233,28 +245,117 @@ func renderRunName(tmpl string, inputs map[string]string, actor, ref string) str
 			return inputs[strings.TrimPrefix(expr, "inputs.")]
 		case strings.HasPrefix(expr, "github.event.inputs."):
 			return inputs[strings.TrimPrefix(expr, "github.event.inputs.")]
+		case strings.HasPrefix(expr, "github.event."):
+			var v any = event
+			for _, k := range strings.Split(strings.TrimPrefix(expr, "github.event."), ".") {
+				m, ok := v.(map[string]any)
+				if !ok {
+					return ""
+				}
+				v = m[k]
+			}
+			switch v := v.(type) {
+			case string:
+				return v
+			case float64, bool:
+				return fmt.Sprint(v)
+			}
+			return ""
 		case expr == "github.actor" || expr == "github.triggering_actor":
 			return actor
 		case expr == "github.ref_name":
 			return ref
+		case expr == "github.event_name":
+			return eventName
 		}
 		return ""
 	})
 }
 
+// dispatchPayload is the workflow_dispatch event a run sees. Caller holds
+// f.mu.
+func (f *Fake) dispatchPayload(r *Repo, wf *workflow, ref string, inputs map[string]string, actor string) []byte {
+	in, _ := json.Marshal(inputs)
+	b, _ := json.Marshal(&github.WorkflowDispatchEvent{
+		Inputs: in, Ref: github.String("refs/heads/" + ref), Workflow: github.String(".github/workflows/" + wf.file),
+		Repo: r.json(), Sender: f.userJSON(actor), Installation: f.installationJSON(),
+	})
+	return b
+}
+
+// triggerWorkflows starts the runs an event triggers. Caller holds f.mu.
+func (f *Fake) triggerWorkflows(r *Repo, event, action string, payload []byte) {
+	var p struct {
+		Sender      struct{ Login string } `json:"sender"`
+		WorkflowRun struct {
+			Event      string `json:"event"`
+			WorkflowID int64  `json:"workflow_id"`
+		} `json:"workflow_run"`
+	}
+	_ = json.Unmarshal(payload, &p)
+	// GITHUB_TOKEN activity triggers no workflow; workflow_run chains are
+	// GitHub's exception (limited here to one level).
+	if p.Sender.Login == ActionsLogin && event != "workflow_run" {
+		return
+	}
+	if event == "workflow_run" && p.WorkflowRun.Event == "workflow_run" {
+		return
+	}
+	var wfs []*workflow
+	for _, wf := range r.workflows {
+		wfs = append(wfs, wf)
+	}
+	sort.Slice(wfs, func(i, j int) bool { return wfs[i].id < wfs[j].id })
+	for _, wf := range wfs {
+		if event == "workflow_run" && p.WorkflowRun.WorkflowID == wf.id {
+			continue
+		}
+		for _, on := range wf.wf.On {
+			if on == event || on == event+"."+action {
+				sha, _ := r.ref("refs/heads/" + r.defaultBranch)
+				f.startRun(r, wf, event, r.defaultBranch, sha, nil, p.Sender.Login, payload)
+				break
+			}
+		}
+	}
+}
+
+// TriggerSchedule starts a run of a workflow as its schedule would.
+func (f *Fake) TriggerSchedule(repo, file string) (Run, error) {
+	f.mu.Lock()
+	r := f.lookupRepo(repo)
+	if r == nil {
+		f.mu.Unlock()
+		return Run{}, fmt.Errorf("repository %s: %w", repo, ErrNotFound)
+	}
+	wf := r.workflows[file]
+	if wf == nil {
+		f.mu.Unlock()
+		return Run{}, fmt.Errorf("workflow %s: %w", file, ErrNotFound)
+	}
+	sha, _ := r.ref("refs/heads/" + r.defaultBranch)
+	payload, _ := json.Marshal(map[string]any{"schedule": "*/5 * * * *", "repository": r.json(), "installation": f.installationJSON()})
+	ru := f.startRun(r, wf, "schedule", r.defaultBranch, sha, nil, "github-actions[bot]", payload)
+	out := ru.copyRun()
+	f.mu.Unlock()
+	f.afterChange()
+	return out, nil
+}
+
 // startRun creates a queued run, emits workflow_run.requested and
 // workflow_job.queued, and calls the dispatch hooks. Caller holds f.mu.
-func (f *Fake) startRun(r *Repo, wf *workflow, ref, sha string, inputs map[string]string, actor string) *run {
+func (f *Fake) startRun(r *Repo, wf *workflow, event, ref, sha string, inputs map[string]string, actor string, payload []byte) *run {
 	now := f.now()
 	wf.runs++
 	title := wf.wf.Name
 	if wf.wf.RunName != "" {
-		title = renderRunName(wf.wf.RunName, inputs, actor, ref)
+		title = renderRunName(wf.wf.RunName, inputs, actor, ref, event, payload)
 	}
+	f.account(actor, "")
 	ru := &run{Run: Run{
 		ID: f.id("run"), JobID: f.id("job"), Repo: r.FullName(), Workflow: wf.file, WorkflowID: wf.id,
 		Name: wf.wf.Name, DisplayTitle: title, JobName: wf.wf.JobName, Ref: ref, HeadSHA: sha,
-		Inputs: inputs, Event: "workflow_dispatch", Actor: actor, RunNumber: wf.runs,
+		Inputs: inputs, Event: event, EventPayload: payload, Actor: actor, RunNumber: wf.runs,
 		Status: "queued", CreatedAt: now, UpdatedAt: now,
 	}, wf: wf}
 	r.runs = append(r.runs, ru)
@@ -277,6 +378,7 @@ func (ru *run) copyRun() Run {
 	for k, v := range ru.Inputs {
 		out.Inputs[k] = v
 	}
+	out.EventPayload = append([]byte(nil), ru.EventPayload...)
 	return out
 }
 

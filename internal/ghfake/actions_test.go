@@ -1,7 +1,10 @@
 package ghfake
 
 import (
+	"encoding/json"
 	"net/http"
+	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -94,4 +97,92 @@ func TestDispatch(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, jobs.Jobs, 1)
 	assert.Equal(t, "completed", jobs.Jobs[0].GetStatus())
+}
+
+func TestEventTriggeredWorkflows(t *testing.T) {
+	e := newEnv(t)
+	require.NoError(t, e.f.AddWorkflow(full, "bazinga.yml", Workflow{
+		Name:    "bazinga",
+		RunName: "reconcile #${{ github.event.issue.number }}",
+		On:      []string{"issues.labeled", "issue_comment", "workflow_run.completed"},
+	}))
+	require.NoError(t, e.f.AddWorkflow(full, "agent.yml", Workflow{Name: "agent", Inputs: map[string]WorkflowInput{"step": {Required: true}}}))
+	n, err := e.f.CreateIssue("alice", "task", "")
+	require.NoError(t, err)
+	assert.Empty(t, e.f.Runs(), "issues.opened is not a trigger")
+	require.NoError(t, e.f.LabelIssue("alice", n, "bazinga"))
+	runs := e.f.Runs()
+	require.Len(t, runs, 1)
+	assert.Equal(t, "issues", runs[0].Event)
+	assert.Equal(t, "reconcile #1", runs[0].DisplayTitle)
+	var ev github.IssuesEvent
+	require.NoError(t, json.Unmarshal(runs[0].EventPayload, &ev))
+	assert.Equal(t, "bazinga", ev.GetLabel().GetName())
+
+	// What a GITHUB_TOKEN does triggers nothing; dispatches always run.
+	tok := e.f.RunToken(runs[0])
+	gh := e.f.Client(tok)
+	_, _, err = gh.Issues.CreateComment(e.ctx, owner, repoName, n, &github.IssueComment{Body: github.String("status")})
+	require.NoError(t, err)
+	assert.Len(t, e.f.Runs(), 1)
+	_, err = gh.Actions.CreateWorkflowDispatchEventByFileName(e.ctx, owner, repoName, "agent.yml", github.CreateWorkflowDispatchEventRequest{Ref: "main", Inputs: map[string]any{"step": "s1"}})
+	require.NoError(t, err)
+	runs = e.f.Runs()
+	require.Len(t, runs, 2)
+	assert.Equal(t, ActionsLogin, runs[1].Actor)
+
+	// A completed agent run triggers the orchestrator, whose own completion
+	// does not trigger it again.
+	require.NoError(t, e.f.CompleteRun(runs[1].ID, "success"))
+	runs = e.f.Runs()
+	require.Len(t, runs, 3)
+	assert.Equal(t, "workflow_run", runs[2].Event)
+	require.NoError(t, e.f.CompleteRun(runs[2].ID, "success"))
+	assert.Len(t, e.f.Runs(), 3)
+
+	sched, err := e.f.TriggerSchedule(full, "bazinga.yml")
+	require.NoError(t, err)
+	assert.Equal(t, "schedule", sched.Event)
+
+	env, err := e.f.RunEnv(runs[1], t.TempDir())
+	require.NoError(t, err)
+	m := map[string]string{}
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		m[k] = v
+	}
+	assert.Equal(t, e.f.URL()+"/api/v3", m["GITHUB_API_URL"])
+	assert.Equal(t, full, m["GITHUB_REPOSITORY"])
+	assert.Equal(t, "workflow_dispatch", m["GITHUB_EVENT_NAME"])
+	payload, err := os.ReadFile(m["GITHUB_EVENT_PATH"])
+	require.NoError(t, err)
+	var de github.WorkflowDispatchEvent
+	require.NoError(t, json.Unmarshal(payload, &de))
+	assert.JSONEq(t, `{"step":"s1"}`, string(de.Inputs))
+	assert.FileExists(t, m["GITHUB_OUTPUT"])
+}
+
+func TestContentLimits(t *testing.T) {
+	now := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	f := Start(t, Options{ContentLimits: true, Now: func() time.Time { return now }})
+	_, err := f.CreateRepo("acme", "widgets", "main")
+	require.NoError(t, err)
+	f.AddToken(botTok, f.BotLogin(), Bot)
+	gh := f.Client(botTok)
+	n, err := f.CreateIssue("alice", "t", "")
+	require.NoError(t, err)
+	ctx := t.Context()
+	for i := 0; i < 80; i++ {
+		_, _, err := gh.Issues.CreateComment(ctx, "acme", "widgets", n, &github.IssueComment{Body: github.String("x")})
+		require.NoError(t, err, i)
+	}
+	_, _, err = gh.Issues.CreateComment(ctx, "acme", "widgets", n, &github.IssueComment{Body: github.String("x")})
+	var ae *github.AbuseRateLimitError
+	require.ErrorAs(t, err, &ae)
+	assert.Equal(t, 60*time.Second, *ae.RetryAfter)
+	_, _, err = f.Client(botTok).Issues.Get(ctx, "acme", "widgets", n)
+	assert.NoError(t, err, "reads are not limited")
+	now = now.Add(time.Minute)
+	_, _, err = f.Client(botTok).Issues.CreateComment(ctx, "acme", "widgets", n, &github.IssueComment{Body: github.String("x")})
+	assert.NoError(t, err)
 }

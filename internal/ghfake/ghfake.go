@@ -67,6 +67,10 @@ type Options struct {
 	WebhookMode DeliveryMode
 	// WebhookTimeout bounds one delivery (default 10s, GitHub's timeout).
 	WebhookTimeout time.Duration
+	// ContentLimits enforces GitHub's secondary limits on content-creating
+	// requests: 80 a minute and 500 an hour per identity (403 with
+	// Retry-After, as GitHub answers).
+	ContentLimits bool
 	// FaultsCountGit makes git smart HTTP requests count towards FailCall's
 	// k (by default only REST API calls count).
 	FaultsCountGit bool
@@ -103,6 +107,7 @@ type Fake struct {
 	faults      map[int]Fault
 	routeFaults []*routeFault
 	buckets     map[string]*bucket
+	contentLog  map[string][]time.Time
 
 	onDispatch []func(Run)
 
@@ -166,6 +171,7 @@ func New(opts Options) (*Fake, error) {
 		nextID:     map[string]int64{},
 		faults:     map[int]Fault{},
 		buckets:    map[string]*bucket{},
+		contentLog: map[string][]time.Time{},
 		hookClient: &http.Client{Timeout: opts.WebhookTimeout},
 	}
 	if f.now == nil {

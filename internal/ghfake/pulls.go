@@ -497,7 +497,7 @@ func (f *Fake) refChanged(r *Repo, ref, old, sha, sender string) {
 
 // emitPush emits a push event with up to 20 commits, like GitHub's.
 func (f *Fake) emitPush(r *Repo, ref, old, sha, sender string) {
-	if f.hookURL == "" {
+	if f.hookURL == "" && len(r.workflows) == 0 {
 		return
 	}
 	if old == "" {

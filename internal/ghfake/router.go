@@ -230,7 +230,9 @@ func (f *Fake) run(c *rc) {
 	switch {
 	case c.rt == nil:
 		c.notFound()
-	case f.authorise(c):
+	case !f.authorise(c):
+	case c.rt.creates && f.opts.ContentLimits && f.contentLimited(c):
+	default:
 		c.rt.h(c)
 	}
 	if c.status == 0 {
@@ -389,6 +391,47 @@ func tokenAllows(perms map[string]string, need string) bool {
 }
 
 // --- rate limits ---
+
+// contentLimited enforces GitHub's secondary limits on content-creating
+// requests (80 a minute, 500 an hour per identity), answering as GitHub
+// does. Caller holds f.mu.
+func (f *Fake) contentLimited(c *rc) bool {
+	key := "user:" + strings.ToLower(c.login)
+	if c.tok != nil && c.tok.install {
+		key = "installation"
+	}
+	now := f.now()
+	var keep []time.Time
+	for _, t := range f.contentLog[key] {
+		if now.Sub(t) < time.Hour {
+			keep = append(keep, t)
+		}
+	}
+	inMinute := 0
+	for _, t := range keep {
+		if now.Sub(t) < time.Minute {
+			inMinute++
+		}
+	}
+	var wait time.Duration
+	switch {
+	case inMinute >= 80:
+		wait = time.Minute - now.Sub(keep[len(keep)-inMinute])
+	case len(keep) >= 500:
+		wait = time.Hour - now.Sub(keep[0])
+	}
+	if wait > 0 {
+		f.contentLog[key] = keep
+		c.hdr.Set("Retry-After", strconv.Itoa(int((wait+time.Second-1)/time.Second)))
+		c.errorBody(http.StatusForbidden, map[string]any{
+			"message":           "You have exceeded a secondary rate limit and have been temporarily blocked from content creation. Please retry your request again later.",
+			"documentation_url": "https://docs.github.com/rest/overview/rate-limits-for-the-rest-api#about-secondary-rate-limits",
+		})
+		return true
+	}
+	f.contentLog[key] = append(keep, now)
+	return false
+}
 
 type bucket struct {
 	limit int

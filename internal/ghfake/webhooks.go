@@ -76,7 +76,7 @@ func (f *Fake) Ping() {
 // emit queues an event. The payload is rendered now, so a delivery shows
 // the state at the time of the event, as GitHub's do. Caller holds f.mu.
 func (f *Fake) emit(r *Repo, event, action string, payload any) {
-	if f.hookURL == "" {
+	if f.hookURL == "" && (r == nil || len(r.workflows) == 0) {
 		return
 	}
 	b, err := json.Marshal(payload)
@@ -84,16 +84,23 @@ func (f *Fake) emit(r *Repo, event, action string, payload any) {
 		f.logf("ghfake: encoding %s payload: %v", event, err)
 		return
 	}
-	d := &Delivery{Event: event, Action: action, Payload: b, url: f.hookURL, secret: f.hookSecret}
-	if r != nil {
-		d.Repo = r.FullName()
+	if f.hookURL != "" {
+		d := &Delivery{Event: event, Action: action, Payload: b, url: f.hookURL, secret: f.hookSecret}
+		if r != nil {
+			d.Repo = r.FullName()
+		}
+		f.qmu.Lock()
+		f.deliverySeq++
+		d.ID = deliveryGUID(f.deliverySeq)
+		f.queue = append(f.queue, d)
+		f.qcond.Broadcast()
+		f.qmu.Unlock()
 	}
-	f.qmu.Lock()
-	f.deliverySeq++
-	d.ID = deliveryGUID(f.deliverySeq)
-	f.queue = append(f.queue, d)
-	f.qcond.Broadcast()
-	f.qmu.Unlock()
+	// After queueing, so the triggering event is delivered before the
+	// workflow_run it causes.
+	if r != nil && len(r.workflows) > 0 {
+		f.triggerWorkflows(r, event, action, b)
+	}
 }
 
 // deliveryGUID derives a UUID-shaped delivery id from a sequence number:
