@@ -111,3 +111,6 @@ func gitMergeTree(t testing.TB, dir, ours, theirs string) (tree string, clean bo
 	}
 	return tree, code == 0, conflicts
 }
+
+// makeTempDir is for benchmarks' shared fixtures, which outlive one b.
+func makeTempDir(prefix string) (string, error) { return os.MkdirTemp("", prefix) }

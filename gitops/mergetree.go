@@ -314,11 +314,11 @@ func (m *treeMerger) storeNode(n *buildNode) (plumbing.Hash, int, error) {
 	}
 	sort.Slice(entries, func(i, j int) bool { return treeEntryLess(entries[i], entries[j]) })
 	t := &object.Tree{Entries: entries}
-	obj := m.r.s.NewEncodedObject()
+	obj := &plumbing.MemoryObject{}
 	if err := t.Encode(obj); err != nil {
 		return plumbing.ZeroHash, 0, fmt.Errorf("merge: encoding tree: %w", err)
 	}
-	h, err := m.r.s.SetEncodedObject(obj)
+	h, err := m.store(obj)
 	if err != nil {
 		return plumbing.ZeroHash, 0, fmt.Errorf("merge: writing tree: %w", err)
 	}
@@ -339,7 +339,7 @@ func treeEntryLess(a, b object.TreeEntry) bool {
 }
 
 func (m *treeMerger) writeBlob(data []byte) (plumbing.Hash, error) {
-	obj := m.r.s.NewEncodedObject()
+	obj := &plumbing.MemoryObject{}
 	obj.SetType(plumbing.BlobObject)
 	obj.SetSize(int64(len(data)))
 	w, err := obj.Writer()
@@ -353,9 +353,19 @@ func (m *treeMerger) writeBlob(data []byte) (plumbing.Hash, error) {
 	if err := w.Close(); err != nil {
 		return plumbing.ZeroHash, fmt.Errorf("merge: writing blob: %w", err)
 	}
-	h, err := m.r.s.SetEncodedObject(obj)
+	h, err := m.store(obj)
 	if err != nil {
 		return plumbing.ZeroHash, fmt.Errorf("merge: writing blob: %w", err)
 	}
 	return h, nil
+}
+
+// store writes an object unless the store already has it, as git does;
+// writing a loose object is by far the most expensive step of a merge.
+func (m *treeMerger) store(obj plumbing.EncodedObject) (plumbing.Hash, error) {
+	h := obj.Hash()
+	if m.r.s.HasEncodedObject(h) == nil {
+		return h, nil
+	}
+	return m.r.s.SetEncodedObject(obj)
 }

@@ -418,4 +418,3 @@ func ResolveBranch(repo *git.Repository, branch string) (plumbing.Hash, error) {
 	}
 	return plumbing.ZeroHash, fmt.Errorf("%w: %s", ErrBranchNotFound, branch)
 }
-
