@@ -154,3 +154,21 @@ func TestGitCLIPush(t *testing.T) {
 	assert.Contains(t, out, "protected branch hook declined")
 	assert.Contains(t, out, "GH006: Protected branch update failed for refs/heads/main.")
 }
+
+func TestGitFaults(t *testing.T) {
+	f := Start(t, Options{FaultsCountGit: true})
+	r, err := f.CreateRepo("acme", "widgets", "main")
+	require.NoError(t, err)
+	_, err = r.Push("alice", "main", map[string]string{"a": "a\n"}, "first")
+	require.NoError(t, err)
+	f.AddToken(botTok, f.BotLogin(), Bot)
+	f.FailCall(1, Fault{Kind: Fault502})
+	dir := t.TempDir()
+	_, err = git.PlainClone(filepath.Join(dir, "a"), false, &git.CloneOptions{URL: r.CloneURL(), Auth: tokenAuth(botTok)})
+	require.Error(t, err)
+	_, err = git.PlainClone(filepath.Join(dir, "b"), false, &git.CloneOptions{URL: r.CloneURL(), Auth: tokenAuth(botTok)})
+	require.NoError(t, err)
+	gc := f.GitCalls()
+	require.NotEmpty(t, gc)
+	assert.Equal(t, Fault502, gc[0].Fault)
+}

@@ -224,6 +224,23 @@ func (r *Repo) SubmitReview(user string, pr int, state, body string) (int64, err
 	return id, err
 }
 
+// MarkReady marks a draft pull request ready for review (GraphQL-only on
+// GitHub, so a helper here), emitting pull_request.ready_for_review.
+func (r *Repo) MarkReady(user string, pr int) error {
+	return r.do(user, func() error {
+		is, err := r.mustPR(pr)
+		if err != nil {
+			return err
+		}
+		if !is.pr.draft {
+			return nil
+		}
+		is.pr.draft, is.updated = false, r.f.now()
+		r.f.emitPR(r, is, "ready_for_review", user, nil, nil, "", "")
+		return nil
+	})
+}
+
 // ClosePR closes a pull request without merging it.
 func (r *Repo) ClosePR(user string, pr int) error {
 	return r.do(user, func() error {

@@ -5,7 +5,9 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -330,8 +332,29 @@ func (f *Fake) merge(r *Repo, is *issue, user string, o mergeOpts) (string, int,
 	p.merged, p.mergedAt, p.mergedBy, p.mergeSHA = true, now, user, newSHA
 	is.state, is.closed, is.closedBy, is.updated = "closed", now, user, now
 	f.emitPR(r, is, "closed", user, nil, nil, "", "")
+	f.closeLinkedIssues(r, is, user)
 	f.refChanged(r, baseRef, baseSHA, newSHA, user)
 	return newSHA, http.StatusOK, ""
+}
+
+var closingRE = regexp.MustCompile(`(?i)\b(?:close[sd]?|fix(?:e[sd])?|resolve[sd]?)\s*:?\s+#(\d+)\b`)
+
+// closeLinkedIssues closes the issues a merged pull request's body names
+// with a closing keyword ("Closes #12"), as GitHub does for merges into the
+// default branch. Caller holds f.mu.
+func (f *Fake) closeLinkedIssues(r *Repo, pr *issue, user string) {
+	if pr.pr.base != r.defaultBranch {
+		return
+	}
+	for _, m := range closingRE.FindAllStringSubmatch(pr.title+"\n"+pr.body, -1) {
+		n, err := strconv.Atoi(m[1])
+		if err != nil {
+			continue
+		}
+		if is := r.issue(n); is != nil && is.pr == nil && is.state == "open" {
+			f.setIssueState(r, is, "closed", "completed", user)
+		}
+	}
 }
 
 // rebase replays base..head onto base in a temporary worktree, committed by
@@ -491,6 +514,7 @@ func (f *Fake) refChanged(r *Repo, ref, old, sha, sender string) {
 			p.merged, p.mergedAt, p.mergedBy, p.mergeSHA = true, now, sender, sha
 			is.state, is.closed, is.closedBy, is.updated = "closed", now, sender, now
 			f.emitPR(r, is, "closed", sender, nil, nil, "", "")
+			f.closeLinkedIssues(r, is, sender)
 		}
 	}
 }

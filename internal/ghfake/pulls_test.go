@@ -133,10 +133,10 @@ func TestMerge(t *testing.T) {
 	assert.Equal(t, http.StatusMethodNotAllowed, statusOf(err), "a draft cannot be merged")
 	assert.Equal(t, "Pull Request is still a draft", messageOf(err))
 
-	// Ready for review (GraphQL on GitHub; the fake keeps a direct switch).
-	e.f.mu.Lock()
-	e.repo.issue(num).pr.draft = false
-	e.f.mu.Unlock()
+	// Ready for review (GraphQL on GitHub; a helper here).
+	e.hook.reset()
+	require.NoError(t, e.repo.MarkReady("alice", num))
+	assert.Equal(t, []string{"pull_request.ready_for_review"}, e.hook.kinds())
 
 	_, _, err = e.gh.PullRequests.Merge(e.ctx, owner, repoName, num, "", &github.PullRequestOptions{SHA: strings.Repeat("a", 40)})
 	assert.Equal(t, http.StatusConflict, statusOf(err), "head sha mismatch")
@@ -284,4 +284,27 @@ func TestRefs(t *testing.T) {
 	require.NoError(t, e.f.ProtectBranch(full, "main"))
 	_, _, err = e.gh.Git.UpdateRef(e.ctx, owner, repoName, &github.Reference{Ref: github.String("refs/heads/main"), Object: &github.GitObject{SHA: github.String(next)}}, false)
 	assert.Equal(t, http.StatusUnprocessableEntity, statusOf(err))
+}
+
+func TestMergeClosesLinkedIssues(t *testing.T) {
+	e := newEnv(t)
+	n, err := e.f.CreateIssue("alice", "task", "")
+	require.NoError(t, err)
+	other, err := e.f.CreateIssue("alice", "other", "")
+	require.NoError(t, err)
+	e.branch(t, "g1", map[string]string{"g1.txt": "x\n"})
+	e.branch(t, "g2", map[string]string{"g2.txt": "x\n"})
+	p1, err := e.repo.CreatePR("bazinga[bot]", "g1", "main", "G1", "Part of #1, refs #2", false)
+	require.NoError(t, err)
+	p2, err := e.repo.CreatePR("bazinga[bot]", "g2", "main", "G2", "Fixes #"+strconv.Itoa(n), false)
+	require.NoError(t, err)
+	_, err = e.f.MergePR("alice", p1)
+	require.NoError(t, err)
+	assert.Equal(t, "open", e.f.Issue(n).GetState(), "no closing keyword")
+	e.hook.reset()
+	_, err = e.f.MergePR("alice", p2)
+	require.NoError(t, err)
+	assert.Equal(t, "closed", e.f.Issue(n).GetState(), "GitHub closes issues named with a closing keyword")
+	assert.Equal(t, "open", e.f.Issue(other).GetState())
+	assert.Equal(t, []string{"pull_request.closed", "issues.closed", "push"}, e.hook.kinds())
 }

@@ -207,6 +207,14 @@ func (f *Fake) answerFault(w http.ResponseWriter, r *http.Request, ft Fault, hdr
 // run authenticates, rate-limits and authorises the request, then runs the
 // handler and answers conditional GETs. Caller holds f.mu.
 func (f *Fake) run(c *rc) {
+	// A bug in a handler must not leave f.mu locked or kill the test
+	// binary: answer 500 like GitHub would.
+	defer func() {
+		if p := recover(); p != nil {
+			c.hdr = http.Header{}
+			c.fail(http.StatusInternalServerError, fmt.Sprintf("ghfake: internal error: %v", p))
+		}
+	}()
 	authed := f.authenticate(c)
 	bk := f.bucketFor(c)
 	if !authed {
