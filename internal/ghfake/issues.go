@@ -236,6 +236,9 @@ func (f *Fake) editIssue(c *rc) {
 			c.invalid(fieldError{Resource: "Issue", Field: "labels", Code: "invalid"})
 			return
 		}
+		if !c.canTriage() {
+			req.Labels = nil // silently ignored, as on GitHub
+		}
 	}
 	f.applyIssueEdit(c.repo, is, c.login, req.Title, req.Body)
 	if req.State != nil {

@@ -138,9 +138,11 @@ func (f *Fake) listPulls(c *rc) {
 		}
 		list = append(list, is)
 	}
+	// GitHub's default direction: desc for created (the default sort),
+	// asc otherwise.
 	dir := q.Get("direction")
 	if dir == "" && q.Get("sort") != "" && q.Get("sort") != "created" {
-		dir = "desc"
+		dir = "asc"
 	}
 	sortIssues(list, q.Get("sort"), dir)
 	start, end := c.page(len(list))

@@ -308,3 +308,25 @@ func TestMergeClosesLinkedIssues(t *testing.T) {
 	assert.Equal(t, "open", e.f.Issue(other).GetState())
 	assert.Equal(t, []string{"pull_request.closed", "issues.closed", "push"}, e.hook.kinds())
 }
+
+func TestConcurrentClaims(t *testing.T) {
+	e := newEnv(t)
+	main, _ := e.repo.Ref("refs/heads/main")
+	const n = 16
+	results := make(chan error, n)
+	for i := 0; i < n; i++ {
+		go func() {
+			results <- e.createRef(t, "refs/bazinga/claims/s-race", main)
+		}()
+	}
+	won, lost := 0, 0
+	for i := 0; i < n; i++ {
+		if err := <-results; err == nil {
+			won++
+		} else if statusOf(err) == http.StatusUnprocessableEntity {
+			lost++
+		}
+	}
+	assert.Equal(t, 1, won, "exactly one claim wins")
+	assert.Equal(t, n-1, lost)
+}
