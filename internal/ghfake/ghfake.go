@@ -8,6 +8,25 @@
 // delivers signed webhooks. Its state is guarded by a single mutex; webhook
 // deliveries and dispatch hooks run without it so that receivers may call
 // back into the API.
+//
+// GitHub behaviours it reproduces that code under test must cope with:
+//   - a pull request needs commits between base and head (422 "No commits
+//     between …"), and a second open one for the same head and base is
+//     refused (422 "A pull request already exists for owner:branch.");
+//   - the issues list includes pull requests (they share numbers);
+//   - a push (or ref update) that makes a pull request's head reachable
+//     from its base marks it merged; deleting its head branch closes it;
+//     merging into the default branch closes issues named with a closing
+//     keyword ("Fixes #3");
+//   - labels are created on first use; users below triage cannot set them;
+//   - the collaborator permission's "permission" is the legacy level
+//     (maintain reads as write, triage as read); role_name is exact;
+//   - bodies are limited to 65,536 characters;
+//   - a 304 is free, but go-github reports it as an *github.ErrorResponse;
+//   - go-github remembers a secondary rate limit's Retry-After and fails
+//     further calls from that client without a request until it passes;
+//   - what a GITHUB_TOKEN (github-actions[bot]) does triggers no workflow
+//     other than dispatches and workflow_run chains.
 package ghfake
 
 import (

@@ -237,6 +237,15 @@ func TestWebhooks(t *testing.T) {
 	assert.True(t, last.Redelivery)
 	assert.Error(t, e.f.Redeliver("nope"))
 
+	// Replayed and installation events go through the same signed path.
+	e.hook.reset()
+	id2 := e.f.SendEvent("issues", []byte(`{"action":"labeled","issue":{"number":99}}`))
+	assert.NotEmpty(t, id2)
+	e.f.SendInstallation("created", "acme")
+	assert.Equal(t, []string{"issues.labeled", "installation.created"}, e.hook.kinds())
+	inst := e.hook.all()[1].payload.(*github.InstallationEvent)
+	assert.Len(t, inst.Repositories, 1)
+
 	// A failing receiver is recorded.
 	e.hook.mu.Lock()
 	e.hook.status = http.StatusServiceUnavailable

@@ -73,6 +73,46 @@ func (f *Fake) Ping() {
 	f.afterChange()
 }
 
+// SendEvent delivers an arbitrary payload as event through the webhook,
+// signed like any other delivery (for replaying recorded GitHub payloads),
+// and returns its delivery id ("" if no webhook is set).
+func (f *Fake) SendEvent(event string, payload []byte) string {
+	var a struct {
+		Action string `json:"action"`
+	}
+	_ = json.Unmarshal(payload, &a)
+	f.mu.Lock()
+	if f.hookURL == "" {
+		f.mu.Unlock()
+		return ""
+	}
+	d := &Delivery{Event: event, Action: a.Action, Payload: append([]byte(nil), payload...), url: f.hookURL, secret: f.hookSecret}
+	f.qmu.Lock()
+	f.deliverySeq++
+	d.ID = deliveryGUID(f.deliverySeq)
+	f.queue = append(f.queue, d)
+	f.qcond.Broadcast()
+	f.qmu.Unlock()
+	f.mu.Unlock()
+	f.afterChange()
+	return d.ID
+}
+
+// SendInstallation emits an installation event (created, deleted,
+// suspend, unsuspend, new_permissions_accepted) from sender.
+func (f *Fake) SendInstallation(action, sender string) {
+	f.mu.Lock()
+	var repos []*github.Repository
+	for _, r := range f.repos {
+		repos = append(repos, r.json())
+	}
+	f.emit(nil, "installation", action, &github.InstallationEvent{
+		Action: github.String(action), Repositories: repos, Sender: f.userJSON(sender), Installation: f.fullInstallationJSON(),
+	})
+	f.mu.Unlock()
+	f.afterChange()
+}
+
 // emit queues an event. The payload is rendered now, so a delivery shows
 // the state at the time of the event, as GitHub's do. Caller holds f.mu.
 func (f *Fake) emit(r *Repo, event, action string, payload any) {
