@@ -209,12 +209,15 @@ func landOnce(ctx context.Context, req LandRequest) (res LandResult, retry bool,
 	if err := repo.Storer.SetReference(plumbing.NewHashReference(landRef, mergeHash)); err != nil {
 		return res, false, fmt.Errorf("recording merge commit: %w", err)
 	}
-	wt, err := repo.Worktree()
-	if err != nil {
-		return res, false, err
-	}
-	if err := wt.Checkout(&git.CheckoutOptions{Branch: landRef, Force: true}); err != nil {
-		return res, false, fmt.Errorf("checking out merge commit: %w", err)
+	// Without a test command there is nothing to run, so no checkout.
+	if strings.TrimSpace(req.Gate.Command) != "" {
+		wt, err := repo.Worktree()
+		if err != nil {
+			return res, false, err
+		}
+		if err := wt.Checkout(&git.CheckoutOptions{Branch: landRef, Force: true}); err != nil {
+			return res, false, fmt.Errorf("checking out merge commit: %w", err)
+		}
 	}
 	gate, err := RunGate(ctx, dir, req.Gate)
 	if err != nil {
