@@ -31,6 +31,7 @@ type simulator struct {
 	stepsRun int
 	recs     int
 	silent   map[string]bool // steps that will never report
+	quiet    bool            // benchmarks: skip the per-call checks
 }
 
 func simConfig(rng *rand.Rand) Config {
@@ -67,6 +68,10 @@ func (sim *simulator) reconcile(t *testing.T, seed uint64, events []Event) []Act
 	before := sim.s
 	s2, acts := Reconcile(sim.s, events, sim.now, sim.cfg)
 	sim.recs++
+	if sim.quiet {
+		sim.s = s2
+		return acts
+	}
 	if err := CheckLiveness(s2, sim.cfg); err != nil {
 		b, _ := json.MarshalIndent(s2, "", " ")
 		t.Fatalf("seed %d: invariant: %v\nevents: %+v\nsession: %s", seed, err, events, b)
@@ -300,6 +305,22 @@ func (sim *simulator) humanEvents() []Event {
 func playSession(t *testing.T, seed uint64, stats *simStats) {
 	rng := rand.New(rand.NewPCG(seed, seed*7919+1))
 	sim := &simulator{rng: rng, cfg: simConfig(rng), now: t0, dispatch: map[string]bool{}, merged: map[string]int{}, silent: map[string]bool{}}
+	sim.play(t, seed)
+	stats.sessions++
+	stats.steps += len(sim.s.Steps)
+	stats.reconciles += sim.recs
+	stats.maxSteps = max(stats.maxSteps, len(sim.s.Steps))
+	if sim.s.Status == SessionPaused || sim.s.Status == SessionFailed || sim.s.Status == SessionStopped {
+		if sim.s.Reason == "" {
+			t.Fatalf("seed %d: session %s without a reason", seed, sim.s.Status)
+		}
+	}
+	stats.outcomes[sim.s.Status.String()]++
+}
+
+// play runs one whole session: until it ends, or pauses and no human resumes it.
+func (sim *simulator) play(t *testing.T, seed uint64) {
+	rng := sim.rng
 	sim.reconcile(t, seed, []Event{Started("sim", "build it", "main")})
 	for {
 		if sim.s.Status.Terminal() || sim.s.Status == SessionPaused {
@@ -355,17 +376,6 @@ func playSession(t *testing.T, seed uint64, stats *simStats) {
 		}
 		sim.reconcile(t, seed, events)
 	}
-	stats.sessions++
-	stats.steps += len(sim.s.Steps)
-	stats.reconciles += sim.recs
-	stats.maxSteps = max(stats.maxSteps, len(sim.s.Steps))
-	key := sim.s.Status.String()
-	if sim.s.Status == SessionPaused || sim.s.Status == SessionFailed || sim.s.Status == SessionStopped {
-		if sim.s.Reason == "" {
-			t.Fatalf("seed %d: session %s without a reason", seed, sim.s.Status)
-		}
-	}
-	stats.outcomes[key]++
 }
 
 func TestSimulatedSessions(t *testing.T) {

@@ -1,0 +1,120 @@
+package pipeline
+
+import (
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+)
+
+// FuzzReconcile feeds arbitrary event sequences to Reconcile: it must not
+// panic and the liveness invariant must hold after every call. The input
+// bytes are a little program: each op picks an event and its parameters.
+func FuzzReconcile(f *testing.F) {
+	f.Add([]byte{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12})
+	f.Add([]byte{2, 0, 0, 2, 1, 7, 2, 2, 13, 2, 3, 16, 2, 4, 27})
+	f.Add([]byte("the quick brown fox jumps over the lazy dog"))
+	f.Add([]byte{9, 9, 9, 1, 1, 1, 200, 201, 202, 255, 0, 128})
+	f.Fuzz(runProgram)
+}
+
+func runProgram(t *testing.T, program []byte) {
+	{
+		cfg := DefaultConfig()
+		if len(program) > 0 {
+			cfg.MaxParallel = 1 + int(program[0]%4)
+			cfg.QA = program[0]&8 == 0
+			cfg.Merge.RequiredApprovals = int(program[0]>>4) % 2
+		}
+		s := Session{}
+		now := t0
+		next := func(i *int) byte {
+			if *i >= len(program) {
+				return 0
+			}
+			b := program[*i]
+			*i++
+			return b
+		}
+		s, _ = Reconcile(s, []Event{Started("fz", "requirements", "main")}, now, cfg)
+		check(t, s, cfg)
+		for i := 0; i < len(program); {
+			op := next(&i)
+			var evs []Event
+			for k := 0; k <= int(op>>6); k++ { // up to 4 events per reconcile
+				evs = append(evs, fuzzEvent(s, op, next(&i), next(&i)))
+			}
+			now = now.Add(time.Duration(next(&i)) * time.Minute * 3)
+			s, _ = Reconcile(s, evs, now, cfg)
+			check(t, s, cfg)
+			b, err := s.Marshal()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := UnmarshalSession(b); err != nil {
+				t.Fatalf("session does not read back: %v", err)
+			}
+		}
+	}
+}
+
+func check(t *testing.T, s Session, cfg Config) {
+	t.Helper()
+	if err := CheckLiveness(s, cfg); err != nil {
+		t.Fatalf("invariant: %v", err)
+	}
+}
+
+var fuzzPlans = []string{
+	`{"plan":{"groups":[{"id":"A","task":"a"},{"id":"B","task":"b","phase":2,"depends_on":["A"]}]}}`,
+	`{"plan":{"mode":"simple","groups":[{"id":"A","task":"a","type":"research"}]}}`,
+	`{"groups":[{"id":"A","task":"a","tier":"senior"},{"id":"B","task":"b"},{"id":"C","task":"c","depends_on":["B"]}]}`,
+	`{"plan":{"groups":[{"id":"A","task":"a","depends_on":["A"]}]}}`,
+	`{"groups":["A","B",{"id":"Z","task":"z"}],"feedback":{"A":"x"}}`,
+	`{"question":"q?","fallback":"f"}`,
+	`not json`,
+	``,
+}
+
+func fuzzEvent(s Session, op, a, b byte) Event {
+	inflight := s.InFlight()
+	pickStep := func() string {
+		if len(inflight) == 0 || a == 255 {
+			return fmt.Sprintf("fz/A/developer/%d", a)
+		}
+		return inflight[int(a)%len(inflight)].ID
+	}
+	group := "A"
+	if len(s.Groups) > 0 {
+		group = s.Groups[int(b)%len(s.Groups)].ID
+	}
+	switch op % 8 {
+	case 0, 1, 2:
+		st := Statuses()
+		status := st[int(b)%len(st)]
+		handoff := fuzzPlans[int(a^b)%len(fuzzPlans)]
+		r := Result{Status: status, Summary: []string{"x"}}
+		if handoff != "" && json.Valid([]byte(handoff)) {
+			r.Handoff = json.RawMessage(handoff)
+		}
+		return StepResult(s.ID, pickStep(), r)
+	case 3:
+		return StepFailure(s.ID, pickStep(), "crash")
+	case 4:
+		kinds := []CommandKind{CommandResume, CommandStop, CommandRetry, CommandAnswer, CommandPause, CommandKind(9)}
+		c := Command{Kind: kinds[int(a)%len(kinds)], Text: "t"}
+		if b%2 == 0 {
+			c.Group = group
+		}
+		return CommandEvent(s.ID, "u", c)
+	case 5:
+		return Event{Kind: EventHumanReview, Session: s.ID, Group: group, Actor: fmt.Sprintf("u%d", a%3), Review: ReviewState(b % 4)}
+	case 6:
+		return Event{Kind: EventPRClosed, Session: s.ID, Group: group, Merged: a%3 == 0}
+	default:
+		if a%7 == 0 {
+			return Event{Kind: EventKind(b), Session: "other"}
+		}
+		return Tick(s.ID)
+	}
+}
