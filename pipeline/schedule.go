@@ -272,12 +272,10 @@ func (r *reconciler) dispatch(t *Track, g *Group) {
 			c.InvestigationIterations++
 		}
 	}
-	n := 1
-	for _, st := range s.Steps {
-		if st.Group == group && st.Role == spec.Role {
-			n++
-		}
-	}
+	// Step numbers count every step of the session, so they stay unique
+	// when old steps are dropped from a snapshot.
+	s.StepSeq++
+	n := s.StepSeq
 	st := Step{ID: StepID(s.ID, group, spec.Role, n), Group: group, N: n, StepSpec: spec,
 		State: StepInFlight, DispatchedAt: r.now}
 	s.Steps = append(s.Steps, st)

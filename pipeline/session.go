@@ -48,8 +48,13 @@ type Session struct {
 	Groups          []Group       `json:"groups"`
 	// Lead is the session-level track: pm, validate, and investigations the pm asked for.
 	Lead Track `json:"lead"`
-	// Steps holds every step ever dispatched, in dispatch order (append-only).
-	Steps         []Step         `json:"steps"`
+	// Steps holds every step dispatched, in dispatch order (append-only; a
+	// Snapshot may leave out old finished ones, counted in Pruned).
+	Steps []Step `json:"steps"`
+	// StepSeq numbers steps: the n of <session>/<group>/<role>/<n>.
+	StepSeq int `json:"step_seq"`
+	// Pruned counts finished steps a Snapshot left out.
+	Pruned        int            `json:"pruned,omitempty"`
 	Clarification *Clarification `json:"clarification,omitempty"`
 	// Inbox holds what the next pm step must hear about.
 	Inbox []Note `json:"inbox,omitempty"`
@@ -205,7 +210,8 @@ func BranchName(session, group string) string {
 	return "bazinga/" + session + "-" + group
 }
 
-// StepID builds a step id: <session>/<group>/<role>/<n>.
+// StepID builds a step id: <session>/<group>/<role>/<n>, n counting all the
+// session's steps.
 func StepID(session, group string, role Role, n int) string {
 	return fmt.Sprintf("%s/%s/%s/%d", session, group, role, n)
 }
@@ -312,4 +318,64 @@ func (s *Session) check() error {
 		}
 	}
 	return nil
+}
+
+// Snapshot returns a copy small enough to store in one place (a GitHub
+// comment): at most keep finished steps, the most recent, plus every step the
+// engine or an executor still refers to (in flight, a track's last step, the
+// step a pending or running step receives its handoff from, the open
+// question); handoffs are kept only on referenced steps. Reconcile works the
+// same on a snapshot as on the full session: it never looks at old steps.
+func (s Session) Snapshot(keep int) Session {
+	c := s.Clone()
+	ref := map[string]bool{}
+	mark := func(t Track) {
+		ref[t.InFlight] = true
+		ref[t.Last] = true
+		if t.Next != nil {
+			ref[t.Next.From] = true
+		}
+	}
+	mark(s.Lead)
+	for _, g := range s.Groups {
+		mark(g.Track)
+	}
+	if s.Clarification != nil {
+		ref[s.Clarification.Step] = true
+	}
+	for _, st := range s.Steps {
+		if st.State == StepInFlight {
+			ref[st.ID] = true
+			ref[st.From] = true
+		}
+	}
+	delete(ref, "")
+	finished := 0
+	for _, st := range s.Steps {
+		if st.State != StepInFlight {
+			finished++
+		}
+	}
+	drop := finished - keep
+	out := c.Steps[:0:0]
+	for _, st := range c.Steps {
+		if ref[st.ID] {
+			out = append(out, st)
+			continue
+		}
+		if drop > 0 && st.State != StepInFlight {
+			drop--
+			c.Pruned++
+			continue
+		}
+		if st.Result != nil && len(st.Result.Handoff) > 0 {
+			r := *st.Result
+			r.Handoff = nil
+			st.Result = &r
+		}
+		st.Notes = nil
+		out = append(out, st)
+	}
+	c.Steps = out
+	return c
 }
