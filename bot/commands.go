@@ -1,0 +1,201 @@
+package bot
+
+import (
+	"regexp"
+	"strings"
+
+	"github.com/bazinga-bot/bazinga/pipeline"
+)
+
+// CommandName is a slash command word.
+type CommandName int
+
+// Command names in their fixed order.
+const (
+	CmdUnknown CommandName = iota
+	CmdResume
+	CmdStatus
+	CmdStop
+	CmdRetry
+	CmdAnswer
+	CmdHelp
+)
+
+var commandNames = []string{"unknown", "resume", "status", "stop", "retry", "answer", "help"}
+
+func (c CommandName) String() string {
+	if c < 0 || int(c) >= len(commandNames) {
+		return "unknown"
+	}
+	return commandNames[c]
+}
+
+// ParsedCommand is one `/bazinga …` command found in a comment, parsed into a
+// plain value before any API call is made.
+type ParsedCommand struct {
+	Name CommandName
+	// Group is the optional group of retry.
+	Group string
+	// Text is the answer of answer (several lines joined by "\n"); for the
+	// other commands, whatever followed the command word.
+	Text string
+	// Raw is the command as written (the command line, plus an answer's
+	// continuation lines).
+	Raw string
+}
+
+// commandPrefix is the word every command starts with.
+const commandPrefix = "/bazinga"
+
+// groupIDPattern is the engine's group id syntax (DESIGN §3).
+var groupIDPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,32}$`)
+
+// ParseCommands returns the commands of a comment body, in order. A command
+// is a line that starts (after leading blanks) with "/bazinga"; lines inside
+// fenced code blocks and ">" quotes are never commands, so quoting someone's
+// command in a reply does not run it again.
+func ParseCommands(body string) []ParsedCommand {
+	body = strings.ReplaceAll(body, "\r\n", "\n")
+	lines := strings.Split(body, "\n")
+	var out []ParsedCommand
+	fence := "" // the open fence marker ("```" or "~~~"), "" outside a fence
+	answering := -1
+	for _, raw := range lines {
+		line := strings.TrimRight(raw, " \t\r")
+		trimmed := strings.TrimLeft(line, " \t")
+		if fence != "" {
+			if strings.HasPrefix(trimmed, fence) && strings.Trim(trimmed, fence[:1]) == "" {
+				fence = ""
+			}
+			continue
+		}
+		if m := fenceMarker(trimmed); m != "" {
+			fence = m
+			answering = -1
+			continue
+		}
+		if strings.HasPrefix(trimmed, ">") || trimmed == "" {
+			answering = -1
+			continue
+		}
+		if c, ok := parseCommandLine(trimmed); ok {
+			out = append(out, c)
+			answering = -1
+			if c.Name == CmdAnswer {
+				answering = len(out) - 1
+			}
+			continue
+		}
+		if answering >= 0 {
+			a := &out[answering]
+			if a.Text == "" {
+				a.Text = trimmed
+			} else {
+				a.Text += "\n" + trimmed
+			}
+			a.Raw += "\n" + line
+		}
+	}
+	// An answer with no text at all is a malformed command: the core
+	// replies with the help text.
+	for i := range out {
+		if out[i].Name == CmdAnswer && strings.TrimSpace(out[i].Text) == "" {
+			out[i].Name = CmdUnknown
+		}
+	}
+	return out
+}
+
+// fenceMarker returns the fence a line opens ("```" or "~~~", as long as
+// written), or "".
+func fenceMarker(trimmed string) string {
+	for _, c := range []string{"`", "~"} {
+		if strings.HasPrefix(trimmed, c+c+c) {
+			n := len(trimmed) - len(strings.TrimLeft(trimmed, c))
+			return strings.Repeat(c, n)
+		}
+	}
+	return ""
+}
+
+// parseCommandLine parses one left-trimmed line that may be a command.
+func parseCommandLine(trimmed string) (ParsedCommand, bool) {
+	if len(trimmed) < len(commandPrefix) || !strings.EqualFold(trimmed[:len(commandPrefix)], commandPrefix) {
+		return ParsedCommand{}, false
+	}
+	rest := trimmed[len(commandPrefix):]
+	if rest != "" && rest[0] != ' ' && rest[0] != '\t' {
+		return ParsedCommand{}, false // "/bazingas", "/bazinga-bot": not ours
+	}
+	c := ParsedCommand{Raw: trimmed}
+	rest = strings.TrimSpace(rest)
+	if rest == "" {
+		c.Name = CmdHelp
+		return c, true
+	}
+	word, args := rest, ""
+	if i := strings.IndexAny(rest, " \t"); i >= 0 {
+		word, args = rest[:i], strings.TrimSpace(rest[i+1:])
+	}
+	c.Text = args
+	switch strings.ToLower(word) {
+	case "resume":
+		c.Name = CmdResume
+	case "status":
+		c.Name = CmdStatus
+	case "stop":
+		c.Name = CmdStop
+	case "help":
+		c.Name = CmdHelp
+	case "answer":
+		c.Name = CmdAnswer
+	case "retry":
+		c.Name = CmdRetry
+		if f := strings.Fields(args); len(f) > 0 {
+			if len(f) > 1 || !groupIDPattern.MatchString(f[0]) {
+				c.Name = CmdUnknown
+				return c, true
+			}
+			c.Group = f[0]
+			c.Text = ""
+		}
+	default:
+		c.Name = CmdUnknown
+	}
+	return c, true
+}
+
+// PipelineCommand maps a command the engine acts on to its pipeline value;
+// status, help and unknown are answered by the bot itself and return false.
+func (c ParsedCommand) PipelineCommand() (pipeline.Command, bool) {
+	switch c.Name {
+	case CmdResume:
+		return pipeline.Command{Kind: pipeline.CommandResume}, true
+	case CmdStop:
+		return pipeline.Command{Kind: pipeline.CommandStop}, true
+	case CmdRetry:
+		return pipeline.Command{Kind: pipeline.CommandRetry, Group: c.Group}, true
+	case CmdAnswer:
+		return pipeline.Command{Kind: pipeline.CommandAnswer, Text: c.Text}, true
+	}
+	return pipeline.Command{}, false
+}
+
+// HelpText is the reply to `/bazinga help` and to an unknown command.
+func HelpText() string {
+	return strings.TrimLeft(`
+**bazinga commands** — write one at the start of a line in a comment on the issue or a group PR:
+
+| Command | What it does |
+|---|---|
+| `+"`/bazinga resume`"+` | pick up a paused or stalled session |
+| `+"`/bazinga status`"+` | refresh the tracking comment |
+| `+"`/bazinga stop`"+` | stop the session (branches and PRs are kept) |
+| `+"`/bazinga retry [group]`"+` | retry the failed step of a group, or every failed step |
+| `+"`/bazinga answer <text>`"+` | answer the PM's clarification question (the text may continue on the next lines, up to a blank line) |
+| `+"`/bazinga help`"+` | show this help |
+
+Only people with write, maintain or admin permission on the repository can run commands.
+Commands inside code blocks or quotes are ignored.
+`, "\n")
+}
