@@ -1,0 +1,287 @@
+package bot
+
+import (
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Defaults of the server configuration.
+const (
+	DefaultListen        = ":8080"
+	DefaultWorkers       = 4
+	DefaultQueueSize     = 1000
+	DefaultSweepInterval = 5 * time.Minute
+	DefaultMaxBodyBytes  = 25 << 20 // GitHub caps payloads at 25 MB
+	DefaultDedupSize     = 10000
+	DefaultDedupTTL      = time.Hour
+	DefaultShutdownGrace = 30 * time.Second
+	defaultGitHubURL     = "https://github.com"
+	defaultAPIURL        = "https://api.github.com/"
+	defaultUploadURL     = "https://uploads.github.com/"
+)
+
+// Config is the configuration of `bazinga serve`. ConfigFromEnv fills it
+// from the environment; tests build it directly. Zero values of the tuning
+// fields mean their defaults.
+type Config struct {
+	AppID int64
+	// PrivateKey is the App's PEM-encoded RSA key.
+	PrivateKey []byte
+	// WebhookSecret is the shared secret of webhook signatures (required).
+	WebhookSecret []byte
+	// GitHubURL is the web base (https://github.com or a GHES host);
+	// APIURL and UploadURL are the REST bases derived from it, with a
+	// trailing slash.
+	GitHubURL string
+	APIURL    string
+	UploadURL string
+
+	Listen        string
+	Workers       int
+	QueueSize     int
+	SweepInterval time.Duration
+	LogLevel      slog.Level
+
+	MaxBodyBytes  int64
+	DedupSize     int
+	DedupTTL      time.Duration
+	ShutdownGrace time.Duration
+}
+
+// Environment variables read by ConfigFromEnv.
+const (
+	EnvAppID          = "BAZINGA_APP_ID"
+	EnvPrivateKey     = "BAZINGA_PRIVATE_KEY"
+	EnvPrivateKeyPath = "BAZINGA_PRIVATE_KEY_PATH"
+	EnvWebhookSecret  = "BAZINGA_WEBHOOK_SECRET"
+	EnvGitHubURL      = "BAZINGA_GITHUB_URL"
+	EnvListen         = "BAZINGA_LISTEN"
+	EnvWorkers        = "BAZINGA_WORKERS"
+	EnvQueueSize      = "BAZINGA_QUEUE_SIZE"
+	EnvSweepInterval  = "BAZINGA_SWEEP_INTERVAL"
+	EnvLogLevel       = "BAZINGA_LOG_LEVEL"
+)
+
+// EnvHelp documents the environment variables, for `bazinga serve --help`.
+const EnvHelp = `Environment:
+  BAZINGA_APP_ID            the GitHub App's numeric id (required)
+  BAZINGA_PRIVATE_KEY       the App's private key, PEM (this or _PATH is required)
+  BAZINGA_PRIVATE_KEY_PATH  a file holding the App's private key, PEM
+  BAZINGA_WEBHOOK_SECRET    the webhook secret (required: deliveries are verified with it)
+  BAZINGA_GITHUB_URL        GitHub Enterprise Server base, e.g. https://ghe.example.com (default https://github.com)
+  BAZINGA_LISTEN            listen address (default :8080)
+  BAZINGA_WORKERS           webhook workers (default 4)
+  BAZINGA_QUEUE_SIZE        webhook queue capacity; full → 503 (default 1000)
+  BAZINGA_SWEEP_INTERVAL    period of the active-session sweep, e.g. 5m (default 5m)
+  BAZINGA_LOG_LEVEL         debug | info | warn | error (default info)
+`
+
+// ConfigFromEnv reads the configuration through getenv (os.Getenv in
+// production) and validates it. Every error names the variable at fault;
+// errors never quote a secret.
+func ConfigFromEnv(getenv func(string) string) (Config, error) {
+	var errs []error
+	c := Config{}
+	get := func(k string) string { return strings.TrimSpace(getenv(k)) }
+
+	if v := get(EnvAppID); v == "" {
+		errs = append(errs, fmt.Errorf("%s is required (the GitHub App's numeric id)", EnvAppID))
+	} else if id, err := strconv.ParseInt(v, 10, 64); err != nil || id <= 0 {
+		errs = append(errs, fmt.Errorf("%s must be a positive integer, got %q", EnvAppID, v))
+	} else {
+		c.AppID = id
+	}
+
+	key, keyPath := getenv(EnvPrivateKey), get(EnvPrivateKeyPath)
+	switch {
+	case strings.TrimSpace(key) != "" && keyPath != "":
+		errs = append(errs, fmt.Errorf("set only one of %s and %s", EnvPrivateKey, EnvPrivateKeyPath))
+	case strings.TrimSpace(key) != "":
+		// Some deployments store the PEM with literal "\n" escapes.
+		if !strings.Contains(key, "\n") {
+			key = strings.ReplaceAll(key, `\n`, "\n")
+		}
+		if err := ValidatePrivateKey([]byte(key)); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", EnvPrivateKey, err))
+		} else {
+			c.PrivateKey = []byte(key)
+		}
+	case keyPath != "":
+		b, err := os.ReadFile(keyPath)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", EnvPrivateKeyPath, err))
+		} else if err := ValidatePrivateKey(b); err != nil {
+			errs = append(errs, fmt.Errorf("%s (%s): %w", EnvPrivateKeyPath, keyPath, err))
+		} else {
+			c.PrivateKey = b
+		}
+	default:
+		errs = append(errs, fmt.Errorf("%s or %s is required (the App's private key)", EnvPrivateKey, EnvPrivateKeyPath))
+	}
+
+	if v := getenv(EnvWebhookSecret); v == "" {
+		errs = append(errs, fmt.Errorf("%s is required: without it webhook deliveries cannot be verified, so the server refuses to start", EnvWebhookSecret))
+	} else {
+		c.WebhookSecret = []byte(v)
+	}
+
+	web, api, upload, err := GitHubURLs(get(EnvGitHubURL))
+	if err != nil {
+		errs = append(errs, fmt.Errorf("%s: %w", EnvGitHubURL, err))
+	}
+	c.GitHubURL, c.APIURL, c.UploadURL = web, api, upload
+
+	c.Listen = get(EnvListen)
+	if c.Listen == "" {
+		c.Listen = DefaultListen
+	} else if !strings.Contains(c.Listen, ":") {
+		errs = append(errs, fmt.Errorf("%s must be host:port or :port, got %q", EnvListen, c.Listen))
+	}
+
+	intVar := func(name string, def, lo, hi int) int {
+		v := get(name)
+		if v == "" {
+			return def
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil || n < lo || n > hi {
+			errs = append(errs, fmt.Errorf("%s must be an integer in [%d, %d], got %q", name, lo, hi, v))
+			return def
+		}
+		return n
+	}
+	c.Workers = intVar(EnvWorkers, DefaultWorkers, 1, 1024)
+	c.QueueSize = intVar(EnvQueueSize, DefaultQueueSize, 1, 1_000_000)
+
+	c.SweepInterval = DefaultSweepInterval
+	if v := get(EnvSweepInterval); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < time.Second {
+			errs = append(errs, fmt.Errorf("%s must be a duration of at least 1s such as 5m, got %q", EnvSweepInterval, v))
+		} else {
+			c.SweepInterval = d
+		}
+	}
+
+	if v := get(EnvLogLevel); v != "" {
+		if err := c.LogLevel.UnmarshalText([]byte(v)); err != nil {
+			errs = append(errs, fmt.Errorf("%s must be debug, info, warn or error, got %q", EnvLogLevel, v))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return Config{}, fmt.Errorf("configuration: %w", err)
+	}
+	return c, nil
+}
+
+// GitHubURLs derives the web, REST API and upload bases from a GitHub URL:
+// "" or github.com → the public API; a GitHub Enterprise Server host
+// (https://ghe.example.com) → https://ghe.example.com/api/v3/ and
+// /api/uploads/. A URL that already ends in /api/v3 is taken as the API base.
+func GitHubURLs(raw string) (web, api, upload string, err error) {
+	if raw == "" {
+		return defaultGitHubURL, defaultAPIURL, defaultUploadURL, nil
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "", "", "", fmt.Errorf("not a URL: %w", err)
+	}
+	if (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		return "", "", "", fmt.Errorf("must be an http(s) URL with a host, got %q", raw)
+	}
+	if u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+		return "", "", "", fmt.Errorf("must not carry credentials, a query or a fragment")
+	}
+	host := strings.ToLower(u.Host)
+	if host == "github.com" || host == "www.github.com" || host == "api.github.com" {
+		return defaultGitHubURL, defaultAPIURL, defaultUploadURL, nil
+	}
+	path := strings.TrimRight(u.Path, "/")
+	path = strings.TrimSuffix(path, "/api/v3")
+	base := u.Scheme + "://" + u.Host + path
+	return base, base + "/api/v3/", base + "/api/uploads/", nil
+}
+
+// ValidatePrivateKey checks that b is a PEM-encoded RSA private key (PKCS#1
+// as GitHub issues it, or PKCS#8), so a bad key fails at start-up rather
+// than at the first token exchange.
+func ValidatePrivateKey(b []byte) error {
+	block, _ := pem.Decode(b)
+	if block == nil {
+		return errors.New("not PEM: expected -----BEGIN RSA PRIVATE KEY-----")
+	}
+	if _, err := x509.ParsePKCS1PrivateKey(block.Bytes); err == nil {
+		return nil
+	}
+	k, err := x509.ParsePKCS8PrivateKey(block.Bytes)
+	if err != nil {
+		return fmt.Errorf("PEM block %q is not an RSA private key: %w", block.Type, err)
+	}
+	if _, ok := k.(*rsa.PrivateKey); !ok {
+		return fmt.Errorf("PEM block %q is a %T, GitHub Apps use RSA keys", block.Type, k)
+	}
+	return nil
+}
+
+// withDefaults fills zero tuning fields with their defaults.
+func (c Config) withDefaults() Config {
+	if c.Listen == "" {
+		c.Listen = DefaultListen
+	}
+	if c.Workers <= 0 {
+		c.Workers = DefaultWorkers
+	}
+	if c.QueueSize <= 0 {
+		c.QueueSize = DefaultQueueSize
+	}
+	if c.SweepInterval <= 0 {
+		c.SweepInterval = DefaultSweepInterval
+	}
+	if c.MaxBodyBytes <= 0 {
+		c.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if c.DedupSize <= 0 {
+		c.DedupSize = DefaultDedupSize
+	}
+	if c.DedupTTL <= 0 {
+		c.DedupTTL = DefaultDedupTTL
+	}
+	if c.ShutdownGrace <= 0 {
+		c.ShutdownGrace = DefaultShutdownGrace
+	}
+	if c.APIURL == "" {
+		c.GitHubURL, c.APIURL, c.UploadURL = defaultGitHubURL, defaultAPIURL, defaultUploadURL
+	}
+	if c.UploadURL == "" {
+		c.UploadURL = c.APIURL
+	}
+	return c
+}
+
+// LogValue logs the configuration without its secrets.
+func (c Config) LogValue() slog.Value {
+	return slog.GroupValue(
+		slog.Int64("app_id", c.AppID),
+		slog.Bool("private_key_set", len(c.PrivateKey) > 0),
+		slog.Bool("webhook_secret_set", len(c.WebhookSecret) > 0),
+		slog.String("github_url", c.GitHubURL),
+		slog.String("api_url", c.APIURL),
+		slog.String("listen", c.Listen),
+		slog.Int("workers", c.Workers),
+		slog.Int("queue_size", c.QueueSize),
+		slog.Duration("sweep_interval", c.SweepInterval),
+		slog.String("log_level", c.LogLevel.String()),
+	)
+}
+
+// String keeps secrets out of %v and %+v.
+func (c Config) String() string { return c.LogValue().String() }

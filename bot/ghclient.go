@@ -1,0 +1,777 @@
+package bot
+
+import (
+	"bytes"
+	"container/list"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/bradleyfalzon/ghinstallation/v2"
+	"github.com/google/go-github/v66/github"
+)
+
+// ClientFactory hands out go-github clients: one per installation (an
+// installation token through ghinstallation, cached so tokens are reused
+// until they expire) and one for the App itself (JWT), for listing
+// installations. Every client shares one ETag cache and one set of call
+// counters.
+type ClientFactory struct {
+	appID      int64
+	key        []byte
+	apiURL     *url.URL
+	uploadURL  *url.URL
+	base       http.RoundTripper
+	opts       TransportOptions
+	stats      *APIStats
+	cache      *ETagCache
+	mu         sync.Mutex
+	clients    map[int64]*github.Client
+	app        *github.Client
+	appTr      *ghinstallation.AppsTransport
+	appTrError error
+}
+
+// NewClientFactory builds a factory for the App of cfg (AppID, PrivateKey,
+// APIURL). base is the transport under the chain (nil → a clone of
+// http.DefaultTransport); opts tunes the chain, its Identity is set per client.
+func NewClientFactory(cfg Config, base http.RoundTripper, opts TransportOptions) (*ClientFactory, error) {
+	cfg = cfg.withDefaults()
+	if cfg.AppID <= 0 {
+		return nil, errors.New("client factory: app id is required")
+	}
+	if err := ValidatePrivateKey(cfg.PrivateKey); err != nil {
+		return nil, fmt.Errorf("client factory: private key: %w", err)
+	}
+	api, err := url.Parse(cfg.APIURL)
+	if err != nil {
+		return nil, fmt.Errorf("client factory: api url: %w", err)
+	}
+	upload, err := url.Parse(cfg.UploadURL)
+	if err != nil {
+		return nil, fmt.Errorf("client factory: upload url: %w", err)
+	}
+	if !strings.HasSuffix(api.Path, "/") {
+		api.Path += "/"
+	}
+	if !strings.HasSuffix(upload.Path, "/") {
+		upload.Path += "/"
+	}
+	if base == nil {
+		base = http.DefaultTransport.(*http.Transport).Clone()
+	}
+	if opts.Stats == nil {
+		opts.Stats = NewAPIStats()
+	}
+	if opts.Cache == nil {
+		opts.Cache = NewETagCache(0, 0)
+	}
+	if opts.APIPrefix == "" {
+		opts.APIPrefix = strings.TrimSuffix(api.Path, "/")
+	}
+	f := &ClientFactory{appID: cfg.AppID, key: cfg.PrivateKey, apiURL: api, uploadURL: upload,
+		base: base, opts: opts, stats: opts.Stats, cache: opts.Cache, clients: map[int64]*github.Client{}}
+	return f, nil
+}
+
+// ghinstallationBase is the base ghinstallation expects: scheme, host and
+// API path without the trailing slash.
+func (f *ClientFactory) ghinstallationBase() string {
+	return strings.TrimSuffix(f.apiURL.String(), "/")
+}
+
+func (f *ClientFactory) chain(identity string) *Transport {
+	o := f.opts
+	o.Identity = identity
+	return NewTransport(f.base, o)
+}
+
+func (f *ClientFactory) newClient(rt http.RoundTripper) *github.Client {
+	c := github.NewClient(&http.Client{Transport: rt})
+	api, upload := *f.apiURL, *f.uploadURL
+	c.BaseURL, c.UploadURL = &api, &upload
+	return c
+}
+
+// Installation returns the client of one installation, creating it on first use.
+func (f *ClientFactory) Installation(installationID int64) (*github.Client, error) {
+	if installationID <= 0 {
+		return nil, fmt.Errorf("installation client: invalid installation id %d", installationID)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if c, ok := f.clients[installationID]; ok {
+		return c, nil
+	}
+	// ghinstallation sits above the chain: it adds the token, and the
+	// chain (cache, retries, counting) sees every request on the wire,
+	// the token exchange included.
+	itr, err := ghinstallation.New(f.chain("installation/"+strconv.FormatInt(installationID, 10)), f.appID, installationID, f.key)
+	if err != nil {
+		return nil, fmt.Errorf("installation %d transport: %w", installationID, err)
+	}
+	itr.BaseURL = f.ghinstallationBase()
+	c := f.newClient(itr)
+	f.clients[installationID] = c
+	return c, nil
+}
+
+// App returns the App-level client (JWT-authenticated), for listing
+// installations and finding a repository's installation.
+func (f *ClientFactory) App() (*github.Client, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.app != nil {
+		return f.app, nil
+	}
+	atr, err := ghinstallation.NewAppsTransport(f.chain("app"), f.appID, f.key)
+	if err != nil {
+		return nil, fmt.Errorf("app transport: %w", err)
+	}
+	atr.BaseURL = f.ghinstallationBase()
+	f.app = f.newClient(atr)
+	return f.app, nil
+}
+
+// CallStats returns the API counters of every client of the factory.
+func (f *ClientFactory) CallStats() CallStats { return f.stats.Snapshot() }
+
+// ---------------------------------------------------------------------------
+// Call counting
+
+// CallStats is a snapshot of API calls as sent on the wire (each retry is a
+// call; a 304 is a call GitHub does not charge against the rate limit).
+type CallStats struct {
+	Total           int
+	ContentCreating int // POST, PATCH, PUT, DELETE
+	NotModified     int // answered 304 (served from the ETag cache)
+	// ByKind counts calls by "METHOD /route/{template}".
+	ByKind           map[string]int
+	RateLimitRetries int
+	ErrorRetries     int
+	// RateLimitRemaining is the latest X-RateLimit-Remaining seen, -1 if none.
+	RateLimitRemaining int
+}
+
+// Kinds returns the kinds of ByKind, sorted.
+func (s CallStats) Kinds() []string {
+	ks := make([]string, 0, len(s.ByKind))
+	for k := range s.ByKind {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
+}
+
+// APIStats accumulates CallStats; safe for concurrent use and shareable by
+// many transports.
+type APIStats struct {
+	mu sync.Mutex
+	s  CallStats
+}
+
+// NewAPIStats returns empty counters.
+func NewAPIStats() *APIStats {
+	return &APIStats{s: CallStats{ByKind: map[string]int{}, RateLimitRemaining: -1}}
+}
+
+// Snapshot copies the counters.
+func (a *APIStats) Snapshot() CallStats {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	s := a.s
+	s.ByKind = make(map[string]int, len(a.s.ByKind))
+	for k, v := range a.s.ByKind {
+		s.ByKind[k] = v
+	}
+	return s
+}
+
+// Reset zeroes the counters (between benchmark runs).
+func (a *APIStats) Reset() {
+	a.mu.Lock()
+	a.s = CallStats{ByKind: map[string]int{}, RateLimitRemaining: -1}
+	a.mu.Unlock()
+}
+
+func (a *APIStats) record(kind string, creating bool, resp *http.Response) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.s.Total++
+	a.s.ByKind[kind]++
+	if creating {
+		a.s.ContentCreating++
+	}
+	if resp == nil {
+		return
+	}
+	if resp.StatusCode == http.StatusNotModified {
+		a.s.NotModified++
+	}
+	if v := resp.Header.Get("X-RateLimit-Remaining"); v != "" {
+		if n, err := strconv.Atoi(v); err == nil {
+			a.s.RateLimitRemaining = n
+		}
+	}
+}
+
+func (a *APIStats) retried(rateLimit bool) {
+	a.mu.Lock()
+	if rateLimit {
+		a.s.RateLimitRetries++
+	} else {
+		a.s.ErrorRetries++
+	}
+	a.mu.Unlock()
+}
+
+// contentCreating reports whether GitHub counts a method against the
+// secondary content-creation limits (80/min, 500/h).
+func contentCreating(method string) bool {
+	switch method {
+	case http.MethodPost, http.MethodPatch, http.MethodPut, http.MethodDelete:
+		return true
+	}
+	return false
+}
+
+// idempotent methods may be retried after a server error or timeout: sending
+// them twice has the effect of sending them once.
+func idempotent(method string) bool {
+	switch method {
+	case http.MethodGet, http.MethodHead, http.MethodPut, http.MethodDelete, http.MethodOptions:
+		return true
+	}
+	return false
+}
+
+// RouteTemplate normalises a request path to its REST route template, e.g.
+// /repos/acme/app/issues/12/comments → /repos/{owner}/{repo}/issues/{number}/comments.
+// prefix ("/api/v3" on GHES) is stripped first.
+func RouteTemplate(prefix, path string) string {
+	if prefix != "" && prefix != "/" {
+		path = strings.TrimPrefix(path, strings.TrimRight(prefix, "/"))
+	}
+	segs := strings.Split(strings.Trim(path, "/"), "/")
+	if len(segs) == 1 && segs[0] == "" {
+		return "/"
+	}
+	out := make([]string, 0, len(segs))
+	i := 0
+	if segs[0] == "repos" && len(segs) >= 3 {
+		out = append(out, "repos", "{owner}", "{repo}")
+		i = 3
+	}
+	for ; i < len(segs); i++ {
+		s := segs[i]
+		prev := ""
+		if len(out) > 0 {
+			prev = out[len(out)-1]
+		}
+		switch prev {
+		case "ref", "refs", "matching-refs":
+			if len(out) >= 2 && out[len(out)-2] == "git" {
+				out = append(out, "{ref}") // the rest is the ref name
+				return "/" + strings.Join(out, "/")
+			}
+		case "branches":
+			out = append(out, "{branch}")
+			if j := indexOf(segs[i+1:], "protection"); j >= 0 {
+				out = append(out, segs[i+1+j:]...)
+			}
+			return "/" + strings.Join(out, "/")
+		case "contents":
+			out = append(out, "{path}")
+			return "/" + strings.Join(out, "/")
+		}
+		out = append(out, placeholder(prev, s))
+	}
+	return "/" + strings.Join(out, "/")
+}
+
+func indexOf(ss []string, s string) int {
+	for i, x := range ss {
+		if x == s {
+			return i
+		}
+	}
+	return -1
+}
+
+// placeholder names a path segment by the collection it follows.
+func placeholder(prev, s string) string {
+	numeric := s != "" && strings.Trim(s, "0123456789") == ""
+	switch prev {
+	case "issues", "pulls":
+		if numeric {
+			return "{number}"
+		}
+	case "comments":
+		if numeric {
+			return "{comment_id}"
+		}
+	case "installations":
+		if numeric {
+			return "{installation_id}"
+		}
+	case "runs":
+		return "{run_id}"
+	case "jobs":
+		return "{job_id}"
+	case "reviews":
+		return "{review_id}"
+	case "workflows":
+		return "{workflow_id}"
+	case "labels":
+		return "{name}"
+	case "users", "collaborators":
+		return "{username}"
+	case "commits", "statuses", "trees", "blobs":
+		return "{sha}"
+	case "orgs":
+		return "{org}"
+	}
+	if numeric {
+		return "{id}"
+	}
+	return s
+}
+
+// ---------------------------------------------------------------------------
+// The transport chain
+
+// TransportOptions tunes the RoundTripper chain. Zero values mean defaults;
+// a negative retry count disables those retries.
+type TransportOptions struct {
+	// Identity keys the ETag cache by who is asking (e.g.
+	// "installation/42"), so one identity never sees another's cached
+	// body. Empty: a hash of the Authorization header.
+	Identity string
+	// Cache and Stats may be shared by several transports.
+	Cache *ETagCache
+	Stats *APIStats
+	// MaxRetries bounds retries of idempotent requests after a 5xx or a
+	// network timeout (default 3); BaseBackoff/MaxBackoff shape the
+	// exponential backoff with full jitter (default 250ms, 10s).
+	MaxRetries  int
+	BaseBackoff time.Duration
+	MaxBackoff  time.Duration
+	// MaxRateLimitRetries bounds retries after a rate-limit answer
+	// (default 3); MaxRateLimitWait caps each wait (default 60s; tests use
+	// milliseconds). SecondaryWait is the wait of a secondary rate limit
+	// that carries no Retry-After (default 60s, as GitHub's docs ask).
+	MaxRateLimitRetries int
+	MaxRateLimitWait    time.Duration
+	SecondaryWait       time.Duration
+	// APIPrefix is stripped from paths before templating ("/api/v3").
+	APIPrefix string
+	Logger    *slog.Logger
+	// Now is the clock for X-RateLimit-Reset (default time.Now).
+	Now func() time.Time
+}
+
+func (o TransportOptions) withDefaults() TransportOptions {
+	if o.Cache == nil {
+		o.Cache = NewETagCache(0, 0)
+	}
+	if o.Stats == nil {
+		o.Stats = NewAPIStats()
+	}
+	if o.MaxRetries == 0 {
+		o.MaxRetries = 3
+	}
+	if o.BaseBackoff <= 0 {
+		o.BaseBackoff = 250 * time.Millisecond
+	}
+	if o.MaxBackoff <= 0 {
+		o.MaxBackoff = 10 * time.Second
+	}
+	if o.MaxRateLimitRetries == 0 {
+		o.MaxRateLimitRetries = 3
+	}
+	if o.MaxRateLimitWait <= 0 {
+		o.MaxRateLimitWait = 60 * time.Second
+	}
+	if o.SecondaryWait <= 0 {
+		o.SecondaryWait = 60 * time.Second
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return o
+}
+
+// Transport is the chain below go-github: conditional requests (ETag cache)
+// → rate-limit waits and retries → call counting → base. Counting sits
+// innermost so every request on the wire is counted, retries included.
+type Transport struct {
+	base http.RoundTripper
+	o    TransportOptions
+}
+
+// NewTransport builds the chain over base (nil → http.DefaultTransport). Use
+// it directly to give a plain token client (e.g. against the fake GitHub)
+// the production behaviour.
+func NewTransport(base http.RoundTripper, opts TransportOptions) *Transport {
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	return &Transport{base: base, o: opts.withDefaults()}
+}
+
+// CallStats returns the counters this transport records into.
+func (t *Transport) CallStats() CallStats { return t.o.Stats.Snapshot() }
+
+// Stats returns the shared counters.
+func (t *Transport) Stats() *APIStats { return t.o.Stats }
+
+// RoundTrip implements http.RoundTripper.
+func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if !t.cacheable(req) {
+		return t.retrying(req)
+	}
+	key := t.cacheKey(req)
+	entry, ok := t.o.Cache.get(key)
+	send := req
+	if ok {
+		send = req.Clone(req.Context())
+		send.Header.Set("If-None-Match", entry.etag)
+	}
+	resp, err := t.retrying(send)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case resp.StatusCode == http.StatusNotModified && ok:
+		// Serve the cached body as the 200 go-github expects; keep the
+		// fresh rate-limit headers of the 304.
+		drain(resp.Body)
+		h := entry.header.Clone()
+		for k, v := range resp.Header {
+			if strings.HasPrefix(k, "X-Ratelimit-") || k == "Date" || k == "Etag" {
+				h[k] = v
+			}
+		}
+		return &http.Response{
+			Status: "200 OK", StatusCode: http.StatusOK, Proto: resp.Proto, ProtoMajor: resp.ProtoMajor, ProtoMinor: resp.ProtoMinor,
+			Header: h, Body: io.NopCloser(bytes.NewReader(entry.body)), ContentLength: int64(len(entry.body)),
+			Request: req,
+		}, nil
+	case resp.StatusCode == http.StatusOK && resp.Header.Get("ETag") != "":
+		body, err := readLimited(resp.Body, t.o.Cache.maxEntry)
+		if err != nil {
+			return nil, fmt.Errorf("read %s %s: %w", req.Method, req.URL.Path, err)
+		}
+		if body.complete {
+			t.o.Cache.put(key, etagEntry{etag: resp.Header.Get("ETag"), header: resp.Header.Clone(), body: body.b})
+			resp.Body = io.NopCloser(bytes.NewReader(body.b))
+		} else {
+			// Too large to cache: hand back what was read plus the rest.
+			resp.Body = struct {
+				io.Reader
+				io.Closer
+			}{io.MultiReader(bytes.NewReader(body.b), resp.Body), resp.Body}
+		}
+	}
+	return resp, nil
+}
+
+// cacheable: unconditional GETs without a range. A caller that sets its own
+// If-None-Match handles the 304 itself.
+func (t *Transport) cacheable(req *http.Request) bool {
+	return req.Method == http.MethodGet && req.Header.Get("If-None-Match") == "" &&
+		req.Header.Get("If-Modified-Since") == "" && req.Header.Get("Range") == ""
+}
+
+func (t *Transport) cacheKey(req *http.Request) string {
+	id := t.o.Identity
+	if id == "" {
+		h := sha256.Sum256([]byte(req.Header.Get("Authorization")))
+		id = "auth/" + hex.EncodeToString(h[:8])
+	}
+	return id + "\x00" + req.Header.Get("Accept") + "\x00" + req.URL.String()
+}
+
+// retrying sends req, waiting out rate limits and retrying server errors.
+//
+// Why POST and PATCH are never retried after a 5xx or a timeout: GitHub may
+// have applied the request before failing (a comment created, a PR opened),
+// and a blind retry would duplicate it. The caller — the reconciler —
+// re-reads state and decides. A 403/429 rate-limit answer is different:
+// GitHub refused the request before applying it, so any method is retried.
+func (t *Transport) retrying(req *http.Request) (*http.Response, error) {
+	ctx := req.Context()
+	if req.Body != nil && req.Body != http.NoBody && req.GetBody == nil {
+		b, err := io.ReadAll(req.Body)
+		req.Body.Close()
+		if err != nil {
+			return nil, fmt.Errorf("buffer request body: %w", err)
+		}
+		req = req.Clone(ctx)
+		req.Body = io.NopCloser(bytes.NewReader(b))
+		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }
+	}
+	kind := req.Method + " " + RouteTemplate(t.o.APIPrefix, req.URL.Path)
+	creating := contentCreating(req.Method)
+	rateTries, errTries := 0, 0
+	for attempt := 0; ; attempt++ {
+		send := req
+		if attempt > 0 && req.GetBody != nil {
+			body, err := req.GetBody()
+			if err != nil {
+				return nil, fmt.Errorf("rewind request body: %w", err)
+			}
+			send = req.Clone(ctx)
+			send.Body = body
+		}
+		resp, err := t.base.RoundTrip(send)
+		t.o.Stats.record(kind, creating, resp)
+		if err != nil {
+			if ctx.Err() == nil && idempotent(req.Method) && isTimeout(err) && errTries < t.o.MaxRetries {
+				errTries++
+				t.o.Stats.retried(false)
+				t.o.Logger.Warn("github api timeout, retrying", "kind", kind, "attempt", attempt+1, "err", err)
+				if werr := sleepCtx(ctx, t.backoff(errTries)); werr != nil {
+					return nil, fmt.Errorf("%s: %w (while retrying after %w)", kind, werr, err)
+				}
+				continue
+			}
+			return nil, err
+		}
+		if wait, limited := t.rateLimitWait(resp); limited {
+			if rateTries >= t.o.MaxRateLimitRetries || t.o.MaxRateLimitRetries < 0 {
+				return resp, nil
+			}
+			rateTries++
+			t.o.Stats.retried(true)
+			t.o.Logger.Warn("github api rate limited, waiting", "kind", kind, "status", resp.StatusCode, "wait", wait)
+			drain(resp.Body)
+			if werr := sleepCtx(ctx, wait); werr != nil {
+				return nil, fmt.Errorf("%s: waiting out a rate limit: %w", kind, werr)
+			}
+			continue
+		}
+		if retryableStatus(resp.StatusCode) && idempotent(req.Method) && errTries < t.o.MaxRetries {
+			errTries++
+			t.o.Stats.retried(false)
+			t.o.Logger.Warn("github api server error, retrying", "kind", kind, "status", resp.StatusCode, "attempt", attempt+1)
+			drain(resp.Body)
+			if werr := sleepCtx(ctx, t.backoff(errTries)); werr != nil {
+				return nil, fmt.Errorf("%s: %w (while retrying after status %d)", kind, werr, resp.StatusCode)
+			}
+			continue
+		}
+		return resp, nil
+	}
+}
+
+func retryableStatus(code int) bool {
+	switch code {
+	case http.StatusInternalServerError, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		return true
+	}
+	return false
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return true
+	}
+	return errors.Is(err, context.DeadlineExceeded)
+}
+
+// backoff returns the n-th (1-based) exponential backoff with full jitter.
+func (t *Transport) backoff(n int) time.Duration {
+	d := t.o.BaseBackoff << (n - 1)
+	if d <= 0 || d > t.o.MaxBackoff {
+		d = t.o.MaxBackoff
+	}
+	return d/2 + rand.N(d/2+1)
+}
+
+// rateLimitWait reports whether resp is a rate-limit refusal and how long to
+// wait before retrying, capped at MaxRateLimitWait.
+func (t *Transport) rateLimitWait(resp *http.Response) (time.Duration, bool) {
+	if resp.StatusCode != http.StatusForbidden && resp.StatusCode != http.StatusTooManyRequests {
+		return 0, false
+	}
+	var wait time.Duration
+	limited := false
+	if v := resp.Header.Get("Retry-After"); v != "" {
+		if secs, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && secs >= 0 {
+			wait, limited = time.Duration(secs)*time.Second, true
+		} else if at, err := http.ParseTime(v); err == nil {
+			wait, limited = at.Sub(t.o.Now()), true
+		}
+	}
+	if !limited && resp.Header.Get("X-RateLimit-Remaining") == "0" {
+		if reset, err := strconv.ParseInt(resp.Header.Get("X-RateLimit-Reset"), 10, 64); err == nil {
+			wait, limited = time.Unix(reset, 0).Sub(t.o.Now())+time.Second, true
+		}
+	}
+	if !limited {
+		// A secondary limit without Retry-After is only recognisable by
+		// its message; peek at the body and put it back.
+		b, _ := readLimited(resp.Body, 64<<10)
+		resp.Body = struct {
+			io.Reader
+			io.Closer
+		}{io.MultiReader(bytes.NewReader(b.b), resp.Body), resp.Body}
+		msg := strings.ToLower(string(b.b))
+		if strings.Contains(msg, "secondary rate limit") || strings.Contains(msg, "abuse detection") {
+			wait, limited = t.o.SecondaryWait, true
+		} else if resp.StatusCode == http.StatusTooManyRequests {
+			wait, limited = t.o.SecondaryWait, true
+		}
+	}
+	if !limited {
+		return 0, false
+	}
+	if wait < 0 {
+		wait = 0
+	}
+	// Capped: holding a worker for the full reset of a primary limit (up
+	// to an hour) would stall every other session; after the bounded
+	// retries the error reaches the caller and the sweep picks it up.
+	if wait > t.o.MaxRateLimitWait {
+		wait = t.o.MaxRateLimitWait
+	}
+	return wait, true
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	tm := time.NewTimer(d)
+	defer tm.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-tm.C:
+		return nil
+	}
+}
+
+func drain(rc io.ReadCloser) {
+	if rc == nil {
+		return
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(rc, 1<<20))
+	rc.Close()
+}
+
+type limitedRead struct {
+	b        []byte
+	complete bool
+}
+
+// readLimited reads up to max bytes; complete is false if more remain (the
+// reader is then left positioned after what was read).
+func readLimited(r io.Reader, max int) (limitedRead, error) {
+	b, err := io.ReadAll(io.LimitReader(r, int64(max)+1))
+	if err != nil {
+		return limitedRead{b: b}, err
+	}
+	if len(b) > max {
+		return limitedRead{b: b, complete: false}, nil
+	}
+	return limitedRead{b: b, complete: true}, nil
+}
+
+// ---------------------------------------------------------------------------
+// ETag cache
+
+type etagEntry struct {
+	etag   string
+	header http.Header
+	body   []byte
+}
+
+// ETagCache is a bounded LRU of GET responses by identity and URL, for
+// conditional requests: GitHub does not charge a 304 against the rate limit.
+type ETagCache struct {
+	mu       sync.Mutex
+	ll       *list.List
+	items    map[string]*list.Element
+	bytes    int
+	maxBytes int
+	maxEntry int
+}
+
+type cacheItem struct {
+	key string
+	e   etagEntry
+}
+
+// NewETagCache returns a cache holding at most maxBytes of bodies (default
+// 64 MiB) and no body larger than maxEntry (default 2 MiB).
+func NewETagCache(maxBytes, maxEntry int) *ETagCache {
+	if maxBytes <= 0 {
+		maxBytes = 64 << 20
+	}
+	if maxEntry <= 0 {
+		maxEntry = 2 << 20
+	}
+	if maxEntry > maxBytes {
+		maxEntry = maxBytes
+	}
+	return &ETagCache{ll: list.New(), items: map[string]*list.Element{}, maxBytes: maxBytes, maxEntry: maxEntry}
+}
+
+// Len returns the number of cached responses.
+func (c *ETagCache) Len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.ll.Len()
+}
+
+func (c *ETagCache) get(key string) (etagEntry, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	el, ok := c.items[key]
+	if !ok {
+		return etagEntry{}, false
+	}
+	c.ll.MoveToFront(el)
+	return el.Value.(*cacheItem).e, true
+}
+
+func (c *ETagCache) put(key string, e etagEntry) {
+	size := len(e.body) + len(key)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if el, ok := c.items[key]; ok {
+		old := el.Value.(*cacheItem)
+		c.bytes -= len(old.e.body) + len(key)
+		old.e = e
+		c.ll.MoveToFront(el)
+	} else {
+		c.items[key] = c.ll.PushFront(&cacheItem{key: key, e: e})
+	}
+	c.bytes += size
+	for c.bytes > c.maxBytes && c.ll.Len() > 0 {
+		el := c.ll.Back()
+		it := el.Value.(*cacheItem)
+		c.ll.Remove(el)
+		delete(c.items, it.key)
+		c.bytes -= len(it.e.body) + len(it.key)
+	}
+}

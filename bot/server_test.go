@@ -1,0 +1,494 @@
+package bot
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+const testSecret = "test-webhook-secret"
+
+// fakeProcessor records deliveries; its behaviour is set per test.
+type fakeProcessor struct {
+	mu      sync.Mutex
+	got     []Delivery
+	keyFn   func(Delivery) string
+	process func(ctx context.Context, d Delivery) error
+	sweeps  atomic.Int32
+}
+
+func (f *fakeProcessor) Key(d Delivery) string {
+	if f.keyFn != nil {
+		return f.keyFn(d)
+	}
+	return ""
+}
+
+func (f *fakeProcessor) Process(ctx context.Context, d Delivery) error {
+	f.mu.Lock()
+	f.got = append(f.got, d)
+	f.mu.Unlock()
+	if f.process != nil {
+		return f.process(ctx, d)
+	}
+	return nil
+}
+
+func (f *fakeProcessor) Sweep(context.Context) error { f.sweeps.Add(1); return nil }
+
+func (f *fakeProcessor) deliveries() []Delivery {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]Delivery(nil), f.got...)
+}
+
+func newTestServer(t *testing.T, cfg Config, p Processor) *Server {
+	t.Helper()
+	if cfg.WebhookSecret == nil {
+		cfg.WebhookSecret = []byte(testSecret)
+	}
+	s, err := NewServer(cfg, p, slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+	t.Cleanup(s.Close)
+	return s
+}
+
+func readFixture(t *testing.T, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "testdata", "webhooks", name))
+	require.NoError(t, err)
+	return b
+}
+
+// webhookRequest builds a signed delivery.
+func webhookRequest(event, id string, body []byte) *http.Request {
+	r := httptest.NewRequest(http.MethodPost, "/webhook", bytes.NewReader(body))
+	r.Header.Set("Content-Type", "application/json")
+	r.Header.Set("X-GitHub-Event", event)
+	if id != "" {
+		r.Header.Set("X-GitHub-Delivery", id)
+	}
+	r.Header.Set("X-Hub-Signature-256", Sign([]byte(testSecret), body))
+	return r
+}
+
+func serve(s *Server, r *http.Request) *httptest.ResponseRecorder {
+	w := httptest.NewRecorder()
+	s.Handler().ServeHTTP(w, r)
+	return w
+}
+
+// waitFor polls cond for up to 5s.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	require.Eventually(t, cond, 5*time.Second, time.Millisecond, what)
+}
+
+func TestNewServerRequiresSecret(t *testing.T) {
+	_, err := NewServer(Config{}, &fakeProcessor{}, nil)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), EnvWebhookSecret)
+}
+
+func TestWebhookStatusCodes(t *testing.T) {
+	ping := readFixture(t, "ping.json")
+	big := bytes.Repeat([]byte(" "), DefaultMaxBodyBytes+1)
+	tests := []struct {
+		name   string
+		req    func() *http.Request
+		want   int
+		queued bool
+	}{
+		{"signed ping", func() *http.Request { return webhookRequest("ping", "d-1", ping) }, http.StatusAccepted, true},
+		{"ignored event type", func() *http.Request {
+			return webhookRequest("watch", "d-2", readFixture(t, "watch-started.json"))
+		}, http.StatusAccepted, true},
+		{"unsigned", func() *http.Request {
+			r := webhookRequest("ping", "d-3", ping)
+			r.Header.Del("X-Hub-Signature-256")
+			return r
+		}, http.StatusUnauthorized, false},
+		{"sha1 only", func() *http.Request {
+			r := webhookRequest("ping", "d-4", ping)
+			r.Header.Del("X-Hub-Signature-256")
+			r.Header.Set("X-Hub-Signature", "sha1=0123456789abcdef0123456789abcdef01234567")
+			return r
+		}, http.StatusUnauthorized, false},
+		{"wrong signature", func() *http.Request {
+			r := webhookRequest("ping", "d-5", ping)
+			r.Header.Set("X-Hub-Signature-256", Sign([]byte("other"), ping))
+			return r
+		}, http.StatusUnauthorized, false},
+		{"signature of another body", func() *http.Request {
+			r := webhookRequest("ping", "d-6", ping)
+			r.Header.Set("X-Hub-Signature-256", Sign([]byte(testSecret), []byte("{}")))
+			return r
+		}, http.StatusUnauthorized, false},
+		{"25 MiB + 1", func() *http.Request { return webhookRequest("ping", "d-7", big) }, http.StatusRequestEntityTooLarge, false},
+		{"malformed JSON", func() *http.Request { return webhookRequest("issues", "d-8", []byte(`{"action":`)) }, http.StatusBadRequest, false},
+		{"JSON not an object", func() *http.Request { return webhookRequest("issues", "d-9", []byte(`[1,2]`)) }, http.StatusBadRequest, false},
+		{"missing event header", func() *http.Request { return webhookRequest("", "d-10", ping) }, http.StatusBadRequest, false},
+		{"form-encoded payload", func() *http.Request {
+			body := []byte("payload=%7B%22zen%22%3A%22x%22%7D")
+			r := webhookRequest("ping", "d-11", body)
+			r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			return r
+		}, http.StatusAccepted, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := &fakeProcessor{}
+			s := newTestServer(t, Config{}, p)
+			w := serve(s, tc.req())
+			assert.Equal(t, tc.want, w.Code, w.Body.String())
+			if tc.queued {
+				waitFor(t, "processed", func() bool { return len(p.deliveries()) == 1 })
+			} else {
+				time.Sleep(5 * time.Millisecond)
+				assert.Empty(t, p.deliveries())
+			}
+		})
+	}
+}
+
+func TestWebhookDeliveryFields(t *testing.T) {
+	p := &fakeProcessor{}
+	s := newTestServer(t, Config{}, p)
+	body := readFixture(t, "issues-labeled.json")
+	w := serve(s, webhookRequest("issues", "72d3162e-cc78-11e3-81ab-4c9367dc0958", body))
+	require.Equal(t, http.StatusAccepted, w.Code)
+	waitFor(t, "processed", func() bool { return len(p.deliveries()) == 1 })
+	d := p.deliveries()[0]
+	assert.Equal(t, "72d3162e-cc78-11e3-81ab-4c9367dc0958", d.ID)
+	assert.Equal(t, "issues", d.Event)
+	assert.Equal(t, "labeled", d.Action)
+	assert.Equal(t, int64(4242), d.Installation)
+	assert.Equal(t, "acme/app", d.Repo)
+	assert.Equal(t, body, d.Payload)
+	assert.False(t, d.Received.IsZero())
+}
+
+func TestDuplicateDeliveryProcessedOnce(t *testing.T) {
+	p := &fakeProcessor{}
+	s := newTestServer(t, Config{}, p)
+	body := readFixture(t, "issues-labeled.json")
+	for i := 0; i < 3; i++ {
+		assert.Equal(t, http.StatusAccepted, serve(s, webhookRequest("issues", "same-id", body)).Code)
+	}
+	assert.Equal(t, http.StatusAccepted, serve(s, webhookRequest("issues", "other-id", body)).Code)
+	waitFor(t, "two processed", func() bool { return len(p.deliveries()) == 2 })
+	time.Sleep(10 * time.Millisecond)
+	assert.Len(t, p.deliveries(), 2)
+	assert.Equal(t, uint64(2), s.Metrics().EventCount("issues", OutcomeDuplicate))
+	waitFor(t, "counted", func() bool { return s.Metrics().EventCount("issues", OutcomeProcessed) == 2 })
+}
+
+func TestDedupTTLAndSize(t *testing.T) {
+	d := newDedup(2, time.Minute)
+	now := time.Unix(1000, 0)
+	d.now = func() time.Time { return now }
+	assert.True(t, d.reserve("a"))
+	assert.False(t, d.reserve("a"))
+	assert.True(t, d.reserve("b"))
+	assert.True(t, d.reserve("c")) // evicts a (size 2)
+	assert.True(t, d.reserve("a"))
+	now = now.Add(2 * time.Minute) // everything expired
+	assert.True(t, d.reserve("c"))
+	d.release("c")
+	assert.True(t, d.reserve("c"))
+}
+
+func TestQueueFullReturns503(t *testing.T) {
+	release := make(chan struct{})
+	p := &fakeProcessor{process: func(ctx context.Context, d Delivery) error {
+		<-release
+		return nil
+	}}
+	s := newTestServer(t, Config{Workers: 1, QueueSize: 2}, p)
+	defer close(release)
+	body := readFixture(t, "ping.json")
+	// One running (blocked), then two queued fill the queue.
+	require.Equal(t, http.StatusAccepted, serve(s, webhookRequest("ping", "q-0", body)).Code)
+	waitFor(t, "first running", func() bool { return len(p.deliveries()) == 1 })
+	require.Equal(t, http.StatusAccepted, serve(s, webhookRequest("ping", "q-1", body)).Code)
+	require.Equal(t, http.StatusAccepted, serve(s, webhookRequest("ping", "q-2", body)).Code)
+	assert.Equal(t, 2, s.QueueDepth())
+	w := serve(s, webhookRequest("ping", "q-3", body))
+	assert.Equal(t, http.StatusServiceUnavailable, w.Code)
+	assert.Equal(t, uint64(1), s.Metrics().Dropped())
+	assert.Equal(t, uint64(1), s.Metrics().EventCount("ping", OutcomeDropped))
+
+	var buf bytes.Buffer
+	_, err := s.Metrics().WriteTo(&buf)
+	require.NoError(t, err)
+	assert.Contains(t, buf.String(), "bazinga_webhook_dropped_total 1\n")
+	assert.Contains(t, buf.String(), "bazinga_queue_depth 2\n")
+
+	// A dropped delivery is not remembered: GitHub's redelivery is accepted
+	// once there is room.
+	release <- struct{}{}
+	waitFor(t, "room", func() bool { return s.QueueDepth() < 2 })
+	assert.Equal(t, http.StatusAccepted, serve(s, webhookRequest("ping", "q-3", body)).Code)
+}
+
+func TestPerKeySerialisation(t *testing.T) {
+	const keys, perKey = 4, 25
+	var mu sync.Mutex
+	running := map[string]int{}
+	order := map[string][]int{}
+	maxConcurrentSameKey, maxConcurrentAll, all := 0, 0, 0
+	p := &fakeProcessor{
+		keyFn: func(d Delivery) string { return d.Repo },
+		process: func(ctx context.Context, d Delivery) error {
+			var env struct {
+				Seq int `json:"seq"`
+			}
+			_ = json.Unmarshal(d.Payload, &env)
+			mu.Lock()
+			running[d.Repo]++
+			all++
+			maxConcurrentSameKey = max(maxConcurrentSameKey, running[d.Repo])
+			maxConcurrentAll = max(maxConcurrentAll, all)
+			order[d.Repo] = append(order[d.Repo], env.Seq)
+			mu.Unlock()
+			time.Sleep(2 * time.Millisecond)
+			mu.Lock()
+			running[d.Repo]--
+			all--
+			mu.Unlock()
+			return nil
+		},
+	}
+	s := newTestServer(t, Config{Workers: 8, QueueSize: 1000}, p)
+	for i := 0; i < perKey; i++ {
+		for k := 0; k < keys; k++ {
+			body := fmt.Appendf(nil, `{"seq":%d,"repository":{"full_name":"o/r%d"}}`, i, k)
+			require.Equal(t, http.StatusAccepted, serve(s, webhookRequest("issue_comment", fmt.Sprintf("k%d-%d", k, i), body)).Code)
+		}
+	}
+	waitFor(t, "all processed", func() bool { return len(p.deliveries()) == keys*perKey })
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Equal(t, 1, maxConcurrentSameKey, "same key ran concurrently")
+	assert.Greater(t, maxConcurrentAll, 1, "different keys never ran in parallel")
+	for k := 0; k < keys; k++ {
+		seq := order[fmt.Sprintf("o/r%d", k)]
+		require.Len(t, seq, perKey)
+		for i, v := range seq {
+			assert.Equal(t, i, v, "key %d out of order: %v", k, seq)
+		}
+	}
+}
+
+func TestPanicRecovered(t *testing.T) {
+	p := &fakeProcessor{
+		keyFn: func(Delivery) string { return "one-lane" },
+		process: func(ctx context.Context, d Delivery) error {
+			switch d.ID {
+			case "boom":
+				panic("handler exploded")
+			case "fails":
+				return errors.New("github said no")
+			case "ignored":
+				return fmt.Errorf("not a bazinga issue: %w", ErrIgnored)
+			}
+			return nil
+		},
+	}
+	var logs syncBuffer
+	s, err := NewServer(Config{WebhookSecret: []byte(testSecret), Workers: 1}, p, slog.New(slog.NewJSONHandler(&logs, nil)))
+	require.NoError(t, err)
+	defer s.Close()
+	body := readFixture(t, "issues-labeled.json")
+	for _, id := range []string{"boom", "fails", "ignored", "after"} {
+		require.Equal(t, http.StatusAccepted, serve(s, webhookRequest("issues", id, body)).Code)
+	}
+	waitFor(t, "all four", func() bool { return len(p.deliveries()) == 4 })
+	waitFor(t, "counted", func() bool { return s.Metrics().EventCount("issues", OutcomeProcessed) == 1 })
+	assert.Equal(t, uint64(1), s.Metrics().EventCount("issues", OutcomePanicked))
+	assert.Equal(t, uint64(1), s.Metrics().EventCount("issues", OutcomeFailed))
+	assert.Equal(t, uint64(1), s.Metrics().EventCount("issues", OutcomeIgnored))
+	out := logs.String()
+	assert.Contains(t, out, `"msg":"delivery panicked"`)
+	assert.Contains(t, out, `handler exploded`)
+	assert.Contains(t, out, `"stack":"goroutine`)
+	assert.Contains(t, out, `"delivery":"fails"`)
+	assert.Contains(t, out, `"installation":4242`)
+	assert.Contains(t, out, `"repo":"acme/app"`)
+	assert.NotContains(t, out, testSecret)
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func TestHealthz(t *testing.T) {
+	s := newTestServer(t, Config{QueueSize: 7}, &fakeProcessor{})
+	w := serve(s, httptest.NewRequest(http.MethodGet, "/healthz", nil))
+	require.Equal(t, http.StatusOK, w.Code)
+	var h struct {
+		Status     string `json:"status"`
+		QueueDepth int    `json:"queue_depth"`
+		QueueCap   int    `json:"queue_capacity"`
+	}
+	require.NoError(t, json.Unmarshal(w.Body.Bytes(), &h))
+	assert.Equal(t, "ok", h.Status)
+	assert.Equal(t, 0, h.QueueDepth)
+	assert.Equal(t, 7, h.QueueCap)
+
+	assert.Equal(t, http.StatusMethodNotAllowed, serve(s, httptest.NewRequest(http.MethodGet, "/webhook", nil)).Code)
+}
+
+var (
+	promSample  = regexp.MustCompile(`^[a-zA-Z_:][a-zA-Z0-9_:]*(\{[a-zA-Z_][a-zA-Z0-9_]*="(?:[^"\\]|\\.)*"(?:,[a-zA-Z_][a-zA-Z0-9_]*="(?:[^"\\]|\\.)*")*\})? (?:[-+]?[0-9.eE+-]+|\+Inf|-Inf|NaN)$`)
+	promComment = regexp.MustCompile(`^# (HELP|TYPE) [a-zA-Z_:][a-zA-Z0-9_:]* .+$`)
+)
+
+func TestMetricsFormat(t *testing.T) {
+	p := &fakeProcessor{process: func(ctx context.Context, d Delivery) error {
+		if d.Event == "watch" {
+			return ErrIgnored
+		}
+		return nil
+	}}
+	s := newTestServer(t, Config{}, p)
+	stats := NewAPIStats()
+	stats.record("GET /repos/{owner}/{repo}/issues/{number}", false, &http.Response{StatusCode: 304, Header: http.Header{"X-Ratelimit-Remaining": {"4990"}}})
+	stats.record("POST /repos/{owner}/{repo}/issues/{number}/comments", true, &http.Response{StatusCode: 201, Header: http.Header{}})
+	s.Metrics().SetAPIStats(stats.Snapshot)
+
+	serve(s, webhookRequest("ping", "m-1", readFixture(t, "ping.json")))
+	serve(s, webhookRequest("watch", "m-2", readFixture(t, "watch-started.json")))
+	serve(s, webhookRequest("watch", "m-2", readFixture(t, "watch-started.json")))
+	r := webhookRequest("ping", "m-3", []byte("{}"))
+	r.Header.Del("X-Hub-Signature-256")
+	serve(s, r)
+	waitFor(t, "processed", func() bool { return s.Metrics().EventCount("watch", OutcomeIgnored) == 1 })
+
+	w := serve(s, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	require.Equal(t, http.StatusOK, w.Code)
+	assert.Contains(t, w.Header().Get("Content-Type"), "text/plain; version=0.0.4")
+	body := w.Body.String()
+	sc := bufio.NewScanner(strings.NewReader(body))
+	var names []string
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.HasPrefix(line, "#") {
+			assert.Regexp(t, promComment, line)
+			if strings.HasPrefix(line, "# TYPE ") {
+				names = append(names, strings.Fields(line)[2])
+			}
+			continue
+		}
+		assert.Regexp(t, promSample, line)
+	}
+	assert.IsNonDecreasing(t, names, "families sorted by name")
+	for _, want := range []string{
+		`bazinga_webhook_events_total{event="ping",outcome="processed"} 1`,
+		`bazinga_webhook_events_total{event="watch",outcome="duplicate"} 1`,
+		`bazinga_webhook_events_total{event="watch",outcome="ignored"} 1`,
+		`bazinga_webhook_requests_total{code="202"} 3`,
+		`bazinga_webhook_requests_total{code="401"} 1`,
+		`bazinga_webhook_request_duration_seconds_count 4`,
+		`bazinga_webhook_request_duration_seconds_bucket{le="+Inf"} 4`,
+		`bazinga_queue_depth 0`,
+		`bazinga_github_api_calls_total{creating="false",kind="GET /repos/{owner}/{repo}/issues/{number}"} 1`,
+		`bazinga_github_api_calls_total{creating="true",kind="POST /repos/{owner}/{repo}/issues/{number}/comments"} 1`,
+		`bazinga_github_api_not_modified_total 1`,
+		`bazinga_github_rate_limit_remaining 4990`,
+		`# TYPE bazinga_webhook_request_duration_seconds histogram`,
+	} {
+		assert.Contains(t, body, want+"\n")
+	}
+	// Deterministic: two scrapes of unchanged state are identical.
+	again := serve(s, httptest.NewRequest(http.MethodGet, "/metrics", nil)).Body.String()
+	assert.Equal(t, body, again)
+}
+
+func TestMetricsLabelEscaping(t *testing.T) {
+	m := newMetrics()
+	m.event("we\"ird\\ev\nent", OutcomeProcessed)
+	var b bytes.Buffer
+	_, err := m.WriteTo(&b)
+	require.NoError(t, err)
+	assert.Contains(t, b.String(), `event="we\"ird\\ev\nent"`)
+	for _, line := range strings.Split(strings.TrimSpace(b.String()), "\n") {
+		if !strings.HasPrefix(line, "#") {
+			assert.Regexp(t, promSample, line)
+		}
+	}
+}
+
+func TestRunSweepsAndShutsDownGracefully(t *testing.T) {
+	started := make(chan struct{}, 1)
+	finished := atomic.Bool{}
+	p := &fakeProcessor{process: func(ctx context.Context, d Delivery) error {
+		started <- struct{}{}
+		time.Sleep(50 * time.Millisecond)
+		finished.Store(true)
+		return nil
+	}}
+	s, err := NewServer(Config{WebhookSecret: []byte(testSecret), SweepInterval: 10 * time.Millisecond}, p, nil)
+	require.NoError(t, err)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(ctx, ln) }()
+
+	waitFor(t, "sweeps", func() bool { return p.sweeps.Load() >= 3 })
+	body := readFixture(t, "ping.json")
+	req := webhookRequest("ping", "run-1", body)
+	req.RequestURI = ""
+	req.URL.Scheme, req.URL.Host = "http", ln.Addr().String()
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusAccepted, resp.StatusCode)
+	<-started
+	cancel()
+	require.NoError(t, <-done)
+	assert.True(t, finished.Load(), "in-flight delivery finished before Run returned")
+	// After shutdown the queue refuses work.
+	assert.Equal(t, http.StatusServiceUnavailable, serve(s, webhookRequest("ping", "run-2", body)).Code)
+}
+
+func TestKeyPanicDoesNotFailRequest(t *testing.T) {
+	p := &fakeProcessor{keyFn: func(Delivery) string { panic("bad key") }}
+	s := newTestServer(t, Config{}, p)
+	assert.Equal(t, http.StatusAccepted, serve(s, webhookRequest("ping", "kp", readFixture(t, "ping.json"))).Code)
+	waitFor(t, "processed", func() bool { return len(p.deliveries()) == 1 })
+}
