@@ -307,9 +307,12 @@ func (r *reconciler) finish() {
 		return
 	}
 	if r.resend {
-		for _, st := range s.Steps {
-			if st.State == StepInFlight && !r.dispatchedNow(st.ID) {
-				r.add(dispatchAction(st))
+		// A step sent again gets its full time again.
+		for i := range s.Steps {
+			if st := &s.Steps[i]; st.State == StepInFlight && !r.dispatchedNow(st.ID) {
+				st.DispatchedAt = r.now
+				r.changed = true
+				r.add(dispatchAction(*st))
 			}
 		}
 	}

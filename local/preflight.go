@@ -1,0 +1,215 @@
+package local
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
+
+	"github.com/bazinga-bot/bazinga/pipeline"
+)
+
+// ConfigPath is the configuration file inside a repository.
+const ConfigPath = ".github/bazinga.yml"
+
+// checkRepo verifies, before any session work, that dir is a git repository
+// with the base branch and a clean working tree, and returns the repository
+// and the base head.
+func checkRepo(dir, base string) (*git.Repository, plumbing.Hash, error) {
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return nil, plumbing.ZeroHash, fmt.Errorf("repository %s: %w", dir, err)
+	}
+	if !fi.IsDir() {
+		return nil, plumbing.ZeroHash, fmt.Errorf("repository %s is not a directory", dir)
+	}
+	repo, err := git.PlainOpen(dir)
+	if errors.Is(err, git.ErrRepositoryNotExists) {
+		return nil, plumbing.ZeroHash, fmt.Errorf("%s is not a git repository (run `git init` and commit your code first)", dir)
+	}
+	if err != nil {
+		return nil, plumbing.ZeroHash, fmt.Errorf("opening the repository %s: %w", dir, err)
+	}
+	head, err := repo.Reference(plumbing.NewBranchReferenceName(base), true)
+	if err != nil {
+		return nil, plumbing.ZeroHash, fmt.Errorf("base branch %q not found in %s", base, dir)
+	}
+	wt, err := repo.Worktree()
+	if err != nil {
+		return nil, plumbing.ZeroHash, fmt.Errorf("%s has no working tree: %w", dir, err)
+	}
+	if err := requireClean(wt); err != nil {
+		return nil, plumbing.ZeroHash, err
+	}
+	return repo, head.Hash(), nil
+}
+
+func requireClean(wt *git.Worktree) error {
+	st, err := wt.Status()
+	if err != nil {
+		return fmt.Errorf("reading the working tree status: %w", err)
+	}
+	var dirty []string
+	for path, s := range st {
+		if s.Worktree == git.Unmodified && s.Staging == git.Unmodified {
+			continue
+		}
+		if strings.HasPrefix(path, StoreDir+"/") {
+			continue
+		}
+		dirty = append(dirty, path)
+	}
+	if len(dirty) == 0 {
+		return nil
+	}
+	sort.Strings(dirty)
+	more := ""
+	if len(dirty) > 10 {
+		more = fmt.Sprintf(" and %d more", len(dirty)-10)
+		dirty = dirty[:10]
+	}
+	return fmt.Errorf("the working tree has uncommitted changes (%s%s); commit or stash them first", strings.Join(dirty, ", "), more)
+}
+
+// currentBranch returns the branch HEAD points at ("" when detached).
+func currentBranch(repo *git.Repository) string {
+	ref, err := repo.Reference(plumbing.HEAD, false)
+	if err != nil || ref.Type() != plumbing.SymbolicReference {
+		return ""
+	}
+	return ref.Target().Short()
+}
+
+// readConfig reads .github/bazinga.yml from the base branch's head, so the
+// session runs with the configuration that is committed.
+func readConfig(repo *git.Repository, head plumbing.Hash) (pipeline.Config, error) {
+	commit, err := repo.CommitObject(head)
+	if err != nil {
+		return pipeline.Config{}, fmt.Errorf("reading the base commit: %w", err)
+	}
+	f, err := commit.File(ConfigPath)
+	if errors.Is(err, object.ErrFileNotFound) {
+		return pipeline.DefaultConfig(), nil
+	}
+	if err != nil {
+		return pipeline.Config{}, fmt.Errorf("reading %s: %w", ConfigPath, err)
+	}
+	text, err := f.Contents()
+	if err != nil {
+		return pipeline.Config{}, fmt.Errorf("reading %s: %w", ConfigPath, err)
+	}
+	cfg, err := pipeline.ParseConfig([]byte(text))
+	if err != nil {
+		return pipeline.Config{}, fmt.Errorf("%s: %w", ConfigPath, err)
+	}
+	return cfg, nil
+}
+
+// syncWorktree brings the repository's working tree up to a base that moved
+// under it (merges are pushed into the repository), but only when every
+// difference is exactly the old checkout: a person's edits are never lost.
+func syncWorktree(dir, base string, old plumbing.Hash) (plumbing.Hash, error) {
+	repo, err := git.PlainOpen(dir)
+	if err != nil {
+		return old, fmt.Errorf("opening %s: %w", dir, err)
+	}
+	if currentBranch(repo) != base {
+		return old, nil
+	}
+	ref, err := repo.Reference(plumbing.NewBranchReferenceName(base), true)
+	if err != nil {
+		return old, fmt.Errorf("reading %s: %w", base, err)
+	}
+	if ref.Hash() == old {
+		return old, nil
+	}
+	wt, err := repo.Worktree()
+	if err != nil {
+		return old, err
+	}
+	st, err := wt.Status()
+	if err != nil {
+		return old, fmt.Errorf("reading the working tree status: %w", err)
+	}
+	oldCommit, err := repo.CommitObject(old)
+	if err != nil {
+		return old, fmt.Errorf("reading %s: %w", old, err)
+	}
+	oldTree, err := oldCommit.Tree()
+	if err != nil {
+		return old, err
+	}
+	for path, s := range st {
+		if s.Worktree == git.Unmodified && s.Staging == git.Unmodified || strings.HasPrefix(path, StoreDir+"/") {
+			continue
+		}
+		disk, derr := os.ReadFile(filepath.Join(dir, filepath.FromSlash(path)))
+		f, ferr := oldTree.File(path)
+		switch {
+		case ferr != nil && errors.Is(derr, os.ErrNotExist):
+			continue // absent in both: only the new base has it
+		case ferr != nil || derr != nil:
+			return old, fmt.Errorf("%s changed in the working tree during the session; not updating it to the new %s", path, base)
+		}
+		want, err := f.Contents()
+		if err != nil || want != string(disk) {
+			return old, fmt.Errorf("%s changed in the working tree during the session; not updating it to the new %s", path, base)
+		}
+	}
+	// Write exactly the files the merges changed (a hard reset would also
+	// sweep away untracked files such as the session directory), then move
+	// the index.
+	newCommit, err := repo.CommitObject(ref.Hash())
+	if err != nil {
+		return old, fmt.Errorf("reading %s: %w", ref.Hash(), err)
+	}
+	newTree, err := newCommit.Tree()
+	if err != nil {
+		return old, err
+	}
+	changes, err := object.DiffTree(oldTree, newTree)
+	if err != nil {
+		return old, fmt.Errorf("comparing %s with %s: %w", old, ref.Hash(), err)
+	}
+	for _, ch := range changes {
+		if ch.From.Name != "" && ch.From.Name != ch.To.Name {
+			if err := os.Remove(filepath.Join(dir, filepath.FromSlash(ch.From.Name))); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return old, fmt.Errorf("updating the working tree: %w", err)
+			}
+		}
+		if ch.To.Name == "" {
+			continue
+		}
+		f, err := newTree.File(ch.To.Name)
+		if err != nil {
+			return old, fmt.Errorf("reading %s: %w", ch.To.Name, err)
+		}
+		body, err := f.Contents()
+		if err != nil {
+			return old, fmt.Errorf("reading %s: %w", ch.To.Name, err)
+		}
+		mode, err := f.Mode.ToOSFileMode()
+		if err != nil {
+			mode = 0o644
+		}
+		path := filepath.Join(dir, filepath.FromSlash(ch.To.Name))
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return old, fmt.Errorf("updating the working tree: %w", err)
+		}
+		if err := os.WriteFile(path, []byte(body), mode.Perm()); err != nil {
+			return old, fmt.Errorf("updating the working tree: %w", err)
+		}
+		_ = os.Chmod(path, mode.Perm())
+	}
+	if err := wt.Reset(&git.ResetOptions{Mode: git.MixedReset, Commit: ref.Hash()}); err != nil {
+		return old, fmt.Errorf("updating the index to %s: %w", ref.Hash(), err)
+	}
+	return ref.Hash(), nil
+}
+

@@ -1,0 +1,445 @@
+// Package local runs a whole bazinga session on a local repository: group
+// branches are local branches, each step runs in its own temporary clone (up
+// to the cap in parallel), merges land on the base through the test gate, and
+// the session lives in <repo>/.bazinga/sessions/<id>/ so it can be resumed
+// after a kill.
+package local
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/bazinga-bot/bazinga/agent"
+	"github.com/bazinga-bot/bazinga/gitops"
+	"github.com/bazinga-bot/bazinga/pipeline"
+	"github.com/bazinga-bot/bazinga/stepexec"
+)
+
+// Options configure a local session. Zero values mean: the configuration
+// file's value, or its default.
+type Options struct {
+	Repo         string
+	Base         string // default: the branch checked out
+	Requirements string
+	ResumeID     string
+	AgentCommand string
+	TestCommand  *string // set (even to "") to override tests.command
+	MaxParallel  int
+	// PassEnv adds names to agent.env (the demo uses it for its scenario).
+	PassEnv []string
+	JSON    bool
+	Out     io.Writer
+	// Input answers clarifications; nil or not a terminal → the fallback at once.
+	Input    io.Reader
+	Terminal bool
+	// ClarificationTimeout is how long a terminal question waits (default 5m).
+	ClarificationTimeout time.Duration
+	Logger               *slog.Logger
+	// Now is the clock (tests); default time.Now.
+	Now func() time.Time
+	// TickEvery is how often timeouts are checked (default 30s).
+	TickEvery time.Duration
+}
+
+// Outcome is how a local session ended.
+type Outcome struct {
+	ID      string
+	Status  pipeline.SessionStatus
+	Reason  string
+	Session pipeline.Session
+}
+
+// Verified reports whether the session ended with BAZINGA verified.
+func (o Outcome) Verified() bool {
+	return o.Status == pipeline.SessionDone && o.Reason == "BAZINGA verified"
+}
+
+// ErrInterrupted is returned when the context was cancelled (Ctrl-C): the
+// session is saved and can be resumed.
+var ErrInterrupted = errors.New("interrupted")
+
+type runner struct {
+	opts    Options
+	store   *Store
+	cfg     pipeline.Config
+	exec    *stepexec.Executor
+	s       pipeline.Session
+	seq     int
+	view    *view
+	results chan stepDone
+	answers chan string
+	running map[string]context.CancelFunc
+	baseAt  plumbing.Hash
+	asked   string // the clarification step already asked on the terminal
+}
+
+type stepDone struct {
+	ev  pipeline.Event
+	rep stepexec.Report
+}
+
+// Run runs (or resumes) a session to its end. Errors are for bad input and
+// broken infrastructure; how the session ended is in the Outcome.
+func Run(ctx context.Context, opts Options) (Outcome, error) {
+	if opts.Out == nil {
+		opts.Out = io.Discard
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.TickEvery <= 0 {
+		opts.TickEvery = 30 * time.Second
+	}
+	if opts.ClarificationTimeout <= 0 {
+		opts.ClarificationTimeout = 5 * time.Minute
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	repoDir, err := filepath.Abs(opts.Repo)
+	if err != nil {
+		return Outcome{}, fmt.Errorf("repository path %q: %w", opts.Repo, err)
+	}
+	opts.Repo = repoDir
+	r := &runner{opts: opts, results: make(chan stepDone, 64), answers: make(chan string, 1), running: map[string]context.CancelFunc{}}
+	if opts.ResumeID != "" {
+		err = r.resume()
+	} else {
+		err = r.create()
+	}
+	if err != nil {
+		return Outcome{}, err
+	}
+	return r.loop(ctx)
+}
+
+// create checks everything before any session work, then starts the session.
+func (r *runner) create() error {
+	o := r.opts
+	if strings.TrimSpace(o.Requirements) == "" {
+		return errors.New("no requirements: give them as an argument or with --issue-file")
+	}
+	repo, err := git.PlainOpen(o.Repo)
+	if err != nil {
+		_, _, cerr := checkRepo(o.Repo, "main")
+		return cerr
+	}
+	if o.Base == "" {
+		o.Base = currentBranch(repo)
+		if o.Base == "" {
+			return errors.New("HEAD is detached: say which branch to work on with --base")
+		}
+		r.opts.Base = o.Base
+	}
+	repo, head, err := checkRepo(o.Repo, o.Base)
+	if err != nil {
+		return err
+	}
+	cfg, err := readConfig(repo, head)
+	if err != nil {
+		return err
+	}
+	if cfg, err = r.override(cfg); err != nil {
+		return err
+	}
+	if cur := currentBranch(repo); cur != o.Base {
+		// Leave the repository checked out on the base, where the merges land.
+		wt, _ := repo.Worktree()
+		if err := wt.Checkout(&git.CheckoutOptions{Branch: plumbing.NewBranchReferenceName(o.Base)}); err != nil {
+			return fmt.Errorf("checking out %s: %w", o.Base, err)
+		}
+	}
+	id := newSessionID(o.Now(), o.Repo)
+	store, err := CreateStore(o.Repo, id)
+	if err != nil {
+		return err
+	}
+	r.store, r.cfg, r.baseAt = store, cfg, head
+	if err := r.setup(); err != nil {
+		return err
+	}
+	fmt.Fprintf(r.opts.Out, "bazinga session %s on %s (%s)\n", id, o.Base, o.Repo)
+	return r.apply([]pipeline.Event{pipeline.Started(id, o.Requirements, o.Base)})
+}
+
+// override applies the command-line flags to the file's configuration.
+func (r *runner) override(cfg pipeline.Config) (pipeline.Config, error) {
+	o := r.opts
+	if o.AgentCommand != "" {
+		cfg.Agent.Command = o.AgentCommand
+	}
+	if o.TestCommand != nil {
+		cfg.Tests.Command = *o.TestCommand
+	}
+	if o.MaxParallel != 0 {
+		cfg.MaxParallel = o.MaxParallel
+	}
+	cfg.Agent.Env = append(cfg.Agent.Env, o.PassEnv...)
+	if err := cfg.Validate(); err != nil {
+		return cfg, fmt.Errorf("configuration: %w", err)
+	}
+	if err := agent.CheckCommand(cfg.Agent.Command); err != nil {
+		return cfg, err
+	}
+	// Local questions are asked on the terminal: a short wait, or none at all.
+	cfg.ClarificationTimeout = pipeline.Duration(o.ClarificationTimeout)
+	if !o.Terminal || o.Input == nil {
+		cfg.ClarificationTimeout = pipeline.Duration(time.Nanosecond)
+	}
+	return cfg, nil
+}
+
+// resume reloads a session after a stop or a kill: the saved state plus the
+// log entries it had not applied yet; the steps that were in flight are sent
+// again (they are the interrupted ones).
+func (r *runner) resume() error {
+	o := r.opts
+	store, err := OpenStore(o.Repo, o.ResumeID)
+	if err != nil {
+		return err
+	}
+	s, applied, saved, err := store.Load()
+	if err != nil {
+		return err
+	}
+	if saved == nil {
+		return fmt.Errorf("session %s has no saved configuration; it cannot be resumed", o.ResumeID)
+	}
+	cfg, err := r.override(*saved)
+	if err != nil {
+		return err
+	}
+	log, err := store.Log()
+	if err != nil {
+		return err
+	}
+	for _, e := range log {
+		if e.Seq <= applied {
+			continue
+		}
+		s, _ = pipeline.Reconcile(s, e.Events, e.At, cfg)
+		applied = e.Seq
+	}
+	repo, head, err := checkRepo(o.Repo, s.Base)
+	if err != nil {
+		return err
+	}
+	_ = repo
+	r.opts.Base = s.Base
+	r.store, r.cfg, r.s, r.seq, r.baseAt = store, cfg, s, applied, head
+	if err := r.setup(); err != nil {
+		return err
+	}
+	if s.Status == pipeline.SessionDone {
+		fmt.Fprintf(r.opts.Out, "session %s is already done\n", s.ID)
+		return nil
+	}
+	fmt.Fprintf(r.opts.Out, "resuming bazinga session %s on %s\n", s.ID, s.Base)
+	return r.apply([]pipeline.Event{pipeline.CommandEvent(s.ID, "local", pipeline.Command{Kind: pipeline.CommandResume})})
+}
+
+func (r *runner) setup() error {
+	run, err := agent.NewRunner(agent.RunnerConfig{Command: r.cfg.Agent.Command, Timeout: r.cfg.Agent.Timeout.D(), PassEnv: r.cfg.Agent.Env})
+	if err != nil {
+		return err
+	}
+	r.exec = &stepexec.Executor{Remote: gitops.Remote{URL: r.opts.Repo}, Config: r.cfg, Runner: run, Logger: r.opts.Logger}
+	r.view = newView(r.opts.Out, r.opts.JSON, r.opts.Terminal)
+	return nil
+}
+
+// apply logs the events, reconciles, saves, and carries out the actions.
+func (r *runner) apply(events []pipeline.Event) error {
+	now := r.opts.Now().UTC()
+	r.seq++
+	if err := r.store.Append(LogEntry{Seq: r.seq, At: now, Events: events}); err != nil {
+		return err
+	}
+	before := r.s
+	s, actions := pipeline.Reconcile(r.s, events, now, r.cfg)
+	if err := pipeline.CheckLiveness(s, r.cfg); err != nil {
+		r.opts.Logger.Error("liveness invariant broken", "session", s.ID, "err", err)
+	}
+	r.s = s
+	cfg := r.cfg
+	if err := r.store.Save(s, r.seq, &cfg); err != nil {
+		return err
+	}
+	r.view.reconciled(before, s, events, actions)
+	for _, a := range actions {
+		r.act(a)
+	}
+	return nil
+}
+
+func (r *runner) act(a pipeline.Action) {
+	switch a.Kind {
+	case pipeline.ActionDispatch:
+		r.start(a.Step)
+	case pipeline.ActionCancel:
+		if cancel := r.running[a.Step]; cancel != nil {
+			cancel()
+		}
+	case pipeline.ActionNotify:
+		if a.Notice == pipeline.NoticeQuestion {
+			r.ask(a.Text)
+		}
+	}
+}
+
+// start runs a step in the background; its result comes back on r.results.
+func (r *runner) start(id string) {
+	if _, busy := r.running[id]; busy {
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r.running[id] = cancel
+	s := r.s.Clone()
+	go func() {
+		ev, rep := r.exec.Run(ctx, s, id)
+		if ctx.Err() != nil {
+			ev = pipeline.StepFailure(s.ID, id, "cancelled")
+		}
+		r.results <- stepDone{ev: ev, rep: rep}
+	}()
+}
+
+// ask puts the pm's question on the terminal; the answer arrives on r.answers.
+func (r *runner) ask(question string) {
+	cl := r.s.Clarification
+	if cl == nil || cl.Step == r.asked || !r.opts.Terminal || r.opts.Input == nil {
+		return
+	}
+	r.asked = cl.Step
+	r.view.question(question, r.opts.ClarificationTimeout)
+	go func() {
+		line, err := readLine(r.opts.Input)
+		if err == nil && strings.TrimSpace(line) != "" {
+			r.answers <- strings.TrimSpace(line)
+		}
+	}()
+}
+
+func readLine(in io.Reader) (string, error) {
+	var b strings.Builder
+	buf := make([]byte, 1)
+	for {
+		n, err := in.Read(buf)
+		if n == 1 {
+			if buf[0] == '\n' {
+				return b.String(), nil
+			}
+			b.WriteByte(buf[0])
+		}
+		if err != nil {
+			return b.String(), err
+		}
+	}
+}
+
+// loop feeds step results, answers and ticks to the engine until the session ends.
+func (r *runner) loop(ctx context.Context) (Outcome, error) {
+	tick := time.NewTicker(r.opts.TickEvery)
+	defer tick.Stop()
+	for {
+		r.view.progress(r.s)
+		if r.s.Status.Terminal() || (r.s.Status == pipeline.SessionPaused && len(r.running) == 0) {
+			break
+		}
+		if r.s.Clarification != nil && (!r.opts.Terminal || r.opts.Input == nil) {
+			// No terminal to ask on: the pm proceeds with its fallback at once.
+			if err := r.apply([]pipeline.Event{pipeline.Tick(r.s.ID)}); err != nil {
+				return Outcome{}, err
+			}
+			continue
+		}
+		var events []pipeline.Event
+		select {
+		case <-ctx.Done():
+			r.interrupt()
+			return r.outcome(), ErrInterrupted
+		case d := <-r.results:
+			events = r.collect(d)
+		case ans := <-r.answers:
+			events = []pipeline.Event{pipeline.CommandEvent(r.s.ID, "terminal", pipeline.Command{Kind: pipeline.CommandAnswer, Text: ans})}
+		case <-tick.C:
+			events = []pipeline.Event{pipeline.Tick(r.s.ID)}
+		}
+		if err := r.apply(events); err != nil {
+			return Outcome{}, err
+		}
+		r.sync()
+	}
+	r.view.summary(r.s)
+	return r.outcome(), nil
+}
+
+// collect takes a finished step and every other one already waiting, so a
+// single reconcile routes results that arrive together.
+func (r *runner) collect(first stepDone) []pipeline.Event {
+	done := []stepDone{first}
+	for more := true; more; {
+		select {
+		case d := <-r.results:
+			done = append(done, d)
+		default:
+			more = false
+		}
+	}
+	var events []pipeline.Event
+	for _, d := range done {
+		delete(r.running, d.ev.Step)
+		r.view.finished(d.rep)
+		events = append(events, d.ev)
+	}
+	return events
+}
+
+// sync keeps the repository's checkout of the base current after merges.
+func (r *runner) sync() {
+	at, err := syncWorktree(r.opts.Repo, r.s.Base, r.baseAt)
+	if err != nil {
+		r.view.warn(err.Error())
+		return
+	}
+	r.baseAt = at
+}
+
+// interrupt stops the running steps without recording them: on resume they
+// are the interrupted steps and run again.
+func (r *runner) interrupt() {
+	for _, cancel := range r.running {
+		cancel()
+	}
+	for range r.running {
+		<-r.results
+	}
+	r.running = map[string]context.CancelFunc{}
+	r.view.warn(fmt.Sprintf("interrupted; resume with: bazinga run --repo %s --resume %s", r.opts.Repo, r.s.ID))
+}
+
+func (r *runner) outcome() Outcome {
+	return Outcome{ID: r.s.ID, Status: r.s.Status, Reason: r.s.Reason, Session: r.s}
+}
+
+// newSessionID names a session after its start time, unique in the repository.
+func newSessionID(now time.Time, repo string) string {
+	base := now.UTC().Format("20060102-150405")
+	id := base
+	for i := 2; ; i++ {
+		if _, err := os.Stat(filepath.Join(sessionsDir(repo), id)); errors.Is(err, os.ErrNotExist) {
+			return id
+		}
+		id = fmt.Sprintf("%s-%d", base, i)
+	}
+}

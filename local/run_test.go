@@ -1,0 +1,96 @@
+package local
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/bazinga-bot/bazinga/pipeline"
+)
+
+// gitRepo makes a real repository with one commit on main.
+func gitRepo(t *testing.T, files map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for name, body := range files {
+		p := filepath.Join(dir, name)
+		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+		require.NoError(t, os.WriteFile(p, []byte(body), 0o644))
+	}
+	gitCLI(t, dir, "init", "-q", "-b", "main")
+	gitCLI(t, dir, "add", "-A")
+	gitCLI(t, dir, "commit", "-q", "-m", "initial")
+	return dir
+}
+
+func gitCLI(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com")
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "git %v: %s", args, out)
+	return strings.TrimSpace(string(out))
+}
+
+// scriptAgent is a shell agent that plays every role of a one-group session.
+const scriptAgent = `#!/bin/sh
+set -e
+count() { n=$(cat "$STATE/$1" 2>/dev/null || echo 0); n=$((n+1)); echo $n > "$STATE/$1"; echo $n; }
+case "$BAZINGA_ROLE" in
+pm)
+  n=$(count pm)
+  if [ "$n" = 1 ]; then
+    printf '{"status":"PLANNING_COMPLETE","summary":["one group"],"handoff":{"plan":{"mode":"simple","groups":[{"id":"A","name":"hello","task":"add hello.txt"}],"success_criteria":["hello.txt exists"]}}}' > "$BAZINGA_RESULT_FILE"
+  else
+    printf '{"status":"BAZINGA","summary":["all done"],"handoff":{"criteria":[{"criterion":"hello.txt exists","met":true,"evidence":"merged in group A"}]}}' > "$BAZINGA_RESULT_FILE"
+  fi ;;
+developer) echo hello > hello.txt; echo '{"status":"READY_FOR_QA","summary":["added hello.txt"],"handoff":{"files_changed":["hello.txt"]}}' ;;
+qa) echo 'Status: PASS' ;;
+tech_lead) printf '{"status":"APPROVED","summary":["fine"]}' > "$BAZINGA_RESULT_FILE" ;;
+*) echo "unexpected role $BAZINGA_ROLE" >&2; exit 1 ;;
+esac
+`
+
+func writeAgent(t *testing.T, script string) (cmd, state string) {
+	dir := t.TempDir()
+	state = filepath.Join(dir, "state")
+	require.NoError(t, os.Mkdir(state, 0o755))
+	cmd = filepath.Join(dir, "agent.sh")
+	require.NoError(t, os.WriteFile(cmd, []byte(script), 0o755))
+	return cmd, state
+}
+
+func TestLocalSessionToBazinga(t *testing.T) {
+	repo := gitRepo(t, map[string]string{"README.md": "demo\n"})
+	agentCmd, state := writeAgent(t, scriptAgent)
+	t.Setenv("STATE", state)
+	test := "test -f hello.txt"
+	var out bytes.Buffer
+	res, err := Run(context.Background(), Options{Repo: repo, Requirements: "say hello", AgentCommand: agentCmd,
+		TestCommand: &test, PassEnv: []string{"STATE"}, Out: &out})
+	require.NoError(t, err, out.String())
+	assert.True(t, res.Verified(), "%s: %s\n%s", res.Status, res.Reason, out.String())
+	text := out.String()
+	assert.Contains(t, text, "🔨 Group A [developer/haiku] READY_FOR_QA | added hello.txt → qa")
+	assert.Contains(t, text, "🔀 Group A [merge/harness] MERGE_SUCCESS")
+	assert.Contains(t, text, "🏁 Session [validate/sonnet] ACCEPT")
+	// The merge landed on main, the checkout followed, and the tree is clean.
+	assert.FileExists(t, filepath.Join(repo, "hello.txt"))
+	assert.Equal(t, "main", gitCLI(t, repo, "rev-parse", "--abbrev-ref", "HEAD"))
+	assert.Empty(t, gitCLI(t, repo, "status", "--porcelain"))
+	assert.Contains(t, gitCLI(t, repo, "log", "--format=%B", "-1"), "Bazinga-Step: "+res.ID+"/A/merge/")
+	// The session directory holds the state and the log.
+	assert.FileExists(t, filepath.Join(repo, ".bazinga", "sessions", res.ID, "state.json"))
+	assert.FileExists(t, filepath.Join(repo, ".bazinga", "sessions", res.ID, "events.jsonl"))
+	_ = time.Second
+	_ = pipeline.SessionDone
+}

@@ -1,0 +1,187 @@
+package local
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/bazinga-bot/bazinga/pipeline"
+	"github.com/bazinga-bot/bazinga/stepexec"
+)
+
+// view is what a person sees: a capsule line per finished step, a live
+// progress line per group on a terminal (plain lines otherwise), and a
+// summary table at the end; or, with --json, the events as JSON lines.
+type view struct {
+	out      io.Writer
+	json     bool
+	terminal bool
+	drawn    int // progress lines currently on screen
+	enc      *json.Encoder
+}
+
+func newView(out io.Writer, asJSON, terminal bool) *view {
+	return &view{out: out, json: asJSON, terminal: terminal && !asJSON, enc: json.NewEncoder(out)}
+}
+
+// jsonLine is one line of --json output.
+type jsonLine struct {
+	Type    string           `json:"type"`
+	At      string           `json:"at,omitempty"`
+	Event   *pipeline.Event  `json:"event,omitempty"`
+	Action  *pipeline.Action `json:"action,omitempty"`
+	Capsule string           `json:"capsule,omitempty"`
+	Status  string           `json:"status,omitempty"`
+	Reason  string           `json:"reason,omitempty"`
+}
+
+func (v *view) clear() {
+	if v.drawn == 0 {
+		return
+	}
+	fmt.Fprintf(v.out, "\x1b[%dA\x1b[J", v.drawn)
+	v.drawn = 0
+}
+
+func (v *view) println(s string) {
+	v.clear()
+	fmt.Fprintln(v.out, s)
+}
+
+// reconciled prints what one reconcile did: capsules of the steps that ended,
+// and (without a terminal) a line per dispatched step.
+func (v *view) reconciled(before, after pipeline.Session, events []pipeline.Event, actions []pipeline.Action) {
+	if v.json {
+		for i := range events {
+			_ = v.enc.Encode(jsonLine{Type: "event", At: after.UpdatedAt.Format(time.RFC3339), Event: &events[i]})
+		}
+		for i := range actions {
+			_ = v.enc.Encode(jsonLine{Type: "action", Action: &actions[i]})
+		}
+	}
+	for _, st := range after.Steps {
+		if st.State == pipeline.StepInFlight {
+			continue
+		}
+		old := before.Step(st.ID)
+		if old != nil && old.State != pipeline.StepInFlight {
+			continue
+		}
+		c := pipeline.Capsule(st)
+		if v.json {
+			_ = v.enc.Encode(jsonLine{Type: "capsule", Capsule: c})
+			continue
+		}
+		v.println(c)
+	}
+	if v.json {
+		return
+	}
+	for _, a := range actions {
+		switch a.Kind {
+		case pipeline.ActionNotify:
+			if a.Notice == pipeline.NoticeQuestion {
+				continue // asked separately
+			}
+			v.println("💬 " + a.Text)
+		case pipeline.ActionPause:
+			v.println("⏸️  paused: " + a.Text)
+		case pipeline.ActionDispatch:
+			if !v.terminal {
+				if st := after.Step(a.Step); st != nil {
+					v.println(pipeline.Capsule(*st))
+				}
+			}
+		}
+	}
+}
+
+// finished notes what the harness did on its own during a step.
+func (v *view) finished(rep stepexec.Report) {
+	if v.json {
+		return
+	}
+	for _, n := range rep.Notes {
+		if strings.HasPrefix(n, "merged ") || strings.Contains(n, "harness") {
+			v.println("   ↳ " + n)
+		}
+	}
+}
+
+// progress redraws one line per group with a step in flight (terminals only).
+func (v *view) progress(s pipeline.Session) {
+	if !v.terminal {
+		return
+	}
+	v.clear()
+	var lines []string
+	for _, st := range s.Steps {
+		if st.State == pipeline.StepInFlight {
+			lines = append(lines, fmt.Sprintf("  %s  %s", pipeline.Capsule(st), time.Since(st.DispatchedAt).Round(time.Second)))
+		}
+	}
+	for _, g := range s.Groups {
+		if g.InFlight == "" && !g.Stage.Finished() && g.Wait != pipeline.WaitNone {
+			lines = append(lines, fmt.Sprintf("  ⏸️  Group %s waits: %s", g.ID, g.WaitDetail))
+		}
+	}
+	for _, l := range lines {
+		fmt.Fprintln(v.out, l)
+	}
+	v.drawn = len(lines)
+}
+
+func (v *view) question(q string, timeout time.Duration) {
+	v.println(fmt.Sprintf("❓ The pm asks:\n%s\nType your answer and press Enter (within %s, else the pm uses its fallback):", q, timeout))
+}
+
+func (v *view) warn(msg string) {
+	if v.json {
+		_ = v.enc.Encode(jsonLine{Type: "warning", Reason: msg})
+		return
+	}
+	v.println("⚠️  " + msg)
+}
+
+// summary prints the table at the end.
+func (v *view) summary(s pipeline.Session) {
+	if v.json {
+		_ = v.enc.Encode(jsonLine{Type: "end", Status: s.Status.String(), Reason: s.Reason})
+		return
+	}
+	v.clear()
+	fmt.Fprintln(v.out)
+	WriteSummary(v.out, s)
+}
+
+// WriteSummary writes a session's status and its table of groups.
+func WriteSummary(out io.Writer, s pipeline.Session) {
+	status := s.Status.String()
+	if s.Reason != "" {
+		status += ": " + s.Reason
+	}
+	fmt.Fprintf(out, "Session %s — %s\n", s.ID, status)
+	steps := map[string]int{}
+	for _, st := range s.Steps {
+		steps[st.Group]++
+	}
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "GROUP\tNAME\tSTAGE\tSTEPS\tLAST")
+	for _, g := range s.Groups {
+		last := ""
+		if st := s.Step(g.Last); st != nil {
+			last = pipeline.Capsule(*st)
+		}
+		stage := g.Stage.String()
+		if g.Wait != pipeline.WaitNone && !g.Stage.Finished() {
+			stage += " (" + g.Wait.String() + ")"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", g.ID, g.Name, stage, steps[g.ID], last)
+	}
+	fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", "_", "session", s.Status, steps[pipeline.LeadGroup], "")
+	tw.Flush()
+	fmt.Fprintf(out, "%d steps in all.\n", len(s.Steps)+s.Pruned)
+}

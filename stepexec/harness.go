@@ -1,0 +1,212 @@
+package stepexec
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/bazinga-bot/bazinga/agent"
+	"github.com/bazinga-bot/bazinga/gitops"
+	"github.com/bazinga-bot/bazinga/pipeline"
+)
+
+// promptInput gathers what a step's prompt is built from: the session, the
+// group, and the compact result of the step it follows.
+func (e *Executor) promptInput(s pipeline.Session, st pipeline.Step, g *pipeline.Group) agent.PromptInput {
+	in := agent.PromptInput{
+		Role: st.Role, Model: st.Model, SessionID: s.ID, StepID: st.ID, Group: st.Group,
+		BaseBranch: s.Base, PurposeKind: st.Purpose, Requirements: s.Requirements,
+		SuccessCriteria: s.SuccessCriteria, Feedback: st.Feedback,
+	}
+	if st.Attempt > 1 {
+		in.Purpose = fmt.Sprintf("This is attempt %d: the previous attempt ended without a result.", st.Attempt)
+	}
+	if g != nil {
+		in.GroupName, in.Task, in.Branch = g.Name, g.Task, g.Branch
+		c := g.Counters
+		if st.Role.IsImplementer() {
+			in.Purpose = strings.TrimSpace(in.Purpose + fmt.Sprintf(" Implementation iteration %d of at most %d.", c.Iterations, e.Config.Limits.DeveloperIterations))
+		}
+	}
+	if prev := s.Step(st.From); prev != nil && prev.Result != nil {
+		in.PrevRole, in.PrevStatus = prev.Role, prev.Result.Status
+		in.PrevSummary, in.PrevHandoff = prev.Result.Summary, prev.Result.Handoff
+	}
+	if st.Role == pipeline.RolePM {
+		for _, gr := range s.Groups {
+			gs := agent.GroupState{ID: gr.ID, Name: gr.Name, Stage: gr.Stage.String()}
+			if gr.Wait != pipeline.WaitNone {
+				gs.Stage += " (" + gr.Wait.String() + ": " + gr.WaitDetail + ")"
+			}
+			if last := s.Step(gr.Last); last != nil {
+				gs.Last = pipeline.Capsule(*last)
+			}
+			in.Groups = append(in.Groups, gs)
+		}
+		var notes []string
+		for _, n := range st.Notes {
+			notes = append(notes, "- "+n.Text)
+		}
+		if len(notes) > 0 {
+			in.Feedback = strings.TrimSpace(in.Feedback + "\n" + strings.Join(notes, "\n"))
+		}
+		if st.Purpose == pipeline.PurposeAnswered {
+			in.Answer = st.Feedback
+		}
+	}
+	if e.Comments != nil {
+		in.Comments = e.Comments(st.Group)
+	}
+	return in
+}
+
+// merge lands the group on the base through the test gate.
+func (e *Executor) merge(ctx context.Context, s pipeline.Session, st pipeline.Step, rep *Report) (pipeline.Result, error) {
+	g := s.Group(st.Group)
+	if g == nil {
+		return pipeline.Result{}, fmt.Errorf("merge step %s names no group", st.ID)
+	}
+	lr, err := gitops.Land(ctx, gitops.LandRequest{
+		Remote: e.Remote, Base: s.Base, Branch: g.Branch, Gate: e.gate(), Author: e.author(),
+		Message:              fmt.Sprintf("Merge group %s (%s) into %s\n\nSession %s.", g.ID, g.Name, s.Base, s.ID),
+		StepID:               st.ID,
+		AllowWorkflowChanges: e.Config.AllowWorkflowChanges, TempDir: e.TempDir,
+	})
+	if err != nil {
+		return pipeline.Result{}, fmt.Errorf("landing %s on %s: %w", g.Branch, s.Base, err)
+	}
+	h := map[string]any{"attempts": lr.Attempts}
+	res := pipeline.Result{Summary: []string{lr.Summary()}}
+	if lr.Gate != nil {
+		rep.Tests = lr.Gate.Summary()
+	}
+	switch lr.Outcome {
+	case gitops.MergeSuccess:
+		res.Status = pipeline.StatusMergeSuccess
+		if !lr.Commit.IsZero() {
+			h["merge_commit"] = lr.Commit.String()
+		}
+		h["already_merged"] = lr.AlreadyMerged
+		if lr.Gate != nil {
+			res.Summary = append(res.Summary, lr.Gate.Summary())
+		}
+	case gitops.MergeConflict:
+		res.Status = pipeline.StatusMergeConflict
+		h["conflicts"] = lr.Conflicts
+		res.Summary = append(res.Summary, "conflicts: "+strings.Join(lr.Conflicts, ", "))
+	case gitops.MergeTestFailure:
+		res.Status = pipeline.StatusMergeTestFailure
+		if lr.Gate != nil {
+			h["test_output"] = tail(lr.Gate.Output, maxFeedbackOutput)
+			rep.Output = tail(lr.Gate.Output, maxFeedbackOutput)
+		}
+	default:
+		res.Status = pipeline.StatusMergeBlocked
+		h["reason"] = lr.Reason
+	}
+	res.Handoff, _ = json.Marshal(h)
+	return res, nil
+}
+
+// criterion is one line of the pm's BAZINGA evidence.
+type criterion struct {
+	Criterion string `json:"criterion"`
+	Met       bool   `json:"met"`
+	Evidence  string `json:"evidence"`
+}
+
+// validate checks a BAZINGA claim: every group not abandoned is merged into
+// the base, the tests pass on the base head, and every success criterion is
+// claimed met with evidence. It trusts nothing the pm says about the first two.
+func (e *Executor) validate(ctx context.Context, s pipeline.Session, st pipeline.Step, rep *Report) (pipeline.Result, error) {
+	dir, cleanup, err := e.workdir("bazinga-validate-")
+	if err != nil {
+		return pipeline.Result{}, err
+	}
+	defer cleanup()
+	repo, err := gitops.Clone(ctx, e.Remote, dir, gitops.CloneOptions{Branch: s.Base})
+	if err != nil {
+		return pipeline.Result{}, fmt.Errorf("cloning %s for validation: %w", s.Base, err)
+	}
+	base, err := gitops.ResolveBranch(repo, s.Base)
+	if err != nil {
+		return pipeline.Result{}, fmt.Errorf("reading the head of %s: %w", s.Base, err)
+	}
+	var failed, passed []string
+	merged := 0
+	for _, g := range s.Groups {
+		if g.Stage == pipeline.StageAbandoned {
+			continue
+		}
+		head, err := gitops.ResolveBranch(repo, g.Branch)
+		if err != nil {
+			failed = append(failed, fmt.Sprintf("group %s: branch %s is missing", g.ID, g.Branch))
+			continue
+		}
+		ok, err := gitops.IsMerged(repo, head, base)
+		if err != nil {
+			return pipeline.Result{}, fmt.Errorf("checking whether %s is merged: %w", g.Branch, err)
+		}
+		if !ok {
+			failed = append(failed, fmt.Sprintf("group %s: %s is not merged into %s", g.ID, g.Branch, s.Base))
+			continue
+		}
+		merged++
+	}
+	passed = append(passed, fmt.Sprintf("%d group(s) merged into %s", merged, s.Base))
+
+	if gate := e.gate(); gate.Command != "" {
+		gr, err := gitops.RunGate(ctx, dir, gate)
+		if err != nil {
+			return pipeline.Result{}, fmt.Errorf("running the tests on %s: %w", s.Base, err)
+		}
+		rep.Tests = gr.Summary()
+		if gr.Outcome == gitops.GatePass {
+			passed = append(passed, "tests pass on "+s.Base+" ("+base.String()[:12]+")")
+		} else {
+			failed = append(failed, "tests on "+s.Base+": "+gr.Summary())
+			rep.Output = tail(gr.Output, maxFeedbackOutput)
+		}
+	}
+
+	var claimed struct {
+		Criteria []criterion `json:"criteria"`
+	}
+	if pm := s.Step(st.From); pm != nil && pm.Result != nil && len(pm.Result.Handoff) > 0 {
+		_ = json.Unmarshal(pm.Result.Handoff, &claimed)
+	}
+	for _, want := range s.SuccessCriteria {
+		c, ok := findCriterion(claimed.Criteria, want)
+		switch {
+		case !ok:
+			failed = append(failed, fmt.Sprintf("criterion %q: no evidence given", want))
+		case !c.Met:
+			failed = append(failed, fmt.Sprintf("criterion %q: the pm says it is not met", want))
+		case strings.TrimSpace(c.Evidence) == "":
+			failed = append(failed, fmt.Sprintf("criterion %q: claimed met without evidence", want))
+		}
+	}
+	if n := len(s.SuccessCriteria); n > 0 && len(failed) == 0 {
+		passed = append(passed, fmt.Sprintf("%d criteria met with evidence", n))
+	}
+	h, _ := json.Marshal(map[string]any{"failed": failed, "passed": passed})
+	if len(failed) > 0 {
+		summary := append([]string{fmt.Sprintf("%d check(s) failed", len(failed))}, failed...)
+		if len(summary) > pipeline.MaxSummaryLines {
+			summary = summary[:pipeline.MaxSummaryLines]
+		}
+		return pipeline.Result{Status: pipeline.StatusReject, Summary: summary, Handoff: h}, nil
+	}
+	return pipeline.Result{Status: pipeline.StatusAccept, Summary: passed, Handoff: h}, nil
+}
+
+func findCriterion(list []criterion, want string) (criterion, bool) {
+	norm := func(s string) string { return strings.ToLower(strings.Join(strings.Fields(s), " ")) }
+	for _, c := range list {
+		if norm(c.Criterion) == norm(want) {
+			return c, true
+		}
+	}
+	return criterion{}, false
+}

@@ -1,0 +1,295 @@
+// Package stepexec carries out one dispatched step: an agent step in a
+// working copy of its group branch, a merge through the test gate, or the
+// validation of a BAZINGA claim. Local mode and the GitHub Action both use it,
+// so a step behaves the same wherever it runs. It turns the step into the
+// pipeline event that reports it: a result, or a failure to retry.
+package stepexec
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/go-git/go-git/v5"
+
+	"github.com/bazinga-bot/bazinga/agent"
+	"github.com/bazinga-bot/bazinga/gitops"
+	"github.com/bazinga-bot/bazinga/pipeline"
+)
+
+// Executor runs steps against one repository.
+type Executor struct {
+	// Remote is the repository: a local path, or https with a token.
+	Remote gitops.Remote
+	Config pipeline.Config
+	// Runner runs agent steps; nil when only harness steps run here.
+	Runner *agent.Runner
+	// TempDir holds the steps' working copies (default os.TempDir()).
+	TempDir string
+	// Author of the commits agents make; the committer is gitops.BotIdentity.
+	Author gitops.Identity
+	Logger *slog.Logger
+	// Comments returns human comments to show a group's agents (optional).
+	Comments func(group string) []agent.UntrustedText
+}
+
+// Report is what a person may want to see about a step beyond its capsule.
+type Report struct {
+	Step     string
+	Role     pipeline.Role
+	Group    string
+	Status   pipeline.Status
+	Summary  []string
+	Files    []string
+	Tests    string
+	Duration time.Duration
+	// Output is the tail of the agent's or the gate's output, for failures.
+	Output string
+	// Notes are what the harness did on its own (test check, markers…).
+	Notes []string
+}
+
+// maxFeedbackOutput bounds test output carried in a handoff.
+const maxFeedbackOutput = 4 << 10
+
+// Run carries out the step and returns the event that reports it. Errors of
+// infrastructure (a clone that fails, a push refused for another reason) are
+// step failures: the engine retries them and, past the limit, pauses with a
+// report naming the step.
+func (e *Executor) Run(ctx context.Context, s pipeline.Session, stepID string) (pipeline.Event, Report) {
+	start := time.Now()
+	rep := Report{Step: stepID}
+	st := s.Step(stepID)
+	if st == nil {
+		return pipeline.StepFailure(s.ID, stepID, "the step is not in the session"), rep
+	}
+	rep.Role, rep.Group = st.Role, st.Group
+	var (
+		res pipeline.Result
+		err error
+	)
+	switch st.Role {
+	case pipeline.RoleMerge:
+		res, err = e.merge(ctx, s, *st, &rep)
+	case pipeline.RoleValidate:
+		res, err = e.validate(ctx, s, *st, &rep)
+	default:
+		res, err = e.agentStep(ctx, s, *st, &rep)
+	}
+	rep.Duration = time.Since(start)
+	if err != nil {
+		var nr noResult
+		if !errors.As(err, &nr) {
+			e.log().Error("step failed", "step", stepID, "err", err)
+		}
+		rep.Notes = append(rep.Notes, err.Error())
+		return pipeline.StepFailure(s.ID, stepID, err.Error()), rep
+	}
+	rep.Status, rep.Summary = res.Status, res.Summary
+	return pipeline.StepResult(s.ID, stepID, res), rep
+}
+
+// noResult is an agent that produced nothing: retried, not logged as an error.
+type noResult struct{ why string }
+
+func (n noResult) Error() string { return n.why }
+
+func (e *Executor) log() *slog.Logger {
+	if e.Logger != nil {
+		return e.Logger
+	}
+	return slog.Default()
+}
+
+func (e *Executor) workdir(prefix string) (string, func(), error) {
+	dir, err := os.MkdirTemp(e.TempDir, prefix)
+	if err != nil {
+		return "", nil, fmt.Errorf("making a working copy directory: %w", err)
+	}
+	return dir, func() { os.RemoveAll(dir) }, nil
+}
+
+func (e *Executor) author() gitops.Identity {
+	if e.Author.Name != "" {
+		return e.Author
+	}
+	return gitops.BotIdentity
+}
+
+// gate is the test gate: the build command, if any, then the tests.
+func (e *Executor) gate() gitops.GateConfig {
+	cmd := strings.TrimSpace(e.Config.Tests.Command)
+	if b := strings.TrimSpace(e.Config.Build.Command); b != "" {
+		if cmd == "" {
+			cmd = b
+		} else {
+			cmd = "(" + b + ") && (" + cmd + ")"
+		}
+	}
+	return gitops.GateConfig{Command: cmd, Timeout: e.Config.Tests.Timeout.D()}
+}
+
+func (e *Executor) agentStep(ctx context.Context, s pipeline.Session, st pipeline.Step, rep *Report) (pipeline.Result, error) {
+	if e.Runner == nil {
+		return pipeline.Result{}, errors.New("no agent runner is configured here")
+	}
+	g := s.Group(st.Group)
+	dir, cleanup, err := e.workdir("bazinga-step-")
+	if err != nil {
+		return pipeline.Result{}, err
+	}
+	defer cleanup()
+
+	var repo *git.Repository
+	if g != nil {
+		repo, err = gitops.PrepareWorkingCopy(ctx, e.Remote, s.Base, g.Branch, dir)
+	} else {
+		// Session-level steps (pm, investigations) read the base; they push nothing.
+		repo, err = gitops.Clone(ctx, e.Remote, dir, gitops.CloneOptions{Branch: s.Base})
+	}
+	if err != nil {
+		return pipeline.Result{}, fmt.Errorf("preparing the working copy: %w", err)
+	}
+
+	in := e.promptInput(s, st, g)
+	var merge *gitops.WorkingMerge
+	if g != nil && st.Purpose == pipeline.PurposeFixMerge {
+		merge, err = gitops.MergeIntoWorkingCopy(ctx, repo, s.Base, e.author())
+		if err != nil {
+			return pipeline.Result{}, fmt.Errorf("merging %s into the working copy: %w", s.Base, err)
+		}
+		in.ConflictFiles = merge.Conflicts
+		if len(merge.Conflicts) > 0 {
+			rep.Notes = append(rep.Notes, fmt.Sprintf("merged %s with conflict markers in %s", s.Base, strings.Join(merge.Conflicts, ", ")))
+		}
+	}
+	prompt, err := agent.BuildPrompt(in)
+	if err != nil {
+		return pipeline.Result{}, fmt.Errorf("building the prompt: %w", err)
+	}
+	out, err := e.Runner.Run(ctx, agent.StepSpec{Role: st.Role, Group: st.Group, StepID: st.ID, Model: st.Model, Prompt: prompt, WorkDir: dir})
+	if err != nil {
+		return pipeline.Result{}, fmt.Errorf("running the agent: %w", err)
+	}
+	rep.Output = tail(string(out.Stderr)+string(out.Stdout), maxFeedbackOutput)
+	if out.NoResult {
+		why := fmt.Sprintf("the agent produced no result (exit code %d)", out.ExitCode)
+		if out.TimedOut {
+			why = fmt.Sprintf("the agent timed out after %s without a result", e.Config.Agent.Timeout)
+		}
+		return pipeline.Result{}, noResult{why}
+	}
+	res := out.Parsed.Result
+	rep.Notes = append(rep.Notes, out.Parsed.Notes...)
+	if g == nil || st.Purpose == pipeline.PurposeDiagnostic {
+		return res, nil // nothing is pushed from session-level or diagnostic steps
+	}
+
+	// The harness checks READY_* claims itself.
+	if implementer(st.Role) && (res.Status == pipeline.StatusReadyForQA || res.Status == pipeline.StatusReadyForReview) {
+		if left := markersLeft(dir, in.ConflictFiles); len(left) > 0 {
+			res = harnessPartial(res, "conflict markers remain in "+strings.Join(left, ", "), "")
+		} else if gate := e.gate(); gate.Command != "" {
+			gr, err := gitops.RunGate(ctx, dir, gate)
+			if err != nil {
+				return pipeline.Result{}, fmt.Errorf("running the tests after the %s claim: %w", res.Status, err)
+			}
+			rep.Tests = gr.Summary()
+			if gr.Outcome != gitops.GatePass {
+				rep.Output = tail(gr.Output, maxFeedbackOutput)
+				res = harnessPartial(res, "the harness ran the tests after the "+res.Status.String()+" claim: "+gr.Summary(), gr.Output)
+			}
+		}
+	}
+	opts := gitops.CommitOptions{Author: e.author(), StepID: st.ID, Message: commitMessage(st, res)}
+	if merge != nil && !merge.UpToDate && merge.Commit.IsZero() {
+		opts.MergeParent = merge.Theirs
+	}
+	if _, err := gitops.CommitAll(repo, opts); err != nil && !errors.Is(err, gitops.ErrNothingToCommit) {
+		return pipeline.Result{}, fmt.Errorf("committing the agent's changes: %w", err)
+	}
+	err = gitops.Push(ctx, repo, e.Remote, s.Base, g.Branch, gitops.PushOptions{AllowWorkflowChanges: e.Config.AllowWorkflowChanges})
+	switch {
+	case errors.Is(err, gitops.ErrWorkflowChange):
+		// The agent must undo it; that is a revision, not an infrastructure failure.
+		return harnessPartial(res, err.Error()+" (set allow_workflow_changes to permit)", ""), nil
+	case err != nil:
+		return pipeline.Result{}, fmt.Errorf("pushing %s: %w", g.Branch, err)
+	}
+	rep.Files = filesChanged(res)
+	return res, nil
+}
+
+func implementer(r pipeline.Role) bool {
+	return r == pipeline.RoleDeveloper || r == pipeline.RoleSenior
+}
+
+// harnessPartial turns a claim the harness could not confirm into PARTIAL,
+// keeping the agent's summary after the harness's reason.
+func harnessPartial(res pipeline.Result, why, output string) pipeline.Result {
+	out := pipeline.Result{Status: pipeline.StatusPartial, Summary: []string{"harness: " + why}}
+	for _, l := range res.Summary {
+		if len(out.Summary) < pipeline.MaxSummaryLines {
+			out.Summary = append(out.Summary, l)
+		}
+	}
+	h := map[string]any{"claimed": res.Status.String(), "harness": why}
+	if output != "" {
+		h["test_output"] = tail(output, maxFeedbackOutput)
+	}
+	if len(res.Handoff) > 0 {
+		h["agent_handoff"] = res.Handoff
+	}
+	b, _ := json.Marshal(h)
+	out.Handoff = b
+	return out
+}
+
+func commitMessage(st pipeline.Step, res pipeline.Result) string {
+	subject := st.Role.String() + ": " + st.Purpose.String()
+	if len(res.Summary) > 0 {
+		subject = st.Role.String() + ": " + res.Summary[0]
+	}
+	if len(subject) > 72 {
+		subject = subject[:71] + "…"
+	}
+	return subject + "\n\n" + strings.Join(res.Summary, "\n") + "\n\nStatus: " + res.Status.String()
+}
+
+func filesChanged(res pipeline.Result) []string {
+	var h struct {
+		Files []string `json:"files_changed"`
+	}
+	if len(res.Handoff) > 0 {
+		_ = json.Unmarshal(res.Handoff, &h)
+	}
+	return h.Files
+}
+
+// markersLeft lists the conflict files that still hold conflict markers.
+func markersLeft(dir string, files []string) []string {
+	var left []string
+	for _, f := range files {
+		b, err := os.ReadFile(dir + string(os.PathSeparator) + f)
+		if err != nil {
+			continue
+		}
+		s := string(b)
+		if strings.Contains(s, "\n<<<<<<< ") || strings.HasPrefix(s, "<<<<<<< ") || strings.Contains(s, "\n>>>>>>> ") {
+			left = append(left, f)
+		}
+	}
+	return left
+}
+
+func tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return "…" + s[len(s)-n:]
+}
