@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http/cgi"
+	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -62,6 +65,7 @@ func TestLandOutcomes(t *testing.T) {
 		setup     func(t *testing.T, f *remoteFixture)
 		gate      string
 		allowWF   bool
+		overHTTP  bool
 		want      LandOutcome
 		newCommit bool
 		check     func(t *testing.T, f *remoteFixture, res LandResult)
@@ -135,7 +139,8 @@ func TestLandOutcomes(t *testing.T) {
 				hook := filepath.Join(f.bare, "hooks", "pre-receive")
 				require.NoError(t, os.WriteFile(hook, []byte("#!/bin/sh\necho 'main is protected' >&2\nexit 1\n"), 0o755))
 			},
-			want: MergeBlocked,
+			overHTTP: true, // hooks run in git's receive-pack, as on a real server
+			want:     MergeBlocked,
 			check: func(t *testing.T, f *remoteFixture, res LandResult) {
 				assert.Contains(t, res.Reason, "refused")
 			},
@@ -163,8 +168,12 @@ func TestLandOutcomes(t *testing.T) {
 			f := newRemote(t)
 			tc.setup(t, f)
 			before := f.head(t, "main")
+			url := f.bare
+			if tc.overHTTP {
+				url = serveGitHTTP(t, f.bare)
+			}
 			res, err := Land(context.Background(), LandRequest{
-				Remote: Remote{URL: f.bare}, Base: "main", Branch: "bazinga/s1-A",
+				Remote: Remote{URL: url}, Base: "main", Branch: "bazinga/s1-A",
 				Gate:   GateConfig{Command: tc.gate, Timeout: time.Minute},
 				Author: Identity{Name: "Dev", Email: "dev@example.com"}, StepID: "s1/A/merge/1",
 				AllowWorkflowChanges: tc.allowWF,
@@ -346,4 +355,21 @@ func TestThreeWayMergeBadInput(t *testing.T) {
 	_, err = ThreeWayMerge(repo, plumbing.NewHash(o), plumbing.NewHash(th))
 	require.Error(t, err)
 	assert.True(t, strings.Contains(err.Error(), blob) || errors.Is(err, plumbing.ErrObjectNotFound), err.Error())
+}
+
+// serveGitHTTP serves a bare repository over git's smart HTTP protocol with
+// git http-backend (the test's oracle server), so pushes run its hooks.
+func serveGitHTTP(t *testing.T, bare string) string {
+	t.Helper()
+	runGit(t, bare, "config", "http.receivepack", "true")
+	gitPath, err := exec.LookPath("git")
+	require.NoError(t, err)
+	h := &cgi.Handler{
+		Path: gitPath,
+		Args: []string{"http-backend"},
+		Env:  []string{"GIT_PROJECT_ROOT=" + filepath.Dir(bare), "GIT_HTTP_EXPORT_ALL=1"},
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return srv.URL + "/" + filepath.Base(bare)
 }

@@ -212,4 +212,3 @@ func syncWorktree(dir, base string, old plumbing.Hash) (plumbing.Hash, error) {
 	}
 	return ref.Hash(), nil
 }
-
