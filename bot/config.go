@@ -285,3 +285,6 @@ func (c Config) LogValue() slog.Value {
 
 // String keeps secrets out of %v and %+v.
 func (c Config) String() string { return c.LogValue().String() }
+
+// GoString keeps secrets out of %#v.
+func (c Config) GoString() string { return "bot.Config" + c.String() }

@@ -1,0 +1,171 @@
+package bot
+
+import (
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/pem"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+var (
+	testKeyOnce sync.Once
+	testKeyPEM  []byte
+)
+
+// testPrivateKey returns a PEM RSA key (PKCS#1, as GitHub issues them).
+func testPrivateKey(t testing.TB) []byte {
+	t.Helper()
+	testKeyOnce.Do(func() {
+		k, err := rsa.GenerateKey(rand.Reader, 2048)
+		if err != nil {
+			panic(err)
+		}
+		testKeyPEM = pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(k)})
+	})
+	return testKeyPEM
+}
+
+func envOf(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+func TestConfigFromEnvDefaults(t *testing.T) {
+	key := testPrivateKey(t)
+	c, err := ConfigFromEnv(envOf(map[string]string{
+		EnvAppID: "123", EnvPrivateKey: string(key), EnvWebhookSecret: "s3cret",
+	}))
+	require.NoError(t, err)
+	assert.Equal(t, int64(123), c.AppID)
+	assert.Equal(t, key, c.PrivateKey)
+	assert.Equal(t, []byte("s3cret"), c.WebhookSecret)
+	assert.Equal(t, "https://github.com", c.GitHubURL)
+	assert.Equal(t, "https://api.github.com/", c.APIURL)
+	assert.Equal(t, ":8080", c.Listen)
+	assert.Equal(t, 4, c.Workers)
+	assert.Equal(t, 1000, c.QueueSize)
+	assert.Equal(t, 5*time.Minute, c.SweepInterval)
+	assert.Equal(t, slog.LevelInfo, c.LogLevel)
+}
+
+func TestConfigFromEnvAll(t *testing.T) {
+	keyFile := filepath.Join(t.TempDir(), "app.pem")
+	require.NoError(t, os.WriteFile(keyFile, testPrivateKey(t), 0o600))
+	c, err := ConfigFromEnv(envOf(map[string]string{
+		EnvAppID: "9", EnvPrivateKeyPath: keyFile, EnvWebhookSecret: "x",
+		EnvGitHubURL: "https://ghe.example.com/", EnvListen: "127.0.0.1:9000",
+		EnvWorkers: "16", EnvQueueSize: "50", EnvSweepInterval: "90s", EnvLogLevel: "debug",
+	}))
+	require.NoError(t, err)
+	assert.Equal(t, "https://ghe.example.com/api/v3/", c.APIURL)
+	assert.Equal(t, "https://ghe.example.com/api/uploads/", c.UploadURL)
+	assert.Equal(t, "https://ghe.example.com", c.GitHubURL)
+	assert.Equal(t, "127.0.0.1:9000", c.Listen)
+	assert.Equal(t, 16, c.Workers)
+	assert.Equal(t, 50, c.QueueSize)
+	assert.Equal(t, 90*time.Second, c.SweepInterval)
+	assert.Equal(t, slog.LevelDebug, c.LogLevel)
+}
+
+func TestConfigFromEnvEscapedNewlines(t *testing.T) {
+	key := strings.ReplaceAll(string(testPrivateKey(t)), "\n", `\n`)
+	c, err := ConfigFromEnv(envOf(map[string]string{EnvAppID: "1", EnvPrivateKey: key, EnvWebhookSecret: "x"}))
+	require.NoError(t, err)
+	assert.NoError(t, ValidatePrivateKey(c.PrivateKey))
+}
+
+func TestConfigFromEnvErrors(t *testing.T) {
+	key := string(testPrivateKey(t))
+	valid := map[string]string{EnvAppID: "1", EnvPrivateKey: key, EnvWebhookSecret: "topsecret-value"}
+	with := func(k, v string) map[string]string {
+		m := map[string]string{}
+		for a, b := range valid {
+			m[a] = b
+		}
+		if v == "<unset>" {
+			delete(m, k)
+		} else {
+			m[k] = v
+		}
+		return m
+	}
+	tests := []struct {
+		name string
+		env  map[string]string
+		want string // the variable the error must name
+	}{
+		{"no secret", with(EnvWebhookSecret, "<unset>"), EnvWebhookSecret},
+		{"no app id", with(EnvAppID, "<unset>"), EnvAppID},
+		{"bad app id", with(EnvAppID, "abc"), EnvAppID},
+		{"negative app id", with(EnvAppID, "-4"), EnvAppID},
+		{"no key", with(EnvPrivateKey, "<unset>"), EnvPrivateKey},
+		{"key not PEM", with(EnvPrivateKey, "not a key"), EnvPrivateKey},
+		{"key path missing", func() map[string]string {
+			m := with(EnvPrivateKey, "<unset>")
+			m[EnvPrivateKeyPath] = "/nonexistent/key.pem"
+			return m
+		}(), EnvPrivateKeyPath},
+		{"both keys", func() map[string]string { m := with(EnvAppID, "1"); m[EnvPrivateKeyPath] = "/x"; return m }(), EnvPrivateKeyPath},
+		{"bad url", with(EnvGitHubURL, "ftp://ghe"), EnvGitHubURL},
+		{"url without host", with(EnvGitHubURL, "https://"), EnvGitHubURL},
+		{"bad listen", with(EnvListen, "8080"), EnvListen},
+		{"bad workers", with(EnvWorkers, "0"), EnvWorkers},
+		{"workers not int", with(EnvWorkers, "four"), EnvWorkers},
+		{"bad queue", with(EnvQueueSize, "-1"), EnvQueueSize},
+		{"bad sweep", with(EnvSweepInterval, "soon"), EnvSweepInterval},
+		{"sweep too short", with(EnvSweepInterval, "1ms"), EnvSweepInterval},
+		{"bad level", with(EnvLogLevel, "chatty"), EnvLogLevel},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ConfigFromEnv(envOf(tc.env))
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tc.want)
+			assert.NotContains(t, err.Error(), "topsecret-value")
+			assert.NotContains(t, err.Error(), "PRIVATE KEY-----\nMII")
+		})
+	}
+}
+
+func TestConfigNeverPrintsSecrets(t *testing.T) {
+	c := Config{AppID: 1, PrivateKey: testPrivateKey(t), WebhookSecret: []byte("topsecret-value")}
+	for _, s := range []string{c.String(), fmt.Sprintf("%v", c), fmt.Sprintf("%+v", c), c.LogValue().String()} {
+		assert.NotContains(t, s, "topsecret-value")
+		assert.NotContains(t, s, "PRIVATE KEY")
+	}
+}
+
+func TestGitHubURLs(t *testing.T) {
+	tests := []struct{ in, web, api, upload string }{
+		{"", "https://github.com", "https://api.github.com/", "https://uploads.github.com/"},
+		{"https://github.com", "https://github.com", "https://api.github.com/", "https://uploads.github.com/"},
+		{"https://api.github.com/", "https://github.com", "https://api.github.com/", "https://uploads.github.com/"},
+		{"https://ghe.example.com", "https://ghe.example.com", "https://ghe.example.com/api/v3/", "https://ghe.example.com/api/uploads/"},
+		{"https://ghe.example.com/api/v3/", "https://ghe.example.com", "https://ghe.example.com/api/v3/", "https://ghe.example.com/api/uploads/"},
+		{"http://127.0.0.1:8081", "http://127.0.0.1:8081", "http://127.0.0.1:8081/api/v3/", "http://127.0.0.1:8081/api/uploads/"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.in, func(t *testing.T) {
+			web, api, upload, err := GitHubURLs(tc.in)
+			require.NoError(t, err)
+			assert.Equal(t, []string{tc.web, tc.api, tc.upload}, []string{web, api, upload})
+		})
+	}
+}
+
+func TestValidatePrivateKeyPKCS8(t *testing.T) {
+	k, err := rsa.GenerateKey(rand.Reader, 1024)
+	require.NoError(t, err)
+	der, err := x509.MarshalPKCS8PrivateKey(k)
+	require.NoError(t, err)
+	assert.NoError(t, ValidatePrivateKey(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})))
+	assert.Error(t, ValidatePrivateKey(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: []byte("junk")})))
+}
