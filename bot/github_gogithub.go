@@ -1,0 +1,334 @@
+package bot
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/google/go-github/v66/github"
+)
+
+// NewGitHub implements GitHub over a go-github client (an installation
+// client from the transport's factory, or a test client for the fake).
+func NewGitHub(client *github.Client) GitHub { return &goGitHub{c: client} }
+
+type goGitHub struct{ c *github.Client }
+
+const perPage = 100
+
+// apiErr maps go-github errors onto the interface's sentinel errors.
+func apiErr(op string, resp *github.Response, err error) error {
+	if err == nil {
+		return nil
+	}
+	var er *github.ErrorResponse
+	if errors.As(err, &er) && er.Response != nil {
+		msg := er.Message
+		for _, e := range er.Errors {
+			msg += " " + e.Message
+		}
+		switch code := er.Response.StatusCode; {
+		case code == http.StatusNotFound:
+			return fmt.Errorf("%s: %w: %v", op, ErrNotFound, err)
+		case code == http.StatusUnprocessableEntity && strings.Contains(strings.ToLower(msg), "already exists"):
+			return fmt.Errorf("%s: %w: %v", op, ErrExists, err)
+		case code == http.StatusUnprocessableEntity && strings.Contains(msg, "No commits between"):
+			return fmt.Errorf("%s: %w: %v", op, ErrNoCommits, err)
+		}
+	}
+	if resp != nil && resp.StatusCode == http.StatusNotFound {
+		return fmt.Errorf("%s: %w: %v", op, ErrNotFound, err)
+	}
+	return fmt.Errorf("%s: %w", op, err)
+}
+
+func issueOf(is *github.Issue) Issue {
+	out := Issue{
+		Number: is.GetNumber(), Title: is.GetTitle(), Body: is.GetBody(), State: is.GetState(),
+		Author: is.GetUser().GetLogin(), IsPR: is.IsPullRequest(), CreatedAt: is.GetCreatedAt().Time, URL: is.GetHTMLURL(),
+	}
+	for _, l := range is.Labels {
+		out.Labels = append(out.Labels, l.GetName())
+	}
+	return out
+}
+
+func commentOf(number int, c *github.IssueComment) Comment {
+	return Comment{ID: c.GetID(), Issue: number, Author: c.GetUser().GetLogin(), AuthorType: c.GetUser().GetType(),
+		Body: c.GetBody(), CreatedAt: c.GetCreatedAt().Time, UpdatedAt: c.GetUpdatedAt().Time, URL: c.GetHTMLURL()}
+}
+
+func prOf(p *github.PullRequest) PR {
+	return PR{Number: p.GetNumber(), Title: p.GetTitle(), Body: p.GetBody(), State: p.GetState(),
+		Head: p.GetHead().GetRef(), Base: p.GetBase().GetRef(), Draft: p.GetDraft(), Merged: p.GetMerged() || p.MergedAt != nil,
+		MergedBy: p.GetMergedBy().GetLogin(), ClosedAt: p.GetClosedAt().Time, MergedAt: p.GetMergedAt().Time, URL: p.GetHTMLURL()}
+}
+
+func (g *goGitHub) DefaultBranch(ctx context.Context, repo RepoRef) (string, error) {
+	r, resp, err := g.c.Repositories.Get(ctx, repo.Owner, repo.Name)
+	if err != nil {
+		return "", apiErr(fmt.Sprintf("get repository %s", repo), resp, err)
+	}
+	return r.GetDefaultBranch(), nil
+}
+
+func (g *goGitHub) GetIssue(ctx context.Context, repo RepoRef, number int) (Issue, error) {
+	is, resp, err := g.c.Issues.Get(ctx, repo.Owner, repo.Name, number)
+	if err != nil {
+		return Issue{}, apiErr(fmt.Sprintf("get issue %s#%d", repo, number), resp, err)
+	}
+	return issueOf(is), nil
+}
+
+func (g *goGitHub) ListIssuesByLabel(ctx context.Context, repo RepoRef, label string) ([]Issue, error) {
+	opts := &github.IssueListByRepoOptions{Labels: []string{label}, State: "open", ListOptions: github.ListOptions{PerPage: perPage}}
+	var out []Issue
+	for {
+		list, resp, err := g.c.Issues.ListByRepo(ctx, repo.Owner, repo.Name, opts)
+		if err != nil {
+			return nil, apiErr(fmt.Sprintf("list issues of %s labelled %s", repo, label), resp, err)
+		}
+		for _, is := range list {
+			out = append(out, issueOf(is))
+		}
+		if resp.NextPage == 0 {
+			return out, nil
+		}
+		opts.Page = resp.NextPage
+	}
+}
+
+func (g *goGitHub) EditIssue(ctx context.Context, repo RepoRef, number int, e IssueEdit) error {
+	_, resp, err := g.c.Issues.Edit(ctx, repo.Owner, repo.Name, number,
+		&github.IssueRequest{Title: e.Title, Body: e.Body, Labels: e.Labels, State: e.State})
+	return apiErr(fmt.Sprintf("edit %s#%d", repo, number), resp, err)
+}
+
+func (g *goGitHub) CloseIssue(ctx context.Context, repo RepoRef, number int) error {
+	_, resp, err := g.c.Issues.Edit(ctx, repo.Owner, repo.Name, number,
+		&github.IssueRequest{State: github.String("closed"), StateReason: github.String("completed")})
+	return apiErr(fmt.Sprintf("close %s#%d", repo, number), resp, err)
+}
+
+func (g *goGitHub) ReplaceLabels(ctx context.Context, repo RepoRef, number int, labels []string) error {
+	if labels == nil {
+		labels = []string{}
+	}
+	_, resp, err := g.c.Issues.ReplaceLabelsForIssue(ctx, repo.Owner, repo.Name, number, labels)
+	return apiErr(fmt.Sprintf("set labels of %s#%d", repo, number), resp, err)
+}
+
+func (g *goGitHub) ListComments(ctx context.Context, repo RepoRef, number int) ([]Comment, error) {
+	opts := &github.IssueListCommentsOptions{ListOptions: github.ListOptions{PerPage: perPage}}
+	var out []Comment
+	for {
+		list, resp, err := g.c.Issues.ListComments(ctx, repo.Owner, repo.Name, number, opts)
+		if err != nil {
+			return nil, apiErr(fmt.Sprintf("list comments of %s#%d", repo, number), resp, err)
+		}
+		for _, c := range list {
+			out = append(out, commentOf(number, c))
+		}
+		if resp.NextPage == 0 {
+			return out, nil
+		}
+		opts.Page = resp.NextPage
+	}
+}
+
+func issueNumberFromURL(u string) int {
+	i := strings.LastIndexByte(u, '/')
+	n := 0
+	for _, r := range u[i+1:] {
+		if r < '0' || r > '9' {
+			return 0
+		}
+		n = n*10 + int(r-'0')
+	}
+	return n
+}
+
+func (g *goGitHub) GetComment(ctx context.Context, repo RepoRef, id int64) (Comment, error) {
+	c, resp, err := g.c.Issues.GetComment(ctx, repo.Owner, repo.Name, id)
+	if err != nil {
+		return Comment{}, apiErr(fmt.Sprintf("get comment %d of %s", id, repo), resp, err)
+	}
+	return commentOf(issueNumberFromURL(c.GetIssueURL()), c), nil
+}
+
+func (g *goGitHub) CreateComment(ctx context.Context, repo RepoRef, number int, body string) (Comment, error) {
+	c, resp, err := g.c.Issues.CreateComment(ctx, repo.Owner, repo.Name, number, &github.IssueComment{Body: github.String(body)})
+	if err != nil {
+		return Comment{}, apiErr(fmt.Sprintf("comment on %s#%d", repo, number), resp, err)
+	}
+	return commentOf(number, c), nil
+}
+
+func (g *goGitHub) EditComment(ctx context.Context, repo RepoRef, id int64, body string) (Comment, error) {
+	c, resp, err := g.c.Issues.EditComment(ctx, repo.Owner, repo.Name, id, &github.IssueComment{Body: github.String(body)})
+	if err != nil {
+		return Comment{}, apiErr(fmt.Sprintf("edit comment %d of %s", id, repo), resp, err)
+	}
+	return commentOf(issueNumberFromURL(c.GetIssueURL()), c), nil
+}
+
+func (g *goGitHub) GetPermission(ctx context.Context, repo RepoRef, user string) (string, error) {
+	p, resp, err := g.c.Repositories.GetPermissionLevel(ctx, repo.Owner, repo.Name, user)
+	if err != nil {
+		return "", apiErr(fmt.Sprintf("permission of %s on %s", user, repo), resp, err)
+	}
+	if role := p.GetRoleName(); role != "" {
+		return role, nil
+	}
+	return p.GetPermission(), nil
+}
+
+func (g *goGitHub) GetFile(ctx context.Context, repo RepoRef, path, ref string) ([]byte, error) {
+	fc, _, resp, err := g.c.Repositories.GetContents(ctx, repo.Owner, repo.Name, path, &github.RepositoryContentGetOptions{Ref: ref})
+	if err != nil {
+		return nil, apiErr(fmt.Sprintf("read %s of %s at %s", path, repo, ref), resp, err)
+	}
+	if fc == nil {
+		return nil, fmt.Errorf("read %s of %s: a directory: %w", path, repo, ErrNotFound)
+	}
+	s, err := fc.GetContent()
+	if err != nil {
+		return nil, fmt.Errorf("read %s of %s: %w", path, repo, err)
+	}
+	return []byte(s), nil
+}
+
+func (g *goGitHub) GetRef(ctx context.Context, repo RepoRef, ref string) (string, error) {
+	r, resp, err := g.c.Git.GetRef(ctx, repo.Owner, repo.Name, strings.TrimPrefix(ref, "refs/"))
+	if err != nil {
+		return "", apiErr(fmt.Sprintf("get ref %s of %s", ref, repo), resp, err)
+	}
+	return r.GetObject().GetSHA(), nil
+}
+
+func (g *goGitHub) CreateRef(ctx context.Context, repo RepoRef, ref, sha string) error {
+	_, resp, err := g.c.Git.CreateRef(ctx, repo.Owner, repo.Name,
+		&github.Reference{Ref: github.String(ref), Object: &github.GitObject{SHA: github.String(sha)}})
+	return apiErr(fmt.Sprintf("create ref %s of %s", ref, repo), resp, err)
+}
+
+func (g *goGitHub) GetPR(ctx context.Context, repo RepoRef, number int) (PR, error) {
+	p, resp, err := g.c.PullRequests.Get(ctx, repo.Owner, repo.Name, number)
+	if err != nil {
+		return PR{}, apiErr(fmt.Sprintf("get PR %s#%d", repo, number), resp, err)
+	}
+	return prOf(p), nil
+}
+
+func (g *goGitHub) FindPR(ctx context.Context, repo RepoRef, head string) (PR, bool, error) {
+	list, resp, err := g.c.PullRequests.List(ctx, repo.Owner, repo.Name,
+		&github.PullRequestListOptions{State: "all", Head: repo.Owner + ":" + head, ListOptions: github.ListOptions{PerPage: 10}})
+	if err != nil {
+		return PR{}, false, apiErr(fmt.Sprintf("find PR of %s in %s", head, repo), resp, err)
+	}
+	for _, p := range list {
+		if p.GetHead().GetRef() == head {
+			return prOf(p), true, nil
+		}
+	}
+	return PR{}, false, nil
+}
+
+func (g *goGitHub) ListPRs(ctx context.Context, repo RepoRef) ([]PR, error) {
+	opts := &github.PullRequestListOptions{State: "all", ListOptions: github.ListOptions{PerPage: perPage}}
+	var out []PR
+	for {
+		list, resp, err := g.c.PullRequests.List(ctx, repo.Owner, repo.Name, opts)
+		if err != nil {
+			return nil, apiErr(fmt.Sprintf("list PRs of %s", repo), resp, err)
+		}
+		for _, p := range list {
+			out = append(out, prOf(p))
+		}
+		if resp.NextPage == 0 {
+			return out, nil
+		}
+		opts.Page = resp.NextPage
+	}
+}
+
+func (g *goGitHub) CreatePR(ctx context.Context, repo RepoRef, pr NewPR) (PR, error) {
+	p, resp, err := g.c.PullRequests.Create(ctx, repo.Owner, repo.Name, &github.NewPullRequest{
+		Title: github.String(pr.Title), Body: github.String(pr.Body), Head: github.String(pr.Head),
+		Base: github.String(pr.Base), Draft: github.Bool(pr.Draft)})
+	if err != nil {
+		return PR{}, apiErr(fmt.Sprintf("open PR %s → %s in %s", pr.Head, pr.Base, repo), resp, err)
+	}
+	return prOf(p), nil
+}
+
+func (g *goGitHub) EditPR(ctx context.Context, repo RepoRef, number int, title, body string) error {
+	_, resp, err := g.c.PullRequests.Edit(ctx, repo.Owner, repo.Name, number,
+		&github.PullRequest{Title: github.String(title), Body: github.String(body)})
+	return apiErr(fmt.Sprintf("edit PR %s#%d", repo, number), resp, err)
+}
+
+func (g *goGitHub) ListReviews(ctx context.Context, repo RepoRef, number int) ([]Review, error) {
+	opts := &github.ListOptions{PerPage: perPage}
+	var out []Review
+	for {
+		list, resp, err := g.c.PullRequests.ListReviews(ctx, repo.Owner, repo.Name, number, opts)
+		if err != nil {
+			return nil, apiErr(fmt.Sprintf("list reviews of %s#%d", repo, number), resp, err)
+		}
+		for _, r := range list {
+			out = append(out, Review{ID: r.GetID(), Author: r.GetUser().GetLogin(), AuthorType: r.GetUser().GetType(),
+				Association: r.GetAuthorAssociation(), State: r.GetState(), Body: r.GetBody(), SubmittedAt: r.GetSubmittedAt().Time})
+		}
+		if resp.NextPage == 0 {
+			return out, nil
+		}
+		opts.Page = resp.NextPage
+	}
+}
+
+func (g *goGitHub) DispatchWorkflow(ctx context.Context, repo RepoRef, workflow, ref string, inputs map[string]string) error {
+	in := make(map[string]any, len(inputs))
+	for k, v := range inputs {
+		in[k] = v
+	}
+	resp, err := g.c.Actions.CreateWorkflowDispatchEventByFileName(ctx, repo.Owner, repo.Name, workflow,
+		github.CreateWorkflowDispatchEventRequest{Ref: ref, Inputs: in})
+	return apiErr(fmt.Sprintf("dispatch %s on %s", workflow, repo), resp, err)
+}
+
+func runOf(r *github.WorkflowRun) Run {
+	return Run{ID: r.GetID(), Title: r.GetDisplayTitle(), Status: r.GetStatus(), Conclusion: r.GetConclusion(), URL: r.GetHTMLURL()}
+}
+
+func (g *goGitHub) GetRun(ctx context.Context, repo RepoRef, id int64) (Run, error) {
+	r, resp, err := g.c.Actions.GetWorkflowRunByID(ctx, repo.Owner, repo.Name, id)
+	if err != nil {
+		return Run{}, apiErr(fmt.Sprintf("get run %d of %s", id, repo), resp, err)
+	}
+	return runOf(r), nil
+}
+
+func (g *goGitHub) ListRuns(ctx context.Context, repo RepoRef, workflow string) ([]Run, error) {
+	runs, resp, err := g.c.Actions.ListWorkflowRunsByFileName(ctx, repo.Owner, repo.Name, workflow,
+		&github.ListWorkflowRunsOptions{ListOptions: github.ListOptions{PerPage: perPage}})
+	if err != nil {
+		return nil, apiErr(fmt.Sprintf("list runs of %s in %s", workflow, repo), resp, err)
+	}
+	var out []Run
+	for _, r := range runs.WorkflowRuns {
+		out = append(out, runOf(r))
+	}
+	return out, nil
+}
+
+func (g *goGitHub) CancelRun(ctx context.Context, repo RepoRef, id int64) error {
+	resp, err := g.c.Actions.CancelWorkflowRunByID(ctx, repo.Owner, repo.Name, id)
+	var ae *github.AcceptedError
+	if errors.As(err, &ae) {
+		return nil
+	}
+	return apiErr(fmt.Sprintf("cancel run %d of %s", id, repo), resp, err)
+}

@@ -1,0 +1,273 @@
+package bot
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/bazinga-bot/bazinga/pipeline"
+)
+
+// Rendering of everything the bot writes. Every function is deterministic:
+// the same state gives the same text, so unchanged text is never written
+// twice (golden files in testdata/ pin the output).
+
+var statusIcons = map[pipeline.SessionStatus]string{
+	pipeline.SessionNew: "🚀", pipeline.SessionPlanning: "📋", pipeline.SessionRunning: "🔨",
+	pipeline.SessionAwaitingInput: "❓", pipeline.SessionPaused: "⏸️", pipeline.SessionValidating: "🏁",
+	pipeline.SessionDone: "✅", pipeline.SessionFailed: "❌", pipeline.SessionStopped: "⏹️",
+}
+
+// headerCapsule is the one line on top of the tracking comment:
+// [emoji] [phase] | [observation] | [outcome] → [next].
+func headerCapsule(s pipeline.Session) string {
+	merged, open := 0, 0
+	for _, g := range s.Groups {
+		switch {
+		case g.Stage == pipeline.StageMerged:
+			merged++
+		case !g.Stage.Finished():
+			open++
+		}
+	}
+	inFlight := s.InFlight()
+	var parts []string
+	parts = append(parts, fmt.Sprintf("%s Session #%s %s", statusIcons[s.Status], s.ID, s.Status))
+	if len(s.Groups) > 0 {
+		parts = append(parts, fmt.Sprintf("%d/%d groups merged", merged, len(s.Groups)))
+	} else if !s.Status.Terminal() {
+		parts = append(parts, "planning")
+	}
+	if s.Reason != "" {
+		parts = append(parts, oneLineMD(s.Reason))
+	}
+	next := ""
+	switch {
+	case s.Status.Terminal():
+	case s.Clarification != nil:
+		next = "waiting for `/bazinga answer`"
+	case s.Status == pipeline.SessionPaused:
+		next = "`/bazinga resume` to continue"
+	case len(inFlight) > 0:
+		var who []string
+		for _, st := range inFlight {
+			w := st.Role.String()
+			if st.Group != pipeline.LeadGroup {
+				w = st.Group + " " + w
+			}
+			who = append(who, w)
+		}
+		next = strings.Join(who, ", ")
+	}
+	line := strings.Join(parts, " | ")
+	if next != "" {
+		line += " → " + next
+	}
+	return line
+}
+
+func cell(s string) string {
+	s = oneLineMD(s)
+	s = strings.ReplaceAll(s, "|", "\\|")
+	if s == "" {
+		return "—"
+	}
+	return s
+}
+
+func attempts(c pipeline.Counters) string {
+	var out []string
+	add := func(name string, n int) {
+		if n > 0 {
+			out = append(out, fmt.Sprintf("%s %d", name, n))
+		}
+	}
+	add("dev", c.Iterations)
+	add("qa", c.QAAttempts)
+	add("review", c.ReviewAttempts)
+	add("merge failures", c.MergeFailures)
+	add("investigations", c.InvestigationIterations)
+	return strings.Join(out, " · ")
+}
+
+// groupCapsule is the latest capsule of a track: its step in flight, else
+// its last finished step.
+func groupCapsule(s pipeline.Session, t pipeline.Track) string {
+	if t.InFlight != "" {
+		if st := s.Step(t.InFlight); st != nil {
+			return pipeline.Capsule(*st)
+		}
+	}
+	if t.Last != "" {
+		if st := s.Step(t.Last); st != nil {
+			return pipeline.Capsule(*st)
+		}
+	}
+	return ""
+}
+
+func waitText(t pipeline.Track) string {
+	if t.Wait == pipeline.WaitNone {
+		return ""
+	}
+	if t.WaitDetail != "" {
+		return t.Wait.String() + ": " + t.WaitDetail
+	}
+	return t.Wait.String()
+}
+
+// renderTracking renders the tracking comment with at most logN capsules in
+// the visible log; block is the hidden state block.
+func renderTracking(st *State, repoURL string, logN int, block string) string {
+	s := st.Session
+	var b strings.Builder
+	b.WriteString("### 🤖 bazinga\n\n")
+	b.WriteString("**" + headerCapsule(s) + "**\n")
+	if s.Clarification != nil {
+		fmt.Fprintf(&b, "\n> ❓ %s\n> Answer with `/bazinga answer <text>`; without an answer by %s the pm uses its safe fallback.\n",
+			oneLineMD(s.Clarification.Question), s.Clarification.Deadline.UTC().Format("2006-01-02 15:04 UTC"))
+	}
+	if len(s.Groups) > 0 {
+		b.WriteString("\n| Group | PR | Stage | Waiting on | Attempts | Last |\n|---|---|---|---|---|---|\n")
+		for _, g := range s.Groups {
+			pr := "—"
+			if n := st.prNumber(g.ID); n > 0 {
+				pr = fmt.Sprintf("#%d", n)
+			}
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", cell(g.ID+": "+g.Name), pr, g.Stage,
+				cell(waitText(g.Track)), cell(attempts(g.Counters)), cell(groupCapsule(s, g.Track)))
+		}
+	}
+	if lead := groupCapsule(s, s.Lead); lead != "" {
+		b.WriteString("\nSession lead: " + cell(lead) + "\n")
+	}
+	var logLines []string
+	for i := len(s.Steps) - 1; i >= 0 && len(logLines) < logN; i-- {
+		logLines = append(logLines, "- "+oneLineMD(pipeline.Capsule(s.Steps[i])))
+	}
+	if len(logLines) > 0 {
+		fmt.Fprintf(&b, "\n<details><summary>Recent steps (newest first)</summary>\n\n%s\n", strings.Join(logLines, "\n"))
+		if older := len(s.Steps) + s.Pruned - len(logLines); older > 0 {
+			fmt.Fprintf(&b, "\n…and %d earlier step(s); every result is a comment on the group PRs or this issue.\n", older)
+		}
+		b.WriteString("\n</details>\n")
+	}
+	if repoURL != "" && st.Config.GitHub.AgentWorkflow != "" {
+		fmt.Fprintf(&b, "\nJob runs: [%s](%s/actions/workflows/%s)\n", st.Config.GitHub.AgentWorkflow, repoURL, st.Config.GitHub.AgentWorkflow)
+	}
+	b.WriteString("\n<sub>Commands: `/bazinga status | resume | stop | retry [group] | answer <text> | help`</sub>\n")
+	b.WriteString(block)
+	return b.String()
+}
+
+// fitTracking renders the tracking comment under GitHub's body limit: the
+// visible log is trimmed first, then the stored session is snapshotted with
+// fewer and fewer old steps. The state block is never dropped.
+func fitTracking(st State, repoURL string, key []byte) (string, error) {
+	logN := 30
+	keep := len(st.Session.Steps)
+	stored := st
+	for {
+		block, err := encodeState(stored, key)
+		if err != nil {
+			return "", err
+		}
+		for n := logN; ; n /= 2 {
+			body := renderTracking(&st, repoURL, n, block)
+			if utf8.RuneCountInString(body) <= commentBudget {
+				return body, nil
+			}
+			if n == 0 {
+				break
+			}
+		}
+		if keep == 0 {
+			return "", fmt.Errorf("the state of session %s does not fit in a comment even with no finished steps", st.Session.ID)
+		}
+		keep /= 2
+		stored = st
+		stored.Session = st.Session.Snapshot(keep)
+		// The visible table reads the full session; the log shows what is stored.
+		st.Session = stored.Session
+	}
+}
+
+// prTitle is a group PR's title.
+func prTitle(issue int, g pipeline.Group) string {
+	return fmt.Sprintf("[bazinga #%d] Group %s: %s", issue, g.ID, oneLineMD(g.Name))
+}
+
+// prBody is a group PR's body: the task, the link to the issue and the
+// group's capsule history (oldest first).
+func prBody(issue int, s pipeline.Session, g pipeline.Group) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Group **%s** of the bazinga session for #%d.\n\n", g.ID, issue)
+	b.WriteString("#### Task\n\n")
+	task := strings.ReplaceAll(g.Task, "<!--", "&lt;!--")
+	if r := []rune(task); len(r) > 20000 {
+		task = string(r[:20000]) + "…"
+	}
+	b.WriteString(task + "\n\n")
+	var hist []string
+	for _, st := range s.Steps {
+		if st.Group == g.ID {
+			hist = append(hist, "- "+oneLineMD(pipeline.Capsule(st)))
+		}
+	}
+	if len(hist) > 0 {
+		if len(hist) > 60 {
+			hist = append([]string{fmt.Sprintf("- …%d earlier step(s)", len(hist)-60)}, hist[len(hist)-60:]...)
+		}
+		b.WriteString("#### History\n\n" + strings.Join(hist, "\n") + "\n\n")
+	}
+	fmt.Fprintf(&b, "<sub>Managed by bazinga: stage **%s**. Results are posted as comments here.</sub>\n", g.Stage)
+	return b.String()
+}
+
+func textHash(parts ...string) string {
+	h := sha256.New()
+	for _, p := range parts {
+		h.Write([]byte(p))
+		h.Write([]byte{0})
+	}
+	return hex.EncodeToString(h.Sum(nil))[:16]
+}
+
+var noticeIcons = map[pipeline.NoticeKind]string{
+	pipeline.NoticeQuestion: "❓", pipeline.NoticeAnswers: "📋", pipeline.NoticeSummary: "✅", pipeline.NoticeInfo: "ℹ️",
+}
+
+// renderNotice renders one notice of the engine.
+func renderNotice(kind pipeline.NoticeKind, text string) string {
+	switch kind {
+	case pipeline.NoticeQuestion:
+		return "❓ **The pm needs an answer** | " + strings.ReplaceAll(text, "<!--", "&lt;!--") +
+			"\n\nReply with `/bazinga answer <your answer>`."
+	case pipeline.NoticeSummary:
+		lines := strings.Split(text, "\n")
+		out := "✅ **BAZINGA** | " + lines[0]
+		if len(lines) > 1 {
+			out += "\n\n" + strings.Join(lines[1:], "\n")
+		}
+		return out
+	}
+	return noticeIcons[kind] + " " + strings.ReplaceAll(text, "<!--", "&lt;!--")
+}
+
+// renderBotComment joins notices and appends the event block, if any.
+func renderBotComment(lines []string, ev *EventRecord) string {
+	body := strings.Join(lines, "\n\n")
+	if ev != nil {
+		body += "\n\n" + eventBlock(*ev)
+	}
+	if utf8.RuneCountInString(body) > commentBudget {
+		r := []rune(body)
+		body = string(r[:commentBudget-200]) + "…"
+		if ev != nil {
+			body += "\n\n" + eventBlock(*ev)
+		}
+	}
+	return body
+}

@@ -1,0 +1,204 @@
+package bot
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/bazinga-bot/bazinga/pipeline"
+)
+
+// ResultRecord is what a step's job posts as a comment on the group PR (on
+// the issue for session-level steps): the step's compact result and its
+// timings. The bot reads it back with ParseResultComment; the comments are
+// the session's log, from which a lost tracking comment is rebuilt.
+type ResultRecord struct {
+	Step   string          `json:"step"`
+	Role   pipeline.Role   `json:"role"`
+	Group  string          `json:"group"`
+	Model  string          `json:"model,omitempty"`
+	Result pipeline.Result `json:"result"`
+	// StartedAt and EndedAt are the job's timings.
+	StartedAt time.Time `json:"started_at,omitzero"`
+	EndedAt   time.Time `json:"ended_at,omitzero"`
+	// RunURL links to the job's run.
+	RunURL string `json:"run_url,omitempty"`
+	// Note is a line shown in the details (e.g. "tests: 12/12 pass").
+	Note string `json:"note,omitempty"`
+}
+
+const (
+	resultMarker = "<!-- bazinga:result:v1 "
+	eventMarker  = "<!-- bazinga:event:v1 "
+	stateMarker  = "<!-- bazinga:state:v1 "
+	blockEnd     = " -->"
+	// maxCommentChars is GitHub's limit on a comment body, in characters.
+	maxCommentChars = 65536
+	// commentBudget leaves room for GitHub counting differently than we do.
+	commentBudget = 65000
+)
+
+// StepRef is a step id split into its parts: <session>/<group>/<role>/<n>.
+type StepRef struct {
+	Session string
+	Group   string
+	Role    pipeline.Role
+	N       int
+}
+
+// ParseStepID splits a step id. The session of a GitHub session is the
+// issue number.
+func ParseStepID(id string) (StepRef, bool) {
+	parts := strings.Split(strings.TrimSpace(id), "/")
+	if len(parts) != 4 {
+		return StepRef{}, false
+	}
+	role, err := pipeline.ParseRole(parts[2])
+	if err != nil || role == pipeline.RoleUnknown {
+		return StepRef{}, false
+	}
+	n, err := strconv.Atoi(parts[3])
+	if err != nil || n < 1 || !pipeline.ValidSessionID(parts[0]) {
+		return StepRef{}, false
+	}
+	if parts[1] != pipeline.LeadGroup && !pipeline.ValidGroupID(parts[1]) {
+		return StepRef{}, false
+	}
+	return StepRef{Session: parts[0], Group: parts[1], Role: role, N: n}, true
+}
+
+// RenderResultComment renders a result comment: the capsule, the details
+// folded, and the hidden machine-readable block.
+func RenderResultComment(r ResultRecord) string {
+	st := pipeline.Step{ID: r.Step, Group: r.Group, StepSpec: pipeline.StepSpec{Role: r.Role, Model: r.Model},
+		State: pipeline.StepDone, Result: &r.Result}
+	var b strings.Builder
+	b.WriteString(pipeline.Capsule(st))
+	b.WriteString("\n\n<details><summary>Details of step <code>")
+	b.WriteString(escapeHTML(r.Step))
+	b.WriteString("</code></summary>\n\n")
+	for _, line := range r.Result.Summary {
+		b.WriteString("- " + oneLineMD(line) + "\n")
+	}
+	if r.Note != "" {
+		b.WriteString("\n" + oneLineMD(r.Note) + "\n")
+	}
+	if !r.StartedAt.IsZero() && !r.EndedAt.IsZero() {
+		fmt.Fprintf(&b, "\nRan %s (%s → %s).\n", r.EndedAt.Sub(r.StartedAt).Round(time.Second),
+			r.StartedAt.UTC().Format(time.RFC3339), r.EndedAt.UTC().Format(time.RFC3339))
+	}
+	if r.RunURL != "" {
+		fmt.Fprintf(&b, "\n[Job run](%s)\n", r.RunURL)
+	}
+	handoff := ""
+	if len(r.Result.Handoff) > 0 {
+		handoff = "\n```json\n" + strings.ReplaceAll(string(r.Result.Handoff), "```", "` ` `") + "\n```\n"
+	}
+	block := resultBlock(r)
+	if b.Len()+len(handoff)+len(block)+32 > commentBudget {
+		handoff = "\n(handoff too long to show)\n"
+	}
+	if b.Len()+len(handoff)+len(block)+32 > commentBudget {
+		r.Result.Handoff = nil
+		block = resultBlock(r)
+	}
+	b.WriteString(handoff)
+	b.WriteString("\n</details>\n\n")
+	b.WriteString(block)
+	return b.String()
+}
+
+func resultBlock(r ResultRecord) string {
+	js, err := json.Marshal(r)
+	if err != nil {
+		// Unreachable: every field marshals.
+		js = []byte("{}")
+	}
+	return resultMarker + base64.StdEncoding.EncodeToString(js) + blockEnd
+}
+
+// ParseResultComment reads the result block of a comment body.
+func ParseResultComment(body string) (ResultRecord, bool) {
+	raw, ok := hiddenBlock(body, resultMarker)
+	if !ok {
+		return ResultRecord{}, false
+	}
+	js, err := base64.StdEncoding.DecodeString(raw)
+	if err != nil {
+		return ResultRecord{}, false
+	}
+	var r ResultRecord
+	if err := json.Unmarshal(js, &r); err != nil {
+		return ResultRecord{}, false
+	}
+	ref, ok := ParseStepID(r.Step)
+	if !ok || ref.Role != r.Role || ref.Group != r.Group || r.Result.Status == pipeline.StatusUnknown {
+		return ResultRecord{}, false
+	}
+	return r, true
+}
+
+// hiddenBlock returns the payload of the last block starting with marker.
+func hiddenBlock(body, marker string) (string, bool) {
+	i := strings.LastIndex(body, marker)
+	if i < 0 {
+		return "", false
+	}
+	rest := body[i+len(marker):]
+	j := strings.Index(rest, blockEnd)
+	if j < 0 {
+		return "", false
+	}
+	return strings.TrimSpace(rest[:j]), true
+}
+
+// EventRecord is the hidden record of events the bot itself applied, kept
+// in the comments it posts anyway (acknowledgements, failure notices), so
+// that a rebuild replays them.
+type EventRecord struct {
+	At     time.Time        `json:"at"`
+	Events []pipeline.Event `json:"events"`
+}
+
+func eventBlock(r EventRecord) string {
+	js, err := json.Marshal(r)
+	if err != nil {
+		js = []byte("{}")
+	}
+	return eventMarker + base64.StdEncoding.EncodeToString(js) + blockEnd
+}
+
+// ParseEventComment reads the event block of a bot comment.
+func ParseEventComment(body string) (EventRecord, bool) {
+	raw, ok := hiddenBlock(body, eventMarker)
+	if !ok {
+		return EventRecord{}, false
+	}
+	js, err := base64.StdEncoding.DecodeString(raw)
+	if err != nil {
+		return EventRecord{}, false
+	}
+	var r EventRecord
+	if err := json.Unmarshal(js, &r); err != nil || len(r.Events) == 0 {
+		return EventRecord{}, false
+	}
+	return r, true
+}
+
+func escapeHTML(s string) string {
+	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(s)
+}
+
+// oneLineMD keeps untrusted text on one line and defuses HTML comments so
+// it cannot fake a hidden block.
+func oneLineMD(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	s = strings.ReplaceAll(s, "<!--", "&lt;!--")
+	if r := []rune(s); len(r) > 300 {
+		s = string(r[:299]) + "…"
+	}
+	return s
+}

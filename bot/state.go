@@ -1,0 +1,165 @@
+package bot
+
+import (
+	"bytes"
+	"compress/gzip"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/bazinga-bot/bazinga/pipeline"
+)
+
+// State is what the tracking comment stores: the session, the configuration
+// it runs with, what the bot knows about the group PRs, and the actions of
+// the last reconcile that have not been carried out yet.
+type State struct {
+	V       int              `json:"v"`
+	Repo    string           `json:"repo"`
+	Issue   int              `json:"issue"`
+	Session pipeline.Session `json:"session"`
+	Config  pipeline.Config  `json:"config"`
+	// PRs are the group pull requests, in group order.
+	PRs []GroupPR `json:"prs,omitempty"`
+	// Pending are actions of an earlier reconcile that failed or were not
+	// reached; they are carried out before the next reconcile's.
+	Pending []PendingEffect `json:"pending,omitempty"`
+	// IssueLabel is the bazinga label last set on the issue.
+	IssueLabel string `json:"issue_label,omitempty"`
+	// Closed is set once the issue was closed on completion.
+	Closed bool `json:"closed,omitempty"`
+	// RepoURL is the repository's web address, for links.
+	RepoURL string `json:"repo_url,omitempty"`
+}
+
+// GroupPR is what the bot knows about a group's pull request.
+type GroupPR struct {
+	Group  string `json:"group"`
+	Number int    `json:"number,omitempty"`
+	// BodyHash is the hash of the title and body last written, so unchanged
+	// text is not written again.
+	BodyHash string `json:"body_hash,omitempty"`
+	// Label is the bazinga label last set on the PR.
+	Label string `json:"label,omitempty"`
+	// Branch is set once the group branch exists.
+	Branch bool `json:"branch,omitempty"`
+	// Tried is set when opening the PR was found pointless (the branch had
+	// no commits yet) at the group's step TriedLast; it is tried again once
+	// the group has a newer finished step.
+	Tried     bool   `json:"tried,omitempty"`
+	TriedLast string `json:"tried_last,omitempty"`
+}
+
+const stateVersion = 1
+
+// PR returns the group's PR record, creating it.
+func (s *State) PR(group string) *GroupPR {
+	for i := range s.PRs {
+		if s.PRs[i].Group == group {
+			return &s.PRs[i]
+		}
+	}
+	s.PRs = append(s.PRs, GroupPR{Group: group})
+	return &s.PRs[len(s.PRs)-1]
+}
+
+// prNumber returns the group's PR number, or 0.
+func (s *State) prNumber(group string) int {
+	for _, p := range s.PRs {
+		if p.Group == group {
+			return p.Number
+		}
+	}
+	return 0
+}
+
+// groupOfPR returns the group whose PR is number.
+func (s *State) groupOfPR(number int) string {
+	for _, p := range s.PRs {
+		if p.Number == number && number != 0 {
+			return p.Group
+		}
+	}
+	return ""
+}
+
+// encodeState renders the hidden state block: base64(gzip(json)) and an
+// HMAC-SHA256 over that payload with the state key.
+func encodeState(st State, key []byte) (string, error) {
+	js, err := json.Marshal(st)
+	if err != nil {
+		return "", fmt.Errorf("encode state: %w", err)
+	}
+	var buf bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&buf, gzip.BestCompression)
+	if _, err := zw.Write(js); err != nil {
+		return "", fmt.Errorf("encode state: %w", err)
+	}
+	if err := zw.Close(); err != nil {
+		return "", fmt.Errorf("encode state: %w", err)
+	}
+	payload := base64.StdEncoding.EncodeToString(buf.Bytes())
+	return stateMarker + payload + "." + sign(payload, key) + blockEnd, nil
+}
+
+func sign(payload string, key []byte) string {
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte(payload))
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+// Errors reading a state block.
+var (
+	errNoState     = errors.New("no state block")
+	errBadStateMAC = errors.New("state block does not verify")
+)
+
+// decodeState reads and verifies the state block of a comment body.
+func decodeState(body string, key []byte) (State, error) {
+	raw, ok := hiddenBlock(body, stateMarker)
+	if !ok {
+		return State{}, errNoState
+	}
+	i := bytes.LastIndexByte([]byte(raw), '.')
+	if i < 0 {
+		return State{}, errBadStateMAC
+	}
+	payload, mac := raw[:i], raw[i+1:]
+	want := sign(payload, key)
+	if !hmac.Equal([]byte(mac), []byte(want)) {
+		return State{}, errBadStateMAC
+	}
+	gz, err := base64.StdEncoding.DecodeString(payload)
+	if err != nil {
+		return State{}, fmt.Errorf("state block: %w", err)
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(gz))
+	if err != nil {
+		return State{}, fmt.Errorf("state block: %w", err)
+	}
+	js, err := io.ReadAll(io.LimitReader(zr, 64<<20))
+	if err != nil {
+		return State{}, fmt.Errorf("state block: %w", err)
+	}
+	var st State
+	if err := json.Unmarshal(js, &st); err != nil {
+		return State{}, fmt.Errorf("state block: %w", err)
+	}
+	if st.V != stateVersion {
+		return State{}, fmt.Errorf("state block: version %d, this bazinga reads %d", st.V, stateVersion)
+	}
+	// Check the session's internal references the way the engine does.
+	sjs, err := st.Session.Marshal()
+	if err != nil {
+		return State{}, err
+	}
+	if st.Session, err = pipeline.UnmarshalSession(sjs); err != nil {
+		return State{}, fmt.Errorf("state block: %w", err)
+	}
+	return st, nil
+}

@@ -1,0 +1,349 @@
+package bot
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/bazinga-bot/bazinga/pipeline"
+)
+
+// loaded is a session's state as load found it.
+type loaded struct {
+	st        State
+	found     bool
+	commentID int64  // the tracking comment (0: none yet)
+	body      string // its body as read
+	rebuilt   bool
+}
+
+// load finds the session's state: the tracking comment when it verifies
+// (or the newer state this process holds in memory), else a rebuild from
+// the log; found is false when the issue has no session.
+func (b *Bot) load(ctx context.Context, gh GitHub, ref sessionRef, exclude int64) (loaded, error) {
+	key := ref.key()
+	b.mu.Lock()
+	m := b.mem[key]
+	var mem memState
+	if m != nil {
+		mem = *m
+	}
+	b.mu.Unlock()
+
+	if m != nil && mem.commentID != 0 {
+		c, err := gh.GetComment(ctx, ref.repo, mem.commentID)
+		switch {
+		case errors.Is(err, ErrNotFound):
+			// The tracking comment was deleted: what we hold is the state.
+			b.log.Warn("tracking comment deleted; writing it again", "repo", ref.repo.String(), "issue", ref.issue)
+			return loaded{st: mem.st, found: true}, nil
+		case err != nil:
+			return loaded{}, err
+		case c.Body == mem.body || !strings.EqualFold(c.Author, b.o.Login):
+			return loaded{st: mem.st, found: true, commentID: mem.commentID, body: c.Body}, nil
+		}
+		st, err := decodeState(c.Body, b.o.StateKey)
+		if err == nil && st.Session.Rev >= mem.st.Session.Rev && st.Issue == ref.issue {
+			return loaded{st: st, found: true, commentID: mem.commentID, body: c.Body}, nil
+		}
+		if err != nil {
+			b.log.Warn("tracking comment does not verify; keeping the state in memory", "repo", ref.repo.String(), "issue", ref.issue, "err", err)
+		}
+		return loaded{st: mem.st, found: true, commentID: mem.commentID, body: c.Body}, nil
+	}
+
+	comments, err := gh.ListComments(ctx, ref.repo, ref.issue)
+	if err != nil {
+		return loaded{}, err
+	}
+	var best loaded
+	var forged bool
+	for _, c := range comments {
+		if !strings.Contains(c.Body, stateMarker) {
+			continue
+		}
+		if !strings.EqualFold(c.Author, b.o.Login) {
+			b.log.Warn("ignoring a state block not written by the bot", "repo", ref.repo.String(), "issue", ref.issue, "author", c.Author, "comment", c.ID)
+			continue
+		}
+		st, err := decodeState(c.Body, b.o.StateKey)
+		if err != nil || st.Issue != ref.issue || st.Repo != ref.repo.String() {
+			b.log.Warn("ignoring a tracking comment that does not verify", "repo", ref.repo.String(), "issue", ref.issue, "comment", c.ID, "err", err)
+			forged = true
+			if best.commentID == 0 {
+				best.commentID, best.body = c.ID, c.Body
+			}
+			continue
+		}
+		if !best.found || st.Session.Rev > best.st.Session.Rev {
+			best = loaded{st: st, found: true, commentID: c.ID, body: c.Body}
+		}
+	}
+	if m != nil && (!best.found || mem.st.Session.Rev > best.st.Session.Rev) {
+		// This process holds a newer state whose write failed.
+		return loaded{st: mem.st, found: true, commentID: best.commentID, body: best.body}, nil
+	}
+	if best.found {
+		return best, nil
+	}
+	if !forged && !hasLog(comments, b.o.Login) {
+		return loaded{commentID: best.commentID, body: best.body}, nil
+	}
+	st, ok, err := b.rebuild(ctx, gh, ref, comments, exclude)
+	if err != nil {
+		return loaded{}, fmt.Errorf("rebuild session %s: %w", ref.key(), err)
+	}
+	if !ok {
+		return loaded{commentID: best.commentID, body: best.body}, nil
+	}
+	b.log.Warn("session rebuilt from its log", "repo", ref.repo.String(), "issue", ref.issue, "rev", st.Session.Rev, "steps", len(st.Session.Steps))
+	return loaded{st: st, found: true, commentID: best.commentID, body: best.body, rebuilt: true}, nil
+}
+
+// hasLog reports whether the issue's comments show a session ever ran:
+// a result comment or a bot comment with an event block.
+func hasLog(comments []Comment, login string) bool {
+	for _, c := range comments {
+		if strings.Contains(c.Body, resultMarker) || (strings.EqualFold(c.Author, login) && strings.Contains(c.Body, eventMarker)) {
+			return true
+		}
+	}
+	return false
+}
+
+// logEntry is one entry of a session's log, replayed in time order.
+type logEntry struct {
+	at     time.Time
+	order  int64
+	result *ResultRecord
+	events []pipeline.Event
+}
+
+// rebuild replays the session from its log: the start (issue title and
+// body), then in time order the trusted result comments, the events the
+// bot recorded in its own comments, and human reviews and PR closures read
+// from the API. Reconcile is deterministic, so the replay routes as the
+// live session did.
+// exclude is the comment of the delivery being processed: it is applied
+// live afterwards, so that its effects are carried out.
+func (b *Bot) rebuild(ctx context.Context, gh GitHub, ref sessionRef, issueComments []Comment, exclude int64) (State, bool, error) {
+	issue, err := gh.GetIssue(ctx, ref.repo, ref.issue)
+	if err != nil {
+		return State{}, false, err
+	}
+	base, err := gh.DefaultBranch(ctx, ref.repo)
+	if err != nil {
+		return State{}, false, err
+	}
+	cfg, cerr := b.readConfig(ctx, gh, ref.repo, base)
+	if cerr != nil {
+		return State{}, false, cerr
+	}
+	prs, err := gh.ListPRs(ctx, ref.repo)
+	if err != nil {
+		return State{}, false, err
+	}
+	st := State{V: stateVersion, Repo: ref.repo.String(), Issue: ref.issue, Config: cfg}
+	var entries []logEntry
+	addComments := func(cs []Comment) {
+		for _, c := range cs {
+			if c.ID == exclude && exclude != 0 {
+				continue
+			}
+			if rec, ok := ParseResultComment(c.Body); ok && b.trustedResultAuthor(c.Author, cfg) {
+				r := rec
+				entries = append(entries, logEntry{at: c.CreatedAt, order: c.ID, result: &r})
+				continue
+			}
+			if strings.EqualFold(c.Author, b.o.Login) {
+				if er, ok := ParseEventComment(c.Body); ok {
+					entries = append(entries, logEntry{at: er.At, order: c.ID, events: er.Events})
+				}
+			}
+		}
+	}
+	addComments(issueComments)
+	session := strconv.Itoa(ref.issue)
+	sort.Slice(prs, func(i, j int) bool { return prs[i].Number < prs[j].Number })
+	for _, pr := range prs {
+		n, group, ok := parseBranch(pr.Head)
+		if !ok || n != ref.issue {
+			continue
+		}
+		gp := st.PR(group)
+		gp.Number, gp.Branch, gp.Tried = pr.Number, true, true
+		cs, err := gh.ListComments(ctx, ref.repo, pr.Number)
+		if err != nil {
+			return State{}, false, err
+		}
+		addComments(cs)
+		reviews, err := gh.ListReviews(ctx, ref.repo, pr.Number)
+		if err != nil {
+			return State{}, false, err
+		}
+		for _, rv := range reviews {
+			var state pipeline.ReviewState
+			switch strings.ToUpper(rv.State) {
+			case "APPROVED":
+				state = pipeline.ReviewApproved
+			case "CHANGES_REQUESTED":
+				state = pipeline.ReviewChangesRequested
+			case "COMMENTED":
+				state = pipeline.ReviewCommented
+			case "DISMISSED":
+				state = pipeline.ReviewDismissed
+			default:
+				continue
+			}
+			switch strings.ToUpper(rv.Association) {
+			case "OWNER", "MEMBER", "COLLABORATOR":
+			default:
+				continue
+			}
+			if rv.AuthorType == "Bot" || strings.HasSuffix(rv.Author, "[bot]") {
+				continue
+			}
+			entries = append(entries, logEntry{at: rv.SubmittedAt, order: rv.ID, events: []pipeline.Event{{Kind: pipeline.EventHumanReview,
+				Session: session, Group: group, Actor: rv.Author, Review: state, Body: rv.Body}}})
+		}
+		if pr.State == "closed" {
+			if pr.Merged && b.ownMerge(pr.MergedBy, cfg) {
+				continue
+			}
+			at := pr.ClosedAt
+			if pr.Merged && !pr.MergedAt.IsZero() {
+				at = pr.MergedAt
+			}
+			entries = append(entries, logEntry{at: at, order: int64(pr.Number), events: []pipeline.Event{{Kind: pipeline.EventPRClosed,
+				Session: session, Group: group, Actor: pr.MergedBy, Merged: pr.Merged}}})
+		}
+	}
+	sort.SliceStable(entries, func(i, j int) bool {
+		if !entries[i].at.Equal(entries[j].at) {
+			return entries[i].at.Before(entries[j].at)
+		}
+		return entries[i].order < entries[j].order
+	})
+	t0 := b.o.Now().UTC()
+	if len(entries) > 0 && entries[0].at.Before(t0) {
+		t0 = entries[0].at
+	}
+	s, _ := pipeline.Reconcile(pipeline.Session{}, []pipeline.Event{pipeline.Started(session, requirements(issue.Title, issue.Body), base)}, t0, cfg)
+	for _, e := range entries {
+		var evs []pipeline.Event
+		if e.result != nil {
+			if ev, ok := resultEvent(s, *e.result, true); ok {
+				evs = append(evs, ev)
+			}
+		} else {
+			for _, ev := range e.events {
+				if ev.Kind == pipeline.EventStepFailed {
+					if id, ok := matchInFlight(s, ev.Step, true); ok {
+						ev.Step = id
+					} else {
+						continue
+					}
+				}
+				evs = append(evs, ev)
+			}
+		}
+		if len(evs) == 0 {
+			continue
+		}
+		at := e.at
+		if at.Before(s.UpdatedAt) {
+			at = s.UpdatedAt
+		}
+		s, _ = pipeline.Reconcile(s, evs, at, cfg)
+	}
+	st.Session = s
+	// Views are written again: labels and PR texts are put right.
+	st.Session.IssueLabel = ""
+	for i := range st.Session.Groups {
+		st.Session.Groups[i].Label = ""
+	}
+	for i := range st.PRs {
+		st.PRs[i].BodyHash, st.PRs[i].Label = "", ""
+	}
+	return st, true, nil
+}
+
+// requirements is what a session works on: the issue's title and body.
+func requirements(title, body string) string {
+	if strings.TrimSpace(body) == "" {
+		return title
+	}
+	return title + "\n\n" + body
+}
+
+// trustedResultAuthor: the bot itself or the configured job identity.
+func (b *Bot) trustedResultAuthor(login string, cfg pipeline.Config) bool {
+	job := cfg.GitHub.JobIdentity
+	if job == "" {
+		job = pipeline.DefaultConfig().GitHub.JobIdentity
+	}
+	return strings.EqualFold(login, b.o.Login) || strings.EqualFold(login, job)
+}
+
+// ownMerge: a merge done by bazinga (the bot or a job), not a human.
+func (b *Bot) ownMerge(login string, cfg pipeline.Config) bool {
+	return login == "" || b.trustedResultAuthor(login, cfg)
+}
+
+// matchInFlight returns the step a result or failure applies to: the step
+// itself when in flight, else (lenient, for a replay) the step in flight of
+// the same group and role.
+func matchInFlight(s pipeline.Session, id string, lenient bool) (string, bool) {
+	if st := s.Step(id); st != nil && st.State == pipeline.StepInFlight {
+		return id, true
+	}
+	if !lenient {
+		return "", false
+	}
+	ref, ok := ParseStepID(id)
+	if !ok {
+		return "", false
+	}
+	for _, st := range s.Steps {
+		if st.State == pipeline.StepInFlight && st.Group == ref.Group && st.Role == ref.Role {
+			return st.ID, true
+		}
+	}
+	return "", false
+}
+
+// resultEvent turns a result record into the engine's event, if its step
+// (or, leniently, its group and role) is in flight.
+func resultEvent(s pipeline.Session, rec ResultRecord, lenient bool) (pipeline.Event, bool) {
+	id, ok := matchInFlight(s, rec.Step, lenient)
+	if !ok {
+		return pipeline.Event{}, false
+	}
+	return pipeline.StepResult(s.ID, id, rec.Result), true
+}
+
+// readConfig reads .github/bazinga.yml on ref; absent means the defaults.
+func (b *Bot) readConfig(ctx context.Context, gh GitHub, repo RepoRef, ref string) (pipeline.Config, error) {
+	data, err := gh.GetFile(ctx, repo, b.o.ConfigPath, ref)
+	if errors.Is(err, ErrNotFound) {
+		return b.defaults(), nil
+	}
+	if err != nil {
+		return pipeline.Config{}, err
+	}
+	cfg, err := pipeline.ParseConfig(data)
+	if err != nil {
+		return pipeline.Config{}, &configError{err: err}
+	}
+	return cfg, nil
+}
+
+// configError is a bad configuration file: a user-facing failure.
+type configError struct{ err error }
+
+func (e *configError) Error() string { return e.err.Error() }
+func (e *configError) Unwrap() error { return e.err }
