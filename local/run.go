@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -165,6 +166,9 @@ func (r *runner) create() error {
 		return err
 	}
 	r.store, r.cfg, r.baseAt = store, cfg, head
+	if err := store.SaveConfig(cfg); err != nil {
+		return err
+	}
 	if err := r.setup(); err != nil {
 		return err
 	}
@@ -184,7 +188,11 @@ func (r *runner) override(cfg pipeline.Config) (pipeline.Config, error) {
 	if o.MaxParallel != 0 {
 		cfg.MaxParallel = o.MaxParallel
 	}
-	cfg.Agent.Env = append(cfg.Agent.Env, o.PassEnv...)
+	for _, name := range o.PassEnv {
+		if !slices.Contains(cfg.Agent.Env, name) {
+			cfg.Agent.Env = append(cfg.Agent.Env, name)
+		}
+	}
 	if err := cfg.Validate(); err != nil {
 		return cfg, fmt.Errorf("configuration: %w", err)
 	}
@@ -208,27 +216,23 @@ func (r *runner) resume() error {
 	if err != nil {
 		return err
 	}
-	s, applied, saved, err := store.Load()
+	if err := store.Repair(); err != nil {
+		return err
+	}
+	saved, err := store.Config()
 	if err != nil {
 		return err
 	}
-	if saved == nil {
-		return fmt.Errorf("session %s has no saved configuration; it cannot be resumed", o.ResumeID)
-	}
-	cfg, err := r.override(*saved)
+	cfg, err := r.override(saved)
 	if err != nil {
 		return err
 	}
-	log, err := store.Log()
+	s, applied, err := store.Replay(cfg)
 	if err != nil {
 		return err
 	}
-	for _, e := range log {
-		if e.Seq <= applied {
-			continue
-		}
-		s, _ = pipeline.Reconcile(s, e.Events, e.At, cfg)
-		applied = e.Seq
+	if s.Status == pipeline.SessionNew {
+		return fmt.Errorf("session %s never started; start a new one", o.ResumeID)
 	}
 	repo, head, err := checkRepo(o.Repo, s.Base)
 	if err != nil {
@@ -271,8 +275,7 @@ func (r *runner) apply(events []pipeline.Event) error {
 		r.opts.Logger.Error("liveness invariant broken", "session", s.ID, "err", err)
 	}
 	r.s = s
-	cfg := r.cfg
-	if err := r.store.Save(s, r.seq, &cfg); err != nil {
+	if err := r.store.Save(s, r.seq); err != nil {
 		return err
 	}
 	r.view.reconciled(before, s, events, actions)

@@ -3,17 +3,15 @@ package local
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/bazinga-bot/bazinga/pipeline"
 )
 
 // gitRepo makes a real repository with one commit on main.
@@ -91,6 +89,61 @@ func TestLocalSessionToBazinga(t *testing.T) {
 	// The session directory holds the state and the log.
 	assert.FileExists(t, filepath.Join(repo, ".bazinga", "sessions", res.ID, "state.json"))
 	assert.FileExists(t, filepath.Join(repo, ".bazinga", "sessions", res.ID, "events.jsonl"))
-	_ = time.Second
-	_ = pipeline.SessionDone
+}
+
+func TestBadInputFailsBeforeAnythingRuns(t *testing.T) {
+	agentCmd, _ := writeAgent(t, scriptAgent)
+	notRepo := t.TempDir()
+	dirty := gitRepo(t, map[string]string{"a.txt": "a\n"})
+	require.NoError(t, os.WriteFile(filepath.Join(dirty, "a.txt"), []byte("changed\n"), 0o644))
+	clean := gitRepo(t, map[string]string{"a.txt": "a\n"})
+	badCfg := gitRepo(t, map[string]string{".github/bazinga.yml": "max_parallel: 0\n"})
+	tests := []struct {
+		name string
+		opts Options
+		want string
+	}{
+		{"not a git repository", Options{Repo: notRepo, Requirements: "x", AgentCommand: agentCmd}, "is not a git repository"},
+		{"missing directory", Options{Repo: filepath.Join(notRepo, "nope"), Requirements: "x", AgentCommand: agentCmd}, "no such file"},
+		{"dirty base", Options{Repo: dirty, Requirements: "x", AgentCommand: agentCmd}, "uncommitted changes (a.txt)"},
+		{"missing base branch", Options{Repo: clean, Base: "develop", Requirements: "x", AgentCommand: agentCmd}, `base branch "develop" not found`},
+		{"agent command not found", Options{Repo: clean, Requirements: "x", AgentCommand: "claudex -p"}, `agent command "claudex"`},
+		{"no requirements", Options{Repo: clean, AgentCommand: agentCmd}, "no requirements"},
+		{"bad configuration", Options{Repo: badCfg, Requirements: "x", AgentCommand: agentCmd}, "max_parallel"},
+		{"bad flag", Options{Repo: clean, Requirements: "x", AgentCommand: agentCmd, MaxParallel: -1}, "max_parallel"},
+		{"unknown session", Options{Repo: clean, ResumeID: "20200101-000000", AgentCommand: agentCmd}, "no session 20200101-000000"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Run(context.Background(), tt.opts)
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tt.want)
+			_, statErr := os.Stat(filepath.Join(tt.opts.Repo, StoreDir))
+			assert.True(t, os.IsNotExist(statErr), "nothing may be written before the checks pass")
+		})
+	}
+}
+
+func TestJSONOutput(t *testing.T) {
+	repo := gitRepo(t, map[string]string{"README.md": "demo\n"})
+	// The gate fails on the base after the merge: validation must reject BAZINGA.
+	agentCmd, state := writeAgent(t, scriptAgent)
+	t.Setenv("STATE", state)
+	test := `test -f hello.txt && ! test -f .bazinga-never`
+	var out bytes.Buffer
+	res, err := Run(context.Background(), Options{Repo: repo, Requirements: "say hello", AgentCommand: agentCmd,
+		TestCommand: &test, PassEnv: []string{"STATE"}, Out: &out, JSON: true})
+	require.NoError(t, err)
+	assert.True(t, res.Verified())
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	var kinds []string
+	for _, l := range lines[1:] {
+		var m map[string]any
+		require.NoError(t, json.Unmarshal([]byte(l), &m), l)
+		kinds = append(kinds, m["type"].(string))
+	}
+	assert.Contains(t, kinds, "event")
+	assert.Contains(t, kinds, "action")
+	assert.Contains(t, kinds, "capsule")
+	assert.Equal(t, "end", kinds[len(kinds)-1])
 }

@@ -41,9 +41,8 @@ type LogEntry struct {
 }
 
 type stateFile struct {
-	Applied int              `json:"applied"`
-	Session json.RawMessage  `json:"session"`
-	Config  *pipeline.Config `json:"config,omitempty"`
+	Applied int             `json:"applied"`
+	Session json.RawMessage `json:"session"`
 }
 
 func sessionsDir(repo string) string { return filepath.Join(repo, StoreDir, "sessions") }
@@ -182,38 +181,101 @@ func (st *Store) Log() ([]LogEntry, error) {
 	return out, nil
 }
 
+// Repair cuts a torn last line (a kill mid-append) off the event log, so the
+// next entry starts on a line of its own.
+func (st *Store) Repair() error {
+	path := filepath.Join(st.Dir, "events.jsonl")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("reading the event log: %w", err)
+	}
+	if len(b) == 0 || b[len(b)-1] == '\n' {
+		return nil
+	}
+	cut := bytes.LastIndexByte(b, '\n') + 1
+	if err := os.Truncate(path, int64(cut)); err != nil {
+		return fmt.Errorf("repairing the event log: %w", err)
+	}
+	return nil
+}
+
+// SaveConfig records the effective configuration the session runs with,
+// before its first event, so a resume runs with the same.
+func (st *Store) SaveConfig(cfg pipeline.Config) error {
+	b, err := json.MarshalIndent(cfg, "", " ")
+	if err != nil {
+		return fmt.Errorf("encoding the configuration: %w", err)
+	}
+	return writeFileAtomic(filepath.Join(st.Dir, "config.json"), b)
+}
+
+// Config reads the configuration saved by SaveConfig.
+func (st *Store) Config() (pipeline.Config, error) {
+	b, err := os.ReadFile(filepath.Join(st.Dir, "config.json"))
+	if err != nil {
+		return pipeline.Config{}, fmt.Errorf("reading the session's configuration: %w", err)
+	}
+	var cfg pipeline.Config
+	if err := json.Unmarshal(b, &cfg); err != nil {
+		return pipeline.Config{}, fmt.Errorf("the session's configuration is corrupt: %w", err)
+	}
+	return cfg, nil
+}
+
 // Save writes the session and the last log entry it includes.
-func (st *Store) Save(s pipeline.Session, applied int, cfg *pipeline.Config) error {
+func (st *Store) Save(s pipeline.Session, applied int) error {
 	b, err := s.Marshal()
 	if err != nil {
 		return err
 	}
-	out, err := json.MarshalIndent(stateFile{Applied: applied, Session: b, Config: cfg}, "", " ")
+	out, err := json.MarshalIndent(stateFile{Applied: applied, Session: b}, "", " ")
 	if err != nil {
 		return fmt.Errorf("encoding the state: %w", err)
 	}
 	return writeFileAtomic(filepath.Join(st.Dir, "state.json"), out)
 }
 
-// Load reads the saved state. A session saved before its first reconcile
+// Load reads the saved state. A session killed before its first reconcile
 // finished has no state yet: zero session, applied 0.
-func (st *Store) Load() (s pipeline.Session, applied int, cfg *pipeline.Config, err error) {
+func (st *Store) Load() (s pipeline.Session, applied int, err error) {
 	b, err := os.ReadFile(filepath.Join(st.Dir, "state.json"))
 	if errors.Is(err, os.ErrNotExist) {
-		return pipeline.Session{}, 0, nil, nil
+		return pipeline.Session{}, 0, nil
 	}
 	if err != nil {
-		return s, 0, nil, fmt.Errorf("reading the session state: %w", err)
+		return s, 0, fmt.Errorf("reading the session state: %w", err)
 	}
 	var f stateFile
 	if err := json.Unmarshal(b, &f); err != nil {
-		return s, 0, nil, fmt.Errorf("session state %s is corrupt: %w", filepath.Join(st.Dir, "state.json"), err)
+		return s, 0, fmt.Errorf("session state %s is corrupt: %w", filepath.Join(st.Dir, "state.json"), err)
 	}
 	s, err = pipeline.UnmarshalSession(f.Session)
 	if err != nil {
-		return s, 0, nil, err
+		return s, 0, err
 	}
-	return s, f.Applied, f.Config, nil
+	return s, f.Applied, nil
+}
+
+// Replay returns the session as of the last logged entry: the saved state
+// with the entries it had not applied yet reconciled again (Reconcile is
+// deterministic, so this is the state the interrupted run had reached).
+func (st *Store) Replay(cfg pipeline.Config) (pipeline.Session, int, error) {
+	s, applied, err := st.Load()
+	if err != nil {
+		return s, 0, err
+	}
+	log, err := st.Log()
+	if err != nil {
+		return s, 0, err
+	}
+	for _, e := range log {
+		if e.Seq <= applied {
+			continue
+		}
+		s, _ = pipeline.Reconcile(s, e.Events, e.At, cfg)
+		applied = e.Seq
+	}
+	return s, applied, nil
 }
 
 // writeFileAtomic writes through a temporary file and a rename, so a reader

@@ -88,13 +88,9 @@ func (e *Executor) merge(ctx context.Context, s pipeline.Session, st pipeline.St
 			h["merge_commit"] = lr.Commit.String()
 		}
 		h["already_merged"] = lr.AlreadyMerged
-		if lr.Gate != nil {
-			res.Summary = append(res.Summary, lr.Gate.Summary())
-		}
 	case gitops.MergeConflict:
 		res.Status = pipeline.StatusMergeConflict
 		h["conflicts"] = lr.Conflicts
-		res.Summary = append(res.Summary, "conflicts: "+strings.Join(lr.Conflicts, ", "))
 	case gitops.MergeTestFailure:
 		res.Status = pipeline.StatusMergeTestFailure
 		if lr.Gate != nil {

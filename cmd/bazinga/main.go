@@ -17,15 +17,17 @@ Usage:
   bazinga <command> [flags]
 
 Commands:
+  demo      run a scripted session on a copy of the demo repository
+  run       run a whole session on a local repository ("requirements" or --issue-file)
+  status    show a local session (bazinga status [--repo DIR] [ID])
+  serve     run the GitHub App (webhooks, slash commands; configured by BAZINGA_* variables)
   version   print the version
   help      show this text
 
-Coming with the next milestones:
-  demo      run a scripted session on a copy of the demo repository
-  run       run a whole session on a local repository
-  status    show a local session
-  serve     run the GitHub App (webhooks, slash commands)
+Coming with the next milestone:
   action    run one step inside GitHub Actions (agent | merge | validate | reconcile)
+
+Run "bazinga <command> -h" for a command's flags.
 `
 
 func main() {
@@ -44,6 +46,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 0
 	case "serve":
 		return runServe(args[1:], stdout, stderr)
+	case "run":
+		return runRun(args[1:], stdout, stderr)
+	case "demo":
+		return runDemo(args[1:], stdout, stderr)
+	case "status":
+		return runStatus(args[1:], stdout, stderr)
+	case "scripted-agent": // the demo's agent; not for people
+		return runScriptedAgent(args[1:], stdout, stderr)
 	case "help", "--help", "-h":
 		fmt.Fprint(stdout, usage)
 		return 0

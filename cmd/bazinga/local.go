@@ -1,0 +1,191 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"golang.org/x/term"
+
+	"github.com/bazinga-bot/bazinga/internal/scripted"
+	"github.com/bazinga-bot/bazinga/local"
+	"github.com/bazinga-bot/bazinga/pipeline"
+)
+
+// Exit codes of run and demo.
+const (
+	exitOK          = 0
+	exitNotVerified = 1 // the session ended without a verified BAZINGA
+	exitUsage       = 2
+	exitInterrupted = 130
+)
+
+// parseInterspersed parses flags wherever they appear among the arguments.
+func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
+	var positional []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return positional, nil
+		}
+		positional = append(positional, args[0])
+		args = args[1:]
+	}
+}
+
+func isTerminal(f *os.File) bool { return term.IsTerminal(int(f.Fd())) }
+
+// runRun is `bazinga run`.
+func runRun(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	repo := fs.String("repo", ".", "the repository to work on")
+	base := fs.String("base", "", "the branch to land on (default: the branch checked out)")
+	agentCmd := fs.String("agent", "", `the agent command, e.g. "claude -p --model {model}" (default: agent.command of .github/bazinga.yml)`)
+	testCmd := fs.String("test-command", "", "the test command of the gate (default: tests.command)")
+	maxPar := fs.Int("max-parallel", 0, "implementation steps at once (default: max_parallel)")
+	resume := fs.String("resume", "", "resume the session with this id")
+	issueFile := fs.String("issue-file", "", "read the requirements from this file")
+	asJSON := fs.Bool("json", false, "print events as JSON lines")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, `Usage: bazinga run [flags] "requirements"
+       bazinga run [flags] --issue-file FILE
+       bazinga run --repo DIR --resume ID
+
+Runs a whole session on a local repository. Exit code 0 only when the
+harness verified BAZINGA.
+
+Flags:`)
+		fs.PrintDefaults()
+	}
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return exitUsage
+	}
+	opts := local.Options{Repo: *repo, Base: *base, ResumeID: *resume, AgentCommand: *agentCmd, MaxParallel: *maxPar, JSON: *asJSON}
+	if isSet(fs, "test-command") {
+		opts.TestCommand = testCmd
+	}
+	if isSet(fs, "max-parallel") && *maxPar < 1 {
+		fmt.Fprintln(stderr, "bazinga run: --max-parallel must be at least 1")
+		return exitUsage
+	}
+	switch {
+	case *issueFile != "":
+		b, err := os.ReadFile(*issueFile)
+		if err != nil {
+			fmt.Fprintf(stderr, "bazinga run: %v\n", err)
+			return exitUsage
+		}
+		opts.Requirements = string(b)
+	case len(pos) > 0:
+		opts.Requirements = strings.Join(pos, " ")
+	case *resume == "":
+		fs.Usage()
+		return exitUsage
+	}
+	return runLocal(opts, stdout, stderr)
+}
+
+func isSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == name {
+			set = true
+		}
+	})
+	return set
+}
+
+// runLocal runs a session with the terminal attached, Ctrl-C saving it.
+func runLocal(opts local.Options, stdout, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	opts.Out = stdout
+	if f, ok := stdout.(*os.File); ok && isTerminal(f) {
+		opts.Terminal = isTerminal(os.Stdin)
+		opts.Input = os.Stdin
+	}
+	out, err := local.Run(ctx, opts)
+	switch {
+	case errors.Is(err, local.ErrInterrupted):
+		fmt.Fprintf(stderr, "bazinga: interrupted; resume with: bazinga run --repo %s --resume %s\n", opts.Repo, out.ID)
+		return exitInterrupted
+	case err != nil:
+		fmt.Fprintf(stderr, "bazinga: %v\n", err)
+		return exitUsage
+	case out.Verified():
+		return exitOK
+	}
+	reason := out.Reason
+	if reason == "" {
+		reason = "no reason given"
+	}
+	fmt.Fprintf(stderr, "bazinga: session %s ended %s without a verified BAZINGA: %s\n", out.ID, out.Status, reason)
+	if out.Status == pipeline.SessionPaused || out.Status == pipeline.SessionStopped || out.Status == pipeline.SessionFailed {
+		fmt.Fprintf(stderr, "resume with: bazinga run --repo %s --resume %s\n", opts.Repo, out.ID)
+	}
+	return exitNotVerified
+}
+
+// runStatus is `bazinga status`.
+func runStatus(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("status", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	repo := fs.String("repo", ".", "the repository")
+	asJSON := fs.Bool("json", false, "print the session as JSON")
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return exitUsage
+	}
+	ids, err := local.ListSessions(*repo)
+	if err != nil {
+		fmt.Fprintf(stderr, "bazinga status: %v\n", err)
+		return exitUsage
+	}
+	if len(ids) == 0 {
+		fmt.Fprintf(stderr, "bazinga status: no sessions in %s\n", *repo)
+		return exitNotVerified
+	}
+	id := ids[len(ids)-1]
+	if len(pos) > 0 {
+		id = pos[0]
+	}
+	st, err := local.OpenStore(*repo, id)
+	if err != nil {
+		fmt.Fprintf(stderr, "bazinga status: %v\n", err)
+		return exitUsage
+	}
+	s, _, _, err := st.Load()
+	if err != nil {
+		fmt.Fprintf(stderr, "bazinga status: %v\n", err)
+		return exitUsage
+	}
+	if *asJSON {
+		b, _ := s.Marshal()
+		fmt.Fprintln(stdout, string(b))
+		return exitOK
+	}
+	if len(pos) == 0 && len(ids) > 1 {
+		fmt.Fprintf(stdout, "Sessions: %s (showing the latest)\n", strings.Join(ids, ", "))
+	}
+	local.WriteSummary(stdout, s)
+	for _, step := range s.Steps {
+		fmt.Fprintln(stdout, "  "+pipeline.Capsule(step))
+	}
+	return exitOK
+}
+
+// runScriptedAgent is the hidden `bazinga scripted-agent`: the demo's agent.
+func runScriptedAgent(args []string, stdout, stderr io.Writer) int {
+	return scripted.Main(args, stdout, stderr)
+}
