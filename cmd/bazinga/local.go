@@ -165,7 +165,13 @@ func runStatus(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "bazinga status: %v\n", err)
 		return exitUsage
 	}
-	s, _, _, err := st.Load()
+	cfg, err := st.Config()
+	if err != nil {
+		fmt.Fprintf(stderr, "bazinga status: %v\n", err)
+		return exitUsage
+	}
+	// The saved state plus what the log says happened after it.
+	s, _, err := st.Replay(cfg)
 	if err != nil {
 		fmt.Fprintf(stderr, "bazinga status: %v\n", err)
 		return exitUsage
