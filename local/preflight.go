@@ -104,9 +104,9 @@ func readConfig(repo *git.Repository, head plumbing.Hash) (pipeline.Config, erro
 	if err != nil {
 		return pipeline.Config{}, fmt.Errorf("reading %s: %w", ConfigPath, err)
 	}
-	cfg, err := pipeline.ParseConfig([]byte(text))
+	cfg, err := pipeline.ParseConfigFile(ConfigPath, []byte(text))
 	if err != nil {
-		return pipeline.Config{}, fmt.Errorf("%s: %w", ConfigPath, err)
+		return pipeline.Config{}, err
 	}
 	return cfg, nil
 }

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"os"
 	"regexp"
 	"sort"
 	"strconv"
@@ -29,7 +27,7 @@ import (
 // dotted path ("limits.qa_attempts") and, when it came from a file, the line.
 type ConfigError struct {
 	// File is the file the value came from ("bazinga.yml" for ParseConfig,
-	// the path for LoadConfig); empty for Validate of a Config built in code.
+	// the name given to ParseConfigFile); empty for Validate of a Config built in code.
 	File string
 	// Line is 1-based; 0 when there is no line to point at.
 	Line int
@@ -77,17 +75,12 @@ func ParseConfig(data []byte) (Config, error) {
 	return parseConfig(data, "bazinga.yml")
 }
 
-// LoadConfig reads the configuration file at path. A missing file gives the
-// defaults and no error: the file is optional. Errors name the path.
-func LoadConfig(path string) (Config, error) {
-	data, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return DefaultConfig(), nil
-	}
-	if err != nil {
-		return Config{}, fmt.Errorf("reading configuration %s: %w", path, err)
-	}
-	return parseConfig(data, path)
+// ParseConfigFile is ParseConfig for the contents of a named file: errors
+// name it instead of "bazinga.yml". Reading the file is the caller's job
+// (local mode reads it from the base commit, the bot through the API), which
+// keeps this package free of I/O.
+func ParseConfigFile(name string, data []byte) (Config, error) {
+	return parseConfig(data, name)
 }
 
 // Validate checks the values of a Config however it was built: command-line

@@ -370,41 +370,25 @@ func TestConfigErrorFormat(t *testing.T) {
 	}
 }
 
-func TestLoadConfig(t *testing.T) {
-	dir := t.TempDir()
-
-	t.Run("missing file gives defaults", func(t *testing.T) {
-		cfg, err := LoadConfig(filepath.Join(dir, "nope", "bazinga.yml"))
-		require.NoError(t, err)
-		assert.Equal(t, DefaultConfig(), cfg)
-	})
+func TestParseConfigFile(t *testing.T) {
 	t.Run("valid file", func(t *testing.T) {
-		cfg, err := LoadConfig(filepath.Join(configFixtures, "full.yml"))
+		data, err := os.ReadFile(filepath.Join(configFixtures, "full.yml"))
+		require.NoError(t, err)
+		cfg, err := ParseConfigFile("full.yml", data)
 		require.NoError(t, err)
 		assert.Equal(t, fullConfig(), cfg)
 	})
-	t.Run("errors carry the path", func(t *testing.T) {
-		path := filepath.Join(dir, "bad.yml")
-		require.NoError(t, os.WriteFile(path, []byte("qa: true\nmax_parallel: 0\nqa: false\n"), 0o600))
-		_, err := LoadConfig(path)
+	t.Run("errors carry the name", func(t *testing.T) {
+		path := ".github/bazinga.yml"
+		_, err := ParseConfigFile(path, []byte("qa: true\nmax_parallel: 0\nqa: false\n"))
 		require.Error(t, err)
 		assert.Equal(t, path+" line 2: max_parallel: want a whole number from 1 to 64, got 0\n"+
 			path+` line 3: duplicate key "qa" (lines 1 and 3)`, err.Error())
 	})
-	t.Run("syntax error carries the path", func(t *testing.T) {
-		path := filepath.Join(dir, "syntax.yml")
-		require.NoError(t, os.WriteFile(path, []byte("a: [\n"), 0o600))
-		_, err := LoadConfig(path)
+	t.Run("syntax error carries the name", func(t *testing.T) {
+		_, err := ParseConfigFile("x.yml", []byte("a: [\n"))
 		require.Error(t, err)
-		assert.True(t, strings.HasPrefix(err.Error(), path+" line "), err.Error())
-	})
-	t.Run("unreadable", func(t *testing.T) {
-		// A directory exists but cannot be read as a file.
-		_, err := LoadConfig(dir)
-		require.Error(t, err)
-		assert.Contains(t, err.Error(), "reading configuration "+dir)
-		var ce *ConfigError
-		assert.False(t, errors.As(err, &ce))
+		assert.True(t, strings.HasPrefix(err.Error(), "x.yml line "), err.Error())
 	})
 }
 
