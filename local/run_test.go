@@ -147,3 +147,52 @@ func TestJSONOutput(t *testing.T) {
 	assert.Contains(t, kinds, "capsule")
 	assert.Equal(t, "end", kinds[len(kinds)-1])
 }
+
+// askingAgent's pm asks which database to use before planning.
+const askingAgent = `#!/bin/sh
+set -e
+count() { n=$(cat "$STATE/$1" 2>/dev/null || echo 0); n=$((n+1)); echo $n > "$STATE/$1"; echo $n; }
+case "$BAZINGA_ROLE" in
+pm)
+  n=$(count pm)
+  if [ "$n" = 1 ]; then
+    echo '{"status":"NEEDS_CLARIFICATION","summary":["which database?"],"handoff":{"question":"Postgres or SQLite?","options":["Postgres","SQLite"],"fallback":"SQLite"}}'
+  elif [ "$n" = 2 ]; then
+    db=sqlite; if grep -q 'Answer from terminal: Postgres' "$BAZINGA_PROMPT_FILE"; then db=postgres; fi
+    echo "{\"status\":\"PLANNING_COMPLETE\",\"handoff\":{\"plan\":{\"groups\":[{\"id\":\"$db\",\"task\":\"use $db\"}]}}}"
+  else
+    echo '{"status":"BAZINGA","handoff":{"criteria":[]}}'
+  fi ;;
+developer) echo x > x.txt; echo 'Status: READY_FOR_REVIEW' ;;
+tech_lead) echo 'Status: APPROVED' ;;
+esac
+`
+
+func TestClarificationOnTheTerminal(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		terminal bool
+		input    string
+		group    string
+	}{
+		{"no terminal: the fallback at once", false, "", "sqlite"},
+		{"terminal: the answer", true, "Postgres\n", "postgres"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			repo := gitRepo(t, map[string]string{"README.md": "x\n"})
+			agentCmd, state := writeAgent(t, askingAgent)
+			t.Setenv("STATE", state)
+			test := "true"
+			var out bytes.Buffer
+			res, err := Run(context.Background(), Options{Repo: repo, Requirements: "store things", AgentCommand: agentCmd,
+				TestCommand: &test, PassEnv: []string{"STATE"}, Out: &out, Terminal: tc.terminal, Input: strings.NewReader(tc.input)})
+			require.NoError(t, err)
+			require.True(t, res.Verified(), out.String())
+			require.Len(t, res.Session.Groups, 1)
+			assert.Equal(t, tc.group, res.Session.Groups[0].ID)
+			if tc.terminal {
+				assert.Contains(t, out.String(), "❓ The pm asks:\nPostgres or SQLite?")
+			}
+		})
+	}
+}
