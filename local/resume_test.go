@@ -66,7 +66,7 @@ esac
 // Killed at any moment, a resumed session completes with no step lost and
 // none run twice except the ones that were interrupted.
 func TestKillAndResume(t *testing.T) {
-	for _, killAfter := range []int{1, 3, 5, 8, 11} {
+	for _, killAfter := range []int{1, 2, 4, 6, 8, 9, 10, 12} {
 		t.Run(fmt.Sprintf("kill after %d log entries", killAfter), func(t *testing.T) {
 			repo := gitRepo(t, map[string]string{"README.md": "x\n"})
 			agentCmd, state := writeAgent(t, slowAgent)

@@ -169,6 +169,9 @@ func (r *runner) create() error {
 	if err := store.SaveConfig(cfg); err != nil {
 		return err
 	}
+	if err := store.SaveBase(head); err != nil {
+		return err
+	}
 	if err := r.setup(); err != nil {
 		return err
 	}
@@ -234,13 +237,21 @@ func (r *runner) resume() error {
 	if s.Status == pipeline.SessionNew {
 		return fmt.Errorf("session %s never started; start a new one", o.ResumeID)
 	}
-	repo, head, err := checkRepo(o.Repo, s.Base)
+	if at := store.Base(); !at.IsZero() {
+		// A kill between a merge and the checkout's update leaves it behind.
+		if _, err := syncWorktree(o.Repo, s.Base, at); err != nil {
+			return err
+		}
+	}
+	_, head, err := checkRepo(o.Repo, s.Base)
 	if err != nil {
 		return err
 	}
-	_ = repo
 	r.opts.Base = s.Base
 	r.store, r.cfg, r.s, r.seq, r.baseAt = store, cfg, s, applied, head
+	if err := store.SaveBase(head); err != nil {
+		return err
+	}
 	if err := r.setup(); err != nil {
 		return err
 	}
@@ -414,6 +425,11 @@ func (r *runner) sync() {
 	if err != nil {
 		r.view.warn(err.Error())
 		return
+	}
+	if at != r.baseAt {
+		if err := r.store.SaveBase(at); err != nil {
+			r.view.warn(err.Error())
+		}
 	}
 	r.baseAt = at
 }

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-git/go-git/v5/plumbing"
+
 	"github.com/bazinga-bot/bazinga/pipeline"
 )
 
@@ -220,6 +222,21 @@ func (st *Store) Config() (pipeline.Config, error) {
 		return pipeline.Config{}, fmt.Errorf("the session's configuration is corrupt: %w", err)
 	}
 	return cfg, nil
+}
+
+// SaveBase records the base commit the repository's checkout matches, so a
+// resume can bring a checkout left behind by a kill up to date.
+func (st *Store) SaveBase(h plumbing.Hash) error {
+	return writeFileAtomic(filepath.Join(st.Dir, "checkout"), []byte(h.String()+"\n"))
+}
+
+// Base reads what SaveBase recorded (zero when nothing was).
+func (st *Store) Base() plumbing.Hash {
+	b, err := os.ReadFile(filepath.Join(st.Dir, "checkout"))
+	if err != nil {
+		return plumbing.ZeroHash
+	}
+	return plumbing.NewHash(strings.TrimSpace(string(b)))
 }
 
 // Save writes the session and the last log entry it includes.
