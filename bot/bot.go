@@ -173,7 +173,7 @@ func (b *Bot) Sweep(ctx context.Context) error {
 	}
 	targets := map[string]sessionRef{}
 	for key, m := range b.mem {
-		if !m.st.Session.Status.Terminal() || m.dirty || len(m.st.Pending) > 0 {
+		if !m.st.settled() || m.dirty {
 			if repo, ok := ParseRepo(m.st.Repo); ok {
 				targets[key] = sessionRef{inst: repos[repo.String()].Installation, repo: repo, issue: m.st.Issue}
 			}

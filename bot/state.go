@@ -163,3 +163,26 @@ func decodeState(body string, key []byte) (State, error) {
 	}
 	return st, nil
 }
+
+// settled reports whether the session has ended and every view of it is
+// written: nothing pending, labels, PRs and the issue's state right.
+func (s *State) settled() bool {
+	ss := &s.Session
+	if !ss.Status.Terminal() || len(s.Pending) > 0 || s.IssueLabel != pipeline.IssueLabel(ss.Status) {
+		return false
+	}
+	if ss.Status == pipeline.SessionDone && s.Config.GitHub.CloseIssue && !s.Closed {
+		return false
+	}
+	for i := range ss.Groups {
+		g := &ss.Groups[i]
+		if p := s.prNumber(g.ID); p != 0 {
+			for _, gp := range s.PRs {
+				if gp.Group == g.ID && (gp.Label != pipeline.GroupLabel(g) || gp.BodyHash == "") {
+					return false
+				}
+			}
+		}
+	}
+	return true
+}

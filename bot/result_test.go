@@ -1,0 +1,44 @@
+package bot
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/bazinga-bot/bazinga/pipeline"
+	"github.com/stretchr/testify/require"
+)
+
+func timeAt(min int) time.Time { return time.Date(2025, 3, 1, 9, min, 0, 0, time.UTC) }
+
+func TestResultCommentRoundTrip(t *testing.T) {
+	rec := ResultRecord{Step: "12/A/developer/3", Role: pipeline.RoleDeveloper, Group: "A", Model: "haiku",
+		Result: pipeline.Result{Status: pipeline.StatusReadyForQA, Summary: []string{"Implemented JWT auth", "3 files", "12/12 tests pass"},
+			Handoff: json.RawMessage(`{"files_changed":["jwt.go"]}`)},
+		StartedAt: timeAt(0), EndedAt: timeAt(4), RunURL: "https://github.com/a/b/actions/runs/1"}
+	body := RenderResultComment(rec)
+	got, ok := ParseResultComment(body)
+	require.True(t, ok)
+	require.Equal(t, rec.Step, got.Step)
+	require.Equal(t, rec.Result.Status, got.Result.Status)
+	require.JSONEq(t, string(rec.Result.Handoff), string(got.Result.Handoff))
+	require.True(t, rec.EndedAt.Equal(got.EndedAt))
+	for _, bad := range []string{"", "no block", resultMarker + "!!!" + blockEnd,
+		RenderResultComment(ResultRecord{Step: "12/A/developer/3", Role: pipeline.RoleQA, Group: "A", Result: rec.Result})} {
+		_, ok := ParseResultComment(bad)
+		require.False(t, ok, bad)
+	}
+}
+
+func TestParseStepID(t *testing.T) {
+	ref, ok := ParseStepID("12/_/pm/1")
+	require.True(t, ok)
+	require.Equal(t, StepRef{Session: "12", Group: "_", Role: pipeline.RolePM, N: 1}, ref)
+	for _, bad := range []string{"12/A/developer", "12/A/chef/1", "12/A/qa/0", "12/A b/qa/1", "/A/qa/1"} {
+		_, ok := ParseStepID(bad)
+		require.False(t, ok, bad)
+	}
+	id, _, ok := stepInText("bazinga 7/B/qa/12")
+	require.True(t, ok)
+	require.Equal(t, "7/B/qa/12", id)
+}

@@ -1,0 +1,165 @@
+package bot
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/bazinga-bot/bazinga/pipeline"
+	"github.com/stretchr/testify/require"
+)
+
+// steps drives the session for n iterations (deliveries, then jobs), with
+// no sweeps and no time jumps.
+func (h *coreHarness) steps(n int) {
+	for i := 0; i < n; i++ {
+		if d, ok := h.pop(); ok {
+			_ = h.process(d)
+			continue
+		}
+		if r, ok := h.nextRun(); ok {
+			h.job(r)
+			continue
+		}
+		return
+	}
+}
+
+// routing is what must survive a rebuild: where every track stands.
+type routing struct {
+	Status  pipeline.SessionStatus
+	StepSeq int
+	Lead    string
+	Groups  []string
+}
+
+func routingOf(s pipeline.Session) routing {
+	r := routing{Status: s.Status, StepSeq: s.StepSeq, Lead: s.Lead.InFlight}
+	for _, g := range s.Groups {
+		next := ""
+		if g.Next != nil {
+			next = g.Next.Role.String()
+		}
+		r.Groups = append(r.Groups, strings.Join([]string{g.ID, g.Stage.String(), g.InFlight, next, g.Wait.String()}, "|"))
+	}
+	return r
+}
+
+func (h *coreHarness) trackingComment() (int64, string) {
+	for _, c := range h.repo.Comments(h.issue) {
+		if c.GetUser().GetLogin() == h.f.BotLogin() && strings.Contains(c.GetBody(), stateMarker) {
+			return c.GetID(), c.GetBody()
+		}
+	}
+	return 0, ""
+}
+
+// TestRebuild plays a reference session half-way, loses the tracking
+// comment (deleted, or its state block forged), restarts the bot, and checks
+// the session rebuilt from the log routes the same and still ends in a
+// verified BAZINGA.
+func TestRebuild(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		lose func(h *coreHarness)
+	}{
+		{"deleted", func(h *coreHarness) {
+			id, _ := h.trackingComment()
+			require.NoError(t, h.repo.DeleteComment("alice", id))
+		}},
+		{"forged-mac", func(h *coreHarness) {
+			id, body := h.trackingComment()
+			i := strings.LastIndex(body, blockEnd)
+			forged := body[:i-1] + string("0123456789abcdef"[(strings.IndexByte("0123456789abcdef", body[i-1])+1)%16]) + body[i:]
+			require.NoError(t, h.repo.EditComment(h.f.BotLogin(), id, forged))
+		}},
+		{"forged-payload", func(h *coreHarness) {
+			id, body := h.trackingComment()
+			st, err := decodeState(body, coreStateKey)
+			require.NoError(t, err)
+			st.Session.Groups = st.Session.Groups[:1]
+			block, err := encodeState(st, []byte("not-the-key-at-all-000000"))
+			require.NoError(t, err)
+			i := strings.Index(body, stateMarker)
+			require.NoError(t, h.repo.EditComment(h.f.BotLogin(), id, body[:i]+block))
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newCoreHarness(t, coreOpts{groups: 3})
+			h.start()
+			h.steps(40)
+			before, ok := h.mem()
+			require.True(t, ok)
+			require.Equal(t, pipeline.SessionRunning, before.Session.Status)
+			require.NotEmpty(t, before.Session.InFlight())
+			tc.lose(h)
+			h.bot = h.newBot() // a restart: nothing in memory
+			ld, err := h.bot.load(h.ctx, NewGitHub(h.botClient()), sessionRef{inst: 1, repo: RepoRef{coreOwner, coreRepo}, issue: h.issue}, 0)
+			require.NoError(t, err)
+			require.True(t, ld.found)
+			require.True(t, ld.rebuilt)
+			require.Equal(t, routingOf(before.Session), routingOf(ld.st.Session))
+			for _, g := range before.Session.Groups {
+				require.Equal(t, before.prNumber(g.ID), ld.st.prNumber(g.ID), "PR of group %s", g.ID)
+			}
+			require.NoError(t, pipeline.CheckLiveness(ld.st.Session, ld.st.Config))
+			require.Equal(t, pipeline.SessionDone, h.run(500))
+			h.assertVerifiedBazinga()
+		})
+	}
+}
+
+// TestForeignStateIgnored: a state block in someone else's comment is never
+// read, even when it would verify.
+func TestForeignStateIgnored(t *testing.T) {
+	h := newCoreHarness(t, coreOpts{groups: 2})
+	h.start()
+	h.steps(25)
+	_, body := h.trackingComment()
+	_, err := h.repo.Comment("mallory", h.issue, body)
+	require.NoError(t, err)
+	h.bot = h.newBot()
+	ld, err := h.bot.load(h.ctx, NewGitHub(h.botClient()), sessionRef{inst: 1, repo: RepoRef{coreOwner, coreRepo}, issue: h.issue}, 0)
+	require.NoError(t, err)
+	require.False(t, ld.rebuilt, "the bot's own comment is found and verifies")
+	h.drain()
+	require.Equal(t, pipeline.SessionDone, h.run(500))
+	h.assertVerifiedBazinga()
+}
+
+func TestStateBlockRoundTripAndTamper(t *testing.T) {
+	st := State{V: stateVersion, Repo: "a/b", Issue: 7, Config: pipeline.DefaultConfig()}
+	st.Session, _ = pipeline.Reconcile(pipeline.Session{}, []pipeline.Event{pipeline.Started("7", "do it", "main")}, timeAt(0), st.Config)
+	block, err := encodeState(st, coreStateKey)
+	require.NoError(t, err)
+	got, err := decodeState("hello\n"+block, coreStateKey)
+	require.NoError(t, err)
+	require.Equal(t, st.Session.StepSeq, got.Session.StepSeq)
+	_, err = decodeState(block, []byte("another key, sixteen+ bytes"))
+	require.ErrorIs(t, err, errBadStateMAC)
+	_, err = decodeState("no block", coreStateKey)
+	require.ErrorIs(t, err, errNoState)
+}
+
+// TestTrackingFitsHoweverLong: a session with thousands of steps still fits
+// in one comment, with its state block.
+func TestTrackingFitsHoweverLong(t *testing.T) {
+	st := State{V: stateVersion, Repo: "a/b", Issue: 7, Config: pipeline.DefaultConfig()}
+	s := pipeline.Session{Schema: pipeline.SchemaVersion, ID: "7", Requirements: "r", Base: "main", Status: pipeline.SessionRunning}
+	for i := 1; i <= 3000; i++ {
+		st := pipeline.Step{ID: pipeline.StepID("7", pipeline.LeadGroup, pipeline.RolePM, i), Group: pipeline.LeadGroup, N: i,
+			StepSpec: pipeline.StepSpec{Role: pipeline.RolePM, Model: "opus"}, State: pipeline.StepDone,
+			Result: &pipeline.Result{Status: pipeline.StatusContinue, Summary: []string{textHash(strconv.Itoa(i)) + textHash("s", strconv.Itoa(i))},
+				Handoff: []byte(`{"feedback":{"A":"` + strings.Repeat(textHash("h", strconv.Itoa(i)), 8) + `"}}`)}}
+		s.Steps = append(s.Steps, st)
+	}
+	s.StepSeq = 3000
+	st.Session = s
+	body, err := fitTracking(st, "https://example.com/a/b", coreStateKey)
+	require.NoError(t, err)
+	require.LessOrEqual(t, len([]rune(body)), maxCommentChars)
+	got, err := decodeState(body, coreStateKey)
+	require.NoError(t, err)
+	require.Less(t, len(got.Session.Steps), 3000)
+	require.Equal(t, 3000, got.Session.StepSeq)
+}
