@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/bradleyfalzon/ghinstallation/v2"
@@ -376,6 +377,10 @@ type TransportOptions struct {
 	MaxRateLimitRetries int
 	MaxRateLimitWait    time.Duration
 	SecondaryWait       time.Duration
+	// AttemptTimeout bounds each attempt, response body included
+	// (default 30s; negative: none), so a hung connection becomes a
+	// timeout that an idempotent request retries.
+	AttemptTimeout time.Duration
 	// APIPrefix is stripped from paths before templating ("/api/v3").
 	APIPrefix string
 	Logger    *slog.Logger
@@ -407,6 +412,9 @@ func (o TransportOptions) withDefaults() TransportOptions {
 	}
 	if o.SecondaryWait <= 0 {
 		o.SecondaryWait = 60 * time.Second
+	}
+	if o.AttemptTimeout == 0 {
+		o.AttemptTimeout = 30 * time.Second
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -479,6 +487,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			return nil, fmt.Errorf("read %s %s: %w", req.Method, req.URL.Path, err)
 		}
 		if body.complete {
+			resp.Body.Close()
 			t.o.Cache.put(key, etagEntry{etag: resp.Header.Get("ETag"), header: resp.Header.Clone(), body: body.b})
 			resp.Body = io.NopCloser(bytes.NewReader(body.b))
 		} else {
@@ -540,13 +549,13 @@ func (t *Transport) retrying(req *http.Request) (*http.Response, error) {
 			send = req.Clone(ctx)
 			send.Body = body
 		}
-		resp, err := t.base.RoundTrip(send)
+		resp, err := t.attempt(send)
 		t.o.Stats.record(kind, creating, resp)
 		if err != nil {
-			if ctx.Err() == nil && idempotent(req.Method) && isTimeout(err) && errTries < t.o.MaxRetries {
+			if ctx.Err() == nil && idempotent(req.Method) && isTransient(err) && errTries < t.o.MaxRetries {
 				errTries++
 				t.o.Stats.retried(false)
-				t.o.Logger.Warn("github api timeout, retrying", "kind", kind, "attempt", attempt+1, "err", err)
+				t.o.Logger.Warn("github api network error, retrying", "kind", kind, "attempt", attempt+1, "err", err)
 				if werr := sleepCtx(ctx, t.backoff(errTries)); werr != nil {
 					return nil, fmt.Errorf("%s: %w (while retrying after %w)", kind, werr, err)
 				}
@@ -589,12 +598,42 @@ func retryableStatus(code int) bool {
 	return false
 }
 
-func isTimeout(err error) bool {
+// attempt sends one request under AttemptTimeout; the timeout's context is
+// released when the response body is closed.
+func (t *Transport) attempt(req *http.Request) (*http.Response, error) {
+	if t.o.AttemptTimeout < 0 {
+		return t.base.RoundTrip(req)
+	}
+	ctx, cancel := context.WithTimeout(req.Context(), t.o.AttemptTimeout)
+	resp, err := t.base.RoundTrip(req.WithContext(ctx))
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	resp.Body = &cancelOnClose{ReadCloser: resp.Body, cancel: cancel}
+	return resp, nil
+}
+
+type cancelOnClose struct {
+	io.ReadCloser
+	cancel context.CancelFunc
+}
+
+func (c *cancelOnClose) Close() error {
+	err := c.ReadCloser.Close()
+	c.cancel()
+	return err
+}
+
+// isTransient reports a network failure after which an idempotent request
+// may be sent again: a timeout, or a connection dropped before the answer.
+func isTransient(err error) bool {
 	var ne net.Error
 	if errors.As(err, &ne) && ne.Timeout() {
 		return true
 	}
-	return errors.Is(err, context.DeadlineExceeded)
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, io.EOF) ||
+		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET)
 }
 
 // backoff returns the n-th (1-based) exponential backoff with full jitter.

@@ -408,3 +408,60 @@ func TestNewClientFactoryErrors(t *testing.T) {
 	_, err = NewClientFactory(Config{AppID: 1, PrivateKey: []byte("nope")}, nil, TransportOptions{})
 	assert.ErrorContains(t, err, "private key")
 }
+
+func TestTransportAttemptTimeoutAndDroppedConnection(t *testing.T) {
+	tests := []struct {
+		name      string
+		method    string
+		first     func(w http.ResponseWriter, r *http.Request)
+		wantCalls int32
+		wantErr   bool
+	}{
+		{"hung GET retried", http.MethodGet, func(w http.ResponseWriter, r *http.Request) {
+			<-r.Context().Done()
+		}, 2, false},
+		{"dropped GET retried", http.MethodGet, hangUp, 2, false},
+		{"dropped PUT retried", http.MethodPut, hangUp, 2, false},
+		{"dropped POST not retried", http.MethodPost, hangUp, 1, true},
+		{"hung PATCH not retried", http.MethodPatch, func(w http.ResponseWriter, r *http.Request) {
+			<-r.Context().Done()
+		}, 1, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var n atomic.Int32
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				io.Copy(io.Discard, r.Body)
+				if n.Add(1) == 1 {
+					tc.first(w, r)
+					return
+				}
+				fmt.Fprint(w, `{}`)
+			}))
+			defer srv.Close()
+			o := fastOpts()
+			o.AttemptTimeout = 50 * time.Millisecond
+			tr := NewTransport(&http.Transport{DisableKeepAlives: true}, o)
+			req, _ := http.NewRequest(tc.method, srv.URL+"/repos/a/b/issues/1", strings.NewReader("{}"))
+			resp, err := (&http.Client{Transport: tr}).Do(req)
+			if tc.wantErr {
+				require.Error(t, err)
+			} else {
+				require.NoError(t, err)
+				b, err := io.ReadAll(resp.Body)
+				require.NoError(t, err, "the attempt timeout does not cut a body read in time")
+				resp.Body.Close()
+				assert.Equal(t, "{}", string(b))
+			}
+			assert.Equal(t, tc.wantCalls, n.Load())
+		})
+	}
+}
+
+// hangUp closes the connection without an answer.
+func hangUp(w http.ResponseWriter, r *http.Request) {
+	conn, _, err := w.(http.Hijacker).Hijack()
+	if err == nil {
+		conn.Close()
+	}
+}

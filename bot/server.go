@@ -171,7 +171,15 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 	s.stopOnce.Do(func() { close(s.stopped) })
 	s.workCancel()
-	s.workers.Wait()
+	// A Process that ignores its cancelled context must not hold the
+	// process forever: give it a last moment, then return regardless.
+	done := make(chan struct{})
+	go func() { s.workers.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		err = errors.Join(err, errors.New("shutdown: a delivery is still running after cancellation"))
+	}
 	return err
 }
 

