@@ -1,0 +1,43 @@
+package bot
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/bazinga-bot/bazinga/pipeline"
+	"github.com/stretchr/testify/require"
+)
+
+var updateGolden = flag.Bool("update", false, "rewrite golden files in testdata/")
+
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	p := filepath.Join("testdata", name)
+	if *updateGolden {
+		require.NoError(t, os.MkdirAll("testdata", 0o755))
+		require.NoError(t, os.WriteFile(p, []byte(got), 0o644))
+	}
+	want, err := os.ReadFile(p)
+	require.NoError(t, err, "run go test -update")
+	require.Equal(t, string(want), got)
+}
+
+// TestGoldenRenders pins the text users read: the tracking comment, a
+// group PR body and a result comment, taken from a reference session.
+func TestGoldenRenders(t *testing.T) {
+	h := newCoreHarness(t, coreOpts{groups: 2})
+	h.start()
+	h.steps(24)
+	st, _ := h.mem()
+	golden(t, "tracking_running.md", renderTracking(&st, "https://github.com/acme/widgets", 30, "<!-- state -->"))
+	g := st.Session.Groups[0]
+	golden(t, "pr_body.md", prTitle(h.issue, g)+"\n\n"+prBody(h.issue, st.Session, g))
+	require.Equal(t, pipeline.SessionDone, h.run(500))
+	st, _ = h.mem()
+	golden(t, "tracking_done.md", renderTracking(&st, "https://github.com/acme/widgets", 30, "<!-- state -->"))
+	golden(t, "result_comment.md", RenderResultComment(ResultRecord{Step: "12/A/developer/3", Role: pipeline.RoleDeveloper, Group: "A", Model: "haiku",
+		Result: pipeline.Result{Status: pipeline.StatusReadyForQA, Summary: []string{"Implemented JWT auth", "3 files", "12/12 tests pass"},
+			Handoff: []byte(`{"files_changed":["jwt.go"]}`)}, StartedAt: timeAt(0), EndedAt: timeAt(4)}))
+}
