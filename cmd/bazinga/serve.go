@@ -59,8 +59,12 @@ func serve(ctx context.Context, cfg bot.Config, logger *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("github clients: %w", err)
 	}
-	// TODO(lead): replace with the core's bot.New(bot.Options{...}) once it
-	// exists, passing it factory (installation clients) and logger.
+	// TODO(lead): replace with the core's bot.New(bot.Options{...}):
+	//   Client:   func(ctx, id) { c, err := factory.Installation(id); return bot.NewGitHub(c), err }
+	//   Login:    the App's slug + "[bot]" (factory.App() → Apps.Get(ctx, ""))
+	//   StateKey: derived from cfg.WebhookSecret (e.g. HMAC(secret, "bazinga state v1"))
+	//   Repos:    installations (factory.App()) → each installation's repositories
+	//   Logger:   logger
 	var p bot.Processor = ackProcessor{log: logger}
 	srv, err := bot.NewServer(cfg, p, logger)
 	if err != nil {
