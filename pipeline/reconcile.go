@@ -182,26 +182,36 @@ func (r *reconciler) start(ev Event) {
 	}
 }
 
-func (r *reconciler) result(id string, res Result) {
+// inFlight finds a step in flight and its track, reporting (as "ignored
+// <what> of step …") an event for any other step.
+func (r *reconciler) inFlight(id, what string) (*Step, *Track, *Group, bool) {
 	st := r.step(id)
 	if st == nil {
-		r.report("ignored result for step %s: no such step", id)
-		return
+		r.report("ignored %s of step %s: no such step", what, id)
+		return nil, nil, nil, false
 	}
 	if st.State != StepInFlight {
-		r.report("ignored result for step %s: it is %s, not in flight", id, st.State)
-		return
+		r.report("ignored %s of step %s: it is %s, not in flight", what, id, st.State)
+		return nil, nil, nil, false
 	}
 	t, g := r.track(st)
 	if t == nil {
-		r.report("ignored result for step %s: its group is gone", id)
+		r.report("ignored %s of step %s: its group is gone", what, id)
+		return nil, nil, nil, false
+	}
+	return st, t, g, true
+}
+
+func (r *reconciler) result(id string, res Result) {
+	st, t, g, ok := r.inFlight(id, "the result")
+	if !ok {
 		return
 	}
 	r.changed = true
-	status, ok := NormalizeStatus(st.Role, res.Status)
+	status, allowed := NormalizeStatus(st.Role, res.Status)
 	if status != res.Status {
 		st.Reported = res.Status
-		if !ok {
+		if !allowed {
 			st.Note = fmt.Sprintf("status %s is not allowed for %s; counted as PARTIAL", res.Status, st.Role)
 		}
 	}
@@ -218,18 +228,8 @@ func (r *reconciler) result(id string, res Result) {
 }
 
 func (r *reconciler) failed(id, reason string) {
-	st := r.step(id)
-	if st == nil {
-		r.report("ignored failure of step %s: no such step", id)
-		return
-	}
-	if st.State != StepInFlight {
-		r.report("ignored failure of step %s: it is %s, not in flight", id, st.State)
-		return
-	}
-	t, _ := r.track(st)
-	if t == nil {
-		r.report("ignored failure of step %s: its group is gone", id)
+	st, t, _, ok := r.inFlight(id, "the failure")
+	if !ok {
 		return
 	}
 	if reason == "" {
