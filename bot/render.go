@@ -189,7 +189,7 @@ func fitTracking(st State, repoURL string, key []byte) (string, error) {
 		keep /= 2
 		stored = st
 		stored.Session = st.Session.Snapshot(keep)
-		// The visible table reads the full session; the log shows what is stored.
+		// The visible log shows what is stored.
 		st.Session = stored.Session
 	}
 }
