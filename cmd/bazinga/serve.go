@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
 	"errors"
 	"flag"
 	"fmt"
@@ -10,6 +12,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/google/go-github/v66/github"
 
 	"github.com/bazinga-bot/bazinga/bot"
 )
@@ -52,21 +56,42 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// serve builds the client factory, the Processor and the server, and runs
-// until ctx ends.
+// serve builds the client factory, the bot and the server, and runs until
+// ctx ends.
 func serve(ctx context.Context, cfg bot.Config, logger *slog.Logger) error {
 	factory, err := bot.NewClientFactory(cfg, nil, bot.TransportOptions{Logger: logger})
 	if err != nil {
 		return fmt.Errorf("github clients: %w", err)
 	}
-	// TODO(lead): replace with the core's bot.New(bot.Options{...}):
-	//   Client:   func(ctx, id) { c, err := factory.Installation(id); return bot.NewGitHub(c), err }
-	//   Login:    the App's slug + "[bot]" (factory.App() → Apps.Get(ctx, ""))
-	//   StateKey: derived from cfg.WebhookSecret (e.g. HMAC(secret, "bazinga state v1"))
-	//   Repos:    installations (factory.App()) → each installation's repositories
-	//   Logger:   logger
-	var p bot.Processor = ackProcessor{log: logger}
-	srv, err := bot.NewServer(cfg, p, logger)
+	appClient, err := factory.App()
+	if err != nil {
+		return fmt.Errorf("github app client: %w", err)
+	}
+	app, _, err := appClient.Apps.Get(ctx, "")
+	if err != nil {
+		return fmt.Errorf("reading the GitHub App (check BAZINGA_APP_ID and the private key): %w", err)
+	}
+	login := app.GetSlug() + "[bot]"
+	b, err := bot.New(bot.Options{
+		Client: func(_ context.Context, id int64) (bot.GitHub, error) {
+			c, err := factory.Installation(id)
+			if err != nil {
+				return nil, err
+			}
+			return bot.NewGitHub(c), nil
+		},
+		Login:    login,
+		StateKey: stateKey(cfg.WebhookSecret),
+		Logger:   logger,
+		Repos: func(ctx context.Context) ([]bot.InstalledRepo, error) {
+			return installedRepos(ctx, factory)
+		},
+	})
+	if err != nil {
+		return err
+	}
+	logger.Info("bazinga serve", "app", app.GetSlug(), "login", login, "listen", cfg.Listen)
+	srv, err := bot.NewServer(cfg, b, logger)
 	if err != nil {
 		return err
 	}
@@ -74,16 +99,52 @@ func serve(ctx context.Context, cfg bot.Config, logger *slog.Logger) error {
 	return srv.Run(ctx)
 }
 
-// ackProcessor is a placeholder Processor: it logs and acknowledges every
-// delivery without acting. TODO(lead): remove once bot.New is wired in.
-type ackProcessor struct{ log *slog.Logger }
-
-func (ackProcessor) Key(bot.Delivery) string { return "" }
-
-func (a ackProcessor) Process(_ context.Context, d bot.Delivery) error {
-	a.log.Info("delivery acknowledged (placeholder processor, no effect)",
-		"delivery", d.ID, "event", d.Event, "action", d.Action, "installation", d.Installation, "repo", d.Repo)
-	return bot.ErrIgnored
+// stateKey derives the key that authenticates the state block from the
+// webhook secret, so no second secret has to be configured.
+func stateKey(secret []byte) []byte {
+	m := hmac.New(sha256.New, secret)
+	m.Write([]byte("bazinga state v1"))
+	return m.Sum(nil)
 }
 
-func (ackProcessor) Sweep(context.Context) error { return nil }
+// installedRepos lists every repository of every installation, for the sweep.
+func installedRepos(ctx context.Context, factory *bot.ClientFactory) ([]bot.InstalledRepo, error) {
+	appClient, err := factory.App()
+	if err != nil {
+		return nil, err
+	}
+	var out []bot.InstalledRepo
+	opts := &github.ListOptions{PerPage: 100}
+	for {
+		insts, resp, err := appClient.Apps.ListInstallations(ctx, opts)
+		if err != nil {
+			return nil, fmt.Errorf("listing installations: %w", err)
+		}
+		for _, inst := range insts {
+			c, err := factory.Installation(inst.GetID())
+			if err != nil {
+				return nil, err
+			}
+			ropts := &github.ListOptions{PerPage: 100}
+			for {
+				repos, rresp, err := c.Apps.ListRepos(ctx, ropts)
+				if err != nil {
+					return nil, fmt.Errorf("listing the repositories of installation %d: %w", inst.GetID(), err)
+				}
+				for _, r := range repos.Repositories {
+					if ref, ok := bot.ParseRepo(r.GetFullName()); ok {
+						out = append(out, bot.InstalledRepo{Installation: inst.GetID(), Repo: ref})
+					}
+				}
+				if rresp.NextPage == 0 {
+					break
+				}
+				ropts.Page = rresp.NextPage
+			}
+		}
+		if resp.NextPage == 0 {
+			return out, nil
+		}
+		opts.Page = resp.NextPage
+	}
+}

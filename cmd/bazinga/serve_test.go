@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/bazinga-bot/bazinga/bot"
+	"github.com/bazinga-bot/bazinga/internal/ghfake"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -46,11 +47,31 @@ func TestServeUnexpectedArgs(t *testing.T) {
 func TestServeRunsAndStops(t *testing.T) {
 	k, err := rsa.GenerateKey(rand.Reader, 1024)
 	require.NoError(t, err)
+	// The App is read from (and the sweep lists installations in) the fake GitHub.
+	fake := ghfake.Start(t, ghfake.Options{})
+	web, api, upload, err := bot.GitHubURLs(fake.URL())
+	require.NoError(t, err)
 	cfg := bot.Config{
 		AppID: 1, WebhookSecret: []byte("s"), Listen: "127.0.0.1:0",
 		PrivateKey: pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(k)}),
+		GitHubURL:  web, APIURL: api, UploadURL: upload,
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	defer cancel()
 	assert.NoError(t, serve(ctx, cfg, slog.New(slog.DiscardHandler)))
+}
+
+func TestServeReportsAnUnreachableApp(t *testing.T) {
+	k, err := rsa.GenerateKey(rand.Reader, 1024)
+	require.NoError(t, err)
+	cfg := bot.Config{
+		AppID: 1, WebhookSecret: []byte("s"), Listen: "127.0.0.1:0",
+		PrivateKey: pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(k)}),
+		GitHubURL:  "http://127.0.0.1:1", APIURL: "http://127.0.0.1:1/api/v3/", UploadURL: "http://127.0.0.1:1/api/uploads/",
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	err = serve(ctx, cfg, slog.New(slog.DiscardHandler))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "check BAZINGA_APP_ID and the private key")
 }
