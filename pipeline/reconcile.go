@@ -33,7 +33,6 @@ type reconciler struct {
 	actions []Action
 	changed bool
 	nActs   int
-	stepIdx map[string]int // step id → index, built on first use
 	// resend asks finish to send every step in flight again (resume on a live session).
 	resend bool
 }
@@ -93,19 +92,7 @@ func (r *reconciler) notify(kind NoticeKind, text string) {
 	r.add(Action{Kind: ActionNotify, Notice: kind, Text: text})
 }
 
-func (r *reconciler) step(id string) *Step {
-	if r.stepIdx == nil {
-		r.stepIdx = make(map[string]int, len(r.s.Steps))
-		for i := range r.s.Steps {
-			r.stepIdx[r.s.Steps[i].ID] = i
-		}
-	}
-	i, ok := r.stepIdx[id]
-	if !ok {
-		return nil
-	}
-	return &r.s.Steps[i]
-}
+func (r *reconciler) step(id string) *Step { return findStep(r.s.Steps, id) }
 
 // track returns the track a step belongs to and its group (nil for the lead).
 func (r *reconciler) track(st *Step) (*Track, *Group) {

@@ -279,9 +279,6 @@ func (r *reconciler) dispatch(t *Track, g *Group) {
 	st := Step{ID: StepID(s.ID, group, spec.Role, n), Group: group, N: n, StepSpec: spec,
 		State: StepInFlight, DispatchedAt: r.now}
 	s.Steps = append(s.Steps, st)
-	if r.stepIdx != nil {
-		r.stepIdx[st.ID] = len(s.Steps) - 1
-	}
 	t.InFlight = st.ID
 	t.Next = nil
 	t.Wait = WaitNone

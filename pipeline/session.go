@@ -4,6 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"sort"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -185,11 +188,19 @@ func (s *Session) Group(id string) *Group {
 }
 
 // Step returns the step with the given id, or nil.
-func (s *Session) Step(id string) *Step {
-	for i := len(s.Steps) - 1; i >= 0; i-- {
-		if s.Steps[i].ID == id {
-			return &s.Steps[i]
-		}
+func (s *Session) Step(id string) *Step { return findStep(s.Steps, id) }
+
+// findStep finds a step by id. Steps are in dispatch order, so their numbers
+// (the n of the id) ascend: a binary search finds it without an index.
+func findStep(steps []Step, id string) *Step {
+	slash := strings.LastIndexByte(id, '/')
+	n, err := strconv.Atoi(id[slash+1:])
+	if slash < 0 || err != nil {
+		return nil
+	}
+	i := sort.Search(len(steps), func(i int) bool { return steps[i].N >= n })
+	if i < len(steps) && steps[i].N == n && steps[i].ID == id {
+		return &steps[i]
 	}
 	return nil
 }
@@ -296,6 +307,15 @@ func (s *Session) check() error {
 		st := &s.Steps[i]
 		if steps[st.ID] != nil {
 			return fmt.Errorf("duplicate step %q", st.ID)
+		}
+		if st.ID != StepID(s.ID, st.Group, st.Role, st.N) {
+			return fmt.Errorf("step %q does not match its group, role and number", st.ID)
+		}
+		if i > 0 && st.N <= s.Steps[i-1].N {
+			return fmt.Errorf("step %q is out of order", st.ID)
+		}
+		if st.N > s.StepSeq {
+			return fmt.Errorf("step %q is numbered past the session's step count %d", st.ID, s.StepSeq)
 		}
 		steps[st.ID] = st
 	}

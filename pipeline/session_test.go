@@ -62,6 +62,13 @@ func TestUnmarshalSessionRefusesBadInput(t *testing.T) {
 		{"in-flight step missing", mutate(func(m map[string]any) {
 			m["lead"].(map[string]any)["in_flight"] = "s1/_/pm/99"
 		}), "not in flight"},
+		{"steps out of order", mutate(func(m map[string]any) {
+			st := m["steps"].([]any)
+			st[0], st[1] = st[1], st[0]
+		}), "out of order"},
+		{"step id and number disagree", mutate(func(m map[string]any) {
+			m["steps"].([]any)[0].(map[string]any)["n"] = 7
+		}), "does not match"},
 		{"duplicate group", mutate(func(m map[string]any) {
 			gs := m["groups"].([]any)
 			m["groups"] = append(gs, gs[0])
