@@ -175,7 +175,7 @@ func (r *runner) create() error {
 	if err := r.setup(); err != nil {
 		return err
 	}
-	fmt.Fprintf(r.opts.Out, "bazinga session %s on %s (%s)\n", id, o.Base, o.Repo)
+	r.view.started(id, o.Base, o.Repo, false)
 	return r.apply([]pipeline.Event{pipeline.Started(id, o.Requirements, o.Base)})
 }
 
@@ -256,10 +256,10 @@ func (r *runner) resume() error {
 		return err
 	}
 	if s.Status == pipeline.SessionDone {
-		fmt.Fprintf(r.opts.Out, "session %s is already done\n", s.ID)
+		r.view.warn(fmt.Sprintf("session %s is already done", s.ID))
 		return nil
 	}
-	fmt.Fprintf(r.opts.Out, "resuming bazinga session %s on %s\n", s.ID, s.Base)
+	r.view.started(s.ID, s.Base, o.Repo, true)
 	return r.apply([]pipeline.Event{pipeline.CommandEvent(s.ID, "local", pipeline.Command{Kind: pipeline.CommandResume})})
 }
 

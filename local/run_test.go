@@ -137,11 +137,12 @@ func TestJSONOutput(t *testing.T) {
 	assert.True(t, res.Verified())
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
 	var kinds []string
-	for _, l := range lines[1:] {
+	for _, l := range lines {
 		var m map[string]any
 		require.NoError(t, json.Unmarshal([]byte(l), &m), l)
 		kinds = append(kinds, m["type"].(string))
 	}
+	assert.Equal(t, "started", kinds[0])
 	assert.Contains(t, kinds, "event")
 	assert.Contains(t, kinds, "action")
 	assert.Contains(t, kinds, "capsule")

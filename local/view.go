@@ -36,6 +36,9 @@ type jsonLine struct {
 	Capsule string           `json:"capsule,omitempty"`
 	Status  string           `json:"status,omitempty"`
 	Reason  string           `json:"reason,omitempty"`
+	Session string           `json:"session,omitempty"`
+	Base    string           `json:"base,omitempty"`
+	Repo    string           `json:"repo,omitempty"`
 }
 
 func (v *view) clear() {
@@ -132,6 +135,23 @@ func (v *view) progress(s pipeline.Session) {
 		fmt.Fprintln(v.out, l)
 	}
 	v.drawn = len(lines)
+}
+
+// started announces the session.
+func (v *view) started(id, base, repo string, resumed bool) {
+	if v.json {
+		kind := "started"
+		if resumed {
+			kind = "resumed"
+		}
+		_ = v.enc.Encode(jsonLine{Type: kind, Session: id, Base: base, Repo: repo})
+		return
+	}
+	if resumed {
+		v.println(fmt.Sprintf("resuming bazinga session %s on %s (%s)", id, base, repo))
+		return
+	}
+	v.println(fmt.Sprintf("bazinga session %s on %s (%s)", id, base, repo))
 }
 
 func (v *view) question(q string, timeout time.Duration) {
