@@ -21,11 +21,9 @@ Commands:
   run       run a whole session on a local repository ("requirements" or --issue-file)
   status    show a local session (bazinga status [--repo DIR] [ID])
   serve     run the GitHub App (webhooks, slash commands; configured by BAZINGA_* variables)
+  action    run one step inside GitHub Actions (agent | merge | validate | reconcile)
   version   print the version
   help      show this text
-
-Coming with the next milestone:
-  action    run one step inside GitHub Actions (agent | merge | validate | reconcile)
 
 Run "bazinga <command> -h" for a command's flags.
 `
@@ -46,6 +44,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 0
 	case "serve":
 		return runServe(args[1:], stdout, stderr)
+	case "action":
+		return runAction(args[1:], stdout, stderr)
 	case "run":
 		return runRun(args[1:], stdout, stderr)
 	case "demo":

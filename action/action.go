@@ -1,0 +1,385 @@
+// Package action is `bazinga action`, the entry point of the GitHub Action
+// (action.yml). It runs inside an Actions job and does one of:
+//
+//   - agent, merge, validate: carry out one dispatched step. The job reads
+//     the session from the issue's tracking comment, claims the step by
+//     creating refs/bazinga/claims/<step id> (a second job for the same
+//     step finds the ref and stops: "duplicate"), runs it with
+//     stepexec.Executor in a working copy cloned with the job's token, and
+//     posts the result comment on the group PR (on the issue for
+//     session-level steps). A step that ends without a result fails the
+//     job; the bot sees the run complete with failure and retries.
+//   - reconcile: the Action-only orchestrator. It handles the event at
+//     GITHUB_EVENT_PATH with the bot's own code (bot.New, Process, Sweep),
+//     acting as github-actions[bot].
+//
+// Inputs, outputs, masking, annotations, log groups and the job summary go
+// through github.com/sethvargo/go-githubactions. Everything the package
+// touches outside itself comes in through Deps, so tests drive it with a
+// fake environment and the fake GitHub.
+package action
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/google/go-github/v66/github"
+	"github.com/sethvargo/go-githubactions"
+
+	"github.com/bazinga-bot/bazinga/bot"
+)
+
+// Commands of `bazinga action`.
+const (
+	CommandAgent     = "agent"
+	CommandMerge     = "merge"
+	CommandValidate  = "validate"
+	CommandReconcile = "reconcile"
+)
+
+// Outputs' status values besides a step's own status.
+const (
+	StatusDuplicate = "duplicate" // another job claimed the step
+	StatusSkipped   = "skipped"   // the step is not in flight: nothing done
+	StatusFailed    = "failed"    // the step ended without a result
+	StatusHandled   = "handled"   // reconcile handled its event
+	StatusIgnored   = "ignored"   // reconcile: the event needs no work
+)
+
+// ActionsLogin is the identity of a workflow's GITHUB_TOKEN: the author of
+// everything a job writes, and the bot's login in Action-only mode.
+const ActionsLogin = "github-actions[bot]"
+
+// ActionOnlyStateKey is the HMAC key of the tracking comment's state block
+// in Action-only mode when BAZINGA_STATE_KEY is not set. It is public: in
+// Action-only mode trust rests on the author of the tracking comment
+// (github-actions[bot], which only this repository's workflows can write
+// as), not on the key.
+const ActionOnlyStateKey = "bazinga-action-only-mode-state-key"
+
+// EnvStateKey names the variable holding a state key (optional).
+const EnvStateKey = "BAZINGA_STATE_KEY"
+
+// ClientFunc returns a go-github client that authenticates with token
+// against the REST API at apiURL (GITHUB_API_URL).
+type ClientFunc func(ctx context.Context, token, apiURL string) (*github.Client, error)
+
+// Deps is what the action needs from outside.
+type Deps struct {
+	// Getenv reads the environment (inputs are INPUT_* variables).
+	Getenv func(string) string
+	// Stdout receives workflow commands (annotations, groups, masks) and
+	// the log lines a person reads in the job's log.
+	Stdout io.Writer
+	// Logger receives structured diagnostics (default: text on Stdout).
+	Logger *slog.Logger
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+	// Client builds the API client (default NewClient).
+	Client ClientFunc
+	// StateWait bounds how long a step job waits for the tracking comment
+	// to show its step (the bot dispatches before it writes the comment);
+	// default 90s. StatePoll is the first interval between reads (default
+	// 250ms, doubling up to 5s; unchanged reads are free 304s).
+	StateWait time.Duration
+	StatePoll time.Duration
+}
+
+func (d Deps) withDefaults() Deps {
+	if d.Getenv == nil {
+		d.Getenv = os.Getenv
+	}
+	if d.Stdout == nil {
+		d.Stdout = os.Stdout
+	}
+	if d.Logger == nil {
+		d.Logger = slog.New(slog.NewTextHandler(d.Stdout, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	}
+	if d.Now == nil {
+		d.Now = time.Now
+	}
+	if d.Client == nil {
+		d.Client = func(ctx context.Context, token, apiURL string) (*github.Client, error) {
+			return NewClient(token, apiURL, bot.TransportOptions{})
+		}
+	}
+	if d.StateWait == 0 {
+		d.StateWait = 90 * time.Second
+	}
+	if d.StatePoll <= 0 {
+		d.StatePoll = 250 * time.Millisecond
+	}
+	return d
+}
+
+// NewClient returns a go-github client for token at apiURL (empty or
+// https://api.github.com: github.com; otherwise GitHub Enterprise Server
+// style URLs, as GITHUB_API_URL gives them), over the bot's transport
+// chain: ETag cache, rate-limit backoff and retries.
+func NewClient(token, apiURL string, opts bot.TransportOptions) (*github.Client, error) {
+	apiURL = strings.TrimRight(strings.TrimSpace(apiURL), "/")
+	enterprise := apiURL != "" && apiURL != "https://api.github.com"
+	if enterprise && opts.APIPrefix == "" && strings.HasSuffix(apiURL, "/api/v3") {
+		opts.APIPrefix = "/api/v3"
+	}
+	if opts.Identity == "" {
+		opts.Identity = "action"
+	}
+	c := github.NewClient(&http.Client{Transport: bot.NewTransport(nil, opts)}).WithAuthToken(token)
+	if !enterprise {
+		return c, nil
+	}
+	upload := strings.TrimSuffix(apiURL, "/api/v3") + "/api/uploads/"
+	c, err := c.WithEnterpriseURLs(apiURL+"/", upload)
+	if err != nil {
+		return nil, fmt.Errorf("GITHUB_API_URL %q: %w", apiURL, err)
+	}
+	return c, nil
+}
+
+// Main is `bazinga action` for the binary: the process environment, the
+// default client, logs on stdout.
+func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	for _, a := range args {
+		switch a {
+		case "-h", "--help", "help":
+			fmt.Fprint(stdout, Usage)
+			return 0
+		default:
+			fmt.Fprintf(stderr, "bazinga action: unexpected argument %q (inputs come from INPUT_* variables)\n\n%s", a, Usage)
+			return 2
+		}
+	}
+	return Run(ctx, Deps{Stdout: stdout})
+}
+
+// Usage is the help text of `bazinga action`.
+const Usage = `bazinga action — run inside GitHub Actions (see action.yml)
+
+Inputs (INPUT_* variables, as the runner sets them):
+  command            agent | merge | validate (one dispatched step) | reconcile (Action-only orchestrator)
+  step               the step id <issue>/<group>/<role>/<n> (agent, merge, validate)
+  github-token       token for the API and git
+  agent-command      overrides agent.command of the configuration
+  config             configuration path (default .github/bazinga.yml)
+  working-directory  where working copies are made (default RUNNER_TEMP)
+
+Outputs: status, summary, step. Exit code 0 on success, "duplicate" and
+"skipped"; 1 when the step failed or an input is wrong.
+`
+
+// inputs are the action's inputs and the job's context.
+type inputs struct {
+	command, step, token, agentCommand, config, workDir string
+	repo                                                bot.RepoRef
+	apiURL, serverURL, runURL                           string
+	eventName, eventPath                                string
+	stateKey                                            []byte
+}
+
+// inputError is a wrong or missing input: the step fails with the message.
+type inputError struct{ msg string }
+
+func (e *inputError) Error() string { return e.msg }
+
+// input reads an input by its name with dashes, accepting underscores too
+// (composite actions set INPUT_* themselves, in either spelling).
+func input(gha *githubactions.Action, name string) string {
+	if v := gha.GetInput(name); v != "" {
+		return v
+	}
+	return gha.GetInput(strings.ReplaceAll(name, "-", "_"))
+}
+
+func readInputs(gha *githubactions.Action, getenv func(string) string) (inputs, error) {
+	in := inputs{
+		command:      strings.ToLower(input(gha, "command")),
+		step:         input(gha, "step"),
+		token:        input(gha, "github-token"),
+		agentCommand: input(gha, "agent-command"),
+		config:       input(gha, "config"),
+		workDir:      input(gha, "working-directory"),
+		apiURL:       strings.TrimSpace(getenv("GITHUB_API_URL")),
+		serverURL:    strings.TrimRight(strings.TrimSpace(getenv("GITHUB_SERVER_URL")), "/"),
+		eventName:    strings.TrimSpace(getenv("GITHUB_EVENT_NAME")),
+		eventPath:    strings.TrimSpace(getenv("GITHUB_EVENT_PATH")),
+	}
+	if in.token != "" {
+		gha.AddMask(in.token)
+	}
+	if k := getenv(EnvStateKey); k != "" {
+		gha.AddMask(k)
+		in.stateKey = []byte(k)
+	}
+	var problems []string
+	switch in.command {
+	case CommandAgent, CommandMerge, CommandValidate, CommandReconcile:
+	case "":
+		problems = append(problems, "input `command` is required: agent, merge, validate or reconcile")
+	default:
+		problems = append(problems, fmt.Sprintf("input `command` is %q; want agent, merge, validate or reconcile", in.command))
+	}
+	if in.token == "" {
+		problems = append(problems, "input `github-token` is empty; pass `github-token: ${{ github.token }}` (the default) or a token with contents, issues and pull-requests write")
+	}
+	full := strings.TrimSpace(getenv("GITHUB_REPOSITORY"))
+	repo, ok := bot.ParseRepo(full)
+	switch {
+	case full == "":
+		problems = append(problems, "GITHUB_REPOSITORY is not set: bazinga action runs inside a GitHub Actions job")
+	case !ok:
+		problems = append(problems, fmt.Sprintf("GITHUB_REPOSITORY is %q, not owner/name", full))
+	}
+	in.repo = repo
+	if in.command != CommandReconcile && in.command != "" {
+		switch ref, ok := bot.ParseStepID(in.step); {
+		case in.step == "":
+			problems = append(problems, "input `step` is required for command "+in.command+": the step id <issue>/<group>/<role>/<n> (the workflow_dispatch input)")
+		case !ok:
+			problems = append(problems, fmt.Sprintf("input `step` is %q, not a step id <issue>/<group>/<role>/<n>", in.step))
+		default:
+			if want := commandOf(ref); want != in.command && (in.command == CommandAgent || in.command == CommandMerge || in.command == CommandValidate) {
+				problems = append(problems, fmt.Sprintf("step %s is a %s step; run it with `command: %s`, not %s", in.step, ref.Role, want, in.command))
+			}
+		}
+	}
+	if in.serverURL == "" {
+		in.serverURL = "https://github.com"
+	}
+	if in.apiURL == "" {
+		in.apiURL = "https://api.github.com"
+	}
+	if in.config == "" {
+		in.config = ".github/bazinga.yml"
+	}
+	if id := strings.TrimSpace(getenv("GITHUB_RUN_ID")); id != "" && ok {
+		in.runURL = in.serverURL + "/" + repo.String() + "/actions/runs/" + id
+	}
+	if in.workDir == "" {
+		in.workDir = getenv("RUNNER_TEMP")
+	}
+	if len(problems) > 0 {
+		return in, &inputError{msg: strings.Join(problems, "; ")}
+	}
+	return in, nil
+}
+
+// Run is `bazinga action`: it reads the inputs, runs the command and
+// returns the exit code.
+func Run(ctx context.Context, d Deps) (code int) {
+	d = d.withDefaults()
+	gha := githubactions.New(githubactions.WithGetenv(d.Getenv), githubactions.WithWriter(d.Stdout))
+	out := &outputs{gha: gha, getenv: d.Getenv, log: d.Logger}
+	defer func() {
+		if r := recover(); r != nil {
+			gha.Errorf("bazinga action: internal error: %v", r)
+			code = 1
+		}
+	}()
+	in, err := readInputs(gha, d.Getenv)
+	if err != nil {
+		gha.WithFieldsMap(map[string]string{"title": "bazinga: bad input"}).Errorf("%s", err.Error())
+		out.set(in.step, StatusFailed, []string{err.Error()})
+		return 1
+	}
+	client, err := d.Client(ctx, in.token, in.apiURL)
+	if err != nil {
+		gha.Errorf("bazinga action: %v", err)
+		return 1
+	}
+	j := &job{d: d, gha: gha, out: out, in: in, client: client, gh: bot.NewGitHub(client), log: d.Logger.With("command", in.command)}
+	if in.command == CommandReconcile {
+		return j.reconcile(ctx)
+	}
+	return j.runStep(ctx)
+}
+
+// job is one run of the action.
+type job struct {
+	d      Deps
+	gha    *githubactions.Action
+	out    *outputs
+	in     inputs
+	client *github.Client
+	gh     bot.GitHub
+	log    *slog.Logger
+}
+
+// fail reports err as an error annotation, naming a missing permission
+// when GitHub refused the token, and returns exit code 1.
+func (j *job) fail(what string, err error) int {
+	msg := what + ": " + err.Error()
+	if p, ok := MissingPermission(err); ok {
+		msg = what + ": " + p
+	}
+	j.gha.WithFieldsMap(map[string]string{"title": "bazinga " + j.in.command}).Errorf("%s", msg)
+	j.log.Error(what, "err", err)
+	return 1
+}
+
+// outputs writes the action's outputs, tolerating a runner without
+// GITHUB_OUTPUT (a local run), where they are only logged.
+type outputs struct {
+	gha    *githubactions.Action
+	getenv func(string) string
+	log    *slog.Logger
+}
+
+func (o *outputs) set(step, status string, summary []string) {
+	o.write("step", step)
+	o.write("status", status)
+	o.write("summary", strings.Join(summary, "\n"))
+}
+
+func (o *outputs) write(k, v string) {
+	if o.getenv("GITHUB_OUTPUT") == "" {
+		o.log.Debug("output", "name", k, "value", v)
+		return
+	}
+	o.gha.SetOutput(k, v)
+}
+
+func (o *outputs) summary(md string) {
+	if o.getenv("GITHUB_STEP_SUMMARY") == "" {
+		return
+	}
+	o.gha.AddStepSummary(md)
+}
+
+// MissingPermission explains a 403 from GitHub that names the permission
+// the token lacks (X-Accepted-GitHub-Permissions), e.g. "the token lacks
+// contents: write; add `permissions: contents: write` to the job".
+func MissingPermission(err error) (string, bool) {
+	var er *github.ErrorResponse
+	if !errors.As(err, &er) || er.Response == nil || er.Response.StatusCode != http.StatusForbidden {
+		return "", false
+	}
+	accepted := er.Response.Header.Get("X-Accepted-GitHub-Permissions")
+	if accepted == "" {
+		if strings.Contains(er.Message, "Resource not accessible by integration") {
+			return "the token lacks a permission this call needs (" + er.Message + "); check the job's `permissions:`", true
+		}
+		return "", false
+	}
+	var needs, yaml []string
+	for _, alt := range strings.Split(accepted, ";") {
+		name, level, ok := strings.Cut(strings.TrimSpace(alt), "=")
+		if !ok || name == "" {
+			continue
+		}
+		needs = append(needs, name+": "+level)
+		yaml = append(yaml, strings.ReplaceAll(name, "_", "-")+": "+level)
+	}
+	if len(needs) == 0 {
+		return "", false
+	}
+	// Alternatives: any one of them is enough; suggest the first.
+	return fmt.Sprintf("the token lacks %s; add `permissions: %s` to the job", strings.Join(needs, " or "), yaml[0]), true
+}

@@ -1,0 +1,512 @@
+package action_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-github/v66/github"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/bazinga-bot/bazinga/action"
+	"github.com/bazinga-bot/bazinga/bot"
+	"github.com/bazinga-bot/bazinga/internal/ghfake"
+	"github.com/bazinga-bot/bazinga/internal/scripted"
+	"github.com/bazinga-bot/bazinga/pipeline"
+)
+
+// The test binary doubles as the bazinga binary: `action` and the
+// scripted agent, run as subprocesses by the fake Actions runner.
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 {
+		switch os.Args[1] {
+		case "action":
+			os.Exit(action.Main(context.Background(), os.Args[2:], os.Stdout, os.Stderr))
+		case "scripted-agent":
+			os.Exit(scripted.Main(os.Args[2:], os.Stdout, os.Stderr))
+		}
+	}
+	os.Exit(m.Run())
+}
+
+const (
+	e2eOwner  = "acme"
+	e2eName   = "widgets"
+	e2eFull   = e2eOwner + "/" + e2eName
+	e2eSecret = "e2e-webhook-secret"
+	e2eBotTok = "ghs_e2e_app"
+)
+
+var e2eStateKey = []byte("e2e-app-state-key-0123456789abcdef")
+
+// The configuration the fake repository carries: a Go-free test command,
+// so the gate, the harness's check and validation are real and fast.
+const e2eConfig = `agent:
+  command: "overridden-by-the-agent-command-input"
+  timeout: 2m
+tests:
+  command: 'for f in *.txt; do grep -qx ok "$f" || exit 1; done'
+  timeout: 1m
+`
+
+// Two groups in one phase; QA fails group A once.
+const e2eScenario = `{
+ "requirements": "Write a.txt and b.txt.",
+ "steps": {
+  "_/pm": [
+   {"status": "PLANNING_COMPLETE", "summary": ["2 groups, one phase"],
+    "handoff": {"plan": {"mode": "parallel", "groups": [
+      {"id": "A", "name": "file a", "task": "Write a.txt saying ok, with notes.", "phase": 1},
+      {"id": "B", "name": "file b", "task": "Write b.txt saying ok.", "phase": 1}],
+     "success_criteria": ["a.txt and b.txt say ok"]}}},
+   {"status": "BAZINGA", "summary": ["both groups merged"],
+    "handoff": {"criteria": [{"criterion": "a.txt and b.txt say ok", "met": true, "evidence": "groups A and B merged; the gate checks every .txt"}]}}
+  ],
+  "A/developer": [
+   {"status": "READY_FOR_QA", "summary": ["a.txt written"], "write": {"a.txt": "ok\n"},
+    "handoff": {"files_changed": ["a.txt"], "tests": {"total": 1, "passing": 1, "failing": 0}}},
+   {"status": "READY_FOR_QA", "summary": ["notes added for QA"], "write": {"a-notes.md": "a.txt says ok\n"},
+    "handoff": {"files_changed": ["a-notes.md"], "tests": {"total": 1, "passing": 1, "failing": 0}}}
+  ],
+  "B/developer": [
+   {"status": "READY_FOR_QA", "summary": ["b.txt written"], "write": {"b.txt": "ok\n"},
+    "handoff": {"files_changed": ["b.txt"], "tests": {"total": 1, "passing": 1, "failing": 0}}}
+  ],
+  "A/qa": [
+   {"status": "FAIL", "summary": ["a-notes.md is missing"], "handoff": {"failures": ["no notes for a.txt"], "tests": {"total": 1, "passing": 0, "failing": 1}}},
+   {"status": "PASS", "summary": ["1/1 checks pass"], "handoff": {"tests": {"total": 1, "passing": 1, "failing": 0}}}
+  ],
+  "B/qa": [
+   {"status": "PASS", "summary": ["1/1 checks pass"], "handoff": {"tests": {"total": 1, "passing": 1, "failing": 0}}}
+  ],
+  "*/tech_lead": [
+   {"status": "APPROVED", "summary": ["clean"]}
+  ]
+ }
+}`
+
+// world is the fake GitHub, the fake Actions runner and the scripted team.
+type world struct {
+	t        *testing.T
+	f        *ghfake.Fake
+	repo     *ghfake.Repo
+	exe      string
+	root     string
+	agentCmd string
+	// env is added to every job's environment.
+	env []string
+
+	mu       sync.Mutex
+	running  int
+	lastIdle time.Time
+	jobs     []jobRecord
+	// lane serialises the orchestrator's runs (its concurrency group).
+	lane sync.Mutex
+}
+
+type jobRecord struct {
+	run      ghfake.Run
+	command  string
+	exit     int
+	duration time.Duration
+	output   string
+}
+
+func newWorld(t *testing.T) *world {
+	t.Helper()
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	root := t.TempDir()
+	f := ghfake.Start(t, ghfake.Options{WebhookMode: ghfake.Async})
+	repo, err := f.CreateRepo(e2eOwner, e2eName, "main")
+	require.NoError(t, err)
+	_, err = repo.Push(e2eOwner, "main", map[string]string{
+		"README.md": "# widgets\n", "seed.txt": "ok\n", ".github/bazinga.yml": e2eConfig,
+	}, "Initial commit")
+	require.NoError(t, err)
+	f.SetPermission("alice", "write")
+	require.NoError(t, f.AddWorkflow(e2eFull, "bazinga-agent.yml", ghfake.Workflow{
+		Name: "bazinga agent", RunName: "bazinga ${{ inputs.step }}",
+		Inputs: map[string]ghfake.WorkflowInput{"step": {Required: true}},
+	}))
+	scenario := filepath.Join(root, "scenario.json")
+	require.NoError(t, os.WriteFile(scenario, []byte(e2eScenario), 0o644))
+	_, err = scripted.Load(scenario)
+	require.NoError(t, err)
+	w := &world{t: t, f: f, repo: repo, exe: exe, root: root, lastIdle: time.Now(),
+		agentCmd: fmt.Sprintf("'%s' scripted-agent --scenario '%s' --state '%s'", exe, scenario, filepath.Join(root, "agent-state"))}
+	ctx := f.Context()
+	f.OnDispatch(func(r ghfake.Run) { w.runJob(ctx, r) })
+	return w
+}
+
+// runJob is the fake Actions runner: `bazinga action` as a subprocess with
+// the job's GITHUB_* environment and the action's INPUT_* variables, then
+// the run completed with the exit code as its conclusion.
+func (w *world) runJob(ctx context.Context, r ghfake.Run) {
+	w.mu.Lock()
+	w.running++
+	w.mu.Unlock()
+	defer func() {
+		w.mu.Lock()
+		w.running--
+		w.lastIdle = time.Now()
+		w.mu.Unlock()
+	}()
+	command := "reconcile"
+	if r.Workflow == "bazinga-agent.yml" {
+		// As examples/workflows/bazinga-agent.yml picks its job.
+		step := r.Inputs["step"]
+		switch {
+		case strings.Contains(step, "/merge/"):
+			command = "merge"
+		case strings.Contains(step, "/validate/"):
+			command = "validate"
+		default:
+			command = "agent"
+		}
+	} else {
+		// The orchestrator's concurrency group: one reconcile at a time.
+		w.lane.Lock()
+		defer w.lane.Unlock()
+	}
+	dir := filepath.Join(w.root, "runs", strconv.FormatInt(r.ID, 10))
+	env, err := w.f.RunEnv(r, dir)
+	if err != nil {
+		w.t.Errorf("run %d: %v", r.ID, err)
+		return
+	}
+	tok := w.f.RunToken(r)
+	env = append(env,
+		"PATH="+os.Getenv("PATH"), "HOME="+os.Getenv("HOME"), "TMPDIR="+os.TempDir(),
+		"INPUT_COMMAND="+command, "INPUT_STEP="+r.Inputs["step"],
+		"INPUT_GITHUB-TOKEN="+tok, "INPUT_GITHUB_TOKEN="+tok,
+		"INPUT_AGENT-COMMAND="+w.agentCmd, "INPUT_AGENT_COMMAND="+w.agentCmd,
+		"INPUT_CONFIG=.github/bazinga.yml", "INPUT_WORKING-DIRECTORY=", "INPUT_WORKING_DIRECTORY=",
+	)
+	env = append(env, w.env...)
+	if err := w.f.StartRun(r.ID); err != nil {
+		return // the fake is closing
+	}
+	start := time.Now()
+	cmd := exec.CommandContext(ctx, w.exe, "action")
+	cmd.Env = env
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	exit := 0
+	if err := cmd.Run(); err != nil {
+		exit = 1
+		if ee, ok := err.(*exec.ExitError); ok {
+			exit = ee.ExitCode()
+		}
+	}
+	conclusion := "success"
+	if exit != 0 {
+		conclusion = "failure"
+	}
+	w.mu.Lock()
+	w.jobs = append(w.jobs, jobRecord{run: r, command: command, exit: exit, duration: time.Since(start), output: out.String()})
+	w.mu.Unlock()
+	_ = w.f.CompleteRun(r.ID, conclusion)
+}
+
+func (w *world) idleFor() time.Duration {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.running > 0 {
+		return 0
+	}
+	return time.Since(w.lastIdle)
+}
+
+func (w *world) jobsCopy() []jobRecord {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := append([]jobRecord(nil), w.jobs...)
+	sort.Slice(out, func(i, j int) bool { return out[i].run.ID < out[j].run.ID })
+	return out
+}
+
+// done reports whether the session ended: the issue closed as done, or a
+// terminal label other than done.
+func (w *world) ended(issue int) (bool, string) {
+	labels := w.repo.Labels(issue)
+	for _, l := range labels {
+		switch l {
+		case "bazinga:failed", "bazinga:stopped", "bazinga:paused", "bazinga:needs-input":
+			return true, l
+		}
+	}
+	is := w.repo.Issue(issue)
+	for _, l := range labels {
+		if l == "bazinga:done" && is.GetState() == "closed" {
+			return true, l
+		}
+	}
+	return false, ""
+}
+
+// wait drives the world until the session ends; idle calls onIdle (a sweep).
+func (w *world) wait(issue int, limit time.Duration, onIdle func()) string {
+	deadline := time.Now().Add(limit)
+	for time.Now().Before(deadline) {
+		if ok, label := w.ended(issue); ok {
+			return label
+		}
+		if onIdle != nil && w.idleFor() > 1500*time.Millisecond {
+			onIdle()
+			w.mu.Lock()
+			w.lastIdle = time.Now()
+			w.mu.Unlock()
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	w.dump(issue)
+	w.t.Fatalf("the session did not end within %s", limit)
+	return ""
+}
+
+// settle waits for the runs still going (a job ends after its result
+// comment, which may end the session).
+func (w *world) settle() {
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		busy := w.idleFor() == 0
+		for _, r := range w.f.Runs() {
+			if r.Status != "completed" {
+				busy = true
+			}
+		}
+		if !busy {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	w.t.Errorf("runs still going after the session ended")
+}
+
+// dump logs what happened, for a failing test.
+func (w *world) dump(issue int) {
+	for _, j := range w.jobsCopy() {
+		w.t.Logf("run %d %s %q exit %d (%s)\n%s", j.run.ID, j.command, j.run.DisplayTitle, j.exit, j.duration.Round(time.Millisecond), j.output)
+	}
+	for _, c := range w.repo.Comments(issue) {
+		w.t.Logf("comment %d by %s:\n%s", c.GetID(), c.GetUser().GetLogin(), c.GetBody())
+	}
+	w.t.Logf("labels %v", w.repo.Labels(issue))
+}
+
+// assertVerified checks a verified BAZINGA on the fake's repository.
+func (w *world) assertVerified(issue int, trust bot.StateTrust) pipeline.Session {
+	t := w.t
+	// The base holds both groups' work, and the tests pass on it.
+	for file, want := range map[string]string{"a.txt": "ok\n", "b.txt": "ok\n", "a-notes.md": "a.txt says ok\n"} {
+		got, err := w.repo.ReadFile("main", file)
+		require.NoError(t, err, "%s on main", file)
+		assert.Equal(t, want, string(got), file)
+	}
+	// The session as the tracking comment holds it.
+	var comments []bot.Comment
+	for _, c := range w.repo.Comments(issue) {
+		comments = append(comments, bot.Comment{ID: c.GetID(), Author: c.GetUser().GetLogin(), AuthorType: c.GetUser().GetType(), Body: c.GetBody()})
+	}
+	st, _, err := bot.FindState(comments, bot.RepoRef{Owner: e2eOwner, Name: e2eName}, issue, trust)
+	require.NoError(t, err)
+	s := st.Session
+	require.Equal(t, pipeline.SessionDone, s.Status, s.Reason)
+	assert.Equal(t, "BAZINGA verified", s.Reason)
+	require.Len(t, s.Groups, 2)
+	for _, g := range s.Groups {
+		assert.Equal(t, pipeline.StageMerged, g.Stage, "group %s", g.ID)
+	}
+	// The issue: closed, labelled done.
+	assert.Equal(t, "closed", w.repo.Issue(issue).GetState())
+	assert.Contains(t, w.repo.Labels(issue), "bazinga:done")
+	assert.NotContains(t, w.repo.Labels(issue), "bazinga:running")
+	// One PR per group, merged (its head landed on main), labelled merged.
+	prs := w.repo.PRs()
+	require.Len(t, prs, 2)
+	heads := []string{}
+	for _, pr := range prs {
+		heads = append(heads, pr.GetHead().GetRef())
+		assert.True(t, pr.GetMerged(), "PR #%d merged", pr.GetNumber())
+		assert.Contains(t, w.repo.Labels(pr.GetNumber()), "bazinga:merged")
+	}
+	sort.Strings(heads)
+	assert.Equal(t, []string{"bazinga/1-A", "bazinga/1-B"}, heads)
+	// Result comments: one per step, by the job's identity; QA failed once.
+	results := map[string]bot.ResultRecord{}
+	where := []int{issue}
+	for _, pr := range prs {
+		where = append(where, pr.GetNumber())
+	}
+	for _, n := range where {
+		for _, c := range w.repo.Comments(n) {
+			if rec, ok := bot.ParseResultComment(c.GetBody()); ok {
+				assert.Equal(t, ghfake.ActionsLogin, c.GetUser().GetLogin())
+				assert.NotContains(t, results, rec.Step, "one result per step")
+				assert.NotEmpty(t, rec.RunURL)
+				results[rec.Step] = rec
+			}
+		}
+	}
+	var done, qaFails int
+	for _, st := range s.Steps {
+		if st.State != pipeline.StepDone || st.Result == nil {
+			continue
+		}
+		done++
+		assert.Contains(t, results, st.ID, "result comment of %s", st.ID)
+		if st.Role == pipeline.RoleQA && st.Result.Status == pipeline.StatusFail {
+			qaFails++
+		}
+	}
+	assert.Equal(t, 1, qaFails)
+	assert.Equal(t, len(results), done)
+	// Every step was claimed exactly once, by a job.
+	claims := 0
+	for _, ref := range w.repo.Refs() {
+		if strings.HasPrefix(ref, "refs/bazinga/claims/") {
+			claims++
+		}
+	}
+	assert.Equal(t, done, claims)
+	return s
+}
+
+func TestE2EAppMode(t *testing.T) {
+	start := time.Now()
+	w := newWorld(t)
+	f := w.f
+	f.AddToken(e2eBotTok, f.BotLogin(), ghfake.Bot)
+
+	// The App: bot.New behind bot.NewServer, over HTTP, webhooks signed.
+	tr := bot.NewTransport(http.DefaultTransport, bot.TransportOptions{APIPrefix: "/api/v3", Identity: "app"})
+	client, err := github.NewClient(&http.Client{Transport: tr}).WithAuthToken(e2eBotTok).WithEnterpriseURLs(f.APIURL(), f.URL()+"/api/uploads/")
+	require.NoError(t, err)
+	gh := bot.NewGitHub(client)
+	var logs bytes.Buffer
+	var logMu sync.Mutex
+	logger := slog.New(slog.NewTextHandler(&lockedWriter{w: &logs, mu: &logMu}, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	b, err := bot.New(bot.Options{Client: func(context.Context, int64) (bot.GitHub, error) { return gh, nil },
+		Login: f.BotLogin(), StateKey: e2eStateKey, Logger: logger})
+	require.NoError(t, err)
+	srv, err := bot.NewServer(bot.Config{WebhookSecret: []byte(e2eSecret)}, b, logger)
+	require.NoError(t, err)
+	hs := httptest.NewServer(srv.Handler())
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+		hs.Close()
+	})
+	f.SetWebhook(hs.URL+"/webhook", e2eSecret)
+
+	issue, err := w.repo.CreateIssue("alice", "Write a.txt and b.txt", "Both must say ok.")
+	require.NoError(t, err)
+	require.Equal(t, 1, issue)
+	require.NoError(t, w.repo.LabelIssue("alice", issue, "bazinga"))
+
+	label := w.wait(issue, 60*time.Second, func() { _ = b.Sweep(context.Background()) })
+	if label != "bazinga:done" {
+		w.dump(issue)
+		logMu.Lock()
+		t.Log(logs.String())
+		logMu.Unlock()
+	}
+	require.Equal(t, "bazinga:done", label)
+	w.settle()
+	s := w.assertVerified(issue, bot.StateTrust{Key: e2eStateKey})
+	w.assertJobs(s)
+	// The webhooks reached the server signed and were accepted.
+	for _, d := range f.Deliveries() {
+		assert.Equal(t, http.StatusAccepted, d.Status, "delivery %s %s", d.Event, d.ID)
+	}
+	t.Logf("App mode: %d steps, %d jobs, %d API calls (%d content-creating), %d webhooks, %s",
+		len(s.Steps), len(w.jobsCopy()), f.Counts().Total, f.Counts().ContentCreating, len(f.Deliveries()), time.Since(start).Round(time.Millisecond))
+}
+
+// assertJobs: every step ran as exactly one job, which succeeded.
+func (w *world) assertJobs(s pipeline.Session) {
+	t := w.t
+	perStep := map[string]int{}
+	for _, j := range w.jobsCopy() {
+		if j.run.Workflow != "bazinga-agent.yml" {
+			continue
+		}
+		perStep[j.run.Inputs["step"]]++
+		if !assert.Zero(t, j.exit, "job of %s", j.run.Inputs["step"]) {
+			t.Log(j.output)
+		}
+		assert.Contains(t, j.output, "::add-mask::", "the token is masked")
+		assert.NotContains(t, strings.ReplaceAll(j.output, "::add-mask::"+w.f.RunToken(j.run), ""), w.f.RunToken(j.run), "the token is never printed")
+	}
+	for _, st := range s.Steps {
+		if st.State == pipeline.StepDone {
+			assert.Equal(t, 1, perStep[st.ID], "jobs of %s", st.ID)
+		}
+	}
+}
+
+func TestE2EActionOnlyMode(t *testing.T) {
+	start := time.Now()
+	w := newWorld(t)
+	f := w.f
+	// The orchestrator workflow (examples/workflows/bazinga.yml): the
+	// events it runs on; no App, no webhook receiver.
+	require.NoError(t, f.AddWorkflow(e2eFull, "bazinga.yml", ghfake.Workflow{
+		Name: "bazinga", JobName: "reconcile",
+		On: []string{"issues.labeled", "issues.unlabeled", "issue_comment.created", "pull_request_review.submitted",
+			"pull_request.closed", "workflow_run.completed"},
+	}))
+	issue, err := w.repo.CreateIssue("alice", "Write a.txt and b.txt", "Both must say ok.")
+	require.NoError(t, err)
+	require.NoError(t, w.repo.LabelIssue("alice", issue, "bazinga"))
+
+	sweeps := 0
+	label := w.wait(issue, 60*time.Second, func() {
+		sweeps++
+		_, _ = f.TriggerSchedule(e2eFull, "bazinga.yml")
+	})
+	require.Equal(t, "bazinga:done", label)
+	w.settle()
+	// The tracking comment is github-actions[bot]'s: trusted by its author.
+	s := w.assertVerified(issue, bot.StateTrust{Authors: []string{ghfake.ActionsLogin}})
+	w.assertJobs(s)
+	reconciles := 0
+	for _, j := range w.jobsCopy() {
+		if j.command == "reconcile" {
+			reconciles++
+			if !assert.Zero(t, j.exit, "reconcile run %d (%s)", j.run.ID, j.run.Event) {
+				t.Log(j.output)
+			}
+		}
+	}
+	assert.Empty(t, f.Deliveries(), "no App: no webhook deliveries")
+	t.Logf("Action-only mode: %d steps, %d jobs (%d reconciles, %d sweeps), %d API calls (%d content-creating), %s",
+		len(s.Steps), len(w.jobsCopy()), reconciles, sweeps, f.Counts().Total, f.Counts().ContentCreating, time.Since(start).Round(time.Millisecond))
+}
+
+type lockedWriter struct {
+	w  *bytes.Buffer
+	mu *sync.Mutex
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}

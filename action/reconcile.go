@@ -1,0 +1,163 @@
+package action
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/bazinga-bot/bazinga/bot"
+)
+
+// eventInfo is what reconcile reads of the event payload itself.
+type eventInfo struct {
+	Action       string `json:"action"`
+	Installation struct {
+		ID int64 `json:"id"`
+	} `json:"installation"`
+	WorkflowRun *struct {
+		DisplayTitle string `json:"display_title"`
+	} `json:"workflow_run"`
+}
+
+// reconcile is the Action-only orchestrator: the triggering event goes
+// through the bot's own code, acting as github-actions[bot].
+func (j *job) reconcile(ctx context.Context) int {
+	in := j.in
+	if in.eventName == "" {
+		j.gha.Errorf("bazinga reconcile: GITHUB_EVENT_NAME is not set: reconcile handles the event that started the workflow")
+		j.out.set("", StatusFailed, []string{"no event"})
+		return 1
+	}
+	var payload []byte
+	if in.eventName != "schedule" && in.eventName != "workflow_dispatch" {
+		if in.eventPath == "" {
+			j.gha.Errorf("bazinga reconcile: GITHUB_EVENT_PATH is not set for the %s event", in.eventName)
+			return 1
+		}
+		b, err := os.ReadFile(in.eventPath)
+		if err != nil {
+			return j.fail("reading the event", err)
+		}
+		payload = b
+	}
+	key := in.stateKey
+	if len(key) == 0 {
+		key = []byte(ActionOnlyStateKey)
+	}
+	gh := j.gh
+	b, err := bot.New(bot.Options{
+		Client:     func(context.Context, int64) (bot.GitHub, error) { return gh, nil },
+		Login:      ActionsLogin,
+		Now:        j.d.Now,
+		StateKey:   key,
+		Logger:     j.log,
+		ConfigPath: in.config,
+		Repos: func(context.Context) ([]bot.InstalledRepo, error) {
+			return []bot.InstalledRepo{{Repo: in.repo}}, nil
+		},
+	})
+	if err != nil {
+		return j.fail("starting the orchestrator", err)
+	}
+
+	if payload == nil {
+		return j.sweep(ctx, b)
+	}
+	var ev eventInfo
+	if err := json.Unmarshal(payload, &ev); err != nil {
+		return j.fail("reading the event", err)
+	}
+	d := bot.Delivery{ID: "run-" + j.d.Getenv("GITHUB_RUN_ID") + "-" + j.d.Getenv("GITHUB_RUN_ATTEMPT"), Event: in.eventName,
+		Action: ev.Action, Installation: ev.Installation.ID, Repo: in.repo.String(), Payload: payload, Received: j.d.Now()}
+	j.log = j.log.With("event", in.eventName, "action", ev.Action)
+
+	var errs []error
+	// A result comment written with a GITHUB_TOKEN starts no workflow: the
+	// step's run completing does, so its results are read back first (a
+	// failure that follows a result is then no longer in flight).
+	if in.eventName == "workflow_run" && ev.WorkflowRun != nil {
+		if issue := issueOfTitle(ev.WorkflowRun.DisplayTitle); issue > 0 {
+			j.gha.Group(fmt.Sprintf("bazinga: results of session #%d", issue))
+			n, err := b.ApplyLoggedResults(ctx, 0, in.repo, issue)
+			j.gha.EndGroup()
+			if err != nil {
+				errs = append(errs, err)
+			}
+			if n > 0 {
+				j.gha.Infof("applied %d result(s) of session #%d", n, issue)
+			}
+		}
+	}
+	j.gha.Group("bazinga: " + in.eventName + " " + ev.Action)
+	err = b.Process(ctx, d)
+	j.gha.EndGroup()
+	status := StatusHandled
+	switch {
+	case errors.Is(err, bot.ErrIgnored):
+		j.gha.Infof("nothing to do: %v", err)
+		status = StatusIgnored
+	case err != nil:
+		errs = append(errs, err)
+	}
+	if len(errs) > 0 {
+		j.out.set("", StatusFailed, []string{errors.Join(errs...).Error()})
+		return j.fail("reconciling "+in.eventName, errors.Join(errs...))
+	}
+	j.out.set("", status, nil)
+	return 0
+}
+
+// sweep is the schedule: results no event delivered, then every active
+// session reconciled with a tick (timeouts, lost steps, clarifications).
+func (j *job) sweep(ctx context.Context, b *bot.Bot) int {
+	j.gha.Group("bazinga: sweep " + j.in.repo.String())
+	defer j.gha.EndGroup()
+	seen := map[int]bool{}
+	var errs []error
+	for _, label := range []string{"bazinga:running", "bazinga:needs-input", "bazinga:paused"} {
+		issues, err := j.gh.ListIssuesByLabel(ctx, j.in.repo, label)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		for _, is := range issues {
+			if seen[is.Number] || is.IsPR {
+				continue
+			}
+			seen[is.Number] = true
+			n, err := b.ApplyLoggedResults(ctx, 0, j.in.repo, is.Number)
+			if err != nil {
+				errs = append(errs, err)
+			}
+			if n > 0 {
+				j.gha.Infof("session #%d: applied %d result(s)", is.Number, n)
+			}
+		}
+	}
+	if err := b.Sweep(ctx); err != nil {
+		errs = append(errs, err)
+	}
+	if len(errs) > 0 {
+		j.out.set("", StatusFailed, []string{errors.Join(errs...).Error()})
+		return j.fail("sweeping", errors.Join(errs...))
+	}
+	j.gha.Infof("swept %d active session(s)", len(seen))
+	j.out.set("", StatusHandled, nil)
+	return 0
+}
+
+// issueOfTitle finds the issue of the step id in a run's title.
+func issueOfTitle(title string) int {
+	for _, w := range strings.Fields(title) {
+		if ref, ok := bot.ParseStepID(strings.Trim(w, "\"'`()[],")); ok {
+			if n, err := strconv.Atoi(ref.Session); err == nil {
+				return n
+			}
+		}
+	}
+	return 0
+}

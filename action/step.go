@@ -1,0 +1,271 @@
+package action
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/bazinga-bot/bazinga/agent"
+	"github.com/bazinga-bot/bazinga/bot"
+	"github.com/bazinga-bot/bazinga/gitops"
+	"github.com/bazinga-bot/bazinga/pipeline"
+	"github.com/bazinga-bot/bazinga/stepexec"
+)
+
+// commandOf is the command that runs a step of role.
+func commandOf(ref bot.StepRef) string {
+	switch ref.Role {
+	case pipeline.RoleMerge:
+		return CommandMerge
+	case pipeline.RoleValidate:
+		return CommandValidate
+	}
+	return CommandAgent
+}
+
+// ClaimRef is the ref a job creates to claim a step.
+func ClaimRef(step string) string { return "refs/bazinga/claims/" + step }
+
+// runStep carries out one dispatched step: load, claim, run, report.
+func (j *job) runStep(ctx context.Context) int {
+	in := j.in
+	ref, _ := bot.ParseStepID(in.step)
+	issue, err := strconv.Atoi(ref.Session)
+	if err != nil || issue < 1 {
+		j.gha.Errorf("step %s: its session %q is not an issue number", in.step, ref.Session)
+		j.out.set(in.step, StatusFailed, []string{"not a GitHub session"})
+		return 1
+	}
+	j.log = j.log.With("step", in.step, "repo", in.repo.String())
+
+	j.gha.Group("bazinga: load session #" + ref.Session)
+	st, found, err := j.loadState(ctx, issue, ref)
+	j.gha.EndGroup()
+	if err != nil {
+		return j.fail("reading the session from the tracking comment of #"+ref.Session, err)
+	}
+	var step *pipeline.Step
+	if found {
+		step = st.Session.Step(in.step)
+	}
+	if step == nil || step.State != pipeline.StepInFlight {
+		why := "the issue has no bazinga session"
+		switch {
+		case found && step == nil:
+			why = "the session has no such step"
+		case found:
+			why = "the step is " + step.State.String() + ", not in flight"
+		}
+		j.gha.Noticef("bazinga: step %s is not in flight (%s); nothing to do", in.step, why)
+		j.out.set(in.step, StatusSkipped, []string{why})
+		return 0
+	}
+
+	j.gha.Group("bazinga: claim " + in.step)
+	err = j.claim(ctx, st.Session.Base)
+	j.gha.EndGroup()
+	switch {
+	case errors.Is(err, bot.ErrExists):
+		j.gha.Noticef("bazinga: step %s is a duplicate: another job claimed it (%s exists); nothing to do", in.step, ClaimRef(in.step))
+		j.out.set(in.step, StatusDuplicate, []string{"claimed by another job"})
+		return 0
+	case err != nil:
+		return j.fail("claiming step "+in.step, err)
+	}
+
+	cfg := st.Config
+	if in.agentCommand != "" {
+		cfg.Agent.Command = in.agentCommand
+	}
+	if cfg.Merge.Method == pipeline.MergePullRequest && step.Role == pipeline.RoleMerge {
+		j.gha.Warningf("bazinga: merge.method pull-request is not supported by the Action yet; landing by push through the test gate (the PR shows as merged)")
+	}
+	work, err := os.MkdirTemp(in.workDir, "bazinga-")
+	if err != nil {
+		return j.fail("making a working directory", err)
+	}
+	defer os.RemoveAll(work)
+	ex := &stepexec.Executor{
+		Remote:  gitops.Remote{URL: in.serverURL + "/" + in.repo.String() + ".git", Token: in.token},
+		Config:  cfg,
+		TempDir: work,
+		Logger:  j.log,
+	}
+	if step.Role != pipeline.RoleMerge && step.Role != pipeline.RoleValidate {
+		r, err := agent.NewRunner(agent.RunnerConfig{Command: cfg.Agent.Command, Timeout: cfg.Agent.Timeout.D(), PassEnv: cfg.Agent.Env, TempDir: work})
+		if err != nil {
+			return j.fail("the agent command", err)
+		}
+		ex.Runner = r
+	}
+
+	started := j.d.Now().UTC()
+	j.gha.Group(fmt.Sprintf("bazinga: %s step %s", step.Role, in.step))
+	ev, rep := ex.Run(ctx, st.Session, in.step)
+	if rep.Output != "" && ev.Kind != pipeline.EventStepResult {
+		j.gha.Infof("%s", rep.Output)
+	}
+	for _, n := range rep.Notes {
+		j.gha.Infof("harness: %s", n)
+	}
+	j.gha.EndGroup()
+	ended := j.d.Now().UTC()
+
+	if ev.Kind != pipeline.EventStepResult || ev.Result == nil {
+		j.gha.WithFieldsMap(map[string]string{"title": "bazinga: step " + in.step + " ended without a result"}).
+			Errorf("%s; the job fails so that bazinga retries the step", oneLine(ev.Reason))
+		j.out.set(in.step, StatusFailed, []string{ev.Reason})
+		j.out.summary(renderSummary(*step, rep, nil, started, ended, in.runURL))
+		return 1
+	}
+	res := *ev.Result
+	note := ""
+	if rep.Tests != "" {
+		note = "tests: " + rep.Tests
+	}
+	rec := bot.ResultRecord{Step: in.step, Role: step.Role, Group: step.Group, Model: step.Model, Result: res,
+		StartedAt: started, EndedAt: ended, RunURL: in.runURL, Note: note}
+	j.gha.Group("bazinga: post the result")
+	where, err := j.postResult(ctx, issue, st.Session, rec)
+	j.gha.EndGroup()
+	if err != nil {
+		return j.fail("posting the result of "+in.step, err)
+	}
+	j.gha.Infof("%s", pipeline.Capsule(pipeline.Step{ID: in.step, Group: step.Group, StepSpec: pipeline.StepSpec{Role: step.Role, Model: step.Model},
+		State: pipeline.StepDone, Result: &res}))
+	j.log.Info("result posted", "status", res.Status.String(), "on", where)
+	j.out.set(in.step, res.Status.String(), res.Summary)
+	j.out.summary(renderSummary(*step, rep, &res, started, ended, in.runURL))
+	return 0
+}
+
+// loadState reads the session from the issue's tracking comment, waiting
+// (bounded) while the comment does not know the step yet: the bot
+// dispatches a step before it writes the state that records it.
+func (j *job) loadState(ctx context.Context, issue int, ref bot.StepRef) (bot.State, bool, error) {
+	trust := bot.StateTrust{Key: j.in.stateKey}
+	deadline := j.d.Now().Add(j.d.StateWait)
+	wait := j.d.StatePoll
+	for {
+		comments, err := j.gh.ListComments(ctx, j.in.repo, issue)
+		if errors.Is(err, bot.ErrNotFound) {
+			return bot.State{}, false, nil
+		}
+		if err != nil {
+			return bot.State{}, false, err
+		}
+		st, c, err := bot.FindState(comments, j.in.repo, issue, trust)
+		behind := false
+		switch {
+		case errors.Is(err, bot.ErrNoSession):
+			behind = true
+			j.log.Info("no trusted tracking comment yet", "why", err.Error())
+		case err != nil:
+			return bot.State{}, false, err
+		default:
+			behind = st.Session.Step(j.in.step) == nil && ref.N > st.Session.StepSeq
+			j.log.Info("session loaded", "comment", c.ID, "rev", st.Session.Rev, "status", st.Session.Status.String(), "behind", behind)
+		}
+		if !behind {
+			return st, true, nil
+		}
+		if !j.d.Now().Add(wait).Before(deadline) {
+			return st, err == nil, nil
+		}
+		select {
+		case <-ctx.Done():
+			return bot.State{}, false, ctx.Err()
+		case <-time.After(wait):
+		}
+		if wait *= 2; wait > 5*time.Second {
+			wait = 5 * time.Second
+		}
+	}
+}
+
+// claim creates the step's claim ref at the base head (ErrExists: another
+// job has it).
+func (j *job) claim(ctx context.Context, base string) error {
+	sha, err := j.gh.GetRef(ctx, j.in.repo, "heads/"+base)
+	if err != nil {
+		return fmt.Errorf("reading %s: %w", base, err)
+	}
+	if err := j.gh.CreateRef(ctx, j.in.repo, ClaimRef(j.in.step), sha); err != nil {
+		return err
+	}
+	j.gha.Infof("claimed %s at %s", ClaimRef(j.in.step), sha)
+	return nil
+}
+
+// postResult posts the result comment on the group PR if there is one,
+// else on the issue, and returns where it went.
+func (j *job) postResult(ctx context.Context, issue int, s pipeline.Session, rec bot.ResultRecord) (int, error) {
+	where := issue
+	if g := s.Group(rec.Group); g != nil && rec.Group != pipeline.LeadGroup {
+		pr, ok, err := j.gh.FindPR(ctx, j.in.repo, g.Branch)
+		if err != nil {
+			return 0, err
+		}
+		if ok {
+			where = pr.Number
+		}
+	}
+	if _, err := j.gh.CreateComment(ctx, j.in.repo, where, bot.RenderResultComment(rec)); err != nil {
+		return 0, err
+	}
+	return where, nil
+}
+
+// renderSummary is the job summary: a table of the step.
+func renderSummary(st pipeline.Step, rep stepexec.Report, res *pipeline.Result, started, ended time.Time, runURL string) string {
+	var b strings.Builder
+	status, summary := StatusFailed, strings.Join(rep.Notes, "<br>")
+	if res != nil {
+		status, summary = res.Status.String(), cells(res.Summary)
+	}
+	group := st.Group
+	if group == pipeline.LeadGroup {
+		group = "(session)"
+	}
+	fmt.Fprintf(&b, "### bazinga step `%s`\n\n", st.ID)
+	b.WriteString("| | |\n|---|---|\n")
+	row := func(k, v string) {
+		if v == "" {
+			v = "—"
+		}
+		fmt.Fprintf(&b, "| %s | %s |\n", k, v)
+	}
+	row("Role", cell(st.Role.String()))
+	row("Group", cell(group))
+	row("Status", "**"+cell(status)+"**")
+	row("Summary", summary)
+	row("Files", cell(strings.Join(rep.Files, ", ")))
+	row("Tests", cell(rep.Tests))
+	row("Started", started.Format(time.RFC3339))
+	row("Ended", ended.Format(time.RFC3339))
+	row("Duration", ended.Sub(started).Round(time.Second).String())
+	if runURL != "" {
+		row("Run", runURL)
+	}
+	return b.String()
+}
+
+func cells(lines []string) string {
+	out := make([]string, 0, len(lines))
+	for _, l := range lines {
+		out = append(out, cell(l))
+	}
+	return strings.Join(out, "<br>")
+}
+
+// cell keeps text on one line of a markdown table.
+func cell(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	return strings.NewReplacer("|", `\|`, "<", "&lt;", ">", "&gt;").Replace(s)
+}
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
