@@ -146,9 +146,10 @@ func TestValidateRejectsWhatIsNotTrue(t *testing.T) {
 	// Pretend the engine believed A merged and the pm claimed BAZINGA without evidence.
 	s.Groups[0].Stage = pipeline.StageMerged
 	s.Steps = append(s.Steps,
-		pipeline.Step{ID: "s1/_/pm/90", Group: "_", StepSpec: pipeline.StepSpec{Role: pipeline.RolePM}, State: pipeline.StepDone,
+		pipeline.Step{ID: "s1/_/pm/90", Group: "_", N: 90, StepSpec: pipeline.StepSpec{Role: pipeline.RolePM}, State: pipeline.StepDone,
 			Result: &pipeline.Result{Status: pipeline.StatusBazinga, Handoff: json.RawMessage(`{"criteria":[{"criterion":"It works","met":true,"evidence":""}]}`)}},
-		pipeline.Step{ID: "s1/_/validate/91", Group: "_", StepSpec: pipeline.StepSpec{Role: pipeline.RoleValidate, From: "s1/_/pm/90"}, State: pipeline.StepInFlight})
+		pipeline.Step{ID: "s1/_/validate/91", Group: "_", N: 91, StepSpec: pipeline.StepSpec{Role: pipeline.RoleValidate, From: "s1/_/pm/90"}, State: pipeline.StepInFlight})
+	s.StepSeq = 91
 	e := f.exec(t, "")
 	ev, _ := e.Run(context.Background(), s, "s1/_/validate/91")
 	require.Equal(t, pipeline.EventStepResult, ev.Kind, ev.Reason)
