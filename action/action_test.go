@@ -1,0 +1,314 @@
+package action_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-github/v66/github"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/bazinga-bot/bazinga/action"
+	"github.com/bazinga-bot/bazinga/bot"
+	"github.com/bazinga-bot/bazinga/internal/ghfake"
+)
+
+// unit is a repository with a session whose pm step is in flight: the bot
+// runs in-process on synchronous webhooks; runs are left queued, and the
+// tests play their jobs with action.Run in-process.
+type unit struct {
+	t     *testing.T
+	f     *ghfake.Fake
+	repo  *ghfake.Repo
+	issue int
+	run   ghfake.Run
+	dir   string
+}
+
+func newUnit(t *testing.T) *unit {
+	t.Helper()
+	f := ghfake.Start(t, ghfake.Options{WebhookMode: ghfake.Sync})
+	repo, err := f.CreateRepo(e2eOwner, e2eName, "main")
+	require.NoError(t, err)
+	_, err = repo.Push(e2eOwner, "main", map[string]string{"README.md": "# widgets\n", "seed.txt": "ok\n", ".github/bazinga.yml": e2eConfig}, "Initial commit")
+	require.NoError(t, err)
+	f.SetPermission("alice", "write")
+	f.AddToken(e2eBotTok, f.BotLogin(), ghfake.Bot)
+	require.NoError(t, f.AddWorkflow(e2eFull, "bazinga-agent.yml", ghfake.Workflow{
+		RunName: "bazinga ${{ inputs.step }}", Inputs: map[string]ghfake.WorkflowInput{"step": {Required: true}},
+	}))
+	client, err := github.NewClient(nil).WithAuthToken(e2eBotTok).WithEnterpriseURLs(f.APIURL(), f.URL()+"/api/uploads/")
+	require.NoError(t, err)
+	gh := bot.NewGitHub(client)
+	b, err := bot.New(bot.Options{Client: func(context.Context, int64) (bot.GitHub, error) { return gh, nil },
+		Login: f.BotLogin(), StateKey: e2eStateKey})
+	require.NoError(t, err)
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		var p struct {
+			Action string `json:"action"`
+		}
+		_ = json.Unmarshal(body, &p)
+		_ = b.Process(r.Context(), bot.Delivery{ID: r.Header.Get("X-GitHub-Delivery"), Event: r.Header.Get("X-GitHub-Event"),
+			Action: p.Action, Repo: e2eFull, Payload: body, Received: time.Now()})
+		w.WriteHeader(http.StatusAccepted)
+	}))
+	t.Cleanup(hook.Close)
+	f.SetWebhook(hook.URL, e2eSecret)
+	u := &unit{t: t, f: f, repo: repo, dir: t.TempDir()}
+	u.issue, err = repo.CreateIssue("alice", "Write a.txt", "Please.")
+	require.NoError(t, err)
+	require.NoError(t, repo.LabelIssue("alice", u.issue, "bazinga"))
+	require.NoError(t, f.WaitWebhooks(10*time.Second))
+	runs := f.Runs()
+	require.Len(t, runs, 1, "the pm step is dispatched")
+	u.run = runs[0]
+	require.Equal(t, "1/_/pm/1", u.run.Inputs["step"])
+	return u
+}
+
+// env is the job's environment for the pm run, with inputs.
+func (u *unit) env(inputs map[string]string) map[string]string {
+	list, err := u.f.RunEnv(u.run, filepath.Join(u.dir, "runner"))
+	require.NoError(u.t, err)
+	env := map[string]string{}
+	for _, kv := range list {
+		k, v, _ := strings.Cut(kv, "=")
+		env[k] = v
+	}
+	for k, v := range inputs {
+		env["INPUT_"+strings.ToUpper(k)] = v
+	}
+	return env
+}
+
+type result struct {
+	code    int
+	stdout  string
+	outputs string
+	summary string
+}
+
+func (u *unit) action(env map[string]string) result {
+	var out bytes.Buffer
+	code := action.Run(context.Background(), action.Deps{
+		Getenv: func(k string) string { return env[k] },
+		Stdout: &out,
+		Client: func(ctx context.Context, token, apiURL string) (*github.Client, error) {
+			return action.NewClient(token, apiURL, bot.TransportOptions{MaxRetries: -1, MaxRateLimitRetries: -1})
+		},
+		StateWait: 300 * time.Millisecond, StatePoll: 20 * time.Millisecond,
+	})
+	r := result{code: code, stdout: out.String()}
+	if p := env["GITHUB_OUTPUT"]; p != "" {
+		b, _ := os.ReadFile(p)
+		r.outputs = string(b)
+	}
+	if p := env["GITHUB_STEP_SUMMARY"]; p != "" {
+		b, _ := os.ReadFile(p)
+		r.summary = string(b)
+	}
+	return r
+}
+
+func (u *unit) agentCmd(t *testing.T) string {
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	scenario := filepath.Join(u.dir, "scenario.json")
+	require.NoError(t, os.WriteFile(scenario, []byte(e2eScenario), 0o644))
+	return "'" + exe + "' scripted-agent --scenario '" + scenario + "' --state '" + filepath.Join(u.dir, "state") + "'"
+}
+
+func (u *unit) resultComments() int {
+	n := 0
+	for _, c := range u.repo.Comments(u.issue) {
+		if _, ok := bot.ParseResultComment(c.GetBody()); ok {
+			n++
+		}
+	}
+	return n
+}
+
+func (u *unit) claimed(step string) bool {
+	_, ok := u.repo.Ref(action.ClaimRef(step))
+	return ok
+}
+
+func TestStepRunsAndReports(t *testing.T) {
+	u := newUnit(t)
+	tok := u.f.RunToken(u.run)
+	r := u.action(u.env(map[string]string{"command": "agent", "step": "1/_/pm/1", "github-token": tok, "agent-command": u.agentCmd(t)}))
+	require.Equal(t, 0, r.code, r.stdout)
+	assert.Contains(t, r.stdout, "::add-mask::"+tok)
+	assert.Equal(t, 1, strings.Count(r.stdout, tok), "the token appears only in its mask command")
+	assert.Contains(t, r.stdout, "::group::bazinga: pm step 1/_/pm/1")
+	assert.Contains(t, r.stdout, "::endgroup::")
+	assert.Contains(t, r.outputs, "status<<")
+	assert.Contains(t, r.outputs, "PLANNING_COMPLETE")
+	assert.Contains(t, r.outputs, "1/_/pm/1")
+	assert.Contains(t, r.summary, "| Role | pm |")
+	assert.Contains(t, r.summary, "| Status | **PLANNING_COMPLETE** |")
+	assert.Contains(t, r.summary, "| Summary | 2 groups, one phase |")
+	assert.Contains(t, r.summary, "| Duration |")
+	assert.True(t, u.claimed("1/_/pm/1"))
+	// The result comment, on the issue (a session-level step), by the job.
+	var rec bot.ResultRecord
+	for _, c := range u.repo.Comments(u.issue) {
+		if got, ok := bot.ParseResultComment(c.GetBody()); ok {
+			rec = got
+			assert.Equal(t, ghfake.ActionsLogin, c.GetUser().GetLogin())
+		}
+	}
+	assert.Equal(t, "PLANNING_COMPLETE", rec.Result.Status.String())
+	assert.Equal(t, u.f.URL()+"/acme/widgets/actions/runs/"+itoa(u.run.ID), rec.RunURL)
+	assert.False(t, rec.StartedAt.IsZero())
+
+	// The same step again: done now (the bot applied the result), so nothing to do.
+	r = u.action(u.env(map[string]string{"command": "agent", "step": "1/_/pm/1", "github-token": tok, "agent-command": u.agentCmd(t)}))
+	require.Equal(t, 0, r.code, r.stdout)
+	assert.Contains(t, r.stdout, "::notice::bazinga: step 1/_/pm/1 is not in flight (the step is done, not in flight)")
+	assert.Equal(t, 1, u.resultComments())
+}
+
+func TestDuplicateClaimExitsQuietly(t *testing.T) {
+	u := newUnit(t)
+	tok := u.f.RunToken(u.run)
+	base, _ := u.repo.Ref("refs/heads/main")
+	_, _, err := u.f.Client(tok).Git.CreateRef(context.Background(), e2eOwner, e2eName,
+		&github.Reference{Ref: github.String(action.ClaimRef("1/_/pm/1")), Object: &github.GitObject{SHA: github.String(base)}})
+	require.NoError(t, err, "another job claims the step first")
+	r := u.action(u.env(map[string]string{"command": "agent", "step": "1/_/pm/1", "github-token": tok, "agent-command": u.agentCmd(t)}))
+	require.Equal(t, 0, r.code, r.stdout)
+	assert.Contains(t, r.stdout, "::notice::bazinga: step 1/_/pm/1 is a duplicate")
+	assert.Contains(t, r.outputs, "duplicate")
+	assert.Zero(t, u.resultComments())
+}
+
+func TestBadInputFailsTheStep(t *testing.T) {
+	u := newUnit(t)
+	tok := u.f.RunToken(u.run)
+	cases := []struct {
+		name   string
+		inputs map[string]string
+		unset  string
+		want   string
+	}{
+		{"unknown command", map[string]string{"command": "deploy", "step": "1/_/pm/1", "github-token": tok}, "", `input ` + "`command`" + ` is "deploy"`},
+		{"no command", map[string]string{"step": "1/_/pm/1", "github-token": tok}, "", "input `command` is required"},
+		{"malformed step", map[string]string{"command": "agent", "step": "1/pm", "github-token": tok}, "", `input ` + "`step`" + ` is "1/pm", not a step id`},
+		{"missing step", map[string]string{"command": "merge", "github-token": tok}, "", "input `step` is required for command merge"},
+		{"wrong command for the step", map[string]string{"command": "merge", "step": "1/_/pm/1", "github-token": tok}, "", "run it with `command: agent`"},
+		{"missing token", map[string]string{"command": "agent", "step": "1/_/pm/1"}, "", "input `github-token` is empty"},
+		{"missing repository", map[string]string{"command": "agent", "step": "1/_/pm/1", "github-token": tok}, "GITHUB_REPOSITORY", "GITHUB_REPOSITORY is not set"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			env := u.env(c.inputs)
+			delete(env, c.unset)
+			r := u.action(env)
+			assert.Equal(t, 1, r.code)
+			assert.Contains(t, r.stdout, "::error title=bazinga%3A bad input::")
+			assert.Contains(t, r.stdout, c.want)
+		})
+	}
+	assert.False(t, u.claimed("1/_/pm/1"), "bad input has no effect")
+	assert.Zero(t, u.resultComments())
+}
+
+func TestStepNotInFlightExitsWithoutEffect(t *testing.T) {
+	u := newUnit(t)
+	tok := u.f.RunToken(u.run)
+	for _, step := range []string{"1/A/developer/1", "7/_/pm/1"} {
+		r := u.action(u.env(map[string]string{"command": "agent", "step": step, "github-token": tok, "agent-command": "false"}))
+		assert.Equal(t, 0, r.code, r.stdout)
+		assert.Contains(t, r.stdout, "::notice::bazinga: step "+step+" is not in flight")
+		assert.Contains(t, r.outputs, "skipped")
+		assert.False(t, u.claimed(step))
+	}
+	assert.Zero(t, u.resultComments())
+}
+
+func TestForgedTrackingCommentIsNotTrusted(t *testing.T) {
+	u := newUnit(t)
+	tok := u.f.RunToken(u.run)
+	// With the key, the bot's comment verifies; with a wrong key nothing does.
+	env := u.env(map[string]string{"command": "agent", "step": "1/_/pm/1", "github-token": tok, "agent-command": "false"})
+	env[action.EnvStateKey] = "not-the-key-0123456789"
+	r := u.action(env)
+	assert.Equal(t, 0, r.code, r.stdout)
+	assert.Contains(t, r.stdout, "is not in flight")
+	assert.Equal(t, 1, strings.Count(r.stdout, "not-the-key-0123456789"), "the key appears only in its mask command")
+	assert.False(t, u.claimed("1/_/pm/1"))
+	// A user copying the bot's state block is not a bot: not trusted.
+	var body string
+	for _, c := range u.repo.Comments(u.issue) {
+		if strings.Contains(c.GetBody(), "bazinga:state:v1") {
+			body = c.GetBody()
+		}
+	}
+	require.NotEmpty(t, body)
+	comments := []bot.Comment{{ID: 1, Author: "mallory", AuthorType: "User", Body: body}}
+	_, _, err := bot.FindState(comments, bot.RepoRef{Owner: e2eOwner, Name: e2eName}, u.issue, bot.StateTrust{})
+	assert.ErrorIs(t, err, bot.ErrNoSession)
+	comments[0].Author, comments[0].AuthorType = u.f.BotLogin(), "Bot"
+	st, _, err := bot.FindState(comments, bot.RepoRef{Owner: e2eOwner, Name: e2eName}, u.issue, bot.StateTrust{Key: e2eStateKey})
+	require.NoError(t, err)
+	assert.NotNil(t, st.Session.Step("1/_/pm/1"))
+}
+
+func TestMissingPermissionIsNamed(t *testing.T) {
+	u := newUnit(t)
+	tok := "ghs_readonly_contents"
+	u.f.AddTokenWithPermissions(tok, ghfake.ActionsLogin, ghfake.Bot, map[string]string{"contents": "read", "issues": "write", "pull_requests": "write"})
+	r := u.action(u.env(map[string]string{"command": "agent", "step": "1/_/pm/1", "github-token": tok, "agent-command": "false"}))
+	assert.Equal(t, 1, r.code, r.stdout)
+	assert.Contains(t, r.stdout, "::error title=bazinga agent::claiming step 1/_/pm/1: the token lacks contents: write; add `permissions: contents: write` to the job")
+	assert.False(t, u.claimed("1/_/pm/1"))
+
+	msg, ok := action.MissingPermission(errors.New("plain"))
+	assert.False(t, ok)
+	assert.Empty(t, msg)
+}
+
+func TestStepWithoutResultFailsTheJob(t *testing.T) {
+	u := newUnit(t)
+	tok := u.f.RunToken(u.run)
+	r := u.action(u.env(map[string]string{"command": "agent", "step": "1/_/pm/1", "github-token": tok, "agent-command": "sh -c 'exit 3'"}))
+	assert.Equal(t, 1, r.code, r.stdout)
+	assert.Contains(t, r.stdout, "::error title=bazinga%3A step 1/_/pm/1 ended without a result::the agent produced no result (exit code 3)")
+	assert.Contains(t, r.outputs, "failed")
+	assert.Contains(t, r.summary, "| Status | **failed** |")
+	assert.True(t, u.claimed("1/_/pm/1"), "the step was claimed; the bot retries it as a new step")
+	assert.Zero(t, u.resultComments(), "no result comment")
+}
+
+func TestReconcileNeedsItsEvent(t *testing.T) {
+	u := newUnit(t)
+	tok := u.f.RunToken(u.run)
+	env := u.env(map[string]string{"command": "reconcile", "github-token": tok})
+	delete(env, "GITHUB_EVENT_NAME")
+	r := u.action(env)
+	assert.Equal(t, 1, r.code)
+	assert.Contains(t, r.stdout, "GITHUB_EVENT_NAME is not set")
+}
+
+func TestUsage(t *testing.T) {
+	var out, errOut bytes.Buffer
+	assert.Equal(t, 0, action.Main(context.Background(), []string{"-h"}, &out, &errOut))
+	assert.Contains(t, out.String(), "agent | merge | validate")
+	assert.Equal(t, 2, action.Main(context.Background(), []string{"--bogus"}, &out, &errOut))
+	assert.Contains(t, errOut.String(), "unexpected argument")
+}
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }
