@@ -95,21 +95,29 @@ func commitAll(t testing.TB, dir, msg string) string {
 // it is clean, and the conflicting paths.
 func gitMergeTree(t testing.TB, dir, ours, theirs string) (tree string, clean bool, conflicts []string) {
 	t.Helper()
+	tree, clean, conflicts, _ = gitMergeTreeMessages(t, dir, ours, theirs)
+	return tree, clean, conflicts
+}
+
+// gitMergeTreeMessages is gitMergeTree with git's informational messages.
+func gitMergeTreeMessages(t testing.TB, dir, ours, theirs string) (tree string, clean bool, conflicts []string, messages string) {
+	t.Helper()
 	out, code, errOut := runGitCode(t, dir, "merge-tree", "--write-tree", "--name-only", ours, theirs)
 	require.Truef(t, code == 0 || code == 1, "merge-tree failed (%d): %s", code, errOut)
 	lines := strings.Split(out, "\n")
 	tree = lines[0]
 	seen := map[string]bool{}
-	for _, l := range lines[1:] {
-		if l == "" {
-			break
-		}
-		if !seen[l] {
+	i := 1
+	for ; i < len(lines) && lines[i] != ""; i++ {
+		if l := lines[i]; !seen[l] {
 			seen[l] = true
 			conflicts = append(conflicts, l)
 		}
 	}
-	return tree, code == 0, conflicts
+	if i < len(lines) {
+		messages = strings.Join(lines[i+1:], "\n")
+	}
+	return tree, code == 0, conflicts, messages
 }
 
 // makeTempDir is for benchmarks' shared fixtures, which outlive one b.

@@ -87,7 +87,7 @@ func ThreeWayMergeWith(repo *git.Repository, ours, theirs plumbing.Hash, opts Me
 	if err != nil {
 		return nil, err
 	}
-	res, err := mergeTrees(repo.Storer, baseTree, oc.TreeHash, tc.TreeHash, opts, true)
+	res, err := mergeTrees(repo.Storer, baseTree, oc.TreeHash, tc.TreeHash, opts, true, true)
 	if err != nil {
 		return nil, err
 	}
@@ -119,7 +119,8 @@ func mergeBaseTree(s storer.EncodedObjectStorer, a, b *object.Commit, opts Merge
 		if err != nil {
 			return bases[0].TreeHash, bases[0].Hash, nil
 		}
-		r, err := mergeTrees(s, inner, virtual, next.TreeHash, opts, true)
+		// git does not look for directory renames in merge bases.
+		r, err := mergeTrees(s, inner, virtual, next.TreeHash, opts, true, false)
 		if err != nil || !r.Clean {
 			return bases[0].TreeHash, bases[0].Hash, nil
 		}
@@ -334,6 +335,8 @@ type treeMerger struct {
 	blobs  map[plumbing.Hash][]byte
 	spans  map[plumbing.Hash][]spanCount
 	extras []string // extra conflicting paths (rename/rename sources)
+	// unclean marks a conflict that no single path carries.
+	unclean bool
 }
 
 func (m *treeMerger) info(p string) *pathInfo {
@@ -370,8 +373,9 @@ func (m *treeMerger) spansOf(h plumbing.Hash) ([]spanCount, error) {
 	return s, nil
 }
 
-// mergeTrees merges trees ours and theirs with base as their ancestor.
-func mergeTrees(s storer.EncodedObjectStorer, base, ours, theirs plumbing.Hash, opts MergeOptions, write bool) (*MergeResult, error) {
+// mergeTrees merges trees ours and theirs with base as their ancestor,
+// following directory renames when dirRenames is set.
+func mergeTrees(s storer.EncodedObjectStorer, base, ours, theirs plumbing.Hash, opts MergeOptions, write, dirRenames bool) (*MergeResult, error) {
 	m := &treeMerger{
 		r:     newTreeReader(s),
 		opts:  opts,
@@ -401,15 +405,39 @@ func mergeTrees(s storer.EncodedObjectStorer, base, ours, theirs plumbing.Hash, 
 		}
 		pi.stages[2] = c.to
 	}
-	oursRen, err := m.detectRenames(oursCh, 1)
-	if err != nil {
-		return nil, err
+	changes := [3][]fileChange{nil, oursCh, theirsCh}
+	var dr *dirRenameInfo
+	if dirRenames {
+		var err error
+		if dr, err = m.findRemovedDirs(changes); err != nil {
+			return nil, fmt.Errorf("merge: directory renames: %w", err)
+		}
 	}
-	theirsRen, err := m.detectRenames(theirsCh, 2)
-	if err != nil {
-		return nil, err
+	var rens [3][]rename
+	for side := 1; side <= 2; side++ {
+		other := 3 - side
+		relevant := func(p string) bool {
+			if pi := m.infos[p]; pi != nil && !pi.stages[other].same(pi.stages[0]) {
+				return true
+			}
+			return dr != nil && dr.locationRelevant(side, p)
+		}
+		var err error
+		if rens[side], err = m.detectRenames(changes[side], side, relevant); err != nil {
+			return nil, err
+		}
+		if dr != nil && dr.guessRenamedDirs(side, rens[side]) {
+			m.unclean = true
+		}
 	}
-	m.applyRenames(oursRen, theirsRen)
+	if dr != nil {
+		unclean, err := m.applyDirRenames(dr, changes, rens)
+		if err != nil {
+			return nil, fmt.Errorf("merge: directory renames: %w", err)
+		}
+		m.unclean = m.unclean || unclean
+	}
+	m.applyRenames(rens[1], rens[2])
 	if err := m.resolveAll(); err != nil {
 		return nil, err
 	}
@@ -423,11 +451,11 @@ type rename struct {
 // detectRenames finds the renames of one side (1 = ours, 2 = theirs) the
 // way git's diffcore does for a merge: exact renames first, then renames
 // between files with the same unique basename at a higher threshold, then
-// the best-scoring pairs at 50% similarity or more. Only sources whose
-// content matters to the merge (the other side changed or removed them)
-// are considered for inexact renames, as in git's ort strategy.
-func (m *treeMerger) detectRenames(changes []fileChange, side int) ([]rename, error) {
-	other := 3 - side
+// the best-scoring pairs at 50% similarity or more. Only relevant sources
+// are considered for inexact renames, as in git's ort strategy: those
+// whose content matters (the other side changed or removed them), or
+// whose new location does (see locationRelevant).
+func (m *treeMerger) detectRenames(changes []fileChange, side int, relevant func(string) bool) ([]rename, error) {
 	var srcs, dsts []fileChange
 	for _, c := range changes {
 		switch {
@@ -485,8 +513,7 @@ func (m *treeMerger) detectRenames(changes []fileChange, side int) ([]rename, er
 		if srcUsed[i] {
 			continue
 		}
-		pi := m.infos[s.path]
-		if pi != nil && !pi.stages[other].same(pi.stages[0]) {
+		if relevant(s.path) {
 			rsrc = append(rsrc, i)
 		}
 	}

@@ -214,6 +214,8 @@ func (g *generator) side(base genState, name string, shared *rand.Rand) (genStat
 				f.exec = !f.exec
 				s[p] = f
 			}
+		case op < 80: // move a whole directory, as a directory rename
+			g.moveDir(s, renames)
 		default: // rename, with or without edits
 			f := s[p]
 			var np string
@@ -237,23 +239,91 @@ func (g *generator) side(base genState, name string, shared *rand.Rand) (genStat
 			}
 			delete(s, p)
 			s[np] = f
-			src := p
-			for k, v := range renames {
-				if v == p {
-					src = k
-				}
-			}
-			renames[src] = np
+			recordRename(renames, p, np)
 		}
 	}
 	return s, renames
 }
 
+// recordRename notes p → np, keeping the base path as the source.
+func recordRename(renames map[string]string, p, np string) {
+	src := p
+	for k, v := range renames {
+		if v == p {
+			src = k
+		}
+	}
+	renames[src] = np
+}
+
+// moveDir moves every file below one directory to another (existing,
+// new, or the root), editing some of them on the way.
+func (g *generator) moveDir(s genState, renames map[string]string) {
+	dirs := make([]string, 0, 8)
+	for d := range s.dirs() {
+		dirs = append(dirs, d)
+	}
+	if len(dirs) == 0 {
+		return
+	}
+	sort.Strings(dirs)
+	dir := dirs[g.rng.Intn(len(dirs))]
+	var to string
+	switch g.rng.Intn(4) {
+	case 0:
+		to = genDirs[2+g.rng.Intn(len(genDirs)-2)]
+	case 1:
+		to = "moved/" + path.Base(dir)
+	case 2:
+		to = path.Join("new", dir)
+	default:
+		to = "" // the root
+	}
+	if to == dir || strings.HasPrefix(to+"/", dir+"/") {
+		return
+	}
+	moves := map[string]string{}
+	for _, p := range s.paths() {
+		if rest, ok := strings.CutPrefix(p, dir+"/"); ok {
+			moves[p] = path.Join(to, rest)
+		}
+	}
+	// No target may take an existing file's place, or a file's as a
+	// directory.
+	dirsNow := s.dirs()
+	for _, np := range moves {
+		if _, ok := s[np]; ok || dirsNow[np] {
+			return
+		}
+		for d := path.Dir(np); d != "."; d = path.Dir(d) {
+			if _, ok := s[d]; ok {
+				return
+			}
+		}
+	}
+	for _, p := range sortedKeys(moves) {
+		f := s[p]
+		if g.rng.Intn(4) == 0 {
+			g.editLines(&f)
+		}
+		delete(s, p)
+		s[moves[p]] = f
+		recordRename(renames, p, moves[p])
+	}
+}
+
+func sortedKeys(m map[string]string) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
+}
+
 // dirRenamed tells whether a side removed a base directory entirely while
-// renaming a file out of it. git then detects a directory rename and
-// moves the other side's new files along (reporting a conflict); this
-// package does not implement directory-rename detection, so the
-// generator avoids it.
+// renaming a file out of it: a scenario where git may detect a directory
+// rename (the oracle counts them).
 func dirRenamed(base, side genState, renames map[string]string) bool {
 	sideDirs := side.dirs()
 	for src, dst := range renames {
@@ -364,7 +434,7 @@ func TestThreeWayMergeAgreesWithGit(t *testing.T) {
 	}
 	rng := rand.New(rand.NewSource(20240601))
 	var mu sync.Mutex
-	var clean, conflicted, renamesSeen int
+	var clean, conflicted, renamesSeen, dirRenames, gitDirRenames int
 	// Scenarios run in parallel subtests inside this group, so their
 	// (I/O bound) git processes overlap; the counts are logged after all.
 	t.Run("scenarios", func(t *testing.T) {
@@ -375,11 +445,14 @@ func TestThreeWayMergeAgreesWithGit(t *testing.T) {
 			shared := rand.New(rand.NewSource(seed + 1))
 			ours, oursRen := g.side(base, "o", shared)
 			theirs, theirsRen := g.side(base, "t", shared)
-			if dirRenamed(base, ours, oursRen) || dirRenamed(base, theirs, theirsRen) || fileDirClash(base, ours, theirs) {
-				i-- // regenerate: see dirRenamed
+			if fileDirClash(base, ours, theirs) {
+				i-- // regenerate: see fileDirClash
 				continue
 			}
 			renamesSeen += len(oursRen) + len(theirsRen)
+			if dirRenamed(base, ours, oursRen) || dirRenamed(base, theirs, theirsRen) {
+				dirRenames++
+			}
 			t.Run(fmt.Sprintf("seed%d", seed), func(t *testing.T) {
 				t.Parallel()
 				dir := t.TempDir()
@@ -388,7 +461,12 @@ func TestThreeWayMergeAgreesWithGit(t *testing.T) {
 				hashes := fastImport(t, dir, base, ours, theirs)
 				oursHash, theirsHash := hashes[1], hashes[2]
 
-				wantTree, wantClean, wantConflicts := gitMergeTree(t, dir, "ours", "theirs")
+				wantTree, wantClean, wantConflicts, msgs := gitMergeTreeMessages(t, dir, "ours", "theirs")
+				if strings.Contains(msgs, "CONFLICT (file location)") || strings.Contains(msgs, "dir rename") || strings.Contains(msgs, "directory rename") {
+					mu.Lock()
+					gitDirRenames++
+					mu.Unlock()
+				}
 
 				repo, err := git.PlainOpen(dir)
 				require.NoError(t, err)
@@ -408,5 +486,6 @@ func TestThreeWayMergeAgreesWithGit(t *testing.T) {
 		}
 	})
 	require.Equal(t, n, clean+conflicted, "every scenario must have run to a verdict")
-	t.Logf("oracle: %d scenarios, %d clean, %d conflicted, %d generated renames", n, clean, conflicted, renamesSeen)
+	t.Logf("oracle: %d scenarios, %d clean, %d conflicted, %d generated renames, %d with a directory moved away, %d where git reports a directory rename",
+		n, clean, conflicted, renamesSeen, dirRenames, gitDirRenames)
 }

@@ -134,7 +134,7 @@ func (m *treeMerger) finish(write bool) (*MergeResult, error) {
 		res.Conflicts = append(res.Conflicts, p)
 	}
 	sort.Strings(res.Conflicts)
-	if len(res.Conflicts) > 0 {
+	if len(res.Conflicts) > 0 || m.unclean {
 		res.Clean = false
 		return res, nil
 	}
