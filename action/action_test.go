@@ -312,3 +312,43 @@ func TestUsage(t *testing.T) {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+func TestReconcileNamesAMissingPermission(t *testing.T) {
+	f := ghfake.Start(t, ghfake.Options{WebhookMode: ghfake.Sync})
+	repo, err := f.CreateRepo(e2eOwner, e2eName, "main")
+	require.NoError(t, err)
+	_, err = repo.Push(e2eOwner, "main", map[string]string{"README.md": "# widgets\n"}, "Initial commit")
+	require.NoError(t, err)
+	f.SetPermission("alice", "write")
+	require.NoError(t, f.AddWorkflow(e2eFull, "bazinga-agent.yml", ghfake.Workflow{
+		RunName: "bazinga ${{ inputs.step }}", Inputs: map[string]ghfake.WorkflowInput{"step": {Required: true}}}))
+	require.NoError(t, f.AddWorkflow(e2eFull, "bazinga.yml", ghfake.Workflow{On: []string{"issues.labeled"}}))
+	issue, err := repo.CreateIssue("alice", "Write a.txt", "Please.")
+	require.NoError(t, err)
+	require.NoError(t, repo.LabelIssue("alice", issue, "bazinga"))
+	runs := f.Runs()
+	require.Len(t, runs, 1)
+	require.Equal(t, "issues", runs[0].Event)
+
+	// The orchestrator's job forgot `actions: write`: it cannot dispatch.
+	tok := "ghs_no_actions"
+	f.AddTokenWithPermissions(tok, ghfake.ActionsLogin, ghfake.Bot, map[string]string{"contents": "write", "issues": "write", "pull_requests": "write"})
+	u := &unit{t: t, f: f, repo: repo, issue: issue, run: runs[0], dir: t.TempDir()}
+	r := u.action(u.env(map[string]string{"command": "reconcile", "github-token": tok}))
+	assert.Equal(t, 1, r.code, r.stdout)
+	assert.Contains(t, r.stdout, "the token lacks actions: write; add `permissions: actions: write` to the job")
+
+	// With the permission, the schedule's sweep carries out the dispatch
+	// the state kept pending.
+	env := u.env(map[string]string{"command": "reconcile", "github-token": f.RunToken(runs[0])})
+	env["GITHUB_EVENT_NAME"] = "schedule"
+	r = u.action(env)
+	assert.Equal(t, 0, r.code, r.stdout)
+	steps := []string{}
+	for _, run := range f.Runs() {
+		if run.Workflow == "bazinga-agent.yml" {
+			steps = append(steps, run.Inputs["step"])
+		}
+	}
+	assert.Equal(t, []string{"1/_/pm/1"}, steps)
+}
