@@ -125,7 +125,10 @@ type jobRecord struct {
 	output   string
 }
 
-func newWorld(t *testing.T) *world {
+func newWorld(t *testing.T) *world { return newWorldWith(t, e2eConfig) }
+
+// newWorldWith is newWorld with another .github/bazinga.yml.
+func newWorldWith(t *testing.T, config string) *world {
 	t.Helper()
 	exe, err := os.Executable()
 	require.NoError(t, err)
@@ -134,7 +137,7 @@ func newWorld(t *testing.T) *world {
 	repo, err := f.CreateRepo(e2eOwner, e2eName, "main")
 	require.NoError(t, err)
 	_, err = repo.Push(e2eOwner, "main", map[string]string{
-		"README.md": "# widgets\n", "seed.txt": "ok\n", ".github/bazinga.yml": e2eConfig,
+		"README.md": "# widgets\n", "seed.txt": "ok\n", ".github/bazinga.yml": config,
 	}, "Initial commit")
 	require.NoError(t, err)
 	f.SetPermission("alice", "write")
@@ -389,7 +392,35 @@ func (w *world) assertVerified(issue int, trust bot.StateTrust) pipeline.Session
 
 func TestE2EAppMode(t *testing.T) {
 	start := time.Now()
-	w := newWorld(t)
+	w, s := playAppMode(t, e2eConfig)
+	f := w.f
+	t.Logf("App mode: %d steps, %d jobs, %d API calls (%d content-creating), %d webhooks, %s",
+		len(s.Steps), len(w.jobsCopy()), f.Counts().Total, f.Counts().ContentCreating, len(f.Deliveries()), time.Since(start).Round(time.Millisecond))
+}
+
+// merge.method pull-request: the group PRs are opened ready for review and
+// merged through the API at the tested head, not pushed.
+func TestE2EAppModePullRequestMerges(t *testing.T) {
+	w, s := playAppMode(t, e2eConfig+"merge:\n  method: pull-request\n")
+	merges := 0
+	for _, c := range w.f.Calls() {
+		if c.Method == http.MethodPut && strings.HasSuffix(c.Route, "/pulls/{number}/merge") && c.Status == http.StatusOK {
+			merges++
+		}
+	}
+	assert.Equal(t, 2, merges, "both groups merged through the API")
+	for _, g := range s.Groups {
+		assert.Equal(t, pipeline.StageMerged, g.Stage)
+	}
+	for _, pr := range w.f.PRs() {
+		assert.True(t, pr.GetMerged(), "PR #%d", pr.GetNumber())
+		assert.False(t, pr.GetDraft(), "PR #%d is opened ready for review", pr.GetNumber())
+	}
+}
+
+// playAppMode runs a labelled issue to a verified BAZINGA with the App.
+func playAppMode(t *testing.T, config string) (*world, pipeline.Session) {
+	w := newWorldWith(t, config)
 	f := w.f
 	f.AddToken(e2eBotTok, f.BotLogin(), ghfake.Bot)
 
@@ -435,8 +466,7 @@ func TestE2EAppMode(t *testing.T) {
 	for _, d := range f.Deliveries() {
 		assert.Equal(t, http.StatusAccepted, d.Status, "delivery %s %s", d.Event, d.ID)
 	}
-	t.Logf("App mode: %d steps, %d jobs, %d API calls (%d content-creating), %d webhooks, %s",
-		len(s.Steps), len(w.jobsCopy()), f.Counts().Total, f.Counts().ContentCreating, len(f.Deliveries()), time.Since(start).Round(time.Millisecond))
+	return w, s
 }
 
 // assertJobs: every step ran as exactly one job, which succeeded.

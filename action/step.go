@@ -81,9 +81,6 @@ func (j *job) runStep(ctx context.Context) int {
 	if in.agentCommand != "" {
 		cfg.Agent.Command = in.agentCommand
 	}
-	if cfg.Merge.Method == pipeline.MergePullRequest && step.Role == pipeline.RoleMerge {
-		j.gha.Warningf("bazinga: merge.method pull-request is not supported by the Action yet; landing by push through the test gate (the PR shows as merged)")
-	}
 	work, err := os.MkdirTemp(in.workDir, "bazinga-")
 	if err != nil {
 		return j.fail("making a working directory", err)
@@ -94,6 +91,10 @@ func (j *job) runStep(ctx context.Context) int {
 		Config:  cfg,
 		TempDir: work,
 		Logger:  j.log,
+	}
+	if cfg.Merge.Method == pipeline.MergePullRequest {
+		ex.PullRequests = prMerger{client: j.client, gh: j.gh, repo: j.in.repo, base: st.Session.Base,
+			title: func(branch string) string { return fmt.Sprintf("Merge %s (bazinga step %s)", branch, in.step) }}
 	}
 	if step.Role != pipeline.RoleMerge && step.Role != pipeline.RoleValidate {
 		r, err := agent.NewRunner(agent.RunnerConfig{Command: cfg.Agent.Command, Timeout: cfg.Agent.Timeout.D(), PassEnv: cfg.Agent.Env, TempDir: work})

@@ -329,7 +329,10 @@ func (x *executor) branches(ctx context.Context) {
 func (x *executor) openPR(ctx context.Context, g *pipeline.Group, gp *GroupPR) {
 	s := &x.st.Session
 	title, body := prTitle(x.ref.issue, *g), prBody(x.ref.issue, *s, *g)
-	pr, err := x.gh.CreatePR(ctx, x.ref.repo, NewPR{Title: title, Body: body, Head: g.Branch, Base: s.Base, Draft: true})
+	// Draft until merged by push; merge.method pull-request merges the PR
+	// through the API, which a draft refuses (and marking one ready takes GraphQL).
+	draft := x.st.Config.Merge.Method != pipeline.MergePullRequest
+	pr, err := x.gh.CreatePR(ctx, x.ref.repo, NewPR{Title: title, Body: body, Head: g.Branch, Base: s.Base, Draft: draft})
 	switch {
 	case err == nil:
 		gp.Number, gp.BodyHash = pr.Number, textHash(title, body)

@@ -56,6 +56,21 @@ type LandRequest struct {
 	// TempDir is where working copies are made; empty means os.TempDir.
 	TempDir  string
 	Attempts int // default DefaultLandAttempts
+	// Finish, when set, lands the tested merge instead of the push: it gets
+	// the base and branch heads whose merge passed the gate (e.g. to merge
+	// the group's pull request through the API at exactly that head).
+	Finish func(ctx context.Context, base, branch plumbing.Hash) (FinishResult, error)
+}
+
+// FinishResult is what a LandRequest.Finish reports.
+type FinishResult struct {
+	Outcome LandOutcome
+	// Commit is the merge commit now at the head of the base.
+	Commit plumbing.Hash
+	Reason string
+	// Retry asks for another attempt: the base or the branch moved after
+	// the test, so what would be merged is not what was tested.
+	Retry bool
 }
 
 // LandResult is the outcome of Land.
@@ -230,6 +245,17 @@ func landOnce(ctx context.Context, req LandRequest) (res LandResult, retry bool,
 	if gate.Outcome != GatePass {
 		res.Outcome = MergeTestFailure
 		res.Reason = gate.Summary() + "\n" + gate.Output
+		return res, false, nil
+	}
+	if req.Finish != nil {
+		fr, err := req.Finish(ctx, baseHash, branchHash)
+		if err != nil {
+			return res, false, err
+		}
+		if fr.Retry {
+			return res, true, nil
+		}
+		res.Outcome, res.Commit, res.Reason = fr.Outcome, fr.Commit, fr.Reason
 		return res, false, nil
 	}
 	spec := config.RefSpec(fmt.Sprintf("%s:refs/heads/%s", landRef, req.Base))

@@ -373,3 +373,36 @@ func serveGitHTTP(t *testing.T, bare string) string {
 	t.Cleanup(srv.Close)
 	return srv.URL + "/" + filepath.Base(bare)
 }
+
+func TestLandFinishReplacesThePush(t *testing.T) {
+	f := newRemote(t)
+	f.commitOn(t, "bazinga/s1-A", map[string]string{"c.txt": "new\n"})
+	before := f.head(t, "main")
+	branchHead := f.head(t, "bazinga/s1-A")
+	calls := 0
+	finish := func(_ context.Context, base, branch plumbing.Hash) (FinishResult, error) {
+		calls++
+		assert.Equal(t, before, base.String(), "the tested base")
+		assert.Equal(t, branchHead, branch.String(), "the tested branch head")
+		if calls == 1 {
+			return FinishResult{Retry: true}, nil // e.g. the base moved before the API merge
+		}
+		return FinishResult{Outcome: MergeSuccess, Commit: plumbing.NewHash("0123456789abcdef0123456789abcdef01234567")}, nil
+	}
+	res, err := Land(context.Background(), LandRequest{Remote: Remote{URL: f.bare}, Base: "main", Branch: "bazinga/s1-A",
+		Gate: GateConfig{Command: "test -f c.txt", Timeout: time.Minute}, Finish: finish})
+	require.NoError(t, err)
+	assert.Equal(t, MergeSuccess, res.Outcome)
+	assert.Equal(t, 2, calls)
+	assert.Equal(t, 2, res.Attempts)
+	assert.Equal(t, "0123456789abcdef0123456789abcdef01234567", res.Commit.String())
+	assert.Equal(t, before, f.head(t, "main"), "nothing was pushed")
+
+	// A failing gate never reaches Finish.
+	calls = 0
+	res, err = Land(context.Background(), LandRequest{Remote: Remote{URL: f.bare}, Base: "main", Branch: "bazinga/s1-A",
+		Gate: GateConfig{Command: "exit 1", Timeout: time.Minute}, Finish: finish})
+	require.NoError(t, err)
+	assert.Equal(t, MergeTestFailure, res.Outcome)
+	assert.Zero(t, calls)
+}

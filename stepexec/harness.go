@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/go-git/go-git/v5/plumbing"
+
 	"github.com/bazinga-bot/bazinga/agent"
 	"github.com/bazinga-bot/bazinga/gitops"
 	"github.com/bazinga-bot/bazinga/pipeline"
@@ -67,12 +69,20 @@ func (e *Executor) merge(ctx context.Context, s pipeline.Session, st pipeline.St
 	if g == nil {
 		return pipeline.Result{}, fmt.Errorf("merge step %s names no group", st.ID)
 	}
-	lr, err := gitops.Land(ctx, gitops.LandRequest{
+	req := gitops.LandRequest{
 		Remote: e.Remote, Base: s.Base, Branch: g.Branch, Gate: e.gate(), Author: e.author(),
 		Message:              fmt.Sprintf("Merge group %s (%s) into %s\n\nSession %s.", g.ID, g.Name, s.Base, s.ID),
 		StepID:               st.ID,
 		AllowWorkflowChanges: e.Config.AllowWorkflowChanges, TempDir: e.TempDir,
-	})
+	}
+	if e.Config.Merge.Method == pipeline.MergePullRequest && e.PullRequests != nil {
+		// The gate still tests merge(base, head) here; the pull request is
+		// then merged at exactly that head, if the base has not moved.
+		req.Finish = func(ctx context.Context, base, head plumbing.Hash) (gitops.FinishResult, error) {
+			return e.PullRequests.MergePR(ctx, g.Branch, base.String(), head.String())
+		}
+	}
+	lr, err := gitops.Land(ctx, req)
 	if err != nil {
 		return pipeline.Result{}, fmt.Errorf("landing %s on %s: %w", g.Branch, s.Base, err)
 	}
