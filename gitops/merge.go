@@ -87,7 +87,7 @@ func ThreeWayMergeWith(repo *git.Repository, ours, theirs plumbing.Hash, opts Me
 	if err != nil {
 		return nil, err
 	}
-	res, err := mergeTrees(repo.Storer, baseTree, oc.TreeHash, tc.TreeHash, opts, true, true)
+	res, err := mergeTrees(repo.Storer, baseTree, oc.TreeHash, tc.TreeHash, opts, false)
 	if err != nil {
 		return nil, err
 	}
@@ -97,10 +97,8 @@ func ThreeWayMergeWith(repo *git.Repository, ours, theirs plumbing.Hash, opts Me
 
 // mergeBaseTree returns the tree to use as the common ancestor. With one
 // merge base that is its tree. With several (criss-cross history) it
-// merges them recursively into a virtual base, as git does; if the bases
-// themselves conflict, it uses the tree of the first base in hash order —
-// a deterministic choice where git would build a virtual base with
-// conflict markers in it.
+// merges them recursively into a virtual base, as git does, conflict
+// markers included where the bases themselves conflict.
 func mergeBaseTree(s storer.EncodedObjectStorer, a, b *object.Commit, opts MergeOptions, depth int) (plumbing.Hash, plumbing.Hash, error) {
 	bases, err := a.MergeBase(b)
 	if err != nil {
@@ -114,14 +112,14 @@ func mergeBaseTree(s storer.EncodedObjectStorer, a, b *object.Commit, opts Merge
 		return bases[0].TreeHash, bases[0].Hash, nil
 	}
 	virtual := bases[0].TreeHash
+	virtualOpts := MergeOptions{OursLabel: "Temporary merge branch 1", TheirsLabel: "Temporary merge branch 2"}
 	for _, next := range bases[1:] {
 		inner, _, err := mergeBaseTree(s, bases[0], next, opts, depth+1)
 		if err != nil {
 			return bases[0].TreeHash, bases[0].Hash, nil
 		}
-		// git does not look for directory renames in merge bases.
-		r, err := mergeTrees(s, inner, virtual, next.TreeHash, opts, true, false)
-		if err != nil || !r.Clean {
+		r, err := mergeTrees(s, inner, virtual, next.TreeHash, virtualOpts, true)
+		if err != nil {
 			return bases[0].TreeHash, bases[0].Hash, nil
 		}
 		virtual = r.Tree
@@ -373,9 +371,10 @@ func (m *treeMerger) spansOf(h plumbing.Hash) ([]spanCount, error) {
 	return s, nil
 }
 
-// mergeTrees merges trees ours and theirs with base as their ancestor,
-// following directory renames when dirRenames is set.
-func mergeTrees(s storer.EncodedObjectStorer, base, ours, theirs plumbing.Hash, opts MergeOptions, write, dirRenames bool) (*MergeResult, error) {
+// mergeTrees merges trees ours and theirs with base as their ancestor.
+// Building a virtual merge base, it skips directory renames and writes
+// the tree even with conflicts, as git does.
+func mergeTrees(s storer.EncodedObjectStorer, base, ours, theirs plumbing.Hash, opts MergeOptions, virtualBase bool) (*MergeResult, error) {
 	m := &treeMerger{
 		r:     newTreeReader(s),
 		opts:  opts,
@@ -407,7 +406,7 @@ func mergeTrees(s storer.EncodedObjectStorer, base, ours, theirs plumbing.Hash, 
 	}
 	changes := [3][]fileChange{nil, oursCh, theirsCh}
 	var dr *dirRenameInfo
-	if dirRenames {
+	if !virtualBase {
 		var err error
 		if dr, err = m.findRemovedDirs(changes); err != nil {
 			return nil, fmt.Errorf("merge: directory renames: %w", err)
@@ -441,7 +440,7 @@ func mergeTrees(s storer.EncodedObjectStorer, base, ours, theirs plumbing.Hash, 
 	if err := m.resolveAll(); err != nil {
 		return nil, err
 	}
-	return m.finish(write)
+	return m.finish(virtualBase)
 }
 
 type rename struct {

@@ -8,6 +8,7 @@ import (
 	"path"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -431,6 +432,10 @@ func TestThreeWayMergeAgreesWithGit(t *testing.T) {
 	n := 520
 	if testing.Short() {
 		n = 100
+	}
+	// ORACLE_N=4000 runs a longer sweep (the same seeds, then more).
+	if v, err := strconv.Atoi(os.Getenv("ORACLE_N")); err == nil {
+		n = v
 	}
 	rng := rand.New(rand.NewSource(20240601))
 	var mu sync.Mutex

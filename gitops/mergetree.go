@@ -19,8 +19,9 @@ type finalEntry struct {
 
 // finish places every merged path, moves files out of the way of
 // directories and of entries of a different type (path~label, as git
-// does), and writes the tree when the merge is clean.
-func (m *treeMerger) finish(write bool) (*MergeResult, error) {
+// does), and writes the tree when the merge is clean — or always, for a
+// virtual merge base, whose conflicts stay in it as git leaves them.
+func (m *treeMerger) finish(virtualBase bool) (*MergeResult, error) {
 	final := make(map[string]*finalEntry, len(m.infos))
 	conflicts := map[string]bool{}
 	for _, p := range m.extras {
@@ -136,10 +137,9 @@ func (m *treeMerger) finish(write bool) (*MergeResult, error) {
 	sort.Strings(res.Conflicts)
 	if len(res.Conflicts) > 0 || m.unclean {
 		res.Clean = false
-		return res, nil
-	}
-	if !write {
-		return res, nil
+		if !virtualBase {
+			return res, nil
+		}
 	}
 	tree, err := m.writeTree(res.Files)
 	if err != nil {
