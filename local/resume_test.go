@@ -83,7 +83,7 @@ func TestKillAndResume(t *testing.T) {
 			child.Stdout, child.Stderr = &childOut, &childOut
 			require.NoError(t, child.Start())
 
-			id := waitForEntries(t, repo, killAfter, child)
+			id := waitForEntries(t, repo, killAfter)
 			// SIGKILL the whole process group: the session and its agents.
 			require.NoError(t, syscall.Kill(-child.Process.Pid, syscall.SIGKILL))
 			_ = child.Wait()
@@ -131,15 +131,8 @@ func TestKillAndResume(t *testing.T) {
 
 // waitForEntries waits until the child's session log has n entries and
 // returns the session id.
-func waitForEntries(t *testing.T, repo string, n int, child *exec.Cmd) string {
+func waitForEntries(t *testing.T, repo string, n int) string {
 	deadline := time.Now().Add(30 * time.Second)
-	exited := make(chan struct{})
-	go func() {
-		for child.ProcessState == nil && time.Now().Before(deadline) {
-			time.Sleep(10 * time.Millisecond)
-		}
-	}()
-	_ = exited
 	for time.Now().Before(deadline) {
 		ids, _ := ListSessions(repo)
 		if len(ids) == 1 {
