@@ -3,7 +3,8 @@ package gitops
 import "sort"
 
 // Rename similarity, computed the way git's diffcore does: both files are
-// cut into spans that end at a newline or after 64 bytes, each span is
+// cut into spans that end at a newline or after 64 bytes (an unfinished
+// last span is dropped), each span is
 // hashed, and the score is the number of bytes of the destination that
 // also appear in the source, scaled to maxScore by the larger size.
 
@@ -41,9 +42,7 @@ func spanCounts(data []byte) []spanCount {
 		n = 0
 		accum1, accum2 = 0, 0
 	}
-	if n > 0 {
-		counts[(accum1+accum2*0x61)%spanHashBase] += uint32(n)
-	}
+	// A last span without a newline is not counted, as in git.
 	out := make([]spanCount, 0, len(counts))
 	for h, c := range counts {
 		out = append(out, spanCount{hash: h, cnt: c})
