@@ -1,8 +1,9 @@
 # syntax=docker/dockerfile:1
 # bazinga serve: the GitHub App. A static Go binary (go-git, no git CLI, no
 # cgo) on distroless/static: CA certificates and a nonroot user, no shell.
-# Expected size: about 22 MB — the stripped binary (~20 MB: go-github,
-# go-git and its crypto) plus distroless/static (~2 MB).
+# Expected size: about 15 MB — the stripped, trimmed binary (12.8 MB with
+# CGO_ENABLED=0 -ldflags "-s -w": go-github, go-git and its crypto) plus
+# distroless/static-debian12 (~2 MB: CA certificates, tzdata, passwd).
 
 FROM golang:1.26-alpine AS build
 WORKDIR /src
