@@ -100,6 +100,10 @@ func (r LandResult) Summary() string {
 		}
 		return s
 	case MergeConflict:
+		if len(r.Conflicts) == 0 {
+			// git reports some directory-rename conflicts without a path.
+			return "conflicts (a directory rename that cannot be followed)"
+		}
 		return "conflicts in " + strings.Join(r.Conflicts, ", ")
 	}
 	return r.Reason

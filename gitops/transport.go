@@ -1,12 +1,16 @@
 package gitops
 
 import (
+	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/go-git/go-billy/v5/osfs"
 	"github.com/go-git/go-git/v5/plumbing/cache"
+	"github.com/go-git/go-git/v5/plumbing/protocol/packp"
 	"github.com/go-git/go-git/v5/plumbing/storer"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/plumbing/transport/client"
@@ -20,7 +24,67 @@ import (
 // git's receive-pack it lets a push update the branch checked out in a
 // non-bare repository; local mode then brings that checkout up to date itself.
 func init() {
-	client.InstallProtocol("file", server.NewServer(localLoader{}))
+	client.InstallProtocol("file", casTransport{server.NewServer(localLoader{})})
+}
+
+// casTransport guards go-git's in-process receive-pack, which updates a ref
+// to the new value without checking that it still holds the old one: pushes
+// to one repository are serialised and each update must find the ref where
+// the pusher saw it, or the push fails as "fetch first" (a person committing
+// on the base while a merge lands must not be overwritten).
+type casTransport struct{ transport.Transport }
+
+func (t casTransport) NewReceivePackSession(ep *transport.Endpoint, auth transport.AuthMethod) (transport.ReceivePackSession, error) {
+	s, err := t.Transport.NewReceivePackSession(ep, auth)
+	if err != nil {
+		return nil, err
+	}
+	return &casReceive{ReceivePackSession: s, path: ep.Path}, nil
+}
+
+type casReceive struct {
+	transport.ReceivePackSession
+	path string
+}
+
+var (
+	repoLocksMu sync.Mutex
+	repoLocks   = map[string]*sync.Mutex{}
+)
+
+func repoLock(path string) *sync.Mutex {
+	repoLocksMu.Lock()
+	defer repoLocksMu.Unlock()
+	if abs, err := filepath.Abs(path); err == nil {
+		path = abs
+	}
+	if repoLocks[path] == nil {
+		repoLocks[path] = &sync.Mutex{}
+	}
+	return repoLocks[path]
+}
+
+func (r *casReceive) ReceivePack(ctx context.Context, req *packp.ReferenceUpdateRequest) (*packp.ReportStatus, error) {
+	mu := repoLock(r.path)
+	mu.Lock()
+	defer mu.Unlock()
+	st, err := localLoader{}.Load(&transport.Endpoint{Path: r.path})
+	if err != nil {
+		return nil, err
+	}
+	for _, cmd := range req.Commands {
+		if cmd.Action() == packp.Create {
+			continue
+		}
+		cur, err := st.Reference(cmd.Name)
+		if err != nil || cur.Hash() != cmd.Old {
+			if req.Packfile != nil {
+				_ = req.Packfile.Close()
+			}
+			return nil, fmt.Errorf("! [rejected] %s (fetch first): it moved since the push began", cmd.Name.Short())
+		}
+	}
+	return r.ReceivePackSession.ReceivePack(ctx, req)
 }
 
 // localLoader opens the repository at an endpoint path: bare, or a working
