@@ -102,6 +102,9 @@ func (j *job) runStep(ctx context.Context) int {
 			return j.fail("the agent command", err)
 		}
 		ex.Runner = r
+		// What people with write access said reaches the agents, as data.
+		comments := j.humanComments(ctx, issue, st.Session, step.Group)
+		ex.Comments = func(string) []agent.UntrustedText { return comments }
 	}
 
 	started := j.d.Now().UTC()

@@ -52,10 +52,12 @@ type Comment struct {
 	Issue      int
 	Author     string
 	AuthorType string // "User" or "Bot"
-	Body       string
-	CreatedAt  time.Time
-	UpdatedAt  time.Time
-	URL        string // html
+	// Association is GitHub's author_association (OWNER, MEMBER, COLLABORATOR, …).
+	Association string
+	Body        string
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
+	URL         string // html
 }
 
 // PR is a pull request.

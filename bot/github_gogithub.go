@@ -57,7 +57,8 @@ func issueOf(is *github.Issue) Issue {
 
 func commentOf(number int, c *github.IssueComment) Comment {
 	return Comment{ID: c.GetID(), Issue: number, Author: c.GetUser().GetLogin(), AuthorType: c.GetUser().GetType(),
-		Body: c.GetBody(), CreatedAt: c.GetCreatedAt().Time, UpdatedAt: c.GetUpdatedAt().Time, URL: c.GetHTMLURL()}
+		Association: c.GetAuthorAssociation(),
+		Body:        c.GetBody(), CreatedAt: c.GetCreatedAt().Time, UpdatedAt: c.GetUpdatedAt().Time, URL: c.GetHTMLURL()}
 }
 
 func prOf(p *github.PullRequest) PR {
