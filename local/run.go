@@ -365,6 +365,13 @@ func readLine(in io.Reader) (string, error) {
 func (r *runner) loop(ctx context.Context) (Outcome, error) {
 	tick := time.NewTicker(r.opts.TickEvery)
 	defer tick.Stop()
+	// On a terminal the progress lines tick every second between events.
+	var redraw <-chan time.Time
+	if r.view.terminal {
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		redraw = t.C
+	}
 	for {
 		r.view.progress(r.s)
 		if r.s.Status.Terminal() || (r.s.Status == pipeline.SessionPaused && len(r.running) == 0) {
@@ -388,6 +395,8 @@ func (r *runner) loop(ctx context.Context) (Outcome, error) {
 			events = []pipeline.Event{pipeline.CommandEvent(r.s.ID, "terminal", pipeline.Command{Kind: pipeline.CommandAnswer, Text: ans})}
 		case <-tick.C:
 			events = []pipeline.Event{pipeline.Tick(r.s.ID)}
+		case <-redraw:
+			continue
 		}
 		if err := r.apply(events); err != nil {
 			return Outcome{}, err
