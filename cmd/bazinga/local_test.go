@@ -1,0 +1,84 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/bazinga-bot/bazinga/local"
+)
+
+const oneGroupAgent = `#!/bin/sh
+case "$BAZINGA_ROLE" in
+pm) if [ -f "$STATE/planned" ]; then echo '{"status":"BAZINGA","handoff":{"criteria":[]}}'; else touch "$STATE/planned"; echo '{"status":"PLANNING_COMPLETE","handoff":{"plan":{"groups":[{"id":"A","task":"x"}]}}}'; fi ;;
+developer) echo ok > a.txt; echo 'Status: READY_FOR_REVIEW' ;;
+tech_lead) echo 'Status: APPROVED' ;;
+esac
+`
+
+func repoWithCommit(t *testing.T) string {
+	dir := t.TempDir()
+	for _, args := range [][]string{{"init", "-q", "-b", "main"}, {"commit", "-q", "--allow-empty", "-m", "init"}} {
+		cmd := exec.Command("git", args...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@x", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@x")
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, string(out))
+	}
+	return dir
+}
+
+func TestRunThenStatus(t *testing.T) {
+	repo := repoWithCommit(t)
+	state := t.TempDir()
+	agentPath := filepath.Join(t.TempDir(), "agent.sh")
+	require.NoError(t, os.WriteFile(agentPath, []byte(oneGroupAgent), 0o755))
+	t.Setenv("STATE", state)
+	test := "test -f a.txt"
+	res, err := local.Run(context.Background(), local.Options{Repo: repo, Requirements: "write a.txt", AgentCommand: agentPath,
+		TestCommand: &test, PassEnv: []string{"STATE"}})
+	require.NoError(t, err)
+	require.True(t, res.Verified(), res.Reason)
+
+	var out, errOut bytes.Buffer
+	code := run([]string{"status", "--repo", repo}, &out, &errOut)
+	require.Equal(t, 0, code, errOut.String())
+	text := out.String()
+	assert.Contains(t, text, "Session "+res.ID+" — done: BAZINGA verified")
+	assert.Contains(t, text, "🏁 Session [validate/sonnet] ACCEPT")
+
+	out.Reset()
+	assert.Equal(t, 0, run([]string{"status", "--repo", repo, "--json", res.ID}, &out, &errOut))
+	assert.True(t, strings.HasPrefix(out.String(), `{"schema":1,`))
+
+	errOut.Reset()
+	assert.Equal(t, 2, run([]string{"status", "--repo", repo, "19990101-000000"}, &out, &errOut))
+	assert.Contains(t, errOut.String(), "no session 19990101-000000")
+}
+
+func TestRunFlagErrors(t *testing.T) {
+	repo := repoWithCommit(t)
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"run", "--repo", repo}, "Usage: bazinga run"},
+		{[]string{"run", "--repo", repo, "--max-parallel", "0", "x"}, "--max-parallel must be at least 1"},
+		{[]string{"run", "--repo", repo, "--agent", "no-such-agent-xyz", "do it"}, `agent command "no-such-agent-xyz"`},
+		{[]string{"run", "--repo", repo, "--issue-file", filepath.Join(repo, "missing.md")}, "missing.md"},
+		{[]string{"status", "--repo", t.TempDir()}, "no sessions"},
+	}
+	for _, tt := range tests {
+		var out, errOut bytes.Buffer
+		code := run(tt.args, &out, &errOut)
+		assert.NotEqual(t, 0, code, "%v", tt.args)
+		assert.Contains(t, errOut.String(), tt.want, "%v", tt.args)
+	}
+}
