@@ -8,14 +8,11 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/go-git/go-billy/v5/osfs"
-	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp"
 	"github.com/go-git/go-git/v5/plumbing/storer"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/plumbing/transport/client"
 	"github.com/go-git/go-git/v5/plumbing/transport/server"
-	"github.com/go-git/go-git/v5/storage/filesystem"
 )
 
 // go-git's own file:// transport runs the git-upload-pack and
@@ -110,5 +107,5 @@ func (localLoader) Load(ep *transport.Endpoint) (storer.Storer, error) {
 	if _, err := os.Stat(filepath.Join(dir, "objects")); err != nil {
 		return nil, transport.ErrRepositoryNotFound
 	}
-	return filesystem.NewStorage(osfs.New(dir), cache.NewObjectLRUDefault()), nil
+	return newAtomicStorage(dir), nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
 
+	"github.com/bazinga-bot/bazinga/gitops"
 	"github.com/bazinga-bot/bazinga/pipeline"
 )
 
@@ -29,7 +30,7 @@ func checkRepo(dir, base string) (*git.Repository, plumbing.Hash, error) {
 	if !fi.IsDir() {
 		return nil, plumbing.ZeroHash, fmt.Errorf("repository %s is not a directory", dir)
 	}
-	repo, err := git.PlainOpen(dir)
+	repo, err := gitops.OpenWorktree(dir)
 	if errors.Is(err, git.ErrRepositoryNotExists) {
 		return nil, plumbing.ZeroHash, fmt.Errorf("%s is not a git repository (run `git init` and commit your code first)", dir)
 	}
@@ -115,9 +116,9 @@ func readConfig(repo *git.Repository, head plumbing.Hash) (pipeline.Config, erro
 // under it (merges are pushed into the repository), but only when every
 // difference is exactly the old checkout: a person's edits are never lost.
 func syncWorktree(dir, base string, old plumbing.Hash) (plumbing.Hash, error) {
-	repo, err := git.PlainOpen(dir)
+	repo, err := gitops.OpenWorktree(dir)
 	if err != nil {
-		return old, fmt.Errorf("opening %s: %w", dir, err)
+		return old, err
 	}
 	if currentBranch(repo) != base {
 		return old, nil
@@ -135,13 +136,19 @@ func syncWorktree(dir, base string, old plumbing.Hash) (plumbing.Hash, error) {
 	}
 	st, err := wt.Status()
 	if err != nil {
-		return old, fmt.Errorf("reading the working tree status: %w", err)
+		// An index an older tool left torn: rebuild it from the trees below.
+		if rerr := os.Remove(filepath.Join(dir, ".git", "index")); rerr != nil {
+			return old, fmt.Errorf("reading the working tree status: %w", err)
+		}
+		if st, err = wt.Status(); err != nil {
+			return old, fmt.Errorf("reading the working tree status: %w", err)
+		}
 	}
-	oldCommit, err := repo.CommitObject(old)
+	oldTree, err := treeOf(repo, old)
 	if err != nil {
-		return old, fmt.Errorf("reading %s: %w", old, err)
+		return old, err
 	}
-	oldTree, err := oldCommit.Tree()
+	newTree, err := treeOf(repo, ref.Hash())
 	if err != nil {
 		return old, err
 	}
@@ -149,30 +156,16 @@ func syncWorktree(dir, base string, old plumbing.Hash) (plumbing.Hash, error) {
 		if s.Worktree == git.Unmodified && s.Staging == git.Unmodified || strings.HasPrefix(path, StoreDir+"/") {
 			continue
 		}
+		// Each difference must be the old checkout, or already the new one
+		// (a kill in the middle of an earlier update).
 		disk, derr := os.ReadFile(filepath.Join(dir, filepath.FromSlash(path)))
-		f, ferr := oldTree.File(path)
-		switch {
-		case ferr != nil && errors.Is(derr, os.ErrNotExist):
-			continue // absent in both: only the new base has it
-		case ferr != nil || derr != nil:
-			return old, fmt.Errorf("%s changed in the working tree during the session; not updating it to the new %s", path, base)
-		}
-		want, err := f.Contents()
-		if err != nil || want != string(disk) {
+		if !sameContent(oldTree, path, disk, derr) && !sameContent(newTree, path, disk, derr) {
 			return old, fmt.Errorf("%s changed in the working tree during the session; not updating it to the new %s", path, base)
 		}
 	}
 	// Write exactly the files the merges changed (a hard reset would also
 	// sweep away untracked files such as the session directory), then move
 	// the index.
-	newCommit, err := repo.CommitObject(ref.Hash())
-	if err != nil {
-		return old, fmt.Errorf("reading %s: %w", ref.Hash(), err)
-	}
-	newTree, err := newCommit.Tree()
-	if err != nil {
-		return old, err
-	}
 	changes, err := object.DiffTree(oldTree, newTree)
 	if err != nil {
 		return old, fmt.Errorf("comparing %s with %s: %w", old, ref.Hash(), err)
@@ -202,13 +195,56 @@ func syncWorktree(dir, base string, old plumbing.Hash) (plumbing.Hash, error) {
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 			return old, fmt.Errorf("updating the working tree: %w", err)
 		}
-		if err := os.WriteFile(path, []byte(body), mode.Perm()); err != nil {
+		if err := writeAtomic(filepath.Join(dir, ".git"), path, []byte(body), mode.Perm()); err != nil {
 			return old, fmt.Errorf("updating the working tree: %w", err)
 		}
-		_ = os.Chmod(path, mode.Perm())
 	}
 	if err := wt.Reset(&git.ResetOptions{Mode: git.MixedReset, Commit: ref.Hash()}); err != nil {
 		return old, fmt.Errorf("updating the index to %s: %w", ref.Hash(), err)
 	}
 	return ref.Hash(), nil
+}
+
+func treeOf(repo *git.Repository, h plumbing.Hash) (*object.Tree, error) {
+	c, err := repo.CommitObject(h)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", h, err)
+	}
+	return c.Tree()
+}
+
+// sameContent reports whether the file on disk (or its absence) is what tree
+// holds at path.
+func sameContent(tree *object.Tree, path string, disk []byte, diskErr error) bool {
+	f, err := tree.File(path)
+	if err != nil {
+		return errors.Is(diskErr, os.ErrNotExist)
+	}
+	if diskErr != nil {
+		return false
+	}
+	want, err := f.Contents()
+	return err == nil && want == string(disk)
+}
+
+// writeAtomic replaces a working-tree file through a temporary file in the
+// .git directory (out of sight if a kill leaves it) and a rename, so a kill
+// leaves the old content or the new, never half.
+func writeAtomic(tmpDir, path string, body []byte, perm os.FileMode) error {
+	tmp, err := os.CreateTemp(tmpDir, ".bazinga-tmp-*")
+	if err != nil {
+		return err
+	}
+	name := tmp.Name()
+	_, werr := tmp.Write(body)
+	cerr := tmp.Close()
+	if err := errors.Join(werr, cerr, os.Chmod(name, perm)); err != nil {
+		os.Remove(name)
+		return err
+	}
+	if err := os.Rename(name, path); err != nil {
+		os.Remove(name)
+		return err
+	}
+	return nil
 }

@@ -104,6 +104,11 @@ func TestKillAndResume(t *testing.T) {
 			var out bytes.Buffer
 			res, err := Run(context.Background(), Options{Repo: repo, ResumeID: id, PassEnv: []string{"STATE"}, Out: &out})
 			require.NoError(t, err, out.String())
+			if !res.Verified() {
+				fsck, _ := exec.Command("git", "-C", repo, "fsck", "--full").CombinedOutput()
+				ls, _ := exec.Command("sh", "-c", "cd "+repo+"/.git && find . -newer HEAD -type f | xargs ls -la").CombinedOutput()
+				t.Logf("fsck: %s\nfiles: %s", fsck, ls)
+			}
 			require.True(t, res.Verified(), "%s: %s\nchild: %s\nresume: %s", res.Status, res.Reason, childOut.String(), out.String())
 
 			runs, err := os.ReadFile(filepath.Join(state, "runs"))

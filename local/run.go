@@ -130,7 +130,7 @@ func (r *runner) create() error {
 	if strings.TrimSpace(o.Requirements) == "" {
 		return errors.New("no requirements: give them as an argument or with --issue-file")
 	}
-	repo, err := git.PlainOpen(o.Repo)
+	repo, err := gitops.OpenWorktree(o.Repo)
 	if err != nil {
 		_, _, cerr := checkRepo(o.Repo, "main")
 		return cerr
