@@ -34,10 +34,12 @@ func runDemo(args []string, stdout, stderr io.Writer) int {
 	if f, ok := stdout.(*os.File); ok {
 		terminal = isTerminal(f)
 	}
-	fmt.Fprintln(stdout, "bazinga demo: a scripted pm, developers, QA and tech lead extend a small Go calculator.")
+	if !*asJSON {
+		fmt.Fprintln(stdout, "bazinga demo: a scripted pm, developers, QA and tech lead extend a small Go calculator.")
+	}
 	out, dir, err := demo.Run(ctx, demo.Options{Agent: exe, Out: stdout, JSON: *asJSON, Terminal: terminal})
 	if *keep || err != nil {
-		fmt.Fprintf(stdout, "The demo repository is in %s/repo (try: git -C %s/repo log --graph --oneline)\n", dir, dir)
+		fmt.Fprintf(stderr, "The demo repository is in %s/repo (try: git -C %s/repo log --graph --oneline)\n", dir, dir)
 	} else if dir != "" {
 		defer os.RemoveAll(dir)
 	}
