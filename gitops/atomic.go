@@ -1,7 +1,7 @@
 package gitops
 
 import (
-	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -56,38 +56,35 @@ func (s atomicStorage) writeRef(ref *plumbing.Reference) error {
 	default:
 		return fmt.Errorf("reference %s has no type", ref.Name())
 	}
-	return replaceFile(s.gitDir, filepath.Join(s.gitDir, filepath.FromSlash(ref.Name().String())), func(f *os.File) error {
-		_, err := f.WriteString(content)
-		return err
-	})
+	return WriteFileAtomic(s.gitDir, filepath.Join(s.gitDir, filepath.FromSlash(ref.Name().String())), []byte(content), 0o644)
 }
 
 func (s atomicStorage) SetIndex(idx *index.Index) error {
-	return replaceFile(s.gitDir, filepath.Join(s.gitDir, "index"), func(f *os.File) error {
-		w := bufio.NewWriter(f)
-		if err := index.NewEncoder(w).Encode(idx); err != nil {
-			return err
-		}
-		return w.Flush()
-	})
+	var buf bytes.Buffer
+	if err := index.NewEncoder(&buf).Encode(idx); err != nil {
+		return fmt.Errorf("encoding the index: %w", err)
+	}
+	return WriteFileAtomic(s.gitDir, filepath.Join(s.gitDir, "index"), buf.Bytes(), 0o644)
 }
 
-// replaceFile writes path through a synced temporary file and a rename. The
-// temporary file lives in tmpDir (the .git directory itself), never under
-// refs/, where a leftover from a kill would read as a broken reference.
-func replaceFile(tmpDir, path string, write func(*os.File) error) error {
+// WriteFileAtomic replaces path with body through a synced temporary file
+// in tmpDir (on the same file system) and a rename, so a reader — or a run
+// resumed after a kill — sees the old file or the new one, never half. Put
+// tmpDir where a leftover temporary file is harmless: the .git directory, not
+// refs/ (where it would read as a broken reference) nor a working tree.
+func WriteFileAtomic(tmpDir, path string, body []byte, perm os.FileMode) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
+		return fmt.Errorf("writing %s: %w", path, err)
 	}
 	tmp, err := os.CreateTemp(tmpDir, ".bazinga-tmp-*")
 	if err != nil {
-		return err
+		return fmt.Errorf("writing %s: %w", path, err)
 	}
 	name := tmp.Name()
-	werr := write(tmp)
+	_, werr := tmp.Write(body)
 	serr := tmp.Sync()
 	cerr := tmp.Close()
-	if err := errors.Join(werr, serr, cerr); err != nil {
+	if err := errors.Join(werr, serr, cerr, os.Chmod(name, perm)); err != nil {
 		os.Remove(name)
 		return fmt.Errorf("writing %s: %w", path, err)
 	}

@@ -195,7 +195,8 @@ func syncWorktree(dir, base string, old plumbing.Hash) (plumbing.Hash, error) {
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 			return old, fmt.Errorf("updating the working tree: %w", err)
 		}
-		if err := writeAtomic(filepath.Join(dir, ".git"), path, []byte(body), mode.Perm()); err != nil {
+		// Through the .git directory: a kill leaves the old content or the new.
+		if err := gitops.WriteFileAtomic(filepath.Join(dir, ".git"), path, []byte(body), mode.Perm()); err != nil {
 			return old, fmt.Errorf("updating the working tree: %w", err)
 		}
 	}
@@ -225,26 +226,4 @@ func sameContent(tree *object.Tree, path string, disk []byte, diskErr error) boo
 	}
 	want, err := f.Contents()
 	return err == nil && want == string(disk)
-}
-
-// writeAtomic replaces a working-tree file through a temporary file in the
-// .git directory (out of sight if a kill leaves it) and a rename, so a kill
-// leaves the old content or the new, never half.
-func writeAtomic(tmpDir, path string, body []byte, perm os.FileMode) error {
-	tmp, err := os.CreateTemp(tmpDir, ".bazinga-tmp-*")
-	if err != nil {
-		return err
-	}
-	name := tmp.Name()
-	_, werr := tmp.Write(body)
-	cerr := tmp.Close()
-	if err := errors.Join(werr, cerr, os.Chmod(name, perm)); err != nil {
-		os.Remove(name)
-		return err
-	}
-	if err := os.Rename(name, path); err != nil {
-		os.Remove(name)
-		return err
-	}
-	return nil
 }

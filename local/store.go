@@ -14,6 +14,7 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 
+	"github.com/bazinga-bot/bazinga/gitops"
 	"github.com/bazinga-bot/bazinga/pipeline"
 )
 
@@ -295,24 +296,8 @@ func (st *Store) Replay(cfg pipeline.Config) (pipeline.Session, int, error) {
 	return s, applied, nil
 }
 
-// writeFileAtomic writes through a temporary file and a rename, so a reader
-// (or a resume after a kill) sees the old file or the new one, never half.
+// writeFileAtomic replaces a session file (the old one or the new one is
+// there after a kill, never half).
 func writeFileAtomic(path string, b []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	name := tmp.Name()
-	_, werr := tmp.Write(b)
-	serr := tmp.Sync()
-	cerr := tmp.Close()
-	if err := errors.Join(werr, serr, cerr); err != nil {
-		os.Remove(name)
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err := os.Rename(name, path); err != nil {
-		os.Remove(name)
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	return nil
+	return gitops.WriteFileAtomic(filepath.Dir(path), path, b, 0o644)
 }
