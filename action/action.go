@@ -34,6 +34,8 @@ import (
 	"github.com/sethvargo/go-githubactions"
 
 	"github.com/bazinga-bot/bazinga/bot"
+	"github.com/bazinga-bot/bazinga/codec"
+	"github.com/bazinga-bot/bazinga/ghapi"
 )
 
 // Commands of `bazinga action`.
@@ -107,7 +109,7 @@ func (d Deps) withDefaults() Deps {
 	}
 	if d.Client == nil {
 		d.Client = func(ctx context.Context, token, apiURL string) (*github.Client, error) {
-			return NewClient(token, apiURL, bot.TransportOptions{})
+			return NewClient(token, apiURL, ghapi.TransportOptions{})
 		}
 	}
 	if d.StateWait == 0 {
@@ -123,25 +125,11 @@ func (d Deps) withDefaults() Deps {
 // https://api.github.com: github.com; otherwise GitHub Enterprise Server
 // style URLs, as GITHUB_API_URL gives them), over the bot's transport
 // chain: ETag cache, rate-limit backoff and retries.
-func NewClient(token, apiURL string, opts bot.TransportOptions) (*github.Client, error) {
-	apiURL = strings.TrimRight(strings.TrimSpace(apiURL), "/")
-	enterprise := apiURL != "" && apiURL != "https://api.github.com"
-	if enterprise && opts.APIPrefix == "" && strings.HasSuffix(apiURL, "/api/v3") {
-		opts.APIPrefix = "/api/v3"
-	}
+func NewClient(token, apiURL string, opts ghapi.TransportOptions) (*github.Client, error) {
 	if opts.Identity == "" {
 		opts.Identity = "action"
 	}
-	c := github.NewClient(&http.Client{Transport: bot.NewTransport(nil, opts)}).WithAuthToken(token)
-	if !enterprise {
-		return c, nil
-	}
-	upload := strings.TrimSuffix(apiURL, "/api/v3") + "/api/uploads/"
-	c, err := c.WithEnterpriseURLs(apiURL+"/", upload)
-	if err != nil {
-		return nil, fmt.Errorf("GITHUB_API_URL %q: %w", apiURL, err)
-	}
-	return c, nil
+	return ghapi.NewTokenClient(token, apiURL, opts)
 }
 
 // Main is `bazinga action` for the binary: the process environment, the
@@ -178,7 +166,7 @@ Outputs: status, summary, step. Exit code 0 on success, "duplicate" and
 // inputs are the action's inputs and the job's context.
 type inputs struct {
 	command, step, token, agentCommand, config, workDir string
-	repo                                                bot.RepoRef
+	repo                                                ghapi.RepoRef
 	apiURL, serverURL, runURL                           string
 	eventName, eventPath                                string
 	stateKey                                            []byte
@@ -230,7 +218,7 @@ func readInputs(gha *githubactions.Action, getenv func(string) string) (inputs, 
 		problems = append(problems, "input `github-token` is empty; pass `github-token: ${{ github.token }}` (the default) or a token with contents, issues and pull-requests write")
 	}
 	full := strings.TrimSpace(getenv("GITHUB_REPOSITORY"))
-	repo, ok := bot.ParseRepo(full)
+	repo, ok := ghapi.ParseRepo(full)
 	switch {
 	case full == "":
 		problems = append(problems, "GITHUB_REPOSITORY is not set: bazinga action runs inside a GitHub Actions job")
@@ -239,7 +227,7 @@ func readInputs(gha *githubactions.Action, getenv func(string) string) (inputs, 
 	}
 	in.repo = repo
 	if in.command != CommandReconcile && in.command != "" {
-		switch ref, ok := bot.ParseStepID(in.step); {
+		switch ref, ok := codec.ParseStepID(in.step); {
 		case in.step == "":
 			problems = append(problems, "input `step` is required for command "+in.command+": the step id <issue>/<group>/<role>/<n> (the workflow_dispatch input)")
 		case !ok:
@@ -294,7 +282,7 @@ func Run(ctx context.Context, d Deps) (code int) {
 		gha.Errorf("bazinga action: %v", err)
 		return 1
 	}
-	j := &job{d: d, gha: gha, out: out, in: in, client: client, gh: bot.NewGitHub(client), log: d.Logger.With("command", in.command)}
+	j := &job{d: d, gha: gha, out: out, in: in, client: client, gh: ghapi.New(client), log: d.Logger.With("command", in.command)}
 	if in.command == CommandReconcile {
 		return j.reconcile(ctx)
 	}

@@ -21,6 +21,8 @@ import (
 
 	"github.com/bazinga-bot/bazinga/action"
 	"github.com/bazinga-bot/bazinga/bot"
+	"github.com/bazinga-bot/bazinga/codec"
+	"github.com/bazinga-bot/bazinga/ghapi"
 	"github.com/bazinga-bot/bazinga/internal/ghfake"
 )
 
@@ -50,7 +52,7 @@ func newUnit(t *testing.T) *unit {
 	}))
 	client, err := github.NewClient(nil).WithAuthToken(e2eBotTok).WithEnterpriseURLs(f.APIURL(), f.URL()+"/api/uploads/")
 	require.NoError(t, err)
-	gh := bot.NewGitHub(client)
+	gh := ghapi.New(client)
 	b, err := bot.New(bot.Options{Client: func(context.Context, int64) (bot.GitHub, error) { return gh, nil },
 		Login: f.BotLogin(), StateKey: e2eStateKey})
 	require.NoError(t, err)
@@ -106,7 +108,7 @@ func (u *unit) action(env map[string]string) result {
 		Getenv: func(k string) string { return env[k] },
 		Stdout: &out,
 		Client: func(ctx context.Context, token, apiURL string) (*github.Client, error) {
-			return action.NewClient(token, apiURL, bot.TransportOptions{MaxRetries: -1, MaxRateLimitRetries: -1})
+			return action.NewClient(token, apiURL, ghapi.TransportOptions{MaxRetries: -1, MaxRateLimitRetries: -1})
 		},
 		StateWait: 300 * time.Millisecond, StatePoll: 20 * time.Millisecond,
 	})
@@ -133,7 +135,7 @@ func (u *unit) agentCmd(t *testing.T) string {
 func (u *unit) resultComments() int {
 	n := 0
 	for _, c := range u.repo.Comments(u.issue) {
-		if _, ok := bot.ParseResultComment(c.GetBody()); ok {
+		if _, ok := codec.ParseResultComment(c.GetBody()); ok {
 			n++
 		}
 	}
@@ -163,9 +165,9 @@ func TestStepRunsAndReports(t *testing.T) {
 	assert.Contains(t, r.summary, "| Duration |")
 	assert.True(t, u.claimed("1/_/pm/1"))
 	// The result comment, on the issue (a session-level step), by the job.
-	var rec bot.ResultRecord
+	var rec codec.ResultRecord
 	for _, c := range u.repo.Comments(u.issue) {
-		if got, ok := bot.ParseResultComment(c.GetBody()); ok {
+		if got, ok := codec.ParseResultComment(c.GetBody()); ok {
 			rec = got
 			assert.Equal(t, ghfake.ActionsLogin, c.GetUser().GetLogin())
 		}
@@ -258,11 +260,11 @@ func TestForgedTrackingCommentIsNotTrusted(t *testing.T) {
 		}
 	}
 	require.NotEmpty(t, body)
-	comments := []bot.Comment{{ID: 1, Author: "mallory", AuthorType: "User", Body: body}}
-	_, _, err := bot.FindState(comments, bot.RepoRef{Owner: e2eOwner, Name: e2eName}, u.issue, bot.StateTrust{})
-	assert.ErrorIs(t, err, bot.ErrNoSession)
+	comments := []ghapi.Comment{{ID: 1, Author: "mallory", AuthorType: "User", Body: body}}
+	_, _, err := codec.FindState(comments, ghapi.RepoRef{Owner: e2eOwner, Name: e2eName}, u.issue, codec.StateTrust{})
+	assert.ErrorIs(t, err, codec.ErrNoSession)
 	comments[0].Author, comments[0].AuthorType = u.f.BotLogin(), "Bot"
-	st, _, err := bot.FindState(comments, bot.RepoRef{Owner: e2eOwner, Name: e2eName}, u.issue, bot.StateTrust{Key: e2eStateKey})
+	st, _, err := codec.FindState(comments, ghapi.RepoRef{Owner: e2eOwner, Name: e2eName}, u.issue, codec.StateTrust{Key: e2eStateKey})
 	require.NoError(t, err)
 	assert.NotNil(t, st.Session.Step("1/_/pm/1"))
 }

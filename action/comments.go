@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/bazinga-bot/bazinga/agent"
-	"github.com/bazinga-bot/bazinga/bot"
+	"github.com/bazinga-bot/bazinga/ghapi"
 	"github.com/bazinga-bot/bazinga/pipeline"
 )
 
@@ -25,7 +25,7 @@ func (j *job) humanComments(ctx context.Context, issue int, s pipeline.Session, 
 			numbers = append(numbers, pr.Number)
 		}
 	}
-	var all []bot.Comment
+	var all []ghapi.Comment
 	for _, n := range numbers {
 		cs, err := j.gh.ListComments(ctx, j.in.repo, n)
 		if err != nil {

@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/bazinga-bot/bazinga/bot"
+	"github.com/bazinga-bot/bazinga/ghapi"
 	"github.com/bazinga-bot/bazinga/internal/ghfake"
 	"github.com/bazinga-bot/bazinga/pipeline"
 )
@@ -34,10 +34,10 @@ func TestHumanCommentsReachAgentsOnlyFromWriters(t *testing.T) {
 		_, err := repo.Comment(c.who, issue, c.body)
 		require.NoError(t, err)
 	}
-	client, err := NewClient("tok", f.APIURL(), bot.TransportOptions{})
+	client, err := NewClient("tok", f.APIURL(), ghapi.TransportOptions{})
 	require.NoError(t, err)
-	ref, _ := bot.ParseRepo("acme/widgets")
-	j := &job{gh: bot.NewGitHub(client), in: inputs{repo: ref}, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	ref, _ := ghapi.ParseRepo("acme/widgets")
+	j := &job{gh: ghapi.New(client), in: inputs{repo: ref}, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	got := j.humanComments(context.Background(), issue, pipeline.Session{}, pipeline.LeadGroup)
 	require.Len(t, got, 1)
 	assert.Equal(t, "alice", got[0].Author)

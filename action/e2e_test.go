@@ -23,9 +23,12 @@ import (
 
 	"github.com/bazinga-bot/bazinga/action"
 	"github.com/bazinga-bot/bazinga/bot"
+	"github.com/bazinga-bot/bazinga/codec"
+	"github.com/bazinga-bot/bazinga/ghapi"
 	"github.com/bazinga-bot/bazinga/internal/ghfake"
 	"github.com/bazinga-bot/bazinga/internal/scripted"
 	"github.com/bazinga-bot/bazinga/pipeline"
+	"github.com/bazinga-bot/bazinga/server"
 )
 
 // The test binary doubles as the bazinga binary: `action` and the
@@ -313,7 +316,7 @@ func (w *world) dump(issue int) {
 }
 
 // assertVerified checks a verified BAZINGA on the fake's repository.
-func (w *world) assertVerified(issue int, trust bot.StateTrust) pipeline.Session {
+func (w *world) assertVerified(issue int, trust codec.StateTrust) pipeline.Session {
 	t := w.t
 	// The base holds both groups' work, and the tests pass on it.
 	for file, want := range map[string]string{"a.txt": "ok\n", "b.txt": "ok\n", "a-notes.md": "a.txt says ok\n"} {
@@ -322,11 +325,11 @@ func (w *world) assertVerified(issue int, trust bot.StateTrust) pipeline.Session
 		assert.Equal(t, want, string(got), file)
 	}
 	// The session as the tracking comment holds it.
-	var comments []bot.Comment
+	var comments []ghapi.Comment
 	for _, c := range w.repo.Comments(issue) {
-		comments = append(comments, bot.Comment{ID: c.GetID(), Author: c.GetUser().GetLogin(), AuthorType: c.GetUser().GetType(), Body: c.GetBody()})
+		comments = append(comments, ghapi.Comment{ID: c.GetID(), Author: c.GetUser().GetLogin(), AuthorType: c.GetUser().GetType(), Body: c.GetBody()})
 	}
-	st, _, err := bot.FindState(comments, bot.RepoRef{Owner: e2eOwner, Name: e2eName}, issue, trust)
+	st, _, err := codec.FindState(comments, ghapi.RepoRef{Owner: e2eOwner, Name: e2eName}, issue, trust)
 	require.NoError(t, err)
 	s := st.Session
 	require.Equal(t, pipeline.SessionDone, s.Status, s.Reason)
@@ -351,14 +354,14 @@ func (w *world) assertVerified(issue int, trust bot.StateTrust) pipeline.Session
 	sort.Strings(heads)
 	assert.Equal(t, []string{"bazinga/1-A", "bazinga/1-B"}, heads)
 	// Result comments: one per step, by the job's identity; QA failed once.
-	results := map[string]bot.ResultRecord{}
+	results := map[string]codec.ResultRecord{}
 	where := []int{issue}
 	for _, pr := range prs {
 		where = append(where, pr.GetNumber())
 	}
 	for _, n := range where {
 		for _, c := range w.repo.Comments(n) {
-			if rec, ok := bot.ParseResultComment(c.GetBody()); ok {
+			if rec, ok := codec.ParseResultComment(c.GetBody()); ok {
 				assert.Equal(t, ghfake.ActionsLogin, c.GetUser().GetLogin())
 				assert.NotContains(t, results, rec.Step, "one result per step")
 				assert.NotEmpty(t, rec.RunURL)
@@ -424,18 +427,18 @@ func playAppMode(t *testing.T, config string) (*world, pipeline.Session) {
 	f := w.f
 	f.AddToken(e2eBotTok, f.BotLogin(), ghfake.Bot)
 
-	// The App: bot.New behind bot.NewServer, over HTTP, webhooks signed.
-	tr := bot.NewTransport(http.DefaultTransport, bot.TransportOptions{APIPrefix: "/api/v3", Identity: "app"})
+	// The App: bot.New behind server.NewServer, over HTTP, webhooks signed.
+	tr := ghapi.NewTransport(http.DefaultTransport, ghapi.TransportOptions{APIPrefix: "/api/v3", Identity: "app"})
 	client, err := github.NewClient(&http.Client{Transport: tr}).WithAuthToken(e2eBotTok).WithEnterpriseURLs(f.APIURL(), f.URL()+"/api/uploads/")
 	require.NoError(t, err)
-	gh := bot.NewGitHub(client)
+	gh := ghapi.New(client)
 	var logs bytes.Buffer
 	var logMu sync.Mutex
 	logger := slog.New(slog.NewTextHandler(&lockedWriter{w: &logs, mu: &logMu}, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	b, err := bot.New(bot.Options{Client: func(context.Context, int64) (bot.GitHub, error) { return gh, nil },
 		Login: f.BotLogin(), StateKey: e2eStateKey, Logger: logger})
 	require.NoError(t, err)
-	srv, err := bot.NewServer(bot.Config{WebhookSecret: []byte(e2eSecret)}, b, logger)
+	srv, err := server.NewServer(server.Config{WebhookSecret: []byte(e2eSecret)}, b, logger)
 	require.NoError(t, err)
 	hs := httptest.NewServer(srv.Handler())
 	t.Cleanup(func() {
@@ -460,7 +463,7 @@ func playAppMode(t *testing.T, config string) (*world, pipeline.Session) {
 	}
 	require.Equal(t, "bazinga:done", label)
 	w.settle()
-	s := w.assertVerified(issue, bot.StateTrust{Key: e2eStateKey})
+	s := w.assertVerified(issue, codec.StateTrust{Key: e2eStateKey})
 	w.assertJobs(s)
 	// The webhooks reached the server signed and were accepted.
 	for _, d := range f.Deliveries() {
@@ -514,7 +517,7 @@ func TestE2EActionOnlyMode(t *testing.T) {
 	require.Equal(t, "bazinga:done", label)
 	w.settle()
 	// The tracking comment is github-actions[bot]'s: trusted by its author.
-	s := w.assertVerified(issue, bot.StateTrust{Authors: []string{ghfake.ActionsLogin}})
+	s := w.assertVerified(issue, codec.StateTrust{Authors: []string{ghfake.ActionsLogin}})
 	w.assertJobs(s)
 	reconciles := 0
 	for _, j := range w.jobsCopy() {

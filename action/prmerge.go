@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-github/v66/github"
 
 	"github.com/bazinga-bot/bazinga/bot"
+	"github.com/bazinga-bot/bazinga/ghapi"
 	"github.com/bazinga-bot/bazinga/gitops"
 )
 
@@ -23,7 +24,7 @@ import (
 type prMerger struct {
 	client *github.Client
 	gh     bot.GitHub
-	repo   bot.RepoRef
+	repo   ghapi.RepoRef
 	base   string
 	title  func(branch string) string
 }

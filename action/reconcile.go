@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"github.com/bazinga-bot/bazinga/bot"
+	"github.com/bazinga-bot/bazinga/codec"
+	"github.com/bazinga-bot/bazinga/ghapi"
 )
 
 // eventInfo is what reconcile reads of the event payload itself.
@@ -56,8 +58,8 @@ func (j *job) reconcile(ctx context.Context) int {
 		StateKey:   key,
 		Logger:     j.log,
 		ConfigPath: in.config,
-		Repos: func(context.Context) ([]bot.InstalledRepo, error) {
-			return []bot.InstalledRepo{{Repo: in.repo}}, nil
+		Repos: func(context.Context) ([]ghapi.InstalledRepo, error) {
+			return []ghapi.InstalledRepo{{Repo: in.repo}}, nil
 		},
 	})
 	if err != nil {
@@ -153,7 +155,7 @@ func (j *job) sweep(ctx context.Context, b *bot.Bot) int {
 // issueOfTitle finds the issue of the step id in a run's title.
 func issueOfTitle(title string) int {
 	for _, w := range strings.Fields(title) {
-		if ref, ok := bot.ParseStepID(strings.Trim(w, "\"'`()[],")); ok {
+		if ref, ok := codec.ParseStepID(strings.Trim(w, "\"'`()[],")); ok {
 			if n, err := strconv.Atoi(ref.Session); err == nil {
 				return n
 			}

@@ -10,14 +10,15 @@ import (
 	"time"
 
 	"github.com/bazinga-bot/bazinga/agent"
-	"github.com/bazinga-bot/bazinga/bot"
+	"github.com/bazinga-bot/bazinga/codec"
+	"github.com/bazinga-bot/bazinga/ghapi"
 	"github.com/bazinga-bot/bazinga/gitops"
 	"github.com/bazinga-bot/bazinga/pipeline"
 	"github.com/bazinga-bot/bazinga/stepexec"
 )
 
 // commandOf is the command that runs a step of role.
-func commandOf(ref bot.StepRef) string {
+func commandOf(ref codec.StepRef) string {
 	switch ref.Role {
 	case pipeline.RoleMerge:
 		return CommandMerge
@@ -33,7 +34,7 @@ func ClaimRef(step string) string { return "refs/bazinga/claims/" + step }
 // runStep carries out one dispatched step: load, claim, run, report.
 func (j *job) runStep(ctx context.Context) int {
 	in := j.in
-	ref, _ := bot.ParseStepID(in.step)
+	ref, _ := codec.ParseStepID(in.step)
 	issue, err := strconv.Atoi(ref.Session)
 	if err != nil || issue < 1 {
 		j.gha.Errorf("step %s: its session %q is not an issue number", in.step, ref.Session)
@@ -69,7 +70,7 @@ func (j *job) runStep(ctx context.Context) int {
 	err = j.claim(ctx, st.Session.Base)
 	j.gha.EndGroup()
 	switch {
-	case errors.Is(err, bot.ErrExists):
+	case errors.Is(err, ghapi.ErrExists):
 		j.gha.Noticef("bazinga: step %s is a duplicate: another job claimed it (%s exists); nothing to do", in.step, ClaimRef(in.step))
 		j.out.set(in.step, StatusDuplicate, []string{"claimed by another job"})
 		return 0
@@ -131,7 +132,7 @@ func (j *job) runStep(ctx context.Context) int {
 	if rep.Tests != "" {
 		note = "tests: " + rep.Tests
 	}
-	rec := bot.ResultRecord{Step: in.step, Role: step.Role, Group: step.Group, Model: step.Model, Result: res,
+	rec := codec.ResultRecord{Step: in.step, Role: step.Role, Group: step.Group, Model: step.Model, Result: res,
 		StartedAt: started, EndedAt: ended, RunURL: in.runURL, Note: note}
 	j.gha.Group("bazinga: post the result")
 	where, err := j.postResult(ctx, issue, st.Session, rec)
@@ -150,26 +151,26 @@ func (j *job) runStep(ctx context.Context) int {
 // loadState reads the session from the issue's tracking comment, waiting
 // (bounded) while the comment does not know the step yet: the bot
 // dispatches a step before it writes the state that records it.
-func (j *job) loadState(ctx context.Context, issue int, ref bot.StepRef) (bot.State, bool, error) {
-	trust := bot.StateTrust{Key: j.in.stateKey}
+func (j *job) loadState(ctx context.Context, issue int, ref codec.StepRef) (codec.State, bool, error) {
+	trust := codec.StateTrust{Key: j.in.stateKey}
 	deadline := j.d.Now().Add(j.d.StateWait)
 	wait := j.d.StatePoll
 	for {
 		comments, err := j.gh.ListComments(ctx, j.in.repo, issue)
-		if errors.Is(err, bot.ErrNotFound) {
-			return bot.State{}, false, nil
+		if errors.Is(err, ghapi.ErrNotFound) {
+			return codec.State{}, false, nil
 		}
 		if err != nil {
-			return bot.State{}, false, err
+			return codec.State{}, false, err
 		}
-		st, c, err := bot.FindState(comments, j.in.repo, issue, trust)
+		st, c, err := codec.FindState(comments, j.in.repo, issue, trust)
 		behind := false
 		switch {
-		case errors.Is(err, bot.ErrNoSession):
+		case errors.Is(err, codec.ErrNoSession):
 			behind = true
 			j.log.Info("no trusted tracking comment yet", "why", err.Error())
 		case err != nil:
-			return bot.State{}, false, err
+			return codec.State{}, false, err
 		default:
 			behind = st.Session.Step(j.in.step) == nil && ref.N > st.Session.StepSeq
 			j.log.Info("session loaded", "comment", c.ID, "rev", st.Session.Rev, "status", st.Session.Status.String(), "behind", behind)
@@ -182,7 +183,7 @@ func (j *job) loadState(ctx context.Context, issue int, ref bot.StepRef) (bot.St
 		}
 		select {
 		case <-ctx.Done():
-			return bot.State{}, false, ctx.Err()
+			return codec.State{}, false, ctx.Err()
 		case <-time.After(wait):
 		}
 		if wait *= 2; wait > 5*time.Second {
@@ -207,7 +208,7 @@ func (j *job) claim(ctx context.Context, base string) error {
 
 // postResult posts the result comment on the group PR if there is one,
 // else on the issue, and returns where it went.
-func (j *job) postResult(ctx context.Context, issue int, s pipeline.Session, rec bot.ResultRecord) (int, error) {
+func (j *job) postResult(ctx context.Context, issue int, s pipeline.Session, rec codec.ResultRecord) (int, error) {
 	where := issue
 	if g := s.Group(rec.Group); g != nil && rec.Group != pipeline.LeadGroup {
 		pr, ok, err := j.gh.FindPR(ctx, j.in.repo, g.Branch)
@@ -218,7 +219,7 @@ func (j *job) postResult(ctx context.Context, issue int, s pipeline.Session, rec
 			where = pr.Number
 		}
 	}
-	if _, err := j.gh.CreateComment(ctx, j.in.repo, where, bot.RenderResultComment(rec)); err != nil {
+	if _, err := j.gh.CreateComment(ctx, j.in.repo, where, codec.RenderResultComment(rec)); err != nil {
 		return 0, err
 	}
 	return where, nil

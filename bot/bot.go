@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/bazinga-bot/bazinga/codec"
+	"github.com/bazinga-bot/bazinga/ghapi"
 	"github.com/bazinga-bot/bazinga/pipeline"
 )
 
@@ -35,15 +37,9 @@ type Options struct {
 	ConfigPath string
 	// Repos lists the installed repositories whose active sessions Sweep
 	// looks for (optional: repositories seen in deliveries are swept too).
-	Repos func(ctx context.Context) ([]InstalledRepo, error)
+	Repos func(ctx context.Context) ([]ghapi.InstalledRepo, error)
 	// StartLabel is the label that starts a session (default "bazinga").
 	StartLabel string
-}
-
-// InstalledRepo is a repository of an installation.
-type InstalledRepo struct {
-	Installation int64
-	Repo         RepoRef
 }
 
 // Bot is the core Processor: it turns deliveries into engine events,
@@ -55,7 +51,7 @@ type Bot struct {
 	mu    sync.Mutex
 	locks map[string]*sync.Mutex
 	mem   map[string]*memState
-	repos map[string]InstalledRepo
+	repos map[string]ghapi.InstalledRepo
 	// done remembers action ids carried out, per session, so a retried
 	// delivery never repeats an effect even when the state write failed.
 	done map[string]map[string]bool
@@ -64,13 +60,11 @@ type Bot struct {
 // memState is the last state the bot wrote (or failed to write) for a
 // session, with the tracking comment it lives in.
 type memState struct {
-	st        State
+	st        codec.State
 	commentID int64
 	body      string // last body written; "" when the write failed
 	dirty     bool   // st is newer than what GitHub holds
 }
-
-var _ Processor = (*Bot)(nil)
 
 // New checks the options and returns the core.
 func New(o Options) (*Bot, error) {
@@ -96,7 +90,7 @@ func New(o Options) (*Bot, error) {
 		o.StartLabel = "bazinga"
 	}
 	return &Bot{o: o, log: o.Logger, locks: map[string]*sync.Mutex{}, mem: map[string]*memState{},
-		repos: map[string]InstalledRepo{}, done: map[string]map[string]bool{}}, nil
+		repos: map[string]ghapi.InstalledRepo{}, done: map[string]map[string]bool{}}, nil
 }
 
 func (b *Bot) defaults() pipeline.Config {
@@ -109,7 +103,7 @@ func (b *Bot) defaults() pipeline.Config {
 // sessionRef names one session: an issue of a repository.
 type sessionRef struct {
 	inst  int64
-	repo  RepoRef
+	repo  ghapi.RepoRef
 	issue int
 }
 
@@ -127,10 +121,10 @@ func (b *Bot) lock(key string) func() {
 	return l.Unlock
 }
 
-func (b *Bot) remember(inst int64, repo RepoRef) {
+func (b *Bot) remember(inst int64, repo ghapi.RepoRef) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.repos[repo.String()] = InstalledRepo{Installation: inst, Repo: repo}
+	b.repos[repo.String()] = ghapi.InstalledRepo{Installation: inst, Repo: repo}
 }
 
 func (b *Bot) markDone(key, id string) {
@@ -157,7 +151,7 @@ func (b *Bot) isDone(key, id string) bool {
 // bazinga:running, bazinga:needs-input or bazinga:paused in the known
 // repositories, plus the live sessions this process holds in memory.
 func (b *Bot) Sweep(ctx context.Context) error {
-	repos := map[string]InstalledRepo{}
+	repos := map[string]ghapi.InstalledRepo{}
 	if b.o.Repos != nil {
 		list, err := b.o.Repos(ctx)
 		if err != nil {
@@ -173,8 +167,8 @@ func (b *Bot) Sweep(ctx context.Context) error {
 	}
 	targets := map[string]sessionRef{}
 	for key, m := range b.mem {
-		if !m.st.settled() || m.dirty {
-			if repo, ok := ParseRepo(m.st.Repo); ok {
+		if !m.st.Settled() || m.dirty {
+			if repo, ok := ghapi.ParseRepo(m.st.Repo); ok {
 				targets[key] = sessionRef{inst: repos[repo.String()].Installation, repo: repo, issue: m.st.Issue}
 			}
 		}
@@ -223,3 +217,18 @@ func sortedKeys[V any](m map[string]V) []string {
 	sort.Strings(keys)
 	return keys
 }
+
+// Delivery is one webhook delivery, verified and parsed just enough to route it.
+type Delivery struct {
+	ID           string // X-GitHub-Delivery
+	Event        string // X-GitHub-Event
+	Action       string // payload "action", if any
+	Installation int64  // payload installation.id, if any
+	Repo         string // "owner/name", if any
+	Payload      []byte
+	Received     time.Time
+}
+
+// ErrIgnored is returned (possibly wrapped) by Processor.Process for a
+// delivery that needs no work: it is counted as outcome "ignored".
+var ErrIgnored = errors.New("bot: delivery ignored")

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bazinga-bot/bazinga/codec"
+	"github.com/bazinga-bot/bazinga/ghapi"
 	"github.com/bazinga-bot/bazinga/internal/ghfake"
 	"github.com/bazinga-bot/bazinga/pipeline"
 	"github.com/google/go-github/v66/github"
@@ -58,7 +60,7 @@ type coreHarness struct {
 	repo  *ghfake.Repo
 	bot   *Bot
 	clock *coreClock
-	tr    *Transport
+	tr    *ghapi.Transport
 
 	mu     sync.Mutex
 	queue  []Delivery
@@ -121,7 +123,7 @@ func newCoreHarness(t testing.TB, o coreOpts) *coreHarness {
 	}))
 	t.Cleanup(hook.Close)
 	f.SetWebhook(hook.URL, coreSecret)
-	h.tr = NewTransport(http.DefaultTransport, TransportOptions{MaxRetries: 2, BaseBackoff: time.Millisecond, MaxBackoff: 2 * time.Millisecond,
+	h.tr = ghapi.NewTransport(http.DefaultTransport, ghapi.TransportOptions{MaxRetries: 2, BaseBackoff: time.Millisecond, MaxBackoff: 2 * time.Millisecond,
 		MaxRateLimitWait: 5 * time.Millisecond, SecondaryWait: time.Millisecond, APIPrefix: "/api/v3", Identity: "core-bot"})
 	h.bot = h.newBot()
 	return h
@@ -137,7 +139,7 @@ func (h *coreHarness) botClient() *github.Client {
 
 // newBot is a bot process: a restart gets a fresh one (no memory).
 func (h *coreHarness) newBot() *Bot {
-	gh := NewGitHub(h.botClient())
+	gh := ghapi.New(h.botClient())
 	b, err := New(Options{
 		Client:   func(context.Context, int64) (GitHub, error) { return gh, nil },
 		Login:    h.f.BotLogin(),
@@ -209,12 +211,12 @@ func (h *coreHarness) start() int {
 	return n
 }
 
-func (h *coreHarness) mem() (State, bool) {
+func (h *coreHarness) mem() (codec.State, bool) {
 	h.bot.mu.Lock()
 	defer h.bot.mu.Unlock()
 	m := h.bot.mem[coreOwner+"/"+coreRepo+"#"+strconv.Itoa(h.issue)]
 	if m == nil {
-		return State{}, false
+		return codec.State{}, false
 	}
 	return m.st, true
 }
@@ -269,7 +271,7 @@ func (h *coreHarness) dirty() bool {
 func (h *coreHarness) job(r ghfake.Run) {
 	h.ran[r.ID] = true
 	step := r.Inputs["step"]
-	ref, ok := ParseStepID(step)
+	ref, ok := codec.ParseStepID(step)
 	if !ok {
 		_ = h.f.CompleteRun(r.ID, "failure")
 		return
@@ -350,7 +352,7 @@ func (h *coreHarness) job(r ghfake.Run) {
 		}
 	}
 	now := h.clock.Now()
-	body := RenderResultComment(ResultRecord{Step: step, Role: ref.Role, Group: ref.Group, Result: res, StartedAt: now.Add(-time.Minute), EndedAt: now,
+	body := codec.RenderResultComment(codec.ResultRecord{Step: step, Role: ref.Role, Group: ref.Group, Result: res, StartedAt: now.Add(-time.Minute), EndedAt: now,
 		RunURL: h.f.URL() + "/" + coreOwner + "/" + coreRepo + "/actions/runs/" + strconv.FormatInt(r.ID, 10)})
 	if _, _, err := gh.Issues.CreateComment(ctx, coreOwner, coreRepo, where, &github.IssueComment{Body: github.String(body)}); err != nil {
 		h.jobFails++
@@ -394,15 +396,15 @@ func asErr(err error, target any) bool {
 }
 
 // trackingState reads and verifies the tracking comment from the fake.
-func (h *coreHarness) trackingState() (State, int) {
+func (h *coreHarness) trackingState() (codec.State, int) {
 	n := 0
-	var st State
+	var st codec.State
 	for _, c := range h.repo.Comments(h.issue) {
-		if c.GetUser().GetLogin() != h.f.BotLogin() || !strings.Contains(c.GetBody(), stateMarker) {
+		if c.GetUser().GetLogin() != h.f.BotLogin() || !strings.Contains(c.GetBody(), codec.StateMarker) {
 			continue
 		}
 		n++
-		s, err := decodeState(c.GetBody(), coreStateKey)
+		s, err := codec.DecodeState(c.GetBody(), coreStateKey)
 		require.NoError(h.t, err)
 		st = s
 	}

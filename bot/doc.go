@@ -1,19 +1,10 @@
-// Package bot is bazinga's GitHub side: the App's webhook server, slash
-// commands, session state kept in comments and labels, and the effects that
-// drive a session (DESIGN §6).
+// Package bot is bazinga's orchestrator on GitHub (DESIGN §6): it turns one
+// delivery (a webhook event, or the event of an Action-only run) into engine
+// events, reconciles the session, writes the state with its pending effects
+// and carries them out.
 //
-// The package is cut in two halves that meet at a small contract in
-// server.go:
-//
-//   - transport: the HTTP server (signature check, bounded queue, per-key
-//     lanes, dedup, panic recovery, /healthz, /metrics), configuration from
-//     the environment, slash-command parsing, and the GitHub client factory
-//     with its RoundTripper chain (ETag cache, rate-limit and retry, call
-//     counting).
-//   - core: a Processor (bot.New) that turns one Delivery into engine events,
-//     reconciles the session and applies its effects.
-//
-// The server never interprets an event beyond routing it: every well-formed,
-// signed delivery is acknowledged with 202 and handed to the Processor, which
-// decides whether it matters.
+// It sits between two packages it does not own: ghapi (the GitHub API in our
+// own types) and codec (the blocks hidden in comments: state, results,
+// events). The HTTP front (package server) and the Action-only orchestrator
+// (package action) feed it; neither holds any of its logic.
 package bot

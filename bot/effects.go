@@ -9,23 +9,10 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/bazinga-bot/bazinga/codec"
+	"github.com/bazinga-bot/bazinga/ghapi"
 	"github.com/bazinga-bot/bazinga/pipeline"
 )
-
-// PendingEffect is an effect of a reconcile that has not been carried out
-// yet (its call failed, or it waits for the group branch); it is retried
-// before the next reconcile's effects. Its ID is stable, so carrying it out
-// twice is recognised.
-type PendingEffect struct {
-	ID   string `json:"id"`
-	Kind string `json:"kind"` // dispatch | cancel | comment
-	Step string `json:"step,omitempty"`
-	// Group is the group of a dispatch.
-	Group string `json:"group,omitempty"`
-	// Number is where a comment goes; Text is its body.
-	Number int    `json:"number,omitempty"`
-	Text   string `json:"text,omitempty"`
-}
 
 // reconcile is the loop of one delivery: load the session, turn the input
 // into engine events, Reconcile, assert liveness, carry out the effects and
@@ -68,7 +55,7 @@ func (b *Bot) reconcile(ctx context.Context, gh GitHub, ref sessionRef, in input
 		if err != nil {
 			return err
 		}
-		st = State{V: stateVersion, Repo: ref.repo.String(), Issue: ref.issue, Config: cfg, RepoURL: in.start.repoURL}
+		st = codec.State{V: codec.StateVersion, Repo: ref.repo.String(), Issue: ref.issue, Config: cfg, RepoURL: in.start.repoURL}
 		events = []pipeline.Event{pipeline.Started(session, requirements(in.start.title, in.start.body), in.start.base)}
 		record = nil
 	case in.start != nil:
@@ -126,7 +113,7 @@ func (b *Bot) reconcile(ctx context.Context, gh GitHub, ref sessionRef, in input
 		if old == nil || old.State != pipeline.StepInFlight || s.State != pipeline.StepFailed {
 			continue
 		}
-		lines = append(lines, fmt.Sprintf("⚠️ Step `%s` ended without a result (%s) → %s", s.ID, oneLineMD(s.Note), s.Routed))
+		lines = append(lines, fmt.Sprintf("⚠️ Step `%s` ended without a result (%s) → %s", s.ID, codec.OneLine(s.Note), s.Routed))
 		if in.fail == nil || in.fail.Step != s.ID {
 			timedOut = true
 		}
@@ -142,15 +129,15 @@ func (b *Bot) reconcile(ctx context.Context, gh GitHub, ref sessionRef, in input
 		case pipeline.ActionNotify:
 			lines = append(lines, renderNotice(a.Notice, a.Text))
 		case pipeline.ActionPause:
-			lines = append(lines, "⏸️ **Paused** | "+oneLineMD(a.Text)+" → `/bazinga resume` to continue")
+			lines = append(lines, "⏸️ **Paused** | "+codec.OneLine(a.Text)+" → `/bazinga resume` to continue")
 		case pipeline.ActionComplete:
 			if a.Status != pipeline.SessionDone {
-				lines = append(lines, fmt.Sprintf("%s **Session %s** | %s", statusIcons[a.Status], a.Status, oneLineMD(a.Text)))
+				lines = append(lines, fmt.Sprintf("%s **Session %s** | %s", statusIcons[a.Status], a.Status, codec.OneLine(a.Text)))
 			}
 		case pipeline.ActionDispatch:
-			st.Pending = append(st.Pending, PendingEffect{ID: a.ID, Kind: "dispatch", Step: a.Step, Group: a.Group})
+			st.Pending = append(st.Pending, codec.PendingEffect{ID: a.ID, Kind: "dispatch", Step: a.Step, Group: a.Group})
 		case pipeline.ActionCancel:
-			st.Pending = append(st.Pending, PendingEffect{ID: a.ID, Kind: "cancel", Step: a.Step, Group: a.Group})
+			st.Pending = append(st.Pending, codec.PendingEffect{ID: a.ID, Kind: "cancel", Step: a.Step, Group: a.Group})
 		case pipeline.ActionReport:
 			log.Debug("engine report", "text", a.Text)
 		}
@@ -159,14 +146,14 @@ func (b *Bot) reconcile(ctx context.Context, gh GitHub, ref sessionRef, in input
 		lines = append(lines, renderTracking(&st, st.RepoURL, 10, ""))
 	}
 	if len(lines) > 0 || len(record) > 0 {
-		var er *EventRecord
+		var er *codec.EventRecord
 		if len(record) > 0 {
-			er = &EventRecord{At: now, Events: record}
+			er = &codec.EventRecord{At: now, Events: record}
 		}
 		if len(lines) == 0 {
 			lines = append(lines, "ℹ️ Session updated.")
 		}
-		st.Pending = append(st.Pending, PendingEffect{ID: fmt.Sprintf("comment/%s/%d/%s", session, next.Rev, in.delivery),
+		st.Pending = append(st.Pending, codec.PendingEffect{ID: fmt.Sprintf("comment/%s/%d/%s", session, next.Rev, in.delivery),
 			Kind: "comment", Number: replyNumber(ref, in), Text: renderBotComment(lines, er)})
 	}
 
@@ -180,11 +167,11 @@ func (b *Bot) reconcile(ctx context.Context, gh GitHub, ref sessionRef, in input
 	}
 	commentID, written := ld.commentID, ld.body
 	if body != ld.body || commentID == 0 {
-		var c Comment
+		var c ghapi.Comment
 		var werr error
 		if commentID != 0 {
 			c, werr = gh.EditComment(ctx, ref.repo, commentID, body)
-			if errors.Is(werr, ErrNotFound) {
+			if errors.Is(werr, ghapi.ErrNotFound) {
 				commentID = 0
 			}
 		}
@@ -238,13 +225,13 @@ func (b *Bot) checkResult(ctx context.Context, gh GitHub, ref sessionRef, ld *lo
 			"issue", ref.issue, "step", r.rec.Step, "author", r.author)
 		return pipeline.Event{}, false, nil
 	}
-	if pr := st.prNumber(r.rec.Group); r.number != ref.issue && pr != 0 && r.number != pr {
+	if pr := st.PRNumber(r.rec.Group); r.number != ref.issue && pr != 0 && r.number != pr {
 		return pipeline.Event{}, false, nil
 	}
 	if ev, ok := resultEvent(st.Session, r.rec, false); ok {
 		return ev, true, nil
 	}
-	sref, _ := ParseStepID(r.rec.Step)
+	sref, _ := codec.ParseStepID(r.rec.Step)
 	if sref.N <= st.Session.StepSeq || ld.rebuilt {
 		return pipeline.Event{}, false, nil
 	}
@@ -270,7 +257,7 @@ type executor struct {
 	b    *Bot
 	gh   GitHub
 	ref  sessionRef
-	st   *State
+	st   *codec.State
 	in   input
 	log  *slog.Logger
 	key  string
@@ -313,7 +300,7 @@ func (x *executor) branches(ctx context.Context) {
 			case err == nil:
 				// A new branch at the base head has no commits: no PR yet.
 				gp.Branch, gp.Tried, gp.TriedLast = true, true, g.Last
-			case errors.Is(err, ErrExists):
+			case errors.Is(err, ghapi.ErrExists):
 				gp.Branch = true
 			default:
 				x.fail(fmt.Errorf("group %s: %w", g.ID, err))
@@ -326,17 +313,17 @@ func (x *executor) branches(ctx context.Context) {
 	}
 }
 
-func (x *executor) openPR(ctx context.Context, g *pipeline.Group, gp *GroupPR) {
+func (x *executor) openPR(ctx context.Context, g *pipeline.Group, gp *codec.GroupPR) {
 	s := &x.st.Session
 	title, body := prTitle(x.ref.issue, *g), prBody(x.ref.issue, *s, *g)
 	// Draft until merged by push; merge.method pull-request merges the PR
 	// through the API, which a draft refuses (and marking one ready takes GraphQL).
 	draft := x.st.Config.Merge.Method != pipeline.MergePullRequest
-	pr, err := x.gh.CreatePR(ctx, x.ref.repo, NewPR{Title: title, Body: body, Head: g.Branch, Base: s.Base, Draft: draft})
+	pr, err := x.gh.CreatePR(ctx, x.ref.repo, ghapi.NewPR{Title: title, Body: body, Head: g.Branch, Base: s.Base, Draft: draft})
 	switch {
 	case err == nil:
 		gp.Number, gp.BodyHash = pr.Number, textHash(title, body)
-	case errors.Is(err, ErrExists):
+	case errors.Is(err, ghapi.ErrExists):
 		found, ok, ferr := x.gh.FindPR(ctx, x.ref.repo, g.Branch)
 		if ferr != nil {
 			x.fail(fmt.Errorf("group %s: %w", g.ID, ferr))
@@ -348,7 +335,7 @@ func (x *executor) openPR(ctx context.Context, g *pipeline.Group, gp *GroupPR) {
 				gp.BodyHash = textHash(title, body)
 			}
 		}
-	case errors.Is(err, ErrNoCommits):
+	case errors.Is(err, ghapi.ErrNoCommits):
 		gp.Tried, gp.TriedLast = true, g.Last
 	default:
 		x.fail(fmt.Errorf("group %s: %w", g.ID, err))
@@ -357,7 +344,7 @@ func (x *executor) openPR(ctx context.Context, g *pipeline.Group, gp *GroupPR) {
 
 func (x *executor) pending(ctx context.Context) {
 	s := &x.st.Session
-	var keep []PendingEffect
+	var keep []codec.PendingEffect
 	for _, p := range x.st.Pending {
 		if x.b.isDone(x.key, p.ID) {
 			continue
@@ -407,7 +394,7 @@ func (x *executor) cancel(ctx context.Context, step string) {
 		return
 	}
 	for _, r := range runs {
-		if id, _, ok := stepInText(r.Title); ok && id == step && r.Status != "completed" {
+		if id, _, ok := codec.StepInText(r.Title); ok && id == step && r.Status != "completed" {
 			if err := x.gh.CancelRun(ctx, x.ref.repo, r.ID); err != nil {
 				x.log.Info("cancel failed", "step", step, "run", r.ID, "err", err)
 			}
@@ -458,7 +445,7 @@ func (x *executor) prs(ctx context.Context) {
 		if h == gp.BodyHash && label == gp.Label {
 			continue
 		}
-		edit := IssueEdit{}
+		edit := ghapi.IssueEdit{}
 		if h != gp.BodyHash {
 			edit.Title, edit.Body = &title, &body
 		}
@@ -520,9 +507,9 @@ func renderConfigError(path string, err error) string {
 	var ce *pipeline.ConfigError
 	for _, e := range splitJoined(err) {
 		if errors.As(e, &ce) {
-			b.WriteString("- " + oneLineMD(ce.Error()) + "\n")
+			b.WriteString("- " + codec.OneLine(ce.Error()) + "\n")
 		} else {
-			b.WriteString("- " + oneLineMD(e.Error()) + "\n")
+			b.WriteString("- " + codec.OneLine(e.Error()) + "\n")
 		}
 	}
 	return b.String()

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bazinga-bot/bazinga/codec"
+	"github.com/bazinga-bot/bazinga/ghapi"
 	"github.com/bazinga-bot/bazinga/pipeline"
 )
 
@@ -124,7 +126,7 @@ type startInfo struct {
 }
 
 type resultIn struct {
-	rec    ResultRecord
+	rec    codec.ResultRecord
 	author string
 	number int
 }
@@ -145,17 +147,6 @@ func parseBranch(ref string) (issue int, group string, ok bool) {
 }
 
 var titleRE = regexp.MustCompile(`^\[bazinga #([0-9]+)\]`)
-
-// stepInText finds a step id among the words of a run name.
-func stepInText(s string) (string, StepRef, bool) {
-	for _, w := range strings.Fields(s) {
-		w = strings.Trim(w, "\"'`()[],")
-		if ref, ok := ParseStepID(w); ok {
-			return w, ref, true
-		}
-	}
-	return "", StepRef{}, false
-}
 
 // Key serialises deliveries per session: "<owner/repo>#<issue>".
 func (b *Bot) Key(d Delivery) string {
@@ -196,7 +187,7 @@ func (b *Bot) sessionOf(event string, p *payload) int {
 			return p.Issue.Number
 		}
 		if p.Comment != nil {
-			if rec, ok := ParseResultComment(p.Comment.Body); ok {
+			if rec, ok := codec.ParseResultComment(p.Comment.Body); ok {
 				if n, err := strconv.Atoi(strings.SplitN(rec.Step, "/", 2)[0]); err == nil {
 					return n
 				}
@@ -214,7 +205,7 @@ func (b *Bot) sessionOf(event string, p *payload) int {
 		}
 	case "workflow_run":
 		if p.WorkflowRun != nil {
-			if _, ref, ok := stepInText(p.WorkflowRun.DisplayTitle); ok {
+			if _, ref, ok := codec.StepInText(p.WorkflowRun.DisplayTitle); ok {
 				n, _ := strconv.Atoi(ref.Session)
 				return n
 			}
@@ -238,7 +229,7 @@ func (b *Bot) Process(ctx context.Context, d Delivery) error {
 	if full == "" {
 		full = d.Repo
 	}
-	repo, ok := ParseRepo(full)
+	repo, ok := ghapi.ParseRepo(full)
 	if !ok {
 		return fmt.Errorf("delivery %s (%s): %w: no repository", d.ID, d.Event, ErrIgnored)
 	}
@@ -292,7 +283,7 @@ func (h *handler) authorised(ctx context.Context, u hookUser) (bool, error) {
 		return false, nil
 	}
 	role, err := h.gh.GetPermission(ctx, h.ref.repo, u.Login)
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, ghapi.ErrNotFound) {
 		return false, nil
 	}
 	if err != nil {
@@ -359,7 +350,7 @@ func (h *handler) comment(ctx context.Context) error {
 	}
 	isPR := len(p.Issue.PullRequest) > 0 && string(p.Issue.PullRequest) != "null"
 	labels := map[int][]string{p.Issue.Number: labelNames(p.Issue.Labels)}
-	if rec, ok := ParseResultComment(p.Comment.Body); ok {
+	if rec, ok := codec.ParseResultComment(p.Comment.Body); ok {
 		n, err := strconv.Atoi(strings.SplitN(rec.Step, "/", 2)[0])
 		if err != nil {
 			return h.ignored("result for step %s of no issue", rec.Step)
@@ -535,7 +526,7 @@ func (h *handler) workflow(ctx context.Context) error {
 	if conclusion == "success" || conclusion == "skipped" {
 		return h.ignored("run succeeded")
 	}
-	step, ref, ok := stepInText(title)
+	step, ref, ok := codec.StepInText(title)
 	if !ok {
 		return h.ignored("run %q carries no step id", title)
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/bazinga-bot/bazinga/codec"
 	"github.com/bazinga-bot/bazinga/pipeline"
 )
 
@@ -41,7 +42,7 @@ func headerCapsule(s pipeline.Session) string {
 		parts = append(parts, "planning")
 	}
 	if s.Reason != "" {
-		parts = append(parts, oneLineMD(s.Reason))
+		parts = append(parts, codec.OneLine(s.Reason))
 	}
 	next := ""
 	switch {
@@ -69,7 +70,7 @@ func headerCapsule(s pipeline.Session) string {
 }
 
 func cell(s string) string {
-	s = oneLineMD(s)
+	s = codec.OneLine(s)
 	s = strings.ReplaceAll(s, "|", "\\|")
 	if s == "" {
 		return "—"
@@ -120,20 +121,20 @@ func waitText(t pipeline.Track) string {
 
 // renderTracking renders the tracking comment with at most logN capsules in
 // the visible log; block is the hidden state block.
-func renderTracking(st *State, repoURL string, logN int, block string) string {
+func renderTracking(st *codec.State, repoURL string, logN int, block string) string {
 	s := st.Session
 	var b strings.Builder
 	b.WriteString("### 🤖 bazinga\n\n")
 	b.WriteString("**" + headerCapsule(s) + "**\n")
 	if s.Clarification != nil {
 		fmt.Fprintf(&b, "\n> ❓ %s\n> Answer with `/bazinga answer <text>`; without an answer by %s the pm uses its safe fallback.\n",
-			oneLineMD(s.Clarification.Question), s.Clarification.Deadline.UTC().Format("2006-01-02 15:04 UTC"))
+			codec.OneLine(s.Clarification.Question), s.Clarification.Deadline.UTC().Format("2006-01-02 15:04 UTC"))
 	}
 	if len(s.Groups) > 0 {
 		b.WriteString("\n| Group | PR | Stage | Waiting on | Attempts | Last |\n|---|---|---|---|---|---|\n")
 		for _, g := range s.Groups {
 			pr := "—"
-			if n := st.prNumber(g.ID); n > 0 {
+			if n := st.PRNumber(g.ID); n > 0 {
 				pr = fmt.Sprintf("#%d", n)
 			}
 			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", cell(g.ID+": "+g.Name), pr, g.Stage,
@@ -145,7 +146,7 @@ func renderTracking(st *State, repoURL string, logN int, block string) string {
 	}
 	var logLines []string
 	for i := len(s.Steps) - 1; i >= 0 && len(logLines) < logN; i-- {
-		logLines = append(logLines, "- "+oneLineMD(pipeline.Capsule(s.Steps[i])))
+		logLines = append(logLines, "- "+codec.OneLine(pipeline.Capsule(s.Steps[i])))
 	}
 	if len(logLines) > 0 {
 		fmt.Fprintf(&b, "\n<details><summary>Recent steps (newest first)</summary>\n\n%s\n", strings.Join(logLines, "\n"))
@@ -165,18 +166,18 @@ func renderTracking(st *State, repoURL string, logN int, block string) string {
 // fitTracking renders the tracking comment under GitHub's body limit: the
 // visible log is trimmed first, then the stored session is snapshotted with
 // fewer and fewer old steps. The state block is never dropped.
-func fitTracking(st State, repoURL string, key []byte) (string, error) {
+func fitTracking(st codec.State, repoURL string, key []byte) (string, error) {
 	logN := 30
 	keep := len(st.Session.Steps)
 	stored := st
 	for {
-		block, err := encodeState(stored, key)
+		block, err := codec.EncodeState(stored, key)
 		if err != nil {
 			return "", err
 		}
 		for n := logN; ; n /= 2 {
 			body := renderTracking(&st, repoURL, n, block)
-			if utf8.RuneCountInString(body) <= commentBudget {
+			if utf8.RuneCountInString(body) <= codec.CommentBudget {
 				return body, nil
 			}
 			if n == 0 {
@@ -196,7 +197,7 @@ func fitTracking(st State, repoURL string, key []byte) (string, error) {
 
 // prTitle is a group PR's title.
 func prTitle(issue int, g pipeline.Group) string {
-	return fmt.Sprintf("[bazinga #%d] Group %s: %s", issue, g.ID, oneLineMD(g.Name))
+	return fmt.Sprintf("[bazinga #%d] Group %s: %s", issue, g.ID, codec.OneLine(g.Name))
 }
 
 // prBody is a group PR's body: the task, the link to the issue and the
@@ -213,7 +214,7 @@ func prBody(issue int, s pipeline.Session, g pipeline.Group) string {
 	var hist []string
 	for _, st := range s.Steps {
 		if st.Group == g.ID {
-			hist = append(hist, "- "+oneLineMD(pipeline.Capsule(st)))
+			hist = append(hist, "- "+codec.OneLine(pipeline.Capsule(st)))
 		}
 	}
 	if len(hist) > 0 {
@@ -257,16 +258,16 @@ func renderNotice(kind pipeline.NoticeKind, text string) string {
 }
 
 // renderBotComment joins notices and appends the event block, if any.
-func renderBotComment(lines []string, ev *EventRecord) string {
+func renderBotComment(lines []string, ev *codec.EventRecord) string {
 	body := strings.Join(lines, "\n\n")
 	if ev != nil {
-		body += "\n\n" + eventBlock(*ev)
+		body += "\n\n" + codec.EventBlock(*ev)
 	}
-	if utf8.RuneCountInString(body) > commentBudget {
+	if utf8.RuneCountInString(body) > codec.CommentBudget {
 		r := []rune(body)
-		body = string(r[:commentBudget-200]) + "…"
+		body = string(r[:codec.CommentBudget-200]) + "…"
 		if ev != nil {
-			body += "\n\n" + eventBlock(*ev)
+			body += "\n\n" + codec.EventBlock(*ev)
 		}
 	}
 	return body

@@ -5,7 +5,9 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
+	"github.com/bazinga-bot/bazinga/codec"
 	"github.com/bazinga-bot/bazinga/pipeline"
 	"github.com/stretchr/testify/require"
 )
@@ -37,7 +39,7 @@ func TestGoldenRenders(t *testing.T) {
 	require.Equal(t, pipeline.SessionDone, h.run(500))
 	st, _ = h.mem()
 	golden(t, "tracking_done.md", renderTracking(&st, "https://github.com/acme/widgets", 30, "<!-- state -->"))
-	golden(t, "result_comment.md", RenderResultComment(ResultRecord{Step: "12/A/developer/3", Role: pipeline.RoleDeveloper, Group: "A", Model: "haiku",
+	golden(t, "result_comment.md", codec.RenderResultComment(codec.ResultRecord{Step: "12/A/developer/3", Role: pipeline.RoleDeveloper, Group: "A", Model: "haiku",
 		Result: pipeline.Result{Status: pipeline.StatusReadyForQA, Summary: []string{"Implemented JWT auth", "3 files", "12/12 tests pass"},
-			Handoff: []byte(`{"files_changed":["jwt.go"]}`)}, StartedAt: timeAt(0), EndedAt: timeAt(4)}))
+			Handoff: []byte(`{"files_changed":["jwt.go"]}`)}, StartedAt: time.Date(2025, 3, 1, 9, 0, 0, 0, time.UTC), EndedAt: time.Date(2025, 3, 1, 9, 4, 0, 0, time.UTC)}))
 }

@@ -9,12 +9,14 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bazinga-bot/bazinga/codec"
+	"github.com/bazinga-bot/bazinga/ghapi"
 	"github.com/bazinga-bot/bazinga/pipeline"
 )
 
 // loaded is a session's state as load found it.
 type loaded struct {
-	st        State
+	st        codec.State
 	found     bool
 	commentID int64  // the tracking comment (0: none yet)
 	body      string // its body as read
@@ -37,7 +39,7 @@ func (b *Bot) load(ctx context.Context, gh GitHub, ref sessionRef, exclude int64
 	if m != nil && mem.commentID != 0 {
 		c, err := gh.GetComment(ctx, ref.repo, mem.commentID)
 		switch {
-		case errors.Is(err, ErrNotFound):
+		case errors.Is(err, ghapi.ErrNotFound):
 			// The tracking comment was deleted: what we hold is the state.
 			b.log.Warn("tracking comment deleted; writing it again", "repo", ref.repo.String(), "issue", ref.issue)
 			return loaded{st: mem.st, found: true}, nil
@@ -46,7 +48,7 @@ func (b *Bot) load(ctx context.Context, gh GitHub, ref sessionRef, exclude int64
 		case c.Body == mem.body || !strings.EqualFold(c.Author, b.o.Login):
 			return loaded{st: mem.st, found: true, commentID: mem.commentID, body: c.Body}, nil
 		}
-		st, err := decodeState(c.Body, b.o.StateKey)
+		st, err := codec.DecodeState(c.Body, b.o.StateKey)
 		if err == nil && st.Session.Rev >= mem.st.Session.Rev && st.Issue == ref.issue {
 			return loaded{st: st, found: true, commentID: mem.commentID, body: c.Body}, nil
 		}
@@ -63,14 +65,14 @@ func (b *Bot) load(ctx context.Context, gh GitHub, ref sessionRef, exclude int64
 	var best loaded
 	var forged bool
 	for _, c := range comments {
-		if !strings.Contains(c.Body, stateMarker) {
+		if !strings.Contains(c.Body, codec.StateMarker) {
 			continue
 		}
 		if !strings.EqualFold(c.Author, b.o.Login) {
 			b.log.Warn("ignoring a state block not written by the bot", "repo", ref.repo.String(), "issue", ref.issue, "author", c.Author, "comment", c.ID)
 			continue
 		}
-		st, err := decodeState(c.Body, b.o.StateKey)
+		st, err := codec.DecodeState(c.Body, b.o.StateKey)
 		if err != nil || st.Issue != ref.issue || st.Repo != ref.repo.String() {
 			b.log.Warn("ignoring a tracking comment that does not verify", "repo", ref.repo.String(), "issue", ref.issue, "comment", c.ID, "err", err)
 			forged = true
@@ -106,9 +108,9 @@ func (b *Bot) load(ctx context.Context, gh GitHub, ref sessionRef, exclude int64
 
 // hasLog reports whether the issue's comments show a session ever ran:
 // a result comment or a bot comment with an event block.
-func hasLog(comments []Comment, login string) bool {
+func hasLog(comments []ghapi.Comment, login string) bool {
 	for _, c := range comments {
-		if strings.Contains(c.Body, resultMarker) || (strings.EqualFold(c.Author, login) && strings.Contains(c.Body, eventMarker)) {
+		if strings.Contains(c.Body, codec.ResultMarker) || (strings.EqualFold(c.Author, login) && strings.Contains(c.Body, codec.EventMarker)) {
 			return true
 		}
 	}
@@ -119,7 +121,7 @@ func hasLog(comments []Comment, login string) bool {
 type logEntry struct {
 	at     time.Time
 	order  int64
-	result *ResultRecord
+	result *codec.ResultRecord
 	events []pipeline.Event
 }
 
@@ -130,37 +132,37 @@ type logEntry struct {
 // live session did.
 // exclude is the comment of the delivery being processed: it is applied
 // live afterwards, so that its effects are carried out.
-func (b *Bot) rebuild(ctx context.Context, gh GitHub, ref sessionRef, issueComments []Comment, exclude int64) (State, bool, error) {
+func (b *Bot) rebuild(ctx context.Context, gh GitHub, ref sessionRef, issueComments []ghapi.Comment, exclude int64) (codec.State, bool, error) {
 	issue, err := gh.GetIssue(ctx, ref.repo, ref.issue)
 	if err != nil {
-		return State{}, false, err
+		return codec.State{}, false, err
 	}
 	base, err := gh.DefaultBranch(ctx, ref.repo)
 	if err != nil {
-		return State{}, false, err
+		return codec.State{}, false, err
 	}
 	cfg, cerr := b.readConfig(ctx, gh, ref.repo, base)
 	if cerr != nil {
-		return State{}, false, cerr
+		return codec.State{}, false, cerr
 	}
 	prs, err := gh.ListPRs(ctx, ref.repo)
 	if err != nil {
-		return State{}, false, err
+		return codec.State{}, false, err
 	}
-	st := State{V: stateVersion, Repo: ref.repo.String(), Issue: ref.issue, Config: cfg}
+	st := codec.State{V: codec.StateVersion, Repo: ref.repo.String(), Issue: ref.issue, Config: cfg}
 	var entries []logEntry
-	addComments := func(cs []Comment) {
+	addComments := func(cs []ghapi.Comment) {
 		for _, c := range cs {
 			if c.ID == exclude && exclude != 0 {
 				continue
 			}
-			if rec, ok := ParseResultComment(c.Body); ok && b.trustedResultAuthor(c.Author, cfg) {
+			if rec, ok := codec.ParseResultComment(c.Body); ok && b.trustedResultAuthor(c.Author, cfg) {
 				r := rec
 				entries = append(entries, logEntry{at: c.CreatedAt, order: c.ID, result: &r})
 				continue
 			}
 			if strings.EqualFold(c.Author, b.o.Login) {
-				if er, ok := ParseEventComment(c.Body); ok {
+				if er, ok := codec.ParseEventComment(c.Body); ok {
 					entries = append(entries, logEntry{at: er.At, order: c.ID, events: er.Events})
 				}
 			}
@@ -178,12 +180,12 @@ func (b *Bot) rebuild(ctx context.Context, gh GitHub, ref sessionRef, issueComme
 		gp.Number, gp.Branch, gp.Tried = pr.Number, true, true
 		cs, err := gh.ListComments(ctx, ref.repo, pr.Number)
 		if err != nil {
-			return State{}, false, err
+			return codec.State{}, false, err
 		}
 		addComments(cs)
 		reviews, err := gh.ListReviews(ctx, ref.repo, pr.Number)
 		if err != nil {
-			return State{}, false, err
+			return codec.State{}, false, err
 		}
 		for _, rv := range reviews {
 			var state pipeline.ReviewState
@@ -304,7 +306,7 @@ func matchInFlight(s pipeline.Session, id string, lenient bool) (string, bool) {
 	if !lenient {
 		return "", false
 	}
-	ref, ok := ParseStepID(id)
+	ref, ok := codec.ParseStepID(id)
 	if !ok {
 		return "", false
 	}
@@ -318,7 +320,7 @@ func matchInFlight(s pipeline.Session, id string, lenient bool) (string, bool) {
 
 // resultEvent turns a result record into the engine's event, if its step
 // (or, leniently, its group and role) is in flight.
-func resultEvent(s pipeline.Session, rec ResultRecord, lenient bool) (pipeline.Event, bool) {
+func resultEvent(s pipeline.Session, rec codec.ResultRecord, lenient bool) (pipeline.Event, bool) {
 	id, ok := matchInFlight(s, rec.Step, lenient)
 	if !ok {
 		return pipeline.Event{}, false
@@ -327,9 +329,9 @@ func resultEvent(s pipeline.Session, rec ResultRecord, lenient bool) (pipeline.E
 }
 
 // readConfig reads .github/bazinga.yml on ref; absent means the defaults.
-func (b *Bot) readConfig(ctx context.Context, gh GitHub, repo RepoRef, ref string) (pipeline.Config, error) {
+func (b *Bot) readConfig(ctx context.Context, gh GitHub, repo ghapi.RepoRef, ref string) (pipeline.Config, error) {
 	data, err := gh.GetFile(ctx, repo, b.o.ConfigPath, ref)
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, ghapi.ErrNotFound) {
 		return b.defaults(), nil
 	}
 	if err != nil {
@@ -347,3 +349,99 @@ type configError struct{ err error }
 
 func (e *configError) Error() string { return e.err.Error() }
 func (e *configError) Unwrap() error { return e.err }
+
+// ApplyLoggedResults reads back result comments of steps in flight and
+// applies them, one reconcile each, oldest first. It is for the Action-only
+// orchestrator: a result comment written with a workflow's GITHUB_TOKEN
+// starts no workflow, so the session learns of it when the step's run
+// completes (workflow_run) or on the schedule sweep. It returns how many
+// results were applied. Results that are not trusted or no longer in
+// flight are skipped exactly as when delivered by a webhook.
+func (b *Bot) ApplyLoggedResults(ctx context.Context, installation int64, repo ghapi.RepoRef, issue int) (int, error) {
+	gh, err := b.o.Client(ctx, installation)
+	if err != nil {
+		return 0, fmt.Errorf("client for installation %d: %w", installation, err)
+	}
+	ref := sessionRef{inst: installation, repo: repo, issue: issue}
+	b.remember(installation, repo)
+	unlock := b.lock(ref.key())
+	ld, err := b.load(ctx, gh, ref, 0)
+	unlock()
+	if err != nil {
+		return 0, fmt.Errorf("load session %s: %w", ref.key(), err)
+	}
+	if !ld.found {
+		return 0, nil
+	}
+	s := ld.st.Session
+	inFlight := map[string]bool{}
+	groups := map[string]bool{}
+	for _, st := range s.Steps {
+		if st.State == pipeline.StepInFlight {
+			inFlight[st.ID] = true
+			groups[st.Group] = true
+		}
+	}
+	if len(inFlight) == 0 {
+		return 0, nil
+	}
+	type found struct {
+		c      ghapi.Comment
+		rec    codec.ResultRecord
+		number int
+	}
+	var results []found
+	scan := func(number int) error {
+		cs, err := gh.ListComments(ctx, repo, number)
+		if err != nil {
+			return err
+		}
+		for _, c := range cs {
+			if rec, ok := codec.ParseResultComment(c.Body); ok && inFlight[rec.Step] {
+				results = append(results, found{c: c, rec: rec, number: number})
+			}
+		}
+		return nil
+	}
+	if err := scan(issue); err != nil {
+		return 0, err
+	}
+	for _, g := range sortedKeys(groups) {
+		if g == pipeline.LeadGroup {
+			continue
+		}
+		n := ld.st.PRNumber(g)
+		if n == 0 {
+			grp := s.Group(g)
+			if grp == nil {
+				continue
+			}
+			pr, ok, err := gh.FindPR(ctx, repo, grp.Branch)
+			if err != nil {
+				return 0, err
+			}
+			if !ok {
+				continue
+			}
+			n = pr.Number
+		}
+		if err := scan(n); err != nil {
+			return 0, err
+		}
+	}
+	sort.Slice(results, func(i, j int) bool { return results[i].c.ID < results[j].c.ID })
+	applied := 0
+	var errs []error
+	for _, r := range results {
+		err := b.reconcile(ctx, gh, ref, input{delivery: "logged-result-" + strconv.FormatInt(r.c.ID, 10),
+			result: &resultIn{rec: r.rec, author: r.c.Author, number: r.number}, commentID: r.c.ID})
+		switch {
+		case err == nil:
+			applied++
+		case errors.Is(err, ErrIgnored):
+		default:
+			errs = append(errs, err)
+		}
+	}
+	return applied, errors.Join(errs...)
+}

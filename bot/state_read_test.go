@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/bazinga-bot/bazinga/ghapi"
 	"github.com/bazinga-bot/bazinga/pipeline"
 )
 
@@ -27,7 +28,7 @@ func TestLoggedResultsAreAppliedWithoutTheirEvents(t *testing.T) {
 	require.True(t, ok)
 	require.Empty(t, before.Session.Groups)
 
-	ref, _ := ParseRepo(coreOwner + "/" + coreRepo)
+	ref, _ := ghapi.ParseRepo(coreOwner + "/" + coreRepo)
 	n, err := h.bot.ApplyLoggedResults(h.ctx, h.f.InstallationID(), ref, h.issue)
 	require.NoError(t, err)
 	assert.Equal(t, 1, n, "one logged result applied")

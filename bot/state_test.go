@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bazinga-bot/bazinga/codec"
+	"github.com/bazinga-bot/bazinga/ghapi"
 	"github.com/bazinga-bot/bazinga/pipeline"
 	"github.com/stretchr/testify/require"
 )
@@ -47,7 +49,7 @@ func routingOf(s pipeline.Session) routing {
 
 func (h *coreHarness) trackingComment() (int64, string) {
 	for _, c := range h.repo.Comments(h.issue) {
-		if c.GetUser().GetLogin() == h.f.BotLogin() && strings.Contains(c.GetBody(), stateMarker) {
+		if c.GetUser().GetLogin() == h.f.BotLogin() && strings.Contains(c.GetBody(), codec.StateMarker) {
 			return c.GetID(), c.GetBody()
 		}
 	}
@@ -69,18 +71,18 @@ func TestRebuild(t *testing.T) {
 		}},
 		{"forged-mac", func(h *coreHarness) {
 			id, body := h.trackingComment()
-			i := strings.LastIndex(body, blockEnd)
+			i := strings.LastIndex(body, codec.BlockEnd)
 			forged := body[:i-1] + string("0123456789abcdef"[(strings.IndexByte("0123456789abcdef", body[i-1])+1)%16]) + body[i:]
 			require.NoError(t, h.repo.EditComment(h.f.BotLogin(), id, forged))
 		}},
 		{"forged-payload", func(h *coreHarness) {
 			id, body := h.trackingComment()
-			st, err := decodeState(body, coreStateKey)
+			st, err := codec.DecodeState(body, coreStateKey)
 			require.NoError(t, err)
 			st.Session.Groups = st.Session.Groups[:1]
-			block, err := encodeState(st, []byte("not-the-key-at-all-000000"))
+			block, err := codec.EncodeState(st, []byte("not-the-key-at-all-000000"))
 			require.NoError(t, err)
-			i := strings.Index(body, stateMarker)
+			i := strings.Index(body, codec.StateMarker)
 			require.NoError(t, h.repo.EditComment(h.f.BotLogin(), id, body[:i]+block))
 		}},
 	} {
@@ -94,13 +96,13 @@ func TestRebuild(t *testing.T) {
 			require.NotEmpty(t, before.Session.InFlight())
 			tc.lose(h)
 			h.bot = h.newBot() // a restart: nothing in memory
-			ld, err := h.bot.load(h.ctx, NewGitHub(h.botClient()), sessionRef{inst: 1, repo: RepoRef{coreOwner, coreRepo}, issue: h.issue}, 0)
+			ld, err := h.bot.load(h.ctx, ghapi.New(h.botClient()), sessionRef{inst: 1, repo: ghapi.RepoRef{Owner: coreOwner, Name: coreRepo}, issue: h.issue}, 0)
 			require.NoError(t, err)
 			require.True(t, ld.found)
 			require.True(t, ld.rebuilt)
 			require.Equal(t, routingOf(before.Session), routingOf(ld.st.Session))
 			for _, g := range before.Session.Groups {
-				require.Equal(t, before.prNumber(g.ID), ld.st.prNumber(g.ID), "PR of group %s", g.ID)
+				require.Equal(t, before.PRNumber(g.ID), ld.st.PRNumber(g.ID), "PR of group %s", g.ID)
 			}
 			require.NoError(t, pipeline.CheckLiveness(ld.st.Session, ld.st.Config))
 			require.Equal(t, pipeline.SessionDone, h.run(500))
@@ -119,7 +121,7 @@ func TestForeignStateIgnored(t *testing.T) {
 	_, err := h.repo.Comment("mallory", h.issue, body)
 	require.NoError(t, err)
 	h.bot = h.newBot()
-	ld, err := h.bot.load(h.ctx, NewGitHub(h.botClient()), sessionRef{inst: 1, repo: RepoRef{coreOwner, coreRepo}, issue: h.issue}, 0)
+	ld, err := h.bot.load(h.ctx, ghapi.New(h.botClient()), sessionRef{inst: 1, repo: ghapi.RepoRef{Owner: coreOwner, Name: coreRepo}, issue: h.issue}, 0)
 	require.NoError(t, err)
 	require.False(t, ld.rebuilt, "the bot's own comment is found and verifies")
 	h.drain()
@@ -127,24 +129,10 @@ func TestForeignStateIgnored(t *testing.T) {
 	h.assertVerifiedBazinga()
 }
 
-func TestStateBlockRoundTripAndTamper(t *testing.T) {
-	st := State{V: stateVersion, Repo: "a/b", Issue: 7, Config: pipeline.DefaultConfig()}
-	st.Session, _ = pipeline.Reconcile(pipeline.Session{}, []pipeline.Event{pipeline.Started("7", "do it", "main")}, timeAt(0), st.Config)
-	block, err := encodeState(st, coreStateKey)
-	require.NoError(t, err)
-	got, err := decodeState("hello\n"+block, coreStateKey)
-	require.NoError(t, err)
-	require.Equal(t, st.Session.StepSeq, got.Session.StepSeq)
-	_, err = decodeState(block, []byte("another key, sixteen+ bytes"))
-	require.ErrorIs(t, err, errBadStateMAC)
-	_, err = decodeState("no block", coreStateKey)
-	require.ErrorIs(t, err, errNoState)
-}
-
 // TestTrackingFitsHoweverLong: a session with thousands of steps still fits
 // in one comment, with its state block.
 func TestTrackingFitsHoweverLong(t *testing.T) {
-	st := State{V: stateVersion, Repo: "a/b", Issue: 7, Config: pipeline.DefaultConfig()}
+	st := codec.State{V: codec.StateVersion, Repo: "a/b", Issue: 7, Config: pipeline.DefaultConfig()}
 	s := pipeline.Session{Schema: pipeline.SchemaVersion, ID: "7", Requirements: "r", Base: "main", Status: pipeline.SessionRunning}
 	for i := 1; i <= 3000; i++ {
 		st := pipeline.Step{ID: pipeline.StepID("7", pipeline.LeadGroup, pipeline.RolePM, i), Group: pipeline.LeadGroup, N: i,
@@ -157,8 +145,8 @@ func TestTrackingFitsHoweverLong(t *testing.T) {
 	st.Session = s
 	body, err := fitTracking(st, "https://example.com/a/b", coreStateKey)
 	require.NoError(t, err)
-	require.LessOrEqual(t, len([]rune(body)), maxCommentChars)
-	got, err := decodeState(body, coreStateKey)
+	require.LessOrEqual(t, len([]rune(body)), codec.MaxCommentChars)
+	got, err := codec.DecodeState(body, coreStateKey)
 	require.NoError(t, err)
 	require.Less(t, len(got.Session.Steps), 3000)
 	require.Equal(t, 3000, got.Session.StepSeq)

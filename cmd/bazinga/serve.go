@@ -13,9 +13,9 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/google/go-github/v66/github"
-
 	"github.com/bazinga-bot/bazinga/bot"
+	"github.com/bazinga-bot/bazinga/ghapi"
+	"github.com/bazinga-bot/bazinga/server"
 )
 
 const serveUsage = `Usage: bazinga serve
@@ -30,7 +30,7 @@ Prometheus metrics. Configuration comes from the environment.
 func runServe(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stdout, serveUsage+bot.EnvHelp) }
+	fs.Usage = func() { fmt.Fprint(stdout, serveUsage+server.EnvHelp) }
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -38,10 +38,10 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "bazinga serve: unexpected arguments %q\n\n%s%s", fs.Args(), serveUsage, bot.EnvHelp)
+		fmt.Fprintf(stderr, "bazinga serve: unexpected arguments %q\n\n%s%s", fs.Args(), serveUsage, server.EnvHelp)
 		return 2
 	}
-	cfg, err := bot.ConfigFromEnv(os.Getenv)
+	cfg, err := server.ConfigFromEnv(os.Getenv)
 	if err != nil {
 		fmt.Fprintf(stderr, "bazinga serve: %v\n", err)
 		return 2
@@ -58,8 +58,8 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 
 // serve builds the client factory, the bot and the server, and runs until
 // ctx ends.
-func serve(ctx context.Context, cfg bot.Config, logger *slog.Logger) error {
-	factory, err := bot.NewClientFactory(cfg, nil, bot.TransportOptions{Logger: logger})
+func serve(ctx context.Context, cfg server.Config, logger *slog.Logger) error {
+	factory, err := ghapi.NewClientFactory(cfg.App(), nil, ghapi.TransportOptions{Logger: logger})
 	if err != nil {
 		return fmt.Errorf("github clients: %w", err)
 	}
@@ -78,20 +78,18 @@ func serve(ctx context.Context, cfg bot.Config, logger *slog.Logger) error {
 			if err != nil {
 				return nil, err
 			}
-			return bot.NewGitHub(c), nil
+			return ghapi.New(c), nil
 		},
 		Login:    login,
 		StateKey: stateKey(cfg.WebhookSecret),
 		Logger:   logger,
-		Repos: func(ctx context.Context) ([]bot.InstalledRepo, error) {
-			return installedRepos(ctx, factory)
-		},
+		Repos:    factory.InstalledRepos,
 	})
 	if err != nil {
 		return err
 	}
 	logger.Info("bazinga serve", "app", app.GetSlug(), "login", login, "listen", cfg.Listen)
-	srv, err := bot.NewServer(cfg, b, logger)
+	srv, err := server.NewServer(cfg, b, logger)
 	if err != nil {
 		return err
 	}
@@ -105,46 +103,4 @@ func stateKey(secret []byte) []byte {
 	m := hmac.New(sha256.New, secret)
 	m.Write([]byte("bazinga state v1"))
 	return m.Sum(nil)
-}
-
-// installedRepos lists every repository of every installation, for the sweep.
-func installedRepos(ctx context.Context, factory *bot.ClientFactory) ([]bot.InstalledRepo, error) {
-	appClient, err := factory.App()
-	if err != nil {
-		return nil, err
-	}
-	var out []bot.InstalledRepo
-	opts := &github.ListOptions{PerPage: 100}
-	for {
-		insts, resp, err := appClient.Apps.ListInstallations(ctx, opts)
-		if err != nil {
-			return nil, fmt.Errorf("listing installations: %w", err)
-		}
-		for _, inst := range insts {
-			c, err := factory.Installation(inst.GetID())
-			if err != nil {
-				return nil, err
-			}
-			ropts := &github.ListOptions{PerPage: 100}
-			for {
-				repos, rresp, err := c.Apps.ListRepos(ctx, ropts)
-				if err != nil {
-					return nil, fmt.Errorf("listing the repositories of installation %d: %w", inst.GetID(), err)
-				}
-				for _, r := range repos.Repositories {
-					if ref, ok := bot.ParseRepo(r.GetFullName()); ok {
-						out = append(out, bot.InstalledRepo{Installation: inst.GetID(), Repo: ref})
-					}
-				}
-				if rresp.NextPage == 0 {
-					break
-				}
-				ropts.Page = rresp.NextPage
-			}
-		}
-		if resp.NextPage == 0 {
-			return out, nil
-		}
-		opts.Page = resp.NextPage
-	}
 }

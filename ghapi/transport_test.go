@@ -1,4 +1,4 @@
-package bot
+package ghapi
 
 import (
 	"context"
@@ -354,7 +354,7 @@ func TestClientFactory(t *testing.T) {
 	defer srv.Close()
 	_, api, upload, err := GitHubURLs(srv.URL)
 	require.NoError(t, err)
-	f, err := NewClientFactory(Config{AppID: 7, PrivateKey: testPrivateKey(t), APIURL: api, UploadURL: upload}, nil, fastOpts())
+	f, err := NewClientFactory(App{ID: 7, PrivateKey: testPrivateKey(t), APIURL: api, UploadURL: upload}, nil, fastOpts())
 	require.NoError(t, err)
 
 	app, err := f.App()
@@ -403,9 +403,9 @@ func TestClientFactory(t *testing.T) {
 }
 
 func TestNewClientFactoryErrors(t *testing.T) {
-	_, err := NewClientFactory(Config{PrivateKey: testPrivateKey(t)}, nil, TransportOptions{})
+	_, err := NewClientFactory(App{PrivateKey: testPrivateKey(t)}, nil, TransportOptions{})
 	assert.ErrorContains(t, err, "app id")
-	_, err = NewClientFactory(Config{AppID: 1, PrivateKey: []byte("nope")}, nil, TransportOptions{})
+	_, err = NewClientFactory(App{ID: 1, PrivateKey: []byte("nope")}, nil, TransportOptions{})
 	assert.ErrorContains(t, err, "private key")
 }
 

@@ -1,4 +1,4 @@
-package bot
+package server
 
 import (
 	"fmt"
@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/bazinga-bot/bazinga/ghapi"
 )
 
 // Event outcomes counted in bazinga_webhook_events_total.
@@ -40,7 +42,7 @@ type Metrics struct {
 	queueDepth func() int
 	queueCap   int
 	inFlight   func() int
-	api        func() CallStats
+	api        func() ghapi.CallStats
 }
 
 func newMetrics() *Metrics {
@@ -54,7 +56,7 @@ func newMetrics() *Metrics {
 
 // SetAPIStats makes /metrics report the GitHub API counters of a client
 // factory or transport (e.g. ClientFactory.CallStats).
-func (m *Metrics) SetAPIStats(f func() CallStats) {
+func (m *Metrics) SetAPIStats(f func() ghapi.CallStats) {
 	m.mu.Lock()
 	m.api = f
 	m.mu.Unlock()
@@ -224,7 +226,7 @@ func (m *Metrics) families() []family {
 
 func isCreating(kind string) bool {
 	method, _, _ := strings.Cut(kind, " ")
-	return contentCreating(method)
+	return ghapi.ContentCreating(method)
 }
 
 func labelKey(labels []string) string { return strings.Join(labels, "\x00") }

@@ -1,4 +1,4 @@
-package bot
+package server
 
 import (
 	"context"
@@ -14,18 +14,9 @@ import (
 	"runtime/debug"
 	"sync"
 	"time"
-)
 
-// Delivery is one webhook delivery, verified and parsed just enough to route it.
-type Delivery struct {
-	ID           string // X-GitHub-Delivery
-	Event        string // X-GitHub-Event
-	Action       string // payload "action", if any
-	Installation int64  // payload installation.id, if any
-	Repo         string // "owner/name", if any
-	Payload      []byte
-	Received     time.Time
-}
+	"github.com/bazinga-bot/bazinga/bot"
+)
 
 // Processor is what the server feeds; the core's *Bot implements it.
 type Processor interface {
@@ -33,19 +24,15 @@ type Processor interface {
 	// same key are processed one at a time, in arrival order ("" = no
 	// ordering needed). It is called on the request path, so it must be
 	// cheap and must not call GitHub.
-	Key(d Delivery) string
-	// Process handles one delivery. Return an error wrapping ErrIgnored for
+	Key(d bot.Delivery) string
+	// Process handles one delivery. Return an error wrapping bot.ErrIgnored for
 	// a delivery bazinga does not act on (counted as "ignored", not logged
 	// as a failure).
-	Process(ctx context.Context, d Delivery) error
+	Process(ctx context.Context, d bot.Delivery) error
 	// Sweep is called periodically (and once at start-up) to reconcile
 	// active sessions: timeouts, orphans, clarification timeouts.
 	Sweep(ctx context.Context) error
 }
-
-// ErrIgnored is returned (possibly wrapped) by Processor.Process for a
-// delivery that needs no work: it is counted as outcome "ignored".
-var ErrIgnored = errors.New("bot: delivery ignored")
 
 // Server is the App's HTTP front: it verifies webhook deliveries, answers 202
 // at once and feeds a Processor from a bounded queue with per-key lanes.
@@ -240,7 +227,7 @@ func (s *Server) worker() {
 
 // process runs one delivery, recovering a panic so one bad event never
 // takes the server (or the lane) down.
-func (s *Server) process(d Delivery) {
+func (s *Server) process(d bot.Delivery) {
 	log := s.log.With(deliveryAttrs(d)...)
 	start := time.Now()
 	outcome := OutcomeProcessed
@@ -255,7 +242,7 @@ func (s *Server) process(d Delivery) {
 	switch {
 	case err == nil:
 		log.Info("delivery processed", "duration", time.Since(start), "queued", start.Sub(d.Received))
-	case errors.Is(err, ErrIgnored):
+	case errors.Is(err, bot.ErrIgnored):
 		outcome = OutcomeIgnored
 		log.Debug("delivery ignored", "reason", err.Error())
 	default:
@@ -264,7 +251,7 @@ func (s *Server) process(d Delivery) {
 	}
 }
 
-func deliveryAttrs(d Delivery) []any {
+func deliveryAttrs(d bot.Delivery) []any {
 	a := []any{"delivery", d.ID, "event", d.Event}
 	if d.Action != "" {
 		a = append(a, "action", d.Action)
@@ -296,7 +283,7 @@ func (s *Server) handleWebhook(w http.ResponseWriter, r *http.Request) {
 	fail := func(code int, msg string, attrs ...any) {
 		status = code
 		s.log.Warn("webhook refused", append([]any{"status", code, "reason", msg,
-			"delivery", r.Header.Get("X-GitHub-Delivery"), "event", r.Header.Get("X-GitHub-Event")}, attrs...)...)
+			"delivery", r.Header.Get("X-GitHub-bot.Delivery"), "event", r.Header.Get("X-GitHub-Event")}, attrs...)...)
 		http.Error(w, msg, code)
 	}
 
@@ -344,8 +331,8 @@ func (s *Server) handleWebhook(w http.ResponseWriter, r *http.Request) {
 		fail(http.StatusBadRequest, "malformed JSON payload", "err", err)
 		return
 	}
-	d := Delivery{
-		ID: r.Header.Get("X-GitHub-Delivery"), Event: event, Action: env.Action,
+	d := bot.Delivery{
+		ID: r.Header.Get("X-GitHub-bot.Delivery"), Event: event, Action: env.Action,
 		Payload: payload, Received: start,
 	}
 	if env.Installation != nil {
@@ -375,7 +362,7 @@ func (s *Server) handleWebhook(w http.ResponseWriter, r *http.Request) {
 
 // key calls Processor.Key, treating a panic as "no ordering" rather than
 // failing the request.
-func (s *Server) key(d Delivery) (k string) {
+func (s *Server) key(d bot.Delivery) (k string) {
 	defer func() {
 		if r := recover(); r != nil {
 			s.log.Error("Processor.Key panicked", append(deliveryAttrs(d), "panic", fmt.Sprint(r), "stack", string(debug.Stack()))...)

@@ -1,4 +1,4 @@
-package bot
+package ghapi
 
 import (
 	"context"
@@ -10,15 +10,17 @@ import (
 	"github.com/google/go-github/v66/github"
 )
 
-// NewGitHub implements GitHub over a go-github client (an installation
-// client from the transport's factory, or a test client for the fake).
-func NewGitHub(client *github.Client) GitHub { return &goGitHub{c: client} }
+// Client is the slice of GitHub's REST API bazinga calls, over a go-github
+// client, in our own types.
+type Client struct{ c *github.Client }
 
-type goGitHub struct{ c *github.Client }
+// New wraps a go-github client (an installation client from the factory, a
+// token client, or a test client for the fake GitHub).
+func New(client *github.Client) *Client { return &Client{c: client} }
 
 const perPage = 100
 
-// apiErr maps go-github errors onto the interface's sentinel errors.
+// apiErr maps go-github errors onto the sentinel errors.
 func apiErr(op string, resp *github.Response, err error) error {
 	if err == nil {
 		return nil
@@ -67,7 +69,7 @@ func prOf(p *github.PullRequest) PR {
 		MergedBy: p.GetMergedBy().GetLogin(), ClosedAt: p.GetClosedAt().Time, MergedAt: p.GetMergedAt().Time, URL: p.GetHTMLURL()}
 }
 
-func (g *goGitHub) DefaultBranch(ctx context.Context, repo RepoRef) (string, error) {
+func (g *Client) DefaultBranch(ctx context.Context, repo RepoRef) (string, error) {
 	r, resp, err := g.c.Repositories.Get(ctx, repo.Owner, repo.Name)
 	if err != nil {
 		return "", apiErr(fmt.Sprintf("get repository %s", repo), resp, err)
@@ -75,7 +77,7 @@ func (g *goGitHub) DefaultBranch(ctx context.Context, repo RepoRef) (string, err
 	return r.GetDefaultBranch(), nil
 }
 
-func (g *goGitHub) GetIssue(ctx context.Context, repo RepoRef, number int) (Issue, error) {
+func (g *Client) GetIssue(ctx context.Context, repo RepoRef, number int) (Issue, error) {
 	is, resp, err := g.c.Issues.Get(ctx, repo.Owner, repo.Name, number)
 	if err != nil {
 		return Issue{}, apiErr(fmt.Sprintf("get issue %s#%d", repo, number), resp, err)
@@ -83,7 +85,7 @@ func (g *goGitHub) GetIssue(ctx context.Context, repo RepoRef, number int) (Issu
 	return issueOf(is), nil
 }
 
-func (g *goGitHub) ListIssuesByLabel(ctx context.Context, repo RepoRef, label string) ([]Issue, error) {
+func (g *Client) ListIssuesByLabel(ctx context.Context, repo RepoRef, label string) ([]Issue, error) {
 	opts := &github.IssueListByRepoOptions{Labels: []string{label}, State: "open", ListOptions: github.ListOptions{PerPage: perPage}}
 	var out []Issue
 	for {
@@ -101,19 +103,19 @@ func (g *goGitHub) ListIssuesByLabel(ctx context.Context, repo RepoRef, label st
 	}
 }
 
-func (g *goGitHub) EditIssue(ctx context.Context, repo RepoRef, number int, e IssueEdit) error {
+func (g *Client) EditIssue(ctx context.Context, repo RepoRef, number int, e IssueEdit) error {
 	_, resp, err := g.c.Issues.Edit(ctx, repo.Owner, repo.Name, number,
 		&github.IssueRequest{Title: e.Title, Body: e.Body, Labels: e.Labels, State: e.State})
 	return apiErr(fmt.Sprintf("edit %s#%d", repo, number), resp, err)
 }
 
-func (g *goGitHub) CloseIssue(ctx context.Context, repo RepoRef, number int) error {
+func (g *Client) CloseIssue(ctx context.Context, repo RepoRef, number int) error {
 	_, resp, err := g.c.Issues.Edit(ctx, repo.Owner, repo.Name, number,
 		&github.IssueRequest{State: github.String("closed"), StateReason: github.String("completed")})
 	return apiErr(fmt.Sprintf("close %s#%d", repo, number), resp, err)
 }
 
-func (g *goGitHub) ReplaceLabels(ctx context.Context, repo RepoRef, number int, labels []string) error {
+func (g *Client) ReplaceLabels(ctx context.Context, repo RepoRef, number int, labels []string) error {
 	if labels == nil {
 		labels = []string{}
 	}
@@ -121,7 +123,7 @@ func (g *goGitHub) ReplaceLabels(ctx context.Context, repo RepoRef, number int, 
 	return apiErr(fmt.Sprintf("set labels of %s#%d", repo, number), resp, err)
 }
 
-func (g *goGitHub) ListComments(ctx context.Context, repo RepoRef, number int) ([]Comment, error) {
+func (g *Client) ListComments(ctx context.Context, repo RepoRef, number int) ([]Comment, error) {
 	opts := &github.IssueListCommentsOptions{ListOptions: github.ListOptions{PerPage: perPage}}
 	var out []Comment
 	for {
@@ -151,7 +153,7 @@ func issueNumberFromURL(u string) int {
 	return n
 }
 
-func (g *goGitHub) GetComment(ctx context.Context, repo RepoRef, id int64) (Comment, error) {
+func (g *Client) GetComment(ctx context.Context, repo RepoRef, id int64) (Comment, error) {
 	c, resp, err := g.c.Issues.GetComment(ctx, repo.Owner, repo.Name, id)
 	if err != nil {
 		return Comment{}, apiErr(fmt.Sprintf("get comment %d of %s", id, repo), resp, err)
@@ -159,7 +161,7 @@ func (g *goGitHub) GetComment(ctx context.Context, repo RepoRef, id int64) (Comm
 	return commentOf(issueNumberFromURL(c.GetIssueURL()), c), nil
 }
 
-func (g *goGitHub) CreateComment(ctx context.Context, repo RepoRef, number int, body string) (Comment, error) {
+func (g *Client) CreateComment(ctx context.Context, repo RepoRef, number int, body string) (Comment, error) {
 	c, resp, err := g.c.Issues.CreateComment(ctx, repo.Owner, repo.Name, number, &github.IssueComment{Body: github.String(body)})
 	if err != nil {
 		return Comment{}, apiErr(fmt.Sprintf("comment on %s#%d", repo, number), resp, err)
@@ -167,7 +169,7 @@ func (g *goGitHub) CreateComment(ctx context.Context, repo RepoRef, number int, 
 	return commentOf(number, c), nil
 }
 
-func (g *goGitHub) EditComment(ctx context.Context, repo RepoRef, id int64, body string) (Comment, error) {
+func (g *Client) EditComment(ctx context.Context, repo RepoRef, id int64, body string) (Comment, error) {
 	c, resp, err := g.c.Issues.EditComment(ctx, repo.Owner, repo.Name, id, &github.IssueComment{Body: github.String(body)})
 	if err != nil {
 		return Comment{}, apiErr(fmt.Sprintf("edit comment %d of %s", id, repo), resp, err)
@@ -175,7 +177,7 @@ func (g *goGitHub) EditComment(ctx context.Context, repo RepoRef, id int64, body
 	return commentOf(issueNumberFromURL(c.GetIssueURL()), c), nil
 }
 
-func (g *goGitHub) GetPermission(ctx context.Context, repo RepoRef, user string) (string, error) {
+func (g *Client) GetPermission(ctx context.Context, repo RepoRef, user string) (string, error) {
 	p, resp, err := g.c.Repositories.GetPermissionLevel(ctx, repo.Owner, repo.Name, user)
 	if err != nil {
 		return "", apiErr(fmt.Sprintf("permission of %s on %s", user, repo), resp, err)
@@ -186,7 +188,7 @@ func (g *goGitHub) GetPermission(ctx context.Context, repo RepoRef, user string)
 	return p.GetPermission(), nil
 }
 
-func (g *goGitHub) GetFile(ctx context.Context, repo RepoRef, path, ref string) ([]byte, error) {
+func (g *Client) GetFile(ctx context.Context, repo RepoRef, path, ref string) ([]byte, error) {
 	fc, _, resp, err := g.c.Repositories.GetContents(ctx, repo.Owner, repo.Name, path, &github.RepositoryContentGetOptions{Ref: ref})
 	if err != nil {
 		return nil, apiErr(fmt.Sprintf("read %s of %s at %s", path, repo, ref), resp, err)
@@ -201,7 +203,7 @@ func (g *goGitHub) GetFile(ctx context.Context, repo RepoRef, path, ref string) 
 	return []byte(s), nil
 }
 
-func (g *goGitHub) GetRef(ctx context.Context, repo RepoRef, ref string) (string, error) {
+func (g *Client) GetRef(ctx context.Context, repo RepoRef, ref string) (string, error) {
 	r, resp, err := g.c.Git.GetRef(ctx, repo.Owner, repo.Name, strings.TrimPrefix(ref, "refs/"))
 	if err != nil {
 		return "", apiErr(fmt.Sprintf("get ref %s of %s", ref, repo), resp, err)
@@ -209,13 +211,13 @@ func (g *goGitHub) GetRef(ctx context.Context, repo RepoRef, ref string) (string
 	return r.GetObject().GetSHA(), nil
 }
 
-func (g *goGitHub) CreateRef(ctx context.Context, repo RepoRef, ref, sha string) error {
+func (g *Client) CreateRef(ctx context.Context, repo RepoRef, ref, sha string) error {
 	_, resp, err := g.c.Git.CreateRef(ctx, repo.Owner, repo.Name,
 		&github.Reference{Ref: github.String(ref), Object: &github.GitObject{SHA: github.String(sha)}})
 	return apiErr(fmt.Sprintf("create ref %s of %s", ref, repo), resp, err)
 }
 
-func (g *goGitHub) GetPR(ctx context.Context, repo RepoRef, number int) (PR, error) {
+func (g *Client) GetPR(ctx context.Context, repo RepoRef, number int) (PR, error) {
 	p, resp, err := g.c.PullRequests.Get(ctx, repo.Owner, repo.Name, number)
 	if err != nil {
 		return PR{}, apiErr(fmt.Sprintf("get PR %s#%d", repo, number), resp, err)
@@ -223,7 +225,7 @@ func (g *goGitHub) GetPR(ctx context.Context, repo RepoRef, number int) (PR, err
 	return prOf(p), nil
 }
 
-func (g *goGitHub) FindPR(ctx context.Context, repo RepoRef, head string) (PR, bool, error) {
+func (g *Client) FindPR(ctx context.Context, repo RepoRef, head string) (PR, bool, error) {
 	list, resp, err := g.c.PullRequests.List(ctx, repo.Owner, repo.Name,
 		&github.PullRequestListOptions{State: "all", Head: repo.Owner + ":" + head, ListOptions: github.ListOptions{PerPage: 10}})
 	if err != nil {
@@ -237,7 +239,7 @@ func (g *goGitHub) FindPR(ctx context.Context, repo RepoRef, head string) (PR, b
 	return PR{}, false, nil
 }
 
-func (g *goGitHub) ListPRs(ctx context.Context, repo RepoRef) ([]PR, error) {
+func (g *Client) ListPRs(ctx context.Context, repo RepoRef) ([]PR, error) {
 	opts := &github.PullRequestListOptions{State: "all", ListOptions: github.ListOptions{PerPage: perPage}}
 	var out []PR
 	for {
@@ -255,7 +257,7 @@ func (g *goGitHub) ListPRs(ctx context.Context, repo RepoRef) ([]PR, error) {
 	}
 }
 
-func (g *goGitHub) CreatePR(ctx context.Context, repo RepoRef, pr NewPR) (PR, error) {
+func (g *Client) CreatePR(ctx context.Context, repo RepoRef, pr NewPR) (PR, error) {
 	p, resp, err := g.c.PullRequests.Create(ctx, repo.Owner, repo.Name, &github.NewPullRequest{
 		Title: github.String(pr.Title), Body: github.String(pr.Body), Head: github.String(pr.Head),
 		Base: github.String(pr.Base), Draft: github.Bool(pr.Draft)})
@@ -265,13 +267,13 @@ func (g *goGitHub) CreatePR(ctx context.Context, repo RepoRef, pr NewPR) (PR, er
 	return prOf(p), nil
 }
 
-func (g *goGitHub) EditPR(ctx context.Context, repo RepoRef, number int, title, body string) error {
+func (g *Client) EditPR(ctx context.Context, repo RepoRef, number int, title, body string) error {
 	_, resp, err := g.c.PullRequests.Edit(ctx, repo.Owner, repo.Name, number,
 		&github.PullRequest{Title: github.String(title), Body: github.String(body)})
 	return apiErr(fmt.Sprintf("edit PR %s#%d", repo, number), resp, err)
 }
 
-func (g *goGitHub) ListReviews(ctx context.Context, repo RepoRef, number int) ([]Review, error) {
+func (g *Client) ListReviews(ctx context.Context, repo RepoRef, number int) ([]Review, error) {
 	opts := &github.ListOptions{PerPage: perPage}
 	var out []Review
 	for {
@@ -290,7 +292,7 @@ func (g *goGitHub) ListReviews(ctx context.Context, repo RepoRef, number int) ([
 	}
 }
 
-func (g *goGitHub) DispatchWorkflow(ctx context.Context, repo RepoRef, workflow, ref string, inputs map[string]string) error {
+func (g *Client) DispatchWorkflow(ctx context.Context, repo RepoRef, workflow, ref string, inputs map[string]string) error {
 	in := make(map[string]any, len(inputs))
 	for k, v := range inputs {
 		in[k] = v
@@ -304,7 +306,7 @@ func runOf(r *github.WorkflowRun) Run {
 	return Run{ID: r.GetID(), Title: r.GetDisplayTitle(), Status: r.GetStatus(), Conclusion: r.GetConclusion(), URL: r.GetHTMLURL()}
 }
 
-func (g *goGitHub) GetRun(ctx context.Context, repo RepoRef, id int64) (Run, error) {
+func (g *Client) GetRun(ctx context.Context, repo RepoRef, id int64) (Run, error) {
 	r, resp, err := g.c.Actions.GetWorkflowRunByID(ctx, repo.Owner, repo.Name, id)
 	if err != nil {
 		return Run{}, apiErr(fmt.Sprintf("get run %d of %s", id, repo), resp, err)
@@ -312,7 +314,7 @@ func (g *goGitHub) GetRun(ctx context.Context, repo RepoRef, id int64) (Run, err
 	return runOf(r), nil
 }
 
-func (g *goGitHub) ListRuns(ctx context.Context, repo RepoRef, workflow string) ([]Run, error) {
+func (g *Client) ListRuns(ctx context.Context, repo RepoRef, workflow string) ([]Run, error) {
 	runs, resp, err := g.c.Actions.ListWorkflowRunsByFileName(ctx, repo.Owner, repo.Name, workflow,
 		&github.ListWorkflowRunsOptions{ListOptions: github.ListOptions{PerPage: perPage}})
 	if err != nil {
@@ -325,7 +327,7 @@ func (g *goGitHub) ListRuns(ctx context.Context, repo RepoRef, workflow string) 
 	return out, nil
 }
 
-func (g *goGitHub) CancelRun(ctx context.Context, repo RepoRef, id int64) error {
+func (g *Client) CancelRun(ctx context.Context, repo RepoRef, id int64) error {
 	resp, err := g.c.Actions.CancelWorkflowRunByID(ctx, repo.Owner, repo.Name, id)
 	var ae *github.AcceptedError
 	if errors.As(err, &ae) {

@@ -1,9 +1,11 @@
-package bot
+package server
 
 import (
 	"container/list"
 	"sync"
 	"time"
+
+	"github.com/bazinga-bot/bazinga/bot"
 )
 
 // lane holds the pending deliveries of one serialisation key. A lane is in
@@ -12,7 +14,7 @@ import (
 // keys run in parallel on different workers.
 type lane struct {
 	key   string
-	items []Delivery
+	items []bot.Delivery
 }
 
 // queue is the bounded work queue of the server: pending counts every
@@ -39,7 +41,7 @@ func newQueue(capacity int) *queue {
 }
 
 // push enqueues d under key; false if the queue is full or closed.
-func (q *queue) push(key string, d Delivery) bool {
+func (q *queue) push(key string, d bot.Delivery) bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.closed || q.pending >= q.cap {
@@ -52,21 +54,21 @@ func (q *queue) push(key string, d Delivery) bool {
 			l.items = append(l.items, d)
 			return true
 		}
-		l := &lane{key: key, items: []Delivery{d}}
+		l := &lane{key: key, items: []bot.Delivery{d}}
 		q.lanes[key] = l
 		q.ready <- l
 		return true
 	}
-	q.ready <- &lane{items: []Delivery{d}}
+	q.ready <- &lane{items: []bot.Delivery{d}}
 	return true
 }
 
 // take removes the head of a lane a worker received from ready.
-func (q *queue) take(l *lane) Delivery {
+func (q *queue) take(l *lane) bot.Delivery {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	d := l.items[0]
-	l.items[0] = Delivery{}
+	l.items[0] = bot.Delivery{}
 	l.items = l.items[1:]
 	q.pending--
 	q.inFlight++

@@ -1,4 +1,4 @@
-package bot
+package server
 
 import (
 	"crypto/rand"
@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bazinga-bot/bazinga/ghapi"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -79,7 +80,7 @@ func TestConfigFromEnvEscapedNewlines(t *testing.T) {
 	key := strings.ReplaceAll(string(testPrivateKey(t)), "\n", `\n`)
 	c, err := ConfigFromEnv(envOf(map[string]string{EnvAppID: "1", EnvPrivateKey: key, EnvWebhookSecret: "x"}))
 	require.NoError(t, err)
-	assert.NoError(t, ValidatePrivateKey(c.PrivateKey))
+	assert.NoError(t, ghapi.ValidatePrivateKey(c.PrivateKey))
 }
 
 func TestConfigFromEnvErrors(t *testing.T) {
@@ -141,31 +142,4 @@ func TestConfigNeverPrintsSecrets(t *testing.T) {
 		assert.NotContains(t, s, "topsecret-value")
 		assert.NotContains(t, s, "PRIVATE KEY")
 	}
-}
-
-func TestGitHubURLs(t *testing.T) {
-	tests := []struct{ in, web, api, upload string }{
-		{"", "https://github.com", "https://api.github.com/", "https://uploads.github.com/"},
-		{"https://github.com", "https://github.com", "https://api.github.com/", "https://uploads.github.com/"},
-		{"https://api.github.com/", "https://github.com", "https://api.github.com/", "https://uploads.github.com/"},
-		{"https://ghe.example.com", "https://ghe.example.com", "https://ghe.example.com/api/v3/", "https://ghe.example.com/api/uploads/"},
-		{"https://ghe.example.com/api/v3/", "https://ghe.example.com", "https://ghe.example.com/api/v3/", "https://ghe.example.com/api/uploads/"},
-		{"http://127.0.0.1:8081", "http://127.0.0.1:8081", "http://127.0.0.1:8081/api/v3/", "http://127.0.0.1:8081/api/uploads/"},
-	}
-	for _, tc := range tests {
-		t.Run(tc.in, func(t *testing.T) {
-			web, api, upload, err := GitHubURLs(tc.in)
-			require.NoError(t, err)
-			assert.Equal(t, []string{tc.web, tc.api, tc.upload}, []string{web, api, upload})
-		})
-	}
-}
-
-func TestValidatePrivateKeyPKCS8(t *testing.T) {
-	k, err := rsa.GenerateKey(rand.Reader, 1024)
-	require.NoError(t, err)
-	der, err := x509.MarshalPKCS8PrivateKey(k)
-	require.NoError(t, err)
-	assert.NoError(t, ValidatePrivateKey(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})))
-	assert.Error(t, ValidatePrivateKey(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: []byte("junk")})))
 }

@@ -1,4 +1,4 @@
-package bot
+package ghapi
 
 import (
 	"bytes"
@@ -13,142 +13,13 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
-	"net/url"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
-
-	"github.com/bradleyfalzon/ghinstallation/v2"
-	"github.com/google/go-github/v66/github"
 )
-
-// ClientFactory hands out go-github clients: one per installation (an
-// installation token through ghinstallation, cached so tokens are reused
-// until they expire) and one for the App itself (JWT), for listing
-// installations. Every client shares one ETag cache and one set of call
-// counters.
-type ClientFactory struct {
-	appID      int64
-	key        []byte
-	apiURL     *url.URL
-	uploadURL  *url.URL
-	base       http.RoundTripper
-	opts       TransportOptions
-	stats      *APIStats
-	cache      *ETagCache
-	mu         sync.Mutex
-	clients    map[int64]*github.Client
-	app        *github.Client
-	appTr      *ghinstallation.AppsTransport
-	appTrError error
-}
-
-// NewClientFactory builds a factory for the App of cfg (AppID, PrivateKey,
-// APIURL). base is the transport under the chain (nil → a clone of
-// http.DefaultTransport); opts tunes the chain, its Identity is set per client.
-func NewClientFactory(cfg Config, base http.RoundTripper, opts TransportOptions) (*ClientFactory, error) {
-	cfg = cfg.withDefaults()
-	if cfg.AppID <= 0 {
-		return nil, errors.New("client factory: app id is required")
-	}
-	if err := ValidatePrivateKey(cfg.PrivateKey); err != nil {
-		return nil, fmt.Errorf("client factory: private key: %w", err)
-	}
-	api, err := url.Parse(cfg.APIURL)
-	if err != nil {
-		return nil, fmt.Errorf("client factory: api url: %w", err)
-	}
-	upload, err := url.Parse(cfg.UploadURL)
-	if err != nil {
-		return nil, fmt.Errorf("client factory: upload url: %w", err)
-	}
-	if !strings.HasSuffix(api.Path, "/") {
-		api.Path += "/"
-	}
-	if !strings.HasSuffix(upload.Path, "/") {
-		upload.Path += "/"
-	}
-	if base == nil {
-		base = http.DefaultTransport.(*http.Transport).Clone()
-	}
-	if opts.Stats == nil {
-		opts.Stats = NewAPIStats()
-	}
-	if opts.Cache == nil {
-		opts.Cache = NewETagCache(0, 0)
-	}
-	if opts.APIPrefix == "" {
-		opts.APIPrefix = strings.TrimSuffix(api.Path, "/")
-	}
-	f := &ClientFactory{appID: cfg.AppID, key: cfg.PrivateKey, apiURL: api, uploadURL: upload,
-		base: base, opts: opts, stats: opts.Stats, cache: opts.Cache, clients: map[int64]*github.Client{}}
-	return f, nil
-}
-
-// ghinstallationBase is the base ghinstallation expects: scheme, host and
-// API path without the trailing slash.
-func (f *ClientFactory) ghinstallationBase() string {
-	return strings.TrimSuffix(f.apiURL.String(), "/")
-}
-
-func (f *ClientFactory) chain(identity string) *Transport {
-	o := f.opts
-	o.Identity = identity
-	return NewTransport(f.base, o)
-}
-
-func (f *ClientFactory) newClient(rt http.RoundTripper) *github.Client {
-	c := github.NewClient(&http.Client{Transport: rt})
-	api, upload := *f.apiURL, *f.uploadURL
-	c.BaseURL, c.UploadURL = &api, &upload
-	return c
-}
-
-// Installation returns the client of one installation, creating it on first use.
-func (f *ClientFactory) Installation(installationID int64) (*github.Client, error) {
-	if installationID <= 0 {
-		return nil, fmt.Errorf("installation client: invalid installation id %d", installationID)
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if c, ok := f.clients[installationID]; ok {
-		return c, nil
-	}
-	// ghinstallation sits above the chain: it adds the token, and the
-	// chain (cache, retries, counting) sees every request on the wire,
-	// the token exchange included.
-	itr, err := ghinstallation.New(f.chain("installation/"+strconv.FormatInt(installationID, 10)), f.appID, installationID, f.key)
-	if err != nil {
-		return nil, fmt.Errorf("installation %d transport: %w", installationID, err)
-	}
-	itr.BaseURL = f.ghinstallationBase()
-	c := f.newClient(itr)
-	f.clients[installationID] = c
-	return c, nil
-}
-
-// App returns the App-level client (JWT-authenticated), for listing
-// installations and finding a repository's installation.
-func (f *ClientFactory) App() (*github.Client, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.app != nil {
-		return f.app, nil
-	}
-	atr, err := ghinstallation.NewAppsTransport(f.chain("app"), f.appID, f.key)
-	if err != nil {
-		return nil, fmt.Errorf("app transport: %w", err)
-	}
-	atr.BaseURL = f.ghinstallationBase()
-	f.app = f.newClient(atr)
-	return f.app, nil
-}
-
-// CallStats returns the API counters of every client of the factory.
-func (f *ClientFactory) CallStats() CallStats { return f.stats.Snapshot() }
 
 // ---------------------------------------------------------------------------
 // Call counting
@@ -239,9 +110,9 @@ func (a *APIStats) retried(rateLimit bool) {
 	a.mu.Unlock()
 }
 
-// contentCreating reports whether GitHub counts a method against the
+// ContentCreating reports whether GitHub counts a method against the
 // secondary content-creation limits (80/min, 500/h).
-func contentCreating(method string) bool {
+func ContentCreating(method string) bool {
 	switch method {
 	case http.MethodPost, http.MethodPatch, http.MethodPut, http.MethodDelete:
 		return true
@@ -537,7 +408,7 @@ func (t *Transport) retrying(req *http.Request) (*http.Response, error) {
 		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }
 	}
 	kind := req.Method + " " + RouteTemplate(t.o.APIPrefix, req.URL.Path)
-	creating := contentCreating(req.Method)
+	creating := ContentCreating(req.Method)
 	rateTries, errTries := 0, 0
 	for attempt := 0; ; attempt++ {
 		send := req

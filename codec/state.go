@@ -1,4 +1,4 @@
-package bot
+package codec
 
 import (
 	"bytes"
@@ -55,7 +55,7 @@ type GroupPR struct {
 	TriedLast string `json:"tried_last,omitempty"`
 }
 
-const stateVersion = 1
+const StateVersion = 1
 
 // PR returns the group's PR record, creating it.
 func (s *State) PR(group string) *GroupPR {
@@ -68,8 +68,8 @@ func (s *State) PR(group string) *GroupPR {
 	return &s.PRs[len(s.PRs)-1]
 }
 
-// prNumber returns the group's PR number, or 0.
-func (s *State) prNumber(group string) int {
+// PRNumber returns the group's PR number, or 0.
+func (s *State) PRNumber(group string) int {
 	for _, p := range s.PRs {
 		if p.Group == group {
 			return p.Number
@@ -78,8 +78,8 @@ func (s *State) prNumber(group string) int {
 	return 0
 }
 
-// groupOfPR returns the group whose PR is number.
-func (s *State) groupOfPR(number int) string {
+// GroupOfPR returns the group whose PR is number.
+func (s *State) GroupOfPR(number int) string {
 	for _, p := range s.PRs {
 		if p.Number == number && number != 0 {
 			return p.Group
@@ -88,9 +88,9 @@ func (s *State) groupOfPR(number int) string {
 	return ""
 }
 
-// encodeState renders the hidden state block: base64(gzip(json)) and an
+// EncodeState renders the hidden state block: base64(gzip(json)) and an
 // HMAC-SHA256 over that payload with the state key.
-func encodeState(st State, key []byte) (string, error) {
+func EncodeState(st State, key []byte) (string, error) {
 	js, err := json.Marshal(st)
 	if err != nil {
 		return "", fmt.Errorf("encode state: %w", err)
@@ -104,7 +104,7 @@ func encodeState(st State, key []byte) (string, error) {
 		return "", fmt.Errorf("encode state: %w", err)
 	}
 	payload := base64.StdEncoding.EncodeToString(buf.Bytes())
-	return stateMarker + payload + "." + sign(payload, key) + blockEnd, nil
+	return StateMarker + payload + "." + sign(payload, key) + BlockEnd, nil
 }
 
 func sign(payload string, key []byte) string {
@@ -115,24 +115,24 @@ func sign(payload string, key []byte) string {
 
 // Errors reading a state block.
 var (
-	errNoState     = errors.New("no state block")
-	errBadStateMAC = errors.New("state block does not verify")
+	ErrNoState     = errors.New("no state block")
+	ErrBadStateMAC = errors.New("state block does not verify")
 )
 
-// decodeState reads and verifies the state block of a comment body.
-func decodeState(body string, key []byte) (State, error) {
-	raw, ok := hiddenBlock(body, stateMarker)
+// DecodeState reads and verifies the state block of a comment body.
+func DecodeState(body string, key []byte) (State, error) {
+	raw, ok := HiddenBlock(body, StateMarker)
 	if !ok {
-		return State{}, errNoState
+		return State{}, ErrNoState
 	}
 	i := bytes.LastIndexByte([]byte(raw), '.')
 	if i < 0 {
-		return State{}, errBadStateMAC
+		return State{}, ErrBadStateMAC
 	}
 	payload, mac := raw[:i], raw[i+1:]
 	want := sign(payload, key)
 	if !hmac.Equal([]byte(mac), []byte(want)) {
-		return State{}, errBadStateMAC
+		return State{}, ErrBadStateMAC
 	}
 	gz, err := base64.StdEncoding.DecodeString(payload)
 	if err != nil {
@@ -150,8 +150,8 @@ func decodeState(body string, key []byte) (State, error) {
 	if err := json.Unmarshal(js, &st); err != nil {
 		return State{}, fmt.Errorf("state block: %w", err)
 	}
-	if st.V != stateVersion {
-		return State{}, fmt.Errorf("state block: version %d, this bazinga reads %d", st.V, stateVersion)
+	if st.V != StateVersion {
+		return State{}, fmt.Errorf("state block: version %d, this bazinga reads %d", st.V, StateVersion)
 	}
 	// Check the session's internal references the way the engine does.
 	sjs, err := st.Session.Marshal()
@@ -164,9 +164,9 @@ func decodeState(body string, key []byte) (State, error) {
 	return st, nil
 }
 
-// settled reports whether the session has ended and every view of it is
+// Settled reports whether the session has ended and every view of it is
 // written: nothing pending, labels, PRs and the issue's state right.
-func (s *State) settled() bool {
+func (s *State) Settled() bool {
 	ss := &s.Session
 	if !ss.Status.Terminal() || len(s.Pending) > 0 || s.IssueLabel != pipeline.IssueLabel(ss.Status) {
 		return false
@@ -176,7 +176,7 @@ func (s *State) settled() bool {
 	}
 	for i := range ss.Groups {
 		g := &ss.Groups[i]
-		if p := s.prNumber(g.ID); p != 0 {
+		if p := s.PRNumber(g.ID); p != 0 {
 			for _, gp := range s.PRs {
 				if gp.Group == g.ID && (gp.Label != pipeline.GroupLabel(g) || gp.BodyHash == "") {
 					return false
@@ -185,4 +185,19 @@ func (s *State) settled() bool {
 		}
 	}
 	return true
+}
+
+// PendingEffect is an effect of a reconcile that has not been carried out
+// yet (its call failed, or it waits for the group branch); it is retried
+// before the next reconcile's effects. Its ID is stable, so carrying it out
+// twice is recognised.
+type PendingEffect struct {
+	ID   string `json:"id"`
+	Kind string `json:"kind"` // dispatch | cancel | comment
+	Step string `json:"step,omitempty"`
+	// Group is the group of a dispatch.
+	Group string `json:"group,omitempty"`
+	// Number is where a comment goes; Text is its body.
+	Number int    `json:"number,omitempty"`
+	Text   string `json:"text,omitempty"`
 }

@@ -1,17 +1,15 @@
-package bot
+package server
 
 import (
-	"crypto/rsa"
-	"crypto/x509"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/url"
 	"os"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/bazinga-bot/bazinga/ghapi"
 )
 
 // Defaults of the server configuration.
@@ -24,9 +22,6 @@ const (
 	DefaultDedupSize     = 10000
 	DefaultDedupTTL      = time.Hour
 	DefaultShutdownGrace = 30 * time.Second
-	defaultGitHubURL     = "https://github.com"
-	defaultAPIURL        = "https://api.github.com/"
-	defaultUploadURL     = "https://uploads.github.com/"
 )
 
 // Config is the configuration of `bazinga serve`. ConfigFromEnv fills it
@@ -110,7 +105,7 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		if !strings.Contains(key, "\n") {
 			key = strings.ReplaceAll(key, `\n`, "\n")
 		}
-		if err := ValidatePrivateKey([]byte(key)); err != nil {
+		if err := ghapi.ValidatePrivateKey([]byte(key)); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", EnvPrivateKey, err))
 		} else {
 			c.PrivateKey = []byte(key)
@@ -119,7 +114,7 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		b, err := os.ReadFile(keyPath)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", EnvPrivateKeyPath, err))
-		} else if err := ValidatePrivateKey(b); err != nil {
+		} else if err := ghapi.ValidatePrivateKey(b); err != nil {
 			errs = append(errs, fmt.Errorf("%s (%s): %w", EnvPrivateKeyPath, keyPath, err))
 		} else {
 			c.PrivateKey = b
@@ -134,7 +129,7 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		c.WebhookSecret = []byte(v)
 	}
 
-	web, api, upload, err := GitHubURLs(get(EnvGitHubURL))
+	web, api, upload, err := ghapi.GitHubURLs(get(EnvGitHubURL))
 	if err != nil {
 		errs = append(errs, fmt.Errorf("%s: %w", EnvGitHubURL, err))
 	}
@@ -183,53 +178,9 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	return c, nil
 }
 
-// GitHubURLs derives the web, REST API and upload bases from a GitHub URL:
-// "" or github.com → the public API; a GitHub Enterprise Server host
-// (https://ghe.example.com) → https://ghe.example.com/api/v3/ and
-// /api/uploads/. A URL that already ends in /api/v3 is taken as the API base.
-func GitHubURLs(raw string) (web, api, upload string, err error) {
-	if raw == "" {
-		return defaultGitHubURL, defaultAPIURL, defaultUploadURL, nil
-	}
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "", "", "", fmt.Errorf("not a URL: %w", err)
-	}
-	if (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-		return "", "", "", fmt.Errorf("must be an http(s) URL with a host, got %q", raw)
-	}
-	if u.RawQuery != "" || u.Fragment != "" || u.User != nil {
-		return "", "", "", fmt.Errorf("must not carry credentials, a query or a fragment")
-	}
-	host := strings.ToLower(u.Host)
-	if host == "github.com" || host == "www.github.com" || host == "api.github.com" {
-		return defaultGitHubURL, defaultAPIURL, defaultUploadURL, nil
-	}
-	path := strings.TrimRight(u.Path, "/")
-	path = strings.TrimSuffix(path, "/api/v3")
-	base := u.Scheme + "://" + u.Host + path
-	return base, base + "/api/v3/", base + "/api/uploads/", nil
-}
-
-// ValidatePrivateKey checks that b is a PEM-encoded RSA private key (PKCS#1
-// as GitHub issues it, or PKCS#8), so a bad key fails at start-up rather
-// than at the first token exchange.
-func ValidatePrivateKey(b []byte) error {
-	block, _ := pem.Decode(b)
-	if block == nil {
-		return errors.New("not PEM: expected -----BEGIN RSA PRIVATE KEY-----")
-	}
-	if _, err := x509.ParsePKCS1PrivateKey(block.Bytes); err == nil {
-		return nil
-	}
-	k, err := x509.ParsePKCS8PrivateKey(block.Bytes)
-	if err != nil {
-		return fmt.Errorf("PEM block %q is not an RSA private key: %w", block.Type, err)
-	}
-	if _, ok := k.(*rsa.PrivateKey); !ok {
-		return fmt.Errorf("PEM block %q is a %T, GitHub Apps use RSA keys", block.Type, k)
-	}
-	return nil
+// App is the GitHub App the configuration names.
+func (c Config) App() ghapi.App {
+	return ghapi.App{ID: c.AppID, PrivateKey: c.PrivateKey, APIURL: c.APIURL, UploadURL: c.UploadURL}
 }
 
 // withDefaults fills zero tuning fields with their defaults.
@@ -259,7 +210,7 @@ func (c Config) withDefaults() Config {
 		c.ShutdownGrace = DefaultShutdownGrace
 	}
 	if c.APIURL == "" {
-		c.GitHubURL, c.APIURL, c.UploadURL = defaultGitHubURL, defaultAPIURL, defaultUploadURL
+		c.GitHubURL, c.APIURL, c.UploadURL = ghapi.DefaultGitHubURL, ghapi.DefaultAPIURL, ghapi.DefaultUploadURL
 	}
 	if c.UploadURL == "" {
 		c.UploadURL = c.APIURL
@@ -287,4 +238,4 @@ func (c Config) LogValue() slog.Value {
 func (c Config) String() string { return c.LogValue().String() }
 
 // GoString keeps secrets out of %#v.
-func (c Config) GoString() string { return "bot.Config" + c.String() }
+func (c Config) GoString() string { return "server.Config" + c.String() }

@@ -1,4 +1,4 @@
-package bot
+package codec
 
 import (
 	"encoding/base64"
@@ -31,14 +31,14 @@ type ResultRecord struct {
 }
 
 const (
-	resultMarker = "<!-- bazinga:result:v1 "
-	eventMarker  = "<!-- bazinga:event:v1 "
-	stateMarker  = "<!-- bazinga:state:v1 "
-	blockEnd     = " -->"
-	// maxCommentChars is GitHub's limit on a comment body, in characters.
-	maxCommentChars = 65536
-	// commentBudget leaves room for GitHub counting differently than we do.
-	commentBudget = 65000
+	ResultMarker = "<!-- bazinga:result:v1 "
+	EventMarker  = "<!-- bazinga:event:v1 "
+	StateMarker  = "<!-- bazinga:state:v1 "
+	BlockEnd     = " -->"
+	// MaxCommentChars is GitHub's limit on a comment body, in characters.
+	MaxCommentChars = 65536
+	// CommentBudget leaves room for GitHub counting differently than we do.
+	CommentBudget = 65000
 )
 
 // StepRef is a step id split into its parts: <session>/<group>/<role>/<n>.
@@ -70,6 +70,17 @@ func ParseStepID(id string) (StepRef, bool) {
 	return StepRef{Session: parts[0], Group: parts[1], Role: role, N: n}, true
 }
 
+// StepInText finds a step id among the words of a run name.
+func StepInText(s string) (string, StepRef, bool) {
+	for _, w := range strings.Fields(s) {
+		w = strings.Trim(w, "\"'`()[],")
+		if ref, ok := ParseStepID(w); ok {
+			return w, ref, true
+		}
+	}
+	return "", StepRef{}, false
+}
+
 // RenderResultComment renders a result comment: the capsule, the details
 // folded, and the hidden machine-readable block.
 func RenderResultComment(r ResultRecord) string {
@@ -78,13 +89,13 @@ func RenderResultComment(r ResultRecord) string {
 	var b strings.Builder
 	b.WriteString(pipeline.Capsule(st))
 	b.WriteString("\n\n<details><summary>Details of step <code>")
-	b.WriteString(escapeHTML(r.Step))
+	b.WriteString(EscapeHTML(r.Step))
 	b.WriteString("</code></summary>\n\n")
 	for _, line := range r.Result.Summary {
-		b.WriteString("- " + oneLineMD(line) + "\n")
+		b.WriteString("- " + OneLine(line) + "\n")
 	}
 	if r.Note != "" {
-		b.WriteString("\n" + oneLineMD(r.Note) + "\n")
+		b.WriteString("\n" + OneLine(r.Note) + "\n")
 	}
 	if !r.StartedAt.IsZero() && !r.EndedAt.IsZero() {
 		fmt.Fprintf(&b, "\nRan %s (%s → %s).\n", r.EndedAt.Sub(r.StartedAt).Round(time.Second),
@@ -98,10 +109,10 @@ func RenderResultComment(r ResultRecord) string {
 		handoff = "\n```json\n" + strings.ReplaceAll(string(r.Result.Handoff), "```", "` ` `") + "\n```\n"
 	}
 	block := resultBlock(r)
-	if b.Len()+len(handoff)+len(block)+32 > commentBudget {
+	if b.Len()+len(handoff)+len(block)+32 > CommentBudget {
 		handoff = "\n(handoff too long to show)\n"
 	}
-	if b.Len()+len(handoff)+len(block)+32 > commentBudget {
+	if b.Len()+len(handoff)+len(block)+32 > CommentBudget {
 		r.Result.Handoff = nil
 		block = resultBlock(r)
 	}
@@ -117,12 +128,12 @@ func resultBlock(r ResultRecord) string {
 		// Unreachable: every field marshals.
 		js = []byte("{}")
 	}
-	return resultMarker + base64.StdEncoding.EncodeToString(js) + blockEnd
+	return ResultMarker + base64.StdEncoding.EncodeToString(js) + BlockEnd
 }
 
 // ParseResultComment reads the result block of a comment body.
 func ParseResultComment(body string) (ResultRecord, bool) {
-	raw, ok := hiddenBlock(body, resultMarker)
+	raw, ok := HiddenBlock(body, ResultMarker)
 	if !ok {
 		return ResultRecord{}, false
 	}
@@ -141,14 +152,14 @@ func ParseResultComment(body string) (ResultRecord, bool) {
 	return r, true
 }
 
-// hiddenBlock returns the payload of the last block starting with marker.
-func hiddenBlock(body, marker string) (string, bool) {
+// HiddenBlock returns the payload of the last block starting with marker.
+func HiddenBlock(body, marker string) (string, bool) {
 	i := strings.LastIndex(body, marker)
 	if i < 0 {
 		return "", false
 	}
 	rest := body[i+len(marker):]
-	j := strings.Index(rest, blockEnd)
+	j := strings.Index(rest, BlockEnd)
 	if j < 0 {
 		return "", false
 	}
@@ -163,17 +174,17 @@ type EventRecord struct {
 	Events []pipeline.Event `json:"events"`
 }
 
-func eventBlock(r EventRecord) string {
+func EventBlock(r EventRecord) string {
 	js, err := json.Marshal(r)
 	if err != nil {
 		js = []byte("{}")
 	}
-	return eventMarker + base64.StdEncoding.EncodeToString(js) + blockEnd
+	return EventMarker + base64.StdEncoding.EncodeToString(js) + BlockEnd
 }
 
 // ParseEventComment reads the event block of a bot comment.
 func ParseEventComment(body string) (EventRecord, bool) {
-	raw, ok := hiddenBlock(body, eventMarker)
+	raw, ok := HiddenBlock(body, EventMarker)
 	if !ok {
 		return EventRecord{}, false
 	}
@@ -188,13 +199,13 @@ func ParseEventComment(body string) (EventRecord, bool) {
 	return r, true
 }
 
-func escapeHTML(s string) string {
+func EscapeHTML(s string) string {
 	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(s)
 }
 
-// oneLineMD keeps untrusted text on one line and defuses HTML comments so
+// OneLine keeps untrusted text on one line and defuses HTML comments so
 // it cannot fake a hidden block.
-func oneLineMD(s string) string {
+func OneLine(s string) string {
 	s = strings.Join(strings.Fields(s), " ")
 	s = strings.ReplaceAll(s, "<!--", "&lt;!--")
 	if r := []rune(s); len(r) > 300 {

@@ -1,4 +1,4 @@
-package bot
+package codec
 
 import (
 	"encoding/json"
@@ -23,7 +23,7 @@ func TestResultCommentRoundTrip(t *testing.T) {
 	require.Equal(t, rec.Result.Status, got.Result.Status)
 	require.JSONEq(t, string(rec.Result.Handoff), string(got.Result.Handoff))
 	require.True(t, rec.EndedAt.Equal(got.EndedAt))
-	for _, bad := range []string{"", "no block", resultMarker + "!!!" + blockEnd,
+	for _, bad := range []string{"", "no block", ResultMarker + "!!!" + BlockEnd,
 		RenderResultComment(ResultRecord{Step: "12/A/developer/3", Role: pipeline.RoleQA, Group: "A", Result: rec.Result})} {
 		_, ok := ParseResultComment(bad)
 		require.False(t, ok, bad)
@@ -38,7 +38,7 @@ func TestParseStepID(t *testing.T) {
 		_, ok := ParseStepID(bad)
 		require.False(t, ok, bad)
 	}
-	id, _, ok := stepInText("bazinga 7/B/qa/12")
+	id, _, ok := StepInText("bazinga 7/B/qa/12")
 	require.True(t, ok)
 	require.Equal(t, "7/B/qa/12", id)
 }

@@ -1,4 +1,4 @@
-package bot
+package server
 
 import (
 	"bytes"

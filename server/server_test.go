@@ -1,4 +1,4 @@
-package bot
+package server
 
 import (
 	"bufio"
@@ -24,6 +24,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bazinga-bot/bazinga/bot"
+	"github.com/bazinga-bot/bazinga/ghapi"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -33,20 +35,20 @@ const testSecret = "test-webhook-secret"
 // fakeProcessor records deliveries; its behaviour is set per test.
 type fakeProcessor struct {
 	mu      sync.Mutex
-	got     []Delivery
-	keyFn   func(Delivery) string
-	process func(ctx context.Context, d Delivery) error
+	got     []bot.Delivery
+	keyFn   func(bot.Delivery) string
+	process func(ctx context.Context, d bot.Delivery) error
 	sweeps  atomic.Int32
 }
 
-func (f *fakeProcessor) Key(d Delivery) string {
+func (f *fakeProcessor) Key(d bot.Delivery) string {
 	if f.keyFn != nil {
 		return f.keyFn(d)
 	}
 	return ""
 }
 
-func (f *fakeProcessor) Process(ctx context.Context, d Delivery) error {
+func (f *fakeProcessor) Process(ctx context.Context, d bot.Delivery) error {
 	f.mu.Lock()
 	f.got = append(f.got, d)
 	f.mu.Unlock()
@@ -58,10 +60,10 @@ func (f *fakeProcessor) Process(ctx context.Context, d Delivery) error {
 
 func (f *fakeProcessor) Sweep(context.Context) error { f.sweeps.Add(1); return nil }
 
-func (f *fakeProcessor) deliveries() []Delivery {
+func (f *fakeProcessor) deliveries() []bot.Delivery {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return append([]Delivery(nil), f.got...)
+	return append([]bot.Delivery(nil), f.got...)
 }
 
 func newTestServer(t *testing.T, cfg Config, p Processor) *Server {
@@ -88,7 +90,7 @@ func webhookRequest(event, id string, body []byte) *http.Request {
 	r.Header.Set("Content-Type", "application/json")
 	r.Header.Set("X-GitHub-Event", event)
 	if id != "" {
-		r.Header.Set("X-GitHub-Delivery", id)
+		r.Header.Set("X-GitHub-bot.Delivery", id)
 	}
 	r.Header.Set("X-Hub-Signature-256", Sign([]byte(testSecret), body))
 	return r
@@ -222,7 +224,7 @@ func TestDedupTTLAndSize(t *testing.T) {
 
 func TestQueueFullReturns503(t *testing.T) {
 	release := make(chan struct{})
-	p := &fakeProcessor{process: func(ctx context.Context, d Delivery) error {
+	p := &fakeProcessor{process: func(ctx context.Context, d bot.Delivery) error {
 		<-release
 		return nil
 	}}
@@ -260,8 +262,8 @@ func TestPerKeySerialisation(t *testing.T) {
 	order := map[string][]int{}
 	maxConcurrentSameKey, maxConcurrentAll, all := 0, 0, 0
 	p := &fakeProcessor{
-		keyFn: func(d Delivery) string { return d.Repo },
-		process: func(ctx context.Context, d Delivery) error {
+		keyFn: func(d bot.Delivery) string { return d.Repo },
+		process: func(ctx context.Context, d bot.Delivery) error {
 			var env struct {
 				Seq int `json:"seq"`
 			}
@@ -304,15 +306,15 @@ func TestPerKeySerialisation(t *testing.T) {
 
 func TestPanicRecovered(t *testing.T) {
 	p := &fakeProcessor{
-		keyFn: func(Delivery) string { return "one-lane" },
-		process: func(ctx context.Context, d Delivery) error {
+		keyFn: func(bot.Delivery) string { return "one-lane" },
+		process: func(ctx context.Context, d bot.Delivery) error {
 			switch d.ID {
 			case "boom":
 				panic("handler exploded")
 			case "fails":
 				return errors.New("github said no")
 			case "ignored":
-				return fmt.Errorf("not a bazinga issue: %w", ErrIgnored)
+				return fmt.Errorf("not a bazinga issue: %w", bot.ErrIgnored)
 			}
 			return nil
 		},
@@ -380,17 +382,18 @@ var (
 )
 
 func TestMetricsFormat(t *testing.T) {
-	p := &fakeProcessor{process: func(ctx context.Context, d Delivery) error {
+	p := &fakeProcessor{process: func(ctx context.Context, d bot.Delivery) error {
 		if d.Event == "watch" {
-			return ErrIgnored
+			return bot.ErrIgnored
 		}
 		return nil
 	}}
 	s := newTestServer(t, Config{}, p)
-	stats := NewAPIStats()
-	stats.record("GET /repos/{owner}/{repo}/issues/{number}", false, &http.Response{StatusCode: 304, Header: http.Header{"X-Ratelimit-Remaining": {"4990"}}})
-	stats.record("POST /repos/{owner}/{repo}/issues/{number}/comments", true, &http.Response{StatusCode: 201, Header: http.Header{}})
-	s.Metrics().SetAPIStats(stats.Snapshot)
+	// What two calls (a 304 read, a comment created) leave in the counters.
+	s.Metrics().SetAPIStats(func() ghapi.CallStats {
+		return ghapi.CallStats{Total: 2, ContentCreating: 1, NotModified: 1, RateLimitRemaining: 4990, ByKind: map[string]int{
+			"GET /repos/{owner}/{repo}/issues/{number}": 1, "POST /repos/{owner}/{repo}/issues/{number}/comments": 1}}
+	})
 
 	serve(s, webhookRequest("ping", "m-1", readFixture(t, "ping.json")))
 	serve(s, webhookRequest("watch", "m-2", readFixture(t, "watch-started.json")))
@@ -443,7 +446,7 @@ func TestMetricsFormat(t *testing.T) {
 func TestRunSweepsAndShutsDownGracefully(t *testing.T) {
 	started := make(chan struct{}, 1)
 	finished := atomic.Bool{}
-	p := &fakeProcessor{process: func(ctx context.Context, d Delivery) error {
+	p := &fakeProcessor{process: func(ctx context.Context, d bot.Delivery) error {
 		started <- struct{}{}
 		time.Sleep(50 * time.Millisecond)
 		finished.Store(true)
@@ -476,7 +479,7 @@ func TestRunSweepsAndShutsDownGracefully(t *testing.T) {
 }
 
 func TestKeyPanicDoesNotFailRequest(t *testing.T) {
-	p := &fakeProcessor{keyFn: func(Delivery) string { panic("bad key") }}
+	p := &fakeProcessor{keyFn: func(bot.Delivery) string { panic("bad key") }}
 	s := newTestServer(t, Config{}, p)
 	assert.Equal(t, http.StatusAccepted, serve(s, webhookRequest("ping", "kp", readFixture(t, "ping.json"))).Code)
 	waitFor(t, "processed", func() bool { return len(p.deliveries()) == 1 })
@@ -485,9 +488,9 @@ func TestKeyPanicDoesNotFailRequest(t *testing.T) {
 // noopProcessor acknowledges everything; for latency measurements.
 type noopProcessor struct{}
 
-func (noopProcessor) Key(d Delivery) string                   { return d.Repo }
-func (noopProcessor) Process(context.Context, Delivery) error { return nil }
-func (noopProcessor) Sweep(context.Context) error             { return nil }
+func (noopProcessor) Key(d bot.Delivery) string                   { return d.Repo }
+func (noopProcessor) Process(context.Context, bot.Delivery) error { return nil }
+func (noopProcessor) Sweep(context.Context) error                 { return nil }
 
 // AckLatency fires signed deliveries at rate per second for dur against a
 // real HTTP listener (open loop: a slow answer does not delay the next
@@ -518,7 +521,7 @@ func AckLatency(tb testing.TB, rate int, dur time.Duration) []time.Duration {
 			req, _ := http.NewRequest(http.MethodPost, hs.URL+"/webhook", bytes.NewReader(body))
 			req.Header.Set("Content-Type", "application/json")
 			req.Header.Set("X-GitHub-Event", "issues")
-			req.Header.Set("X-GitHub-Delivery", fmt.Sprintf("bench-%d", i))
+			req.Header.Set("X-GitHub-bot.Delivery", fmt.Sprintf("bench-%d", i))
 			req.Header.Set("X-Hub-Signature-256", sig)
 			start := time.Now()
 			resp, err := client.Do(req)
@@ -575,7 +578,7 @@ func BenchmarkWebhookAck(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		r := httptest.NewRequest(http.MethodPost, "/webhook", bytes.NewReader(body))
 		r.Header.Set("X-GitHub-Event", "issues")
-		r.Header.Set("X-GitHub-Delivery", strconv.Itoa(i))
+		r.Header.Set("X-GitHub-bot.Delivery", strconv.Itoa(i))
 		r.Header.Set("X-Hub-Signature-256", sig)
 		w := httptest.NewRecorder()
 		s.Handler().ServeHTTP(w, r)

@@ -1,0 +1,117 @@
+package ghapi
+
+import (
+	"errors"
+	"time"
+)
+
+// Our own types for the slice of GitHub bazinga uses: consumers declare the
+// small interfaces they need over these types (Prow-plugin style), so no
+// go-github type reaches them.
+
+// RepoRef names a repository.
+type RepoRef struct {
+	Owner string
+	Name  string
+}
+
+// String is "owner/name".
+func (r RepoRef) String() string { return r.Owner + "/" + r.Name }
+
+// ParseRepo reads "owner/name".
+func ParseRepo(full string) (RepoRef, bool) {
+	for i := 0; i < len(full); i++ {
+		if full[i] == '/' {
+			if i == 0 || i == len(full)-1 {
+				return RepoRef{}, false
+			}
+			return RepoRef{Owner: full[:i], Name: full[i+1:]}, true
+		}
+	}
+	return RepoRef{}, false
+}
+
+// Issue is an issue or a pull request as the issues API shows it.
+type Issue struct {
+	Number    int
+	Title     string
+	Body      string
+	State     string // open | closed
+	Author    string
+	Labels    []string
+	IsPR      bool
+	CreatedAt time.Time
+	URL       string // html
+}
+
+// Comment is an issue or pull request comment.
+type Comment struct {
+	ID         int64
+	Issue      int
+	Author     string
+	AuthorType string // "User" or "Bot"
+	// Association is GitHub's author_association (OWNER, MEMBER, COLLABORATOR, …).
+	Association string
+	Body        string
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
+	URL         string // html
+}
+
+// PR is a pull request.
+type PR struct {
+	Number   int
+	Title    string
+	Body     string
+	State    string // open | closed
+	Head     string // branch name
+	Base     string
+	Draft    bool
+	Merged   bool
+	MergedBy string
+	ClosedAt time.Time
+	MergedAt time.Time
+	URL      string // html
+}
+
+// NewPR is a pull request to open.
+type NewPR struct {
+	Title, Body, Head, Base string
+	Draft                   bool
+}
+
+// Review is a pull request review.
+type Review struct {
+	ID          int64
+	Author      string
+	AuthorType  string
+	Association string // OWNER, MEMBER, COLLABORATOR, CONTRIBUTOR, NONE, …
+	State       string // APPROVED, CHANGES_REQUESTED, COMMENTED, DISMISSED, PENDING
+	Body        string
+	SubmittedAt time.Time
+}
+
+// IssueEdit changes an issue or pull request through the issues API; nil
+// fields stay as they are. Labels replace the whole set.
+type IssueEdit struct {
+	Title  *string
+	Body   *string
+	Labels *[]string
+	State  *string
+}
+
+// Run is a workflow run.
+type Run struct {
+	ID         int64
+	Title      string // the rendered run-name
+	Status     string
+	Conclusion string
+	URL        string // html
+}
+
+// Errors of the client: callers test them with errors.Is.
+var (
+	ErrNotFound  = errors.New("github: not found")
+	ErrExists    = errors.New("github: already exists")
+	ErrNoCommits = errors.New("github: no commits between base and head")
+)
