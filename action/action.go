@@ -86,12 +86,6 @@ type Deps struct {
 	Now func() time.Time
 	// Client builds the API client (default NewClient).
 	Client ClientFunc
-	// StateWait bounds how long a step job waits for the tracking comment
-	// to show its step (the bot dispatches before it writes the comment);
-	// default 90s. StatePoll is the first interval between reads (default
-	// 250ms, doubling up to 5s; unchanged reads are free 304s).
-	StateWait time.Duration
-	StatePoll time.Duration
 }
 
 func (d Deps) withDefaults() Deps {
@@ -111,12 +105,6 @@ func (d Deps) withDefaults() Deps {
 		d.Client = func(ctx context.Context, token, apiURL string) (*github.Client, error) {
 			return NewClient(token, apiURL, ghapi.TransportOptions{})
 		}
-	}
-	if d.StateWait == 0 {
-		d.StateWait = 90 * time.Second
-	}
-	if d.StatePoll <= 0 {
-		d.StatePoll = 250 * time.Millisecond
 	}
 	return d
 }

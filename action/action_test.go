@@ -110,7 +110,6 @@ func (u *unit) action(env map[string]string) result {
 		Client: func(ctx context.Context, token, apiURL string) (*github.Client, error) {
 			return action.NewClient(token, apiURL, ghapi.TransportOptions{MaxRetries: -1, MaxRateLimitRetries: -1})
 		},
-		StateWait: 300 * time.Millisecond, StatePoll: 20 * time.Millisecond,
 	})
 	r := result{code: code, stdout: out.String()}
 	if p := env["GITHUB_OUTPUT"]; p != "" {

@@ -113,41 +113,17 @@ func (j *job) reconcile(ctx context.Context) int {
 	return 0
 }
 
-// sweep is the schedule: results no event delivered, then every active
-// session reconciled with a tick (timeouts, lost steps, clarifications).
+// sweep is the schedule: every active session gets the results no event
+// delivered applied, then a tick (timeouts, lost steps, clarifications,
+// the outbox).
 func (j *job) sweep(ctx context.Context, b *bot.Bot) int {
 	j.gha.Group("bazinga: sweep " + j.in.repo.String())
 	defer j.gha.EndGroup()
-	seen := map[int]bool{}
-	var errs []error
-	for _, label := range []string{"bazinga:running", "bazinga:needs-input", "bazinga:paused"} {
-		issues, err := j.gh.ListIssuesByLabel(ctx, j.in.repo, label)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		for _, is := range issues {
-			if seen[is.Number] || is.IsPR {
-				continue
-			}
-			seen[is.Number] = true
-			n, err := b.ApplyLoggedResults(ctx, 0, j.in.repo, is.Number)
-			if err != nil {
-				errs = append(errs, err)
-			}
-			if n > 0 {
-				j.gha.Infof("session #%d: applied %d result(s)", is.Number, n)
-			}
-		}
-	}
 	if err := b.Sweep(ctx); err != nil {
-		errs = append(errs, err)
+		j.out.set("", StatusFailed, []string{err.Error()})
+		return j.fail("sweeping", err)
 	}
-	if len(errs) > 0 {
-		j.out.set("", StatusFailed, []string{errors.Join(errs...).Error()})
-		return j.fail("sweeping", errors.Join(errs...))
-	}
-	j.gha.Infof("swept %d active session(s)", len(seen))
+	j.gha.Infof("swept the active sessions of %s", j.in.repo)
 	j.out.set("", StatusHandled, nil)
 	return 0
 }

@@ -44,7 +44,7 @@ func (j *job) runStep(ctx context.Context) int {
 	j.log = j.log.With("step", in.step, "repo", in.repo.String())
 
 	j.gha.Group("bazinga: load session #" + ref.Session)
-	st, found, err := j.loadState(ctx, issue, ref)
+	st, found, err := j.loadState(ctx, issue)
 	j.gha.EndGroup()
 	if err != nil {
 		return j.fail("reading the session from the tracking comment of #"+ref.Session, err)
@@ -125,6 +125,12 @@ func (j *job) runStep(ctx context.Context) int {
 			Errorf("%s; the job fails so that bazinga retries the step", oneLine(ev.Reason))
 		j.out.set(in.step, StatusFailed, []string{ev.Reason})
 		j.out.summary(renderSummary(*step, rep, nil, started, ended, in.runURL))
+		// The reason goes to the orchestrator, which retries the step; the
+		// run's failure alone would say only that the job failed.
+		fr := codec.FailureRecord{Step: in.step, Role: step.Role, Group: step.Group, Reason: ev.Reason, RunURL: in.runURL}
+		if _, err := j.postComment(ctx, issue, st.Session, step.Group, codec.RenderFailureComment(fr)); err != nil {
+			j.gha.Warningf("bazinga: could not post the failure of %s: %v", in.step, err)
+		}
 		return 1
 	}
 	res := *ev.Result
@@ -148,48 +154,27 @@ func (j *job) runStep(ctx context.Context) int {
 	return 0
 }
 
-// loadState reads the session from the issue's tracking comment, waiting
-// (bounded) while the comment does not know the step yet: the bot
-// dispatches a step before it writes the state that records it.
-func (j *job) loadState(ctx context.Context, issue int, ref codec.StepRef) (codec.State, bool, error) {
-	trust := codec.StateTrust{Key: j.in.stateKey}
-	deadline := j.d.Now().Add(j.d.StateWait)
-	wait := j.d.StatePoll
-	for {
-		comments, err := j.gh.ListComments(ctx, j.in.repo, issue)
-		if errors.Is(err, ghapi.ErrNotFound) {
-			return codec.State{}, false, nil
-		}
-		if err != nil {
-			return codec.State{}, false, err
-		}
-		st, c, err := codec.FindState(comments, j.in.repo, issue, trust)
-		behind := false
-		switch {
-		case errors.Is(err, codec.ErrNoSession):
-			behind = true
-			j.log.Info("no trusted tracking comment yet", "why", err.Error())
-		case err != nil:
-			return codec.State{}, false, err
-		default:
-			behind = st.Session.Step(j.in.step) == nil && ref.N > st.Session.StepSeq
-			j.log.Info("session loaded", "comment", c.ID, "rev", st.Session.Rev, "status", st.Session.Status.String(), "behind", behind)
-		}
-		if !behind {
-			return st, true, nil
-		}
-		if !j.d.Now().Add(wait).Before(deadline) {
-			return st, err == nil, nil
-		}
-		select {
-		case <-ctx.Done():
-			return codec.State{}, false, ctx.Err()
-		case <-time.After(wait):
-		}
-		if wait *= 2; wait > 5*time.Second {
-			wait = 5 * time.Second
-		}
+// loadState reads the session from the issue's tracking comment. The
+// orchestrator writes the state, with the step in flight, before it
+// dispatches the step, so one read is enough.
+func (j *job) loadState(ctx context.Context, issue int) (codec.State, bool, error) {
+	comments, err := j.gh.ListComments(ctx, j.in.repo, issue)
+	if errors.Is(err, ghapi.ErrNotFound) {
+		return codec.State{}, false, nil
 	}
+	if err != nil {
+		return codec.State{}, false, err
+	}
+	st, c, err := codec.FindState(comments, j.in.repo, issue, codec.StateTrust{Key: j.in.stateKey})
+	if errors.Is(err, codec.ErrNoSession) {
+		j.log.Info("no trusted tracking comment", "why", err.Error())
+		return codec.State{}, false, nil
+	}
+	if err != nil {
+		return codec.State{}, false, err
+	}
+	j.log.Info("session loaded", "comment", c.ID, "rev", st.Session.Rev, "status", st.Session.Status.String())
+	return st, true, nil
 }
 
 // claim creates the step's claim ref at the base head (ErrExists: another
@@ -209,8 +194,14 @@ func (j *job) claim(ctx context.Context, base string) error {
 // postResult posts the result comment on the group PR if there is one,
 // else on the issue, and returns where it went.
 func (j *job) postResult(ctx context.Context, issue int, s pipeline.Session, rec codec.ResultRecord) (int, error) {
+	return j.postComment(ctx, issue, s, rec.Group, codec.RenderResultComment(rec))
+}
+
+// postComment posts body on the group's PR if there is one, else on the
+// issue, and returns where it went.
+func (j *job) postComment(ctx context.Context, issue int, s pipeline.Session, group, body string) (int, error) {
 	where := issue
-	if g := s.Group(rec.Group); g != nil && rec.Group != pipeline.LeadGroup {
+	if g := s.Group(group); g != nil && group != pipeline.LeadGroup {
 		pr, ok, err := j.gh.FindPR(ctx, j.in.repo, g.Branch)
 		if err != nil {
 			return 0, err
@@ -219,7 +210,7 @@ func (j *job) postResult(ctx context.Context, issue int, s pipeline.Session, rec
 			where = pr.Number
 		}
 	}
-	if _, err := j.gh.CreateComment(ctx, j.in.repo, where, codec.RenderResultComment(rec)); err != nil {
+	if _, err := j.gh.CreateComment(ctx, j.in.repo, where, body); err != nil {
 		return 0, err
 	}
 	return where, nil

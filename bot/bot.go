@@ -11,7 +11,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/bazinga-bot/bazinga/codec"
 	"github.com/bazinga-bot/bazinga/ghapi"
 	"github.com/bazinga-bot/bazinga/pipeline"
 )
@@ -50,20 +49,8 @@ type Bot struct {
 
 	mu    sync.Mutex
 	locks map[string]*sync.Mutex
-	mem   map[string]*memState
+	// repos are the repositories seen in deliveries, for the sweep.
 	repos map[string]ghapi.InstalledRepo
-	// done remembers action ids carried out, per session, so a retried
-	// delivery never repeats an effect even when the state write failed.
-	done map[string]map[string]bool
-}
-
-// memState is the last state the bot wrote (or failed to write) for a
-// session, with the tracking comment it lives in.
-type memState struct {
-	st        codec.State
-	commentID int64
-	body      string // last body written; "" when the write failed
-	dirty     bool   // st is newer than what GitHub holds
 }
 
 // New checks the options and returns the core.
@@ -89,8 +76,7 @@ func New(o Options) (*Bot, error) {
 	if o.StartLabel == "" {
 		o.StartLabel = "bazinga"
 	}
-	return &Bot{o: o, log: o.Logger, locks: map[string]*sync.Mutex{}, mem: map[string]*memState{},
-		repos: map[string]ghapi.InstalledRepo{}, done: map[string]map[string]bool{}}, nil
+	return &Bot{o: o, log: o.Logger, locks: map[string]*sync.Mutex{}, repos: map[string]ghapi.InstalledRepo{}}, nil
 }
 
 func (b *Bot) defaults() pipeline.Config {
@@ -127,29 +113,12 @@ func (b *Bot) remember(inst int64, repo ghapi.RepoRef) {
 	b.repos[repo.String()] = ghapi.InstalledRepo{Installation: inst, Repo: repo}
 }
 
-func (b *Bot) markDone(key, id string) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	m := b.done[key]
-	if m == nil {
-		m = map[string]bool{}
-		b.done[key] = m
-	}
-	if len(m) > 4096 {
-		clear(m)
-	}
-	m[id] = true
-}
-
-func (b *Bot) isDone(key, id string) bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.done[key][id]
-}
-
-// Sweep reconciles every active session with a tick: sessions labelled
-// bazinga:running, bazinga:needs-input or bazinga:paused in the known
-// repositories, plus the live sessions this process holds in memory.
+// Sweep reconciles every active session of the known repositories (open
+// issues labelled bazinga, bazinga:running, bazinga:needs-input or
+// bazinga:paused: a session whose effects were not all carried out keeps
+// such a label): first
+// the results its log holds that no event delivered, then a tick
+// (timeouts, lost steps, clarifications, the outbox).
 func (b *Bot) Sweep(ctx context.Context) error {
 	repos := map[string]ghapi.InstalledRepo{}
 	if b.o.Repos != nil {
@@ -163,14 +132,8 @@ func (b *Bot) Sweep(ctx context.Context) error {
 	}
 	b.mu.Lock()
 	for k, r := range b.repos {
-		repos[k] = r
-	}
-	targets := map[string]sessionRef{}
-	for key, m := range b.mem {
-		if !m.st.Settled() || m.dirty {
-			if repo, ok := ghapi.ParseRepo(m.st.Repo); ok {
-				targets[key] = sessionRef{inst: repos[repo.String()].Installation, repo: repo, issue: m.st.Issue}
-			}
+		if _, ok := repos[k]; !ok {
+			repos[k] = r
 		}
 	}
 	b.mu.Unlock()
@@ -182,28 +145,35 @@ func (b *Bot) Sweep(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("sweep %s: %w", name, err))
 			continue
 		}
-		for _, label := range []string{"bazinga:running", "bazinga:needs-input", "bazinga:paused"} {
-			issues, err := gh.ListIssuesByLabel(ctx, r.Repo, label)
+		issues := map[int]bool{}
+		// The start label too: a session whose first effects failed has no
+		// bazinga:* label yet.
+		for _, label := range []string{b.o.StartLabel, "bazinga:running", "bazinga:needs-input", "bazinga:paused"} {
+			list, err := gh.ListIssuesByLabel(ctx, r.Repo, label)
 			if err != nil {
 				errs = append(errs, fmt.Errorf("sweep %s: %w", name, err))
 				continue
 			}
-			for _, is := range issues {
-				ref := sessionRef{inst: r.Installation, repo: r.Repo, issue: is.Number}
-				targets[ref.key()] = ref
+			for _, is := range list {
+				if !is.IsPR {
+					issues[is.Number] = true
+				}
 			}
 		}
-	}
-	for _, key := range sortedKeys(targets) {
-		ref := targets[key]
-		gh, err := b.o.Client(ctx, ref.inst)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("sweep %s: %w", key, err))
-			continue
+		numbers := make([]int, 0, len(issues))
+		for n := range issues {
+			numbers = append(numbers, n)
 		}
-		err = b.reconcile(ctx, gh, ref, input{events: []pipeline.Event{pipeline.Tick(strconv.Itoa(ref.issue))}, sweep: true})
-		if err != nil && !errors.Is(err, ErrIgnored) {
-			errs = append(errs, fmt.Errorf("sweep %s: %w", key, err))
+		sort.Ints(numbers)
+		for _, n := range numbers {
+			ref := sessionRef{inst: r.Installation, repo: r.Repo, issue: n}
+			if _, err := b.applyLoggedResults(ctx, gh, ref); err != nil {
+				errs = append(errs, fmt.Errorf("sweep %s: %w", ref.key(), err))
+			}
+			err := b.drive(ctx, gh, ref, input{delivery: "sweep", events: []pipeline.Event{pipeline.Tick(strconv.Itoa(n))}})
+			if err != nil && !errors.Is(err, ErrIgnored) {
+				errs = append(errs, fmt.Errorf("sweep %s: %w", ref.key(), err))
+			}
 		}
 	}
 	return errors.Join(errs...)
@@ -227,6 +197,8 @@ type Delivery struct {
 	Repo         string // "owner/name", if any
 	Payload      []byte
 	Received     time.Time
+	// parsed is the payload as ParseDelivery decoded it.
+	parsed *payload
 }
 
 // ErrIgnored is returned (possibly wrapped) by Processor.Process for a

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -211,14 +212,10 @@ func (h *coreHarness) start() int {
 	return n
 }
 
-func (h *coreHarness) mem() (codec.State, bool) {
-	h.bot.mu.Lock()
-	defer h.bot.mu.Unlock()
-	m := h.bot.mem[coreOwner+"/"+coreRepo+"#"+strconv.Itoa(h.issue)]
-	if m == nil {
-		return codec.State{}, false
-	}
-	return m.st, true
+// state is the session as GitHub holds it: the tracking comment.
+func (h *coreHarness) state() (codec.State, bool) {
+	st, n := h.trackingState()
+	return st, n > 0
 }
 
 // run drives the session: deliveries first, then one job, then sweeps
@@ -237,8 +234,8 @@ func (h *coreHarness) run(maxIter int) pipeline.SessionStatus {
 			idle = 0
 			continue
 		}
-		st, ok := h.mem()
-		if ok && st.Session.Status.Terminal() && len(st.Pending) == 0 && !h.dirty() && st.Closed == (st.Session.Status == pipeline.SessionDone) {
+		st, ok := h.state()
+		if ok && h.settled(st) {
 			return st.Session.Status
 		}
 		idle++
@@ -258,11 +255,16 @@ func (h *coreHarness) run(maxIter int) pipeline.SessionStatus {
 	return 0
 }
 
-func (h *coreHarness) dirty() bool {
-	h.bot.mu.Lock()
-	defer h.bot.mu.Unlock()
-	m := h.bot.mem[coreOwner+"/"+coreRepo+"#"+strconv.Itoa(h.issue)]
-	return m != nil && m.dirty
+// settled reports whether the session ended and GitHub shows all of it:
+// the issue's label and state are the last effects carried out.
+func (h *coreHarness) settled(st codec.State) bool {
+	if !st.Session.Status.Terminal() {
+		return false
+	}
+	if !slices.Contains(h.repo.Labels(h.issue), IssueLabel(st.Session.Status)) {
+		return false
+	}
+	return (h.repo.Issue(h.issue).GetState() == "closed") == (st.Session.Status == pipeline.SessionDone && st.Config.GitHub.CloseIssue)
 }
 
 // job plays the Actions job of one run: claim the step, do the work (push
@@ -295,7 +297,7 @@ func (h *coreHarness) job(r ghfake.Run) {
 	res := pipeline.Result{}
 	switch ref.Role {
 	case pipeline.RolePM:
-		st, _ := h.mem()
+		st, _ := h.state()
 		if len(st.Session.Groups) == 0 {
 			res = pipeline.Result{Status: pipeline.StatusPlanningComplete, Summary: []string{fmt.Sprintf("Planned %d groups", h.groups)}, Handoff: h.planHandoff()}
 		} else {
@@ -330,7 +332,7 @@ func (h *coreHarness) job(r ghfake.Run) {
 		}
 		res = pipeline.Result{Status: pipeline.StatusMergeSuccess, Summary: []string{"Landed on main"}}
 	case pipeline.RoleValidate:
-		st, _ := h.mem()
+		st, _ := h.state()
 		missing := []string{}
 		for _, g := range st.Session.Groups {
 			if _, err := h.repo.ReadFile("main", "group_"+g.ID+".txt"); err != nil {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bazinga-bot/bazinga/codec"
 	"github.com/bazinga-bot/bazinga/internal/ghfake"
 	"github.com/bazinga-bot/bazinga/pipeline"
 	"github.com/stretchr/testify/require"
@@ -52,14 +53,14 @@ func TestCommandAuthorisation(t *testing.T) {
 	h.drain()
 	got := h.botComments(h.issue)
 	require.Contains(t, got[len(got)-1], "@mallory only people with write")
-	st, _ := h.mem()
+	st, _ := h.state()
 	require.False(t, st.Session.Status.Terminal())
 	require.Len(t, h.f.Runs(), runs)
 	// alice may stop it.
 	_, err = h.repo.Comment("alice", h.issue, "/bazinga stop")
 	require.NoError(t, err)
 	h.drain()
-	st, _ = h.mem()
+	st, _ = h.state()
 	require.Equal(t, pipeline.SessionStopped, st.Session.Status)
 	require.Contains(t, h.repo.Labels(h.issue), "bazinga:stopped")
 	// help and unknown commands answer with the help text.
@@ -113,7 +114,7 @@ func TestEventsOutOfOrder(t *testing.T) {
 	for i := 0; i < 200; i++ {
 		if d, ok := h.pop(); ok {
 			_ = h.process(d)
-			if st, _ := h.mem(); len(st.Session.InFlight()) >= 3 {
+			if st, _ := h.state(); len(st.Session.InFlight()) >= 3 {
 				break
 			}
 			continue
@@ -195,17 +196,17 @@ func TestUnlabelPausesAndReviewsAndClosures(t *testing.T) {
 	h.steps(40)
 	require.NoError(t, h.repo.UnlabelIssue("alice", h.issue, "bazinga"))
 	h.drain()
-	st, _ := h.mem()
+	st, _ := h.state()
 	require.Equal(t, pipeline.SessionPaused, st.Session.Status)
 	require.Contains(t, h.repo.Labels(h.issue), "bazinga:paused")
 	require.NoError(t, h.repo.LabelIssue("alice", h.issue, "bazinga"))
 	h.drain()
-	st, _ = h.mem()
+	st, _ = h.state()
 	require.False(t, st.Session.Status == pipeline.SessionPaused)
 	// Groups wait for a human approval; alice approves both PRs.
 	for i := 0; i < 200; i++ {
 		h.steps(1)
-		st, _ = h.mem()
+		st, _ = h.state()
 		waiting := 0
 		for _, g := range st.Session.Groups {
 			if g.Wait == pipeline.WaitHumanReview {
@@ -234,7 +235,7 @@ func TestPRClosedUnmergedAbandonsGroup(t *testing.T) {
 	pr := h.repo.PRs()[0]
 	require.NoError(t, h.repo.ClosePR("alice", pr.GetNumber()))
 	h.drain()
-	st, _ := h.mem()
+	st, _ := h.state()
 	_, group, _ := parseBranch(pr.GetHead().GetRef())
 	require.Equal(t, pipeline.StageAbandoned, st.Session.Group(group).Stage)
 }
@@ -254,7 +255,7 @@ func TestFailedRunRetriesStep(t *testing.T) {
 	}
 	require.NotEmpty(t, failed)
 	h.drain()
-	st, _ := h.mem()
+	st, _ := h.state()
 	require.Equal(t, pipeline.StepFailed, st.Session.Step(failed).State)
 	require.Contains(t, h.botCommentsJoined(), "ended without a result")
 	require.Equal(t, pipeline.SessionDone, h.run(500))
@@ -272,4 +273,51 @@ func TestBadConfigNamesKeyAndLine(t *testing.T) {
 	require.Contains(t, got[0], "qa")
 	require.Empty(t, h.f.Runs())
 	_ = ghfake.ActionsLogin
+}
+
+// TestFailureReportCarriesReason: a job that ends without a result posts
+// its reason; the step fails with that reason (and is retried), and the
+// run's failure that follows changes nothing more. A failure report by
+// anyone but the job identity is ignored.
+func TestFailureReportCarriesReason(t *testing.T) {
+	h := newCoreHarness(t, coreOpts{groups: 1})
+	var qa string
+	h.hold = func(step string) bool { return strings.Contains(step, "/qa/") }
+	h.start()
+	h.steps(60)
+	var run ghfake.Run
+	for _, r := range h.f.Runs() {
+		if strings.Contains(r.Inputs["step"], "/qa/") && r.Status != "completed" {
+			qa, run = r.Inputs["step"], r
+		}
+	}
+	require.NotEmpty(t, qa)
+	ref, _ := codec.ParseStepID(qa)
+	pr := 0
+	for _, p := range h.repo.PRs() {
+		pr = p.GetNumber()
+	}
+	report := func(login string) {
+		body := codec.RenderFailureComment(codec.FailureRecord{Step: qa, Role: ref.Role, Group: ref.Group, Reason: "the agent timed out after 30m"})
+		_, err := h.repo.Comment(login, pr, body)
+		require.NoError(t, err)
+		h.drain()
+	}
+	report("mallory")
+	st, _ := h.state()
+	require.Equal(t, pipeline.StepInFlight, st.Session.Step(qa).State, "a failure report by mallory is ignored")
+
+	report("github-actions[bot]")
+	st, _ = h.state()
+	require.Equal(t, pipeline.StepFailed, st.Session.Step(qa).State)
+	require.Contains(t, st.Session.Step(qa).Note, "the agent timed out after 30m")
+	require.Contains(t, h.botCommentsJoined(), "the agent timed out after 30m")
+	rev := st.Session.Rev
+	h.ran[run.ID] = true
+	require.NoError(t, h.f.CompleteRun(run.ID, "failure"))
+	h.drain()
+	st, _ = h.state()
+	require.Equal(t, rev, st.Session.Rev, "the run's failure after the report changes nothing")
+	h.hold = nil
+	require.Equal(t, pipeline.SessionDone, h.run(500))
 }

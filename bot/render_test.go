@@ -32,12 +32,12 @@ func TestGoldenRenders(t *testing.T) {
 	h := newCoreHarness(t, coreOpts{groups: 2})
 	h.start()
 	h.steps(24)
-	st, _ := h.mem()
+	st, _ := h.state()
 	golden(t, "tracking_running.md", renderTracking(&st, "https://github.com/acme/widgets", 30, "<!-- state -->"))
 	g := st.Session.Groups[0]
 	golden(t, "pr_body.md", prTitle(h.issue, g)+"\n\n"+prBody(h.issue, st.Session, g))
 	require.Equal(t, pipeline.SessionDone, h.run(500))
-	st, _ = h.mem()
+	st, _ = h.state()
 	golden(t, "tracking_done.md", renderTracking(&st, "https://github.com/acme/widgets", 30, "<!-- state -->"))
 	golden(t, "result_comment.md", codec.RenderResultComment(codec.ResultRecord{Step: "12/A/developer/3", Role: pipeline.RoleDeveloper, Group: "A", Model: "haiku",
 		Result: pipeline.Result{Status: pipeline.StatusReadyForQA, Summary: []string{"Implemented JWT auth", "3 files", "12/12 tests pass"},

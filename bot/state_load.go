@@ -21,54 +21,27 @@ type loaded struct {
 	commentID int64  // the tracking comment (0: none yet)
 	body      string // its body as read
 	rebuilt   bool
+	// comments are the issue's comments as read.
+	comments []ghapi.Comment
 }
 
-// load finds the session's state: the tracking comment when it verifies
-// (or the newer state this process holds in memory), else a rebuild from
-// the log; found is false when the issue has no session.
+// load reads the session's state from the issue's comments: the newest
+// tracking comment the bot wrote that verifies, else a rebuild from the
+// log; found is false when the issue has no session. Nothing is kept
+// between deliveries: GitHub holds the state, and an unchanged list is a
+// free 304.
 func (b *Bot) load(ctx context.Context, gh GitHub, ref sessionRef, exclude int64) (loaded, error) {
-	key := ref.key()
-	b.mu.Lock()
-	m := b.mem[key]
-	var mem memState
-	if m != nil {
-		mem = *m
-	}
-	b.mu.Unlock()
-
-	if m != nil && mem.commentID != 0 {
-		c, err := gh.GetComment(ctx, ref.repo, mem.commentID)
-		switch {
-		case errors.Is(err, ghapi.ErrNotFound):
-			// The tracking comment was deleted: what we hold is the state.
-			b.log.Warn("tracking comment deleted; writing it again", "repo", ref.repo.String(), "issue", ref.issue)
-			return loaded{st: mem.st, found: true}, nil
-		case err != nil:
-			return loaded{}, err
-		case c.Body == mem.body || !strings.EqualFold(c.Author, b.o.Login):
-			return loaded{st: mem.st, found: true, commentID: mem.commentID, body: c.Body}, nil
-		}
-		st, err := codec.DecodeState(c.Body, b.o.StateKey)
-		if err == nil && st.Session.Rev >= mem.st.Session.Rev && st.Issue == ref.issue {
-			return loaded{st: st, found: true, commentID: mem.commentID, body: c.Body}, nil
-		}
-		if err != nil {
-			b.log.Warn("tracking comment does not verify; keeping the state in memory", "repo", ref.repo.String(), "issue", ref.issue, "err", err)
-		}
-		return loaded{st: mem.st, found: true, commentID: mem.commentID, body: c.Body}, nil
-	}
-
 	comments, err := gh.ListComments(ctx, ref.repo, ref.issue)
 	if err != nil {
 		return loaded{}, err
 	}
-	var best loaded
+	best := loaded{comments: comments}
 	var forged bool
 	for _, c := range comments {
 		if !strings.Contains(c.Body, codec.StateMarker) {
 			continue
 		}
-		if !strings.EqualFold(c.Author, b.o.Login) {
+		if !b.own(c.Author) {
 			b.log.Warn("ignoring a state block not written by the bot", "repo", ref.repo.String(), "issue", ref.issue, "author", c.Author, "comment", c.ID)
 			continue
 		}
@@ -82,29 +55,26 @@ func (b *Bot) load(ctx context.Context, gh GitHub, ref sessionRef, exclude int64
 			continue
 		}
 		if !best.found || st.Session.Rev > best.st.Session.Rev {
-			best = loaded{st: st, found: true, commentID: c.ID, body: c.Body}
+			best = loaded{st: st, found: true, commentID: c.ID, body: c.Body, comments: comments}
 		}
 	}
-	if m != nil && (!best.found || mem.st.Session.Rev > best.st.Session.Rev) {
-		// This process holds a newer state whose write failed.
-		return loaded{st: mem.st, found: true, commentID: best.commentID, body: best.body}, nil
-	}
-	if best.found {
+	if best.found || (!forged && !hasLog(comments, b.o.Login)) {
 		return best, nil
-	}
-	if !forged && !hasLog(comments, b.o.Login) {
-		return loaded{commentID: best.commentID, body: best.body}, nil
 	}
 	st, ok, err := b.rebuild(ctx, gh, ref, comments, exclude)
 	if err != nil {
 		return loaded{}, fmt.Errorf("rebuild session %s: %w", ref.key(), err)
 	}
 	if !ok {
-		return loaded{commentID: best.commentID, body: best.body}, nil
+		return best, nil
 	}
 	b.log.Warn("session rebuilt from its log", "repo", ref.repo.String(), "issue", ref.issue, "rev", st.Session.Rev, "steps", len(st.Session.Steps))
-	return loaded{st: st, found: true, commentID: best.commentID, body: best.body, rebuilt: true}, nil
+	best.st, best.found, best.rebuilt = st, true, true
+	return best, nil
 }
+
+// own reports whether login is the bot itself.
+func (b *Bot) own(login string) bool { return strings.EqualFold(login, b.o.Login) }
 
 // hasLog reports whether the issue's comments show a session ever ran:
 // a result comment or a bot comment with an event block.
@@ -264,10 +234,6 @@ func (b *Bot) rebuild(ctx context.Context, gh GitHub, ref sessionRef, issueComme
 	}
 	st.Session = s
 	// Views are written again: labels and PR texts are put right.
-	st.Session.IssueLabel = ""
-	for i := range st.Session.Groups {
-		st.Session.Groups[i].Label = ""
-	}
 	for i := range st.PRs {
 		st.PRs[i].BodyHash, st.PRs[i].Label = "", ""
 	}
@@ -364,6 +330,13 @@ func (b *Bot) ApplyLoggedResults(ctx context.Context, installation int64, repo g
 	}
 	ref := sessionRef{inst: installation, repo: repo, issue: issue}
 	b.remember(installation, repo)
+	return b.applyLoggedResults(ctx, gh, ref)
+}
+
+// applyLoggedResults applies the results of steps in flight that the
+// session's comments hold, one reconcile each, oldest first.
+func (b *Bot) applyLoggedResults(ctx context.Context, gh GitHub, ref sessionRef) (int, error) {
+	repo, issue := ref.repo, ref.issue
 	unlock := b.lock(ref.key())
 	ld, err := b.load(ctx, gh, ref, 0)
 	unlock()
@@ -433,7 +406,7 @@ func (b *Bot) ApplyLoggedResults(ctx context.Context, installation int64, repo g
 	applied := 0
 	var errs []error
 	for _, r := range results {
-		err := b.reconcile(ctx, gh, ref, input{delivery: "logged-result-" + strconv.FormatInt(r.c.ID, 10),
+		err := b.drive(ctx, gh, ref, input{delivery: "logged-result-" + strconv.FormatInt(r.c.ID, 10),
 			result: &resultIn{rec: r.rec, author: r.c.Author, number: r.number}, commentID: r.c.ID})
 		switch {
 		case err == nil:

@@ -24,7 +24,7 @@ func TestLoggedResultsAreAppliedWithoutTheirEvents(t *testing.T) {
 	h.queue = nil // every delivery about it is lost
 	h.mu.Unlock()
 
-	before, ok := h.mem()
+	before, ok := h.state()
 	require.True(t, ok)
 	require.Empty(t, before.Session.Groups)
 
@@ -32,7 +32,7 @@ func TestLoggedResultsAreAppliedWithoutTheirEvents(t *testing.T) {
 	n, err := h.bot.ApplyLoggedResults(h.ctx, h.f.InstallationID(), ref, h.issue)
 	require.NoError(t, err)
 	assert.Equal(t, 1, n, "one logged result applied")
-	after, _ := h.mem()
+	after, _ := h.state()
 	require.Len(t, after.Session.Groups, 1)
 	assert.Equal(t, pipeline.RoleDeveloper, after.Session.Step(after.Session.Groups[0].InFlight).Role)
 

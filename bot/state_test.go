@@ -90,7 +90,7 @@ func TestRebuild(t *testing.T) {
 			h := newCoreHarness(t, coreOpts{groups: 3})
 			h.start()
 			h.steps(40)
-			before, ok := h.mem()
+			before, ok := h.state()
 			require.True(t, ok)
 			require.Equal(t, pipeline.SessionRunning, before.Session.Status)
 			require.NotEmpty(t, before.Session.InFlight())

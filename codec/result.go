@@ -213,3 +213,59 @@ func OneLine(s string) string {
 	}
 	return s
 }
+
+// FailureRecord is what a step's job posts when the step ended without a
+// result (the agent crashed or timed out, the clone failed): the reason
+// reaches the orchestrator, which retries the step. The job still fails.
+type FailureRecord struct {
+	Step   string        `json:"step"`
+	Role   pipeline.Role `json:"role"`
+	Group  string        `json:"group"`
+	Reason string        `json:"reason"`
+	RunURL string        `json:"run_url,omitempty"`
+}
+
+// FailureMarker starts a failure block.
+const FailureMarker = "<!-- bazinga:failure:v1 "
+
+// maxReasonChars bounds the reason kept in a failure record.
+const maxReasonChars = 2000
+
+// RenderFailureComment renders a failure comment: one visible line and the
+// hidden block. The reason is agent-adjacent text: it is shown on one line
+// and escaped.
+func RenderFailureComment(r FailureRecord) string {
+	if rs := []rune(r.Reason); len(rs) > maxReasonChars {
+		r.Reason = string(rs[:maxReasonChars-1]) + "…"
+	}
+	js, err := json.Marshal(r)
+	if err != nil {
+		js = []byte("{}")
+	}
+	line := fmt.Sprintf("⚠️ Step `%s` ended without a result: %s", r.Step, EscapeHTML(OneLine(r.Reason)))
+	if r.RunURL != "" {
+		line += fmt.Sprintf(" ([job run](%s))", r.RunURL)
+	}
+	return line + "\n\n" + FailureMarker + base64.StdEncoding.EncodeToString(js) + BlockEnd
+}
+
+// ParseFailureComment reads the failure block of a comment body.
+func ParseFailureComment(body string) (FailureRecord, bool) {
+	raw, ok := HiddenBlock(body, FailureMarker)
+	if !ok {
+		return FailureRecord{}, false
+	}
+	js, err := base64.StdEncoding.DecodeString(raw)
+	if err != nil {
+		return FailureRecord{}, false
+	}
+	var r FailureRecord
+	if err := json.Unmarshal(js, &r); err != nil {
+		return FailureRecord{}, false
+	}
+	ref, ok := ParseStepID(r.Step)
+	if !ok || ref.Role != r.Role || ref.Group != r.Group || strings.TrimSpace(r.Reason) == "" {
+		return FailureRecord{}, false
+	}
+	return r, true
+}

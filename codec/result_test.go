@@ -2,6 +2,7 @@ package codec
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -41,4 +42,19 @@ func TestParseStepID(t *testing.T) {
 	id, _, ok := StepInText("bazinga 7/B/qa/12")
 	require.True(t, ok)
 	require.Equal(t, "7/B/qa/12", id)
+}
+
+func TestFailureCommentRoundTrip(t *testing.T) {
+	r := FailureRecord{Step: "7/A/developer/3", Role: pipeline.RoleDeveloper, Group: "A", Reason: "agent timed out after 30m <!-- x -->", RunURL: "https://example.com/run/1"}
+	body := RenderFailureComment(r)
+	got, ok := ParseFailureComment(body)
+	require.True(t, ok)
+	require.Equal(t, r, got)
+	require.NotContains(t, body[:strings.Index(body, FailureMarker)], "<!--", "the visible line cannot open a comment")
+	_, ok = ParseResultComment(body)
+	require.False(t, ok, "a failure is not a result")
+	for _, bad := range []FailureRecord{{Step: "7/A/developer/3", Role: pipeline.RoleQA, Group: "A", Reason: "x"}, {Step: "7/A/developer/3", Role: pipeline.RoleDeveloper, Group: "A"}} {
+		_, ok := ParseFailureComment(RenderFailureComment(bad))
+		require.False(t, ok, "%+v", bad)
+	}
 }

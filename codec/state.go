@@ -11,6 +11,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
+	"time"
 
 	"github.com/bazinga-bot/bazinga/pipeline"
 )
@@ -164,40 +166,48 @@ func DecodeState(body string, key []byte) (State, error) {
 	return st, nil
 }
 
-// Settled reports whether the session has ended and every view of it is
-// written: nothing pending, labels, PRs and the issue's state right.
-func (s *State) Settled() bool {
-	ss := &s.Session
-	if !ss.Status.Terminal() || len(s.Pending) > 0 || s.IssueLabel != pipeline.IssueLabel(ss.Status) {
-		return false
-	}
-	if ss.Status == pipeline.SessionDone && s.Config.GitHub.CloseIssue && !s.Closed {
-		return false
-	}
-	for i := range ss.Groups {
-		g := &ss.Groups[i]
-		if p := s.PRNumber(g.ID); p != 0 {
-			for _, gp := range s.PRs {
-				if gp.Group == g.ID && (gp.Label != pipeline.GroupLabel(g) || gp.BodyHash == "") {
-					return false
-				}
-			}
-		}
-	}
-	return true
-}
+// EffectKind is what a pending effect does.
+type EffectKind string
 
-// PendingEffect is an effect of a reconcile that has not been carried out
-// yet (its call failed, or it waits for the group branch); it is retried
-// before the next reconcile's effects. Its ID is stable, so carrying it out
-// twice is recognised.
+// Effect kinds, carried out in this order within one reconcile.
+const (
+	EffectDispatch EffectKind = "dispatch" // run a step (workflow_dispatch)
+	EffectCancel   EffectKind = "cancel"   // cancel a withdrawn step's run, best effort
+	EffectComment  EffectKind = "comment"  // post a bot comment (replies, notices, event records)
+	EffectLabels   EffectKind = "labels"   // set the issue's bazinga label
+	EffectClose    EffectKind = "close"    // close the issue of a finished session
+)
+
+// PendingEffect is an effect in the outbox: a reconcile writes it with the
+// state, in the same tracking-comment write, and then carries it out; the
+// next reconcile drops it once GitHub shows it done (a run for the step, a
+// comment with its marker, the label, the closed issue) and carries it out
+// again otherwise. Its ID is stable, so doing it twice is recognised.
 type PendingEffect struct {
-	ID   string `json:"id"`
-	Kind string `json:"kind"` // dispatch | cancel | comment
-	Step string `json:"step,omitempty"`
+	ID   string     `json:"id"`
+	Kind EffectKind `json:"kind"`
+	// At is when the reconcile that asked for it ran.
+	At   time.Time `json:"at"`
+	Step string    `json:"step,omitempty"`
 	// Group is the group of a dispatch.
 	Group string `json:"group,omitempty"`
 	// Number is where a comment goes; Text is its body.
 	Number int    `json:"number,omitempty"`
 	Text   string `json:"text,omitempty"`
+	// Label is the issue label of a labels effect.
+	Label string `json:"label,omitempty"`
+	// Failed is set when carrying it out failed: the next reconcile does it
+	// again at once (an effect not known to have failed may still be on its
+	// way, like a dispatch whose run GitHub has not created yet).
+	Failed bool `json:"failed,omitempty"`
 }
+
+// EffectMarker is the hidden line that marks a comment as the effect id, so
+// a later reconcile sees it was posted.
+func EffectMarker(id string) string { return EffectPrefix + id + BlockEnd }
+
+// EffectPrefix starts an effect marker.
+const EffectPrefix = "<!-- bazinga:effect:v1 "
+
+// HasEffectMarker reports whether body carries the marker of effect id.
+func HasEffectMarker(body, id string) bool { return strings.Contains(body, EffectMarker(id)) }

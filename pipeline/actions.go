@@ -2,8 +2,7 @@ package pipeline
 
 // Action is an effect for a front-end to carry out. Its ID is stable: the same
 // session and events give the same ids, and carrying out an action twice must
-// do nothing more than once (a branch that exists is fine; a step already
-// claimed is a duplicate).
+// do nothing more than once (a step already claimed is a duplicate).
 type Action struct {
 	ID    string     `json:"id"`
 	Kind  ActionKind `json:"kind"`
@@ -14,11 +13,6 @@ type Action struct {
 	Model   string  `json:"model,omitempty"`
 	Purpose Purpose `json:"purpose,omitempty"`
 	Attempt int     `json:"attempt,omitempty"`
-	// Branch and Base are set for ActionEnsureBranch.
-	Branch string `json:"branch,omitempty"`
-	Base   string `json:"base,omitempty"`
-	// Labels is the complete bazinga label set of the issue (Group empty) or a group PR.
-	Labels []string `json:"labels,omitempty"`
 	// Notice and Text are set for ActionNotify, ActionPause, ActionComplete and ActionReport.
 	Notice NoticeKind `json:"notice,omitempty"`
 	Text   string     `json:"text,omitempty"`

@@ -160,19 +160,20 @@ type ActionKind int
 
 // Action kinds, in the order a front-end should apply one reconcile's actions.
 const (
-	ActionUnknown      ActionKind = iota
-	ActionEnsureBranch            // create the group branch (from the base) and its draft PR if missing
-	ActionDispatch                // run a step
-	ActionCancel                  // withdraw a step in flight (best effort; its result will be ignored)
-	ActionSetLabels               // put the labels of the issue or a group PR right
-	ActionNotify                  // post a message (question, answers, refusal, completion summary)
-	ActionUpdateStatus            // rewrite the tracking comment / state file
-	ActionPause                   // the session paused; tell the humans why
-	ActionComplete                // the session ended
-	ActionReport                  // something was ignored; log it
+	ActionUnknown  ActionKind = iota
+	ActionDispatch            // run a step
+	ActionCancel              // withdraw a step in flight (best effort; its result will be ignored)
+	ActionNotify              // post a message (question, answers, refusal, completion summary)
+	ActionPause               // the session paused; tell the humans why
+	ActionComplete            // the session ended
+	ActionReport              // something was ignored; log it
 )
 
-var actionKindNames = []string{"", "ensure_branch", "dispatch", "cancel", "set_labels", "notify", "update_status", "pause", "complete", "report"}
+// The engine emits only what it alone decides. What follows from the state
+// (group branches and PRs, labels, the tracking comment or state file) each
+// front-end derives from the session it holds and converges on.
+
+var actionKindNames = []string{"", "dispatch", "cancel", "notify", "pause", "complete", "report"}
 
 func (k ActionKind) String() string { return enumName(actionKindNames, int(k)) }
 

@@ -254,7 +254,6 @@ func (r *reconciler) dispatch(t *Track, g *Group) {
 			if g.Branch == "" {
 				g.Branch = BranchName(s.ID, g.ID)
 			}
-			r.add(Action{Kind: ActionEnsureBranch, ID: "branch/" + s.ID + "/" + g.ID, Group: g.ID, Branch: g.Branch, Base: s.Base})
 		}
 	}
 	if spec.Attempt <= 1 {
@@ -296,8 +295,8 @@ func dispatchAction(st Step) Action {
 		Model: st.Model, Purpose: st.Purpose, Attempt: st.Attempt}
 }
 
-// finish records the revision and emits the views of the new state: labels
-// that changed and one status update.
+// finish records the revision when anything changed, and sends again the
+// steps in flight that a resume re-sends.
 func (r *reconciler) finish() {
 	s := &r.s
 	if s.Status == SessionNew {
@@ -313,75 +312,11 @@ func (r *reconciler) finish() {
 			}
 		}
 	}
-	if label := IssueLabel(s.Status); label != s.IssueLabel {
-		s.IssueLabel = label
-		r.changed = true
-		r.add(Action{Kind: ActionSetLabels, ID: fmt.Sprintf("labels/%s/_/%d", s.ID, r.rev), Labels: []string{label}})
-	}
-	for i := range s.Groups {
-		g := &s.Groups[i]
-		if !g.Started {
-			continue
-		}
-		if label := GroupLabel(g); label != g.Label {
-			g.Label = label
-			r.changed = true
-			r.add(Action{Kind: ActionSetLabels, ID: fmt.Sprintf("labels/%s/%s/%d", s.ID, g.ID, r.rev), Group: g.ID, Labels: []string{label}})
-		}
-	}
 	if !r.changed {
 		return
 	}
 	s.Rev = r.rev
 	s.UpdatedAt = r.now
-	r.add(Action{Kind: ActionUpdateStatus, ID: fmt.Sprintf("status/%s/%d", s.ID, r.rev)})
-}
-
-// IssueLabel is the issue's label for a session status.
-func IssueLabel(st SessionStatus) string {
-	switch st {
-	case SessionAwaitingInput:
-		return "bazinga:needs-input"
-	case SessionPaused:
-		return "bazinga:paused"
-	case SessionDone:
-		return "bazinga:done"
-	case SessionFailed:
-		return "bazinga:failed"
-	case SessionStopped:
-		return "bazinga:stopped"
-	}
-	return "bazinga:running"
-}
-
-// GroupLabel is a group PR's label for its stage.
-func GroupLabel(g *Group) string {
-	switch g.Stage {
-	case StageQA:
-		return "bazinga:qa"
-	case StageReview:
-		return "bazinga:review"
-	case StageApproved, StageMerging:
-		return "bazinga:merging"
-	case StageMerged:
-		return "bazinga:merged"
-	case StageBlocked, StageAbandoned:
-		return "bazinga:blocked"
-	}
-	if g.Wait == WaitPM || g.Wait == WaitPaused {
-		return "bazinga:blocked"
-	}
-	return "bazinga:dev"
-}
-
-// IssueLabels lists every label bazinga manages on issues, in order.
-func IssueLabels() []string {
-	return []string{"bazinga:running", "bazinga:paused", "bazinga:needs-input", "bazinga:done", "bazinga:failed", "bazinga:stopped"}
-}
-
-// GroupLabels lists every label bazinga manages on group PRs, in order.
-func GroupLabels() []string {
-	return []string{"bazinga:dev", "bazinga:qa", "bazinga:review", "bazinga:merging", "bazinga:merged", "bazinga:blocked"}
 }
 
 func (r *reconciler) dispatchedNow(id string) bool {

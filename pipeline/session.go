@@ -64,7 +64,6 @@ type Session struct {
 	// PMStreak counts pm steps since a group last merged; too many means no progress.
 	PMStreak    int       `json:"pm_streak"`
 	Rev         int       `json:"rev"`
-	IssueLabel  string    `json:"issue_label,omitempty"`
 	StartedAt   time.Time `json:"started_at"`
 	UpdatedAt   time.Time `json:"updated_at"`
 	CompletedAt time.Time `json:"completed_at,omitzero"`
@@ -87,7 +86,6 @@ type Group struct {
 	// Approvals are the logins of humans whose latest review approves the group PR.
 	Approvals   []string `json:"approvals,omitempty"`
 	ApprovedRev int      `json:"approved_rev,omitempty"`
-	Label       string   `json:"label,omitempty"`
 	Track
 }
 

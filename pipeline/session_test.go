@@ -159,28 +159,18 @@ func TestDisallowedStatusIsRecordedAsReported(t *testing.T) {
 	assert.Contains(t, st.Note, "not allowed for developer")
 }
 
-func TestLabelsFollowState(t *testing.T) {
+// TestNoChangeNoRevision: a reconcile that changes nothing leaves the
+// revision alone, so front-ends write no state.
+func TestNoChangeNoRevision(t *testing.T) {
 	h := newHarness(t, DefaultConfig())
 	h.plan(pg("A", 1))
-	labels := func() map[string][]string {
-		out := map[string][]string{}
-		for _, a := range h.actions {
-			if a.Kind == ActionSetLabels {
-				out[a.Group] = a.Labels
-			}
-		}
-		return out
-	}
-	assert.Equal(t, []string{"bazinga:dev"}, labels()["A"])
 	h.report("A", StatusReadyForQA, "")
-	assert.Equal(t, []string{"bazinga:qa"}, labels()["A"])
+	rev, updated := h.s.Rev, h.s.UpdatedAt
 	h.reconcile(Tick("s1"))
-	assert.Empty(t, labels(), "no label call when nothing changed")
-	for _, a := range h.actions {
-		assert.NotEqual(t, ActionUpdateStatus, a.Kind, "no status write when nothing changed")
-	}
+	assert.Equal(t, rev, h.s.Rev, "no revision when nothing changed")
+	assert.Equal(t, updated, h.s.UpdatedAt)
 	h.reconcile(CommandEvent("s1", "a", Command{Kind: CommandPause}))
-	assert.Equal(t, []string{"bazinga:paused"}, labels()[""])
+	assert.Greater(t, h.s.Rev, rev, "a pause is a change")
 }
 
 func TestCapsules(t *testing.T) {

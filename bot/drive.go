@@ -1,0 +1,385 @@
+package bot
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/bazinga-bot/bazinga/codec"
+	"github.com/bazinga-bot/bazinga/ghapi"
+	"github.com/bazinga-bot/bazinga/pipeline"
+)
+
+// Process handles one delivery in four steps: parse and translate (pure),
+// resolve the session and authorise the actor (reads), acknowledge what
+// needs no session, then drive the session.
+func (b *Bot) Process(ctx context.Context, d Delivery) error {
+	switch d.Event {
+	case "ping", "installation", "installation_repositories", "installation_target", "github_app_authorization":
+		b.log.Info("acknowledged", "delivery", d.ID, "event", d.Event, "action", d.Action)
+		return nil
+	}
+	p, err := payloadOf(d)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrIgnored, err)
+	}
+	full := p.Repository.FullName
+	if full == "" {
+		full = d.Repo
+	}
+	repo, ok := ghapi.ParseRepo(full)
+	if !ok {
+		return fmt.Errorf("delivery %s (%s): %w: no repository", d.ID, d.Event, ErrIgnored)
+	}
+	inst := p.Installation.ID
+	if inst == 0 {
+		inst = d.Installation
+	}
+	b.remember(inst, repo)
+	it, err := translator{login: b.o.Login, startLabel: b.o.StartLabel}.translate(d, p)
+	if err != nil {
+		return fmt.Errorf("delivery %s (%s.%s): %w", d.ID, d.Event, p.Action, err)
+	}
+	gh, err := b.o.Client(ctx, inst)
+	if err != nil {
+		return fmt.Errorf("delivery %s: client for installation %d: %w", d.ID, inst, err)
+	}
+	ref := sessionRef{inst: inst, repo: repo, issue: it.issue}
+	if err := b.resolve(ctx, gh, &it, &ref); err != nil {
+		return fmt.Errorf("delivery %s (%s.%s): %w", d.ID, d.Event, p.Action, err)
+	}
+	if it.actor != nil {
+		ok, err := b.authorised(ctx, gh, repo, *it.actor)
+		if err != nil {
+			return fmt.Errorf("delivery %s: %w", d.ID, err)
+		}
+		if !ok {
+			if it.refuse {
+				_, err := gh.CreateComment(ctx, repo, replyNumber(ref, it.in),
+					fmt.Sprintf("@%s only people with write, maintain or admin permission on this repository can run bazinga commands.", it.actor.Login))
+				if err != nil {
+					return fmt.Errorf("delivery %s: refusal: %w", d.ID, err)
+				}
+			}
+			return fmt.Errorf("delivery %s (%s.%s): %w: %s has no write access", d.ID, d.Event, p.Action, ErrIgnored, it.actor.Login)
+		}
+	}
+	if it.help != "" {
+		if _, err := gh.CreateComment(ctx, repo, replyNumber(ref, it.in), it.help); err != nil {
+			return fmt.Errorf("delivery %s: help: %w", d.ID, err)
+		}
+		return nil
+	}
+	return b.drive(ctx, gh, ref, it.in)
+}
+
+// resolve names the session of an intent that the payload alone could not:
+// a command on a PR (the group PR's head branch) or a failed job (its run's
+// title). Every event then carries the session's id.
+func (b *Bot) resolve(ctx context.Context, gh GitHub, it *intent, ref *sessionRef) error {
+	switch {
+	case it.viaPR != 0:
+		pr, err := gh.GetPR(ctx, ref.repo, it.viaPR)
+		if err != nil {
+			return err
+		}
+		n, _, ok := parseBranch(pr.Head)
+		if !ok {
+			return ignored("a pull request that is not a bazinga group PR")
+		}
+		ref.issue = n
+	case it.viaRun != 0:
+		run, err := gh.GetRun(ctx, ref.repo, it.viaRun)
+		if err != nil {
+			return err
+		}
+		failed, err := failedStep(run.Title, it.conclusion)
+		if err != nil {
+			return err
+		}
+		it.in.fail, ref.issue = failed.in.fail, failed.issue
+	}
+	session := strconv.Itoa(ref.issue)
+	for i := range it.in.events {
+		it.in.events[i].Session = session
+	}
+	for i := range it.in.record {
+		it.in.record[i].Session = session
+	}
+	return nil
+}
+
+// authorised reports whether u may drive sessions: write, maintain or admin
+// on the repository. Bots never are.
+func (b *Bot) authorised(ctx context.Context, gh GitHub, repo ghapi.RepoRef, u hookUser) (bool, error) {
+	if u.isBot() {
+		return false, nil
+	}
+	role, err := gh.GetPermission(ctx, repo, u.Login)
+	if errors.Is(err, ghapi.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	switch role {
+	case "admin", "maintain", "write":
+		return true, nil
+	}
+	return false, nil
+}
+
+func replyNumber(ref sessionRef, in input) int {
+	if in.replyTo != 0 {
+		return in.replyTo
+	}
+	return ref.issue
+}
+
+// drive is the loop of one session's reconcile: load the state, turn the
+// input into engine events, Reconcile, converge the views, write the state
+// with its outbox in one tracking-comment write, then carry the outbox out.
+func (b *Bot) drive(ctx context.Context, gh GitHub, ref sessionRef, in input) error {
+	unlock := b.lock(ref.key())
+	defer unlock()
+	log := b.log.With("delivery", in.delivery, "repo", ref.repo.String(), "issue", ref.issue)
+	session := strconv.Itoa(ref.issue)
+
+	ld, err := b.load(ctx, gh, ref, in.commentID)
+	if err != nil {
+		return fmt.Errorf("load session %s: %w", ref.key(), err)
+	}
+	st := ld.st
+	events := append([]pipeline.Event(nil), in.events...)
+	record := append([]pipeline.Event(nil), in.record...)
+	lines := append([]string(nil), in.replies...)
+	switch {
+	case !ld.found && in.start == nil:
+		if in.command {
+			_, err := gh.CreateComment(ctx, ref.repo, replyNumber(ref, in),
+				"There is no bazinga session here. Label the issue `"+b.o.StartLabel+"` to start one.")
+			if err != nil {
+				return err
+			}
+		}
+		return fmt.Errorf("%s: %w: no session", ref.key(), ErrIgnored)
+	case !ld.found:
+		cfg, err := b.readConfig(ctx, gh, ref.repo, in.start.base)
+		var ce *configError
+		if errors.As(err, &ce) {
+			_, cerr := gh.CreateComment(ctx, ref.repo, ref.issue, renderConfigError(b.o.ConfigPath, ce.err))
+			if cerr != nil {
+				return cerr
+			}
+			log.Info("session not started: bad configuration", "err", ce.err)
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		st = codec.State{V: codec.StateVersion, Repo: ref.repo.String(), Issue: ref.issue, Config: cfg, RepoURL: in.start.repoURL}
+		events = []pipeline.Event{pipeline.Started(session, requirements(in.start.title, in.start.body), in.start.base)}
+		record = nil
+	case in.start != nil:
+		switch st.Session.Status {
+		case pipeline.SessionPaused, pipeline.SessionStopped, pipeline.SessionFailed:
+			record = append(record, events...)
+		default:
+			return fmt.Errorf("%s: %w: the session is already %s", ref.key(), ErrIgnored, st.Session.Status)
+		}
+	}
+	// A merge bazinga made itself (the merge step's job, or the bot) is
+	// reported by the merge step's result, not as a human closing the PR.
+	kept := events[:0]
+	for _, ev := range events {
+		if ev.Kind == pipeline.EventPRClosed && ev.Merged && b.ownMerge(ev.Actor, st.Config) {
+			continue
+		}
+		kept = append(kept, ev)
+	}
+	if len(kept) == 0 && len(events) > 0 && in.start == nil {
+		return fmt.Errorf("%s: %w: bazinga's own merge", ref.key(), ErrIgnored)
+	}
+	events = kept
+	if in.result != nil {
+		ev, ok, err := b.checkResult(ctx, gh, ref, &ld, in)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return fmt.Errorf("%s: %w: result for step %s not accepted", ref.key(), ErrIgnored, in.result.rec.Step)
+		}
+		st = ld.st
+		events = append(events, ev)
+	}
+	if in.fail != nil {
+		if in.failAuthor != "" && !b.trustedResultAuthor(in.failAuthor, st.Config) {
+			return fmt.Errorf("%s: %w: a failure report by %s, who is not trusted", ref.key(), ErrIgnored, in.failAuthor)
+		}
+		if _, ok := matchInFlight(st.Session, in.fail.Step, false); !ok {
+			return fmt.Errorf("%s: %w: step %s is not in flight", ref.key(), ErrIgnored, in.fail.Step)
+		}
+		events = append(events, *in.fail)
+		record = append(record, *in.fail)
+	}
+
+	now := b.o.Now().UTC()
+	x := &executor{b: b, gh: gh, ref: ref, st: &st, in: in, now: now, log: log, comments: map[int][]ghapi.Comment{}}
+	if ld.found {
+		x.comments[ref.issue] = ld.comments
+	}
+	prev := st.Session
+	next, actions := pipeline.Reconcile(prev, events, now, st.Config)
+	if err := pipeline.CheckLiveness(next, st.Config); err != nil {
+		log.Error("liveness invariant violated", "err", err, "rev", next.Rev)
+	}
+	st.Session = next
+	// What earlier reconciles left in the outbox and GitHub shows done (or
+	// that no longer matters, like the dispatch of a step whose result just
+	// came) goes.
+	x.confirm(ctx)
+
+	// What happened that only the bot knows: failures and timeouts.
+	timedOut := false
+	for _, s := range next.Steps {
+		old := prev.Step(s.ID)
+		if old == nil || old.State != pipeline.StepInFlight || s.State != pipeline.StepFailed {
+			continue
+		}
+		lines = append(lines, fmt.Sprintf("⚠️ Step `%s` ended without a result (%s) → %s", s.ID, codec.OneLine(s.Note), s.Routed))
+		if in.fail == nil || in.fail.Step != s.ID {
+			timedOut = true
+		}
+	}
+	if prev.Clarification != nil && next.Clarification == nil && !hasCommand(events, pipeline.CommandAnswer) {
+		timedOut = true
+	}
+	if timedOut {
+		record = append(record, pipeline.Tick(session))
+	}
+	for _, a := range actions {
+		switch a.Kind {
+		case pipeline.ActionNotify:
+			lines = append(lines, renderNotice(a.Notice, a.Text))
+		case pipeline.ActionPause:
+			lines = append(lines, "⏸️ **Paused** | "+codec.OneLine(a.Text)+" → `/bazinga resume` to continue")
+		case pipeline.ActionComplete:
+			if a.Status != pipeline.SessionDone {
+				lines = append(lines, fmt.Sprintf("%s **Session %s** | %s", statusIcons[a.Status], a.Status, codec.OneLine(a.Text)))
+			}
+		case pipeline.ActionDispatch:
+			x.enqueue(codec.PendingEffect{ID: a.ID, Kind: codec.EffectDispatch, Step: a.Step, Group: a.Group})
+		case pipeline.ActionCancel:
+			x.enqueue(codec.PendingEffect{ID: a.ID, Kind: codec.EffectCancel, Step: a.Step, Group: a.Group})
+		case pipeline.ActionReport:
+			log.Debug("engine report", "text", a.Text)
+		}
+	}
+	if in.status {
+		lines = append(lines, renderTracking(&st, st.RepoURL, 10, ""))
+	}
+	if len(lines) > 0 || len(record) > 0 {
+		var er *codec.EventRecord
+		if len(record) > 0 {
+			er = &codec.EventRecord{At: now, Events: record}
+		}
+		if len(lines) == 0 {
+			lines = append(lines, "ℹ️ Session updated.")
+		}
+		x.enqueue(codec.PendingEffect{ID: fmt.Sprintf("comment/%s/%d/%s", session, next.Rev, in.delivery),
+			Kind: codec.EffectComment, Number: replyNumber(ref, in), Text: renderBotComment(lines, er)})
+	}
+
+	// The views first (the dispatched jobs need their group branch), then
+	// the issue's label and state behind the outbox's comments.
+	x.groupViews(ctx)
+	x.issueViews()
+
+	// The state with its outbox, in one write; only then the outbox.
+	body, err := fitTracking(st, st.RepoURL, b.o.StateKey)
+	if err != nil {
+		return errors.Join(append(x.errs, err)...)
+	}
+	commentID, err := x.write(ctx, ld, body)
+	if err != nil {
+		x.errs = append(x.errs, err)
+		err := errors.Join(x.errs...)
+		log.Warn("the state was not written; its effects wait for the next event or sweep", "err", err, "rev", next.Rev)
+		return err
+	}
+	x.carryOut(ctx)
+	x.recordFailures(ctx, commentID, b.o.StateKey)
+	if len(x.errs) > 0 {
+		err := errors.Join(x.errs...)
+		log.Warn("reconcile left effects undone; the next event or sweep carries them out", "err", err, "rev", next.Rev)
+		return err
+	}
+	log.Debug("reconciled", "rev", next.Rev, "status", next.Status.String(), "actions", len(actions))
+	return nil
+}
+
+func hasCommand(evs []pipeline.Event, k pipeline.CommandKind) bool {
+	for _, e := range evs {
+		if e.Kind == pipeline.EventCommand && e.Command != nil && e.Command.Kind == k {
+			return true
+		}
+	}
+	return false
+}
+
+// checkResult accepts a result comment: from a trusted author, posted on
+// the issue or the group's PR, for a step in flight. A result for a step
+// newer than the state knows means the state is behind the log: the
+// session is rebuilt and the result applied to the rebuilt session.
+func (b *Bot) checkResult(ctx context.Context, gh GitHub, ref sessionRef, ld *loaded, in input) (pipeline.Event, bool, error) {
+	r := in.result
+	st := &ld.st
+	if !b.trustedResultAuthor(r.author, st.Config) {
+		b.log.Warn("ignoring a result from an untrusted author", "delivery", in.delivery, "repo", ref.repo.String(),
+			"issue", ref.issue, "step", r.rec.Step, "author", r.author)
+		return pipeline.Event{}, false, nil
+	}
+	if pr := st.PRNumber(r.rec.Group); r.number != ref.issue && pr != 0 && r.number != pr {
+		return pipeline.Event{}, false, nil
+	}
+	if ev, ok := resultEvent(st.Session, r.rec, false); ok {
+		return ev, true, nil
+	}
+	sref, _ := codec.ParseStepID(r.rec.Step)
+	if sref.N <= st.Session.StepSeq || ld.rebuilt {
+		return pipeline.Event{}, false, nil
+	}
+	rebuilt, ok, err := b.rebuild(ctx, gh, ref, ld.comments, in.commentID)
+	if err != nil || !ok {
+		return pipeline.Event{}, false, err
+	}
+	b.log.Warn("state was behind its log; rebuilt", "delivery", in.delivery, "repo", ref.repo.String(), "issue", ref.issue, "step", r.rec.Step)
+	rebuilt.RepoURL = st.RepoURL
+	ld.st, ld.rebuilt = rebuilt, true
+	ev, ok := resultEvent(rebuilt.Session, r.rec, false)
+	return ev, ok, nil
+}
+
+// renderConfigError is the comment on a bad configuration file.
+func renderConfigError(path string, err error) string {
+	var b strings.Builder
+	b.WriteString("❌ **bazinga did not start** | `" + path + "` has problems | fix them, then label the issue again\n\n")
+	var ce *pipeline.ConfigError
+	for _, e := range splitJoined(err) {
+		if errors.As(e, &ce) {
+			b.WriteString("- " + codec.OneLine(ce.Error()) + "\n")
+		} else {
+			b.WriteString("- " + codec.OneLine(e.Error()) + "\n")
+		}
+	}
+	return b.String()
+}
+
+func splitJoined(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
+}

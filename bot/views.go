@@ -1,0 +1,241 @@
+package bot
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+
+	"github.com/bazinga-bot/bazinga/codec"
+	"github.com/bazinga-bot/bazinga/ghapi"
+	"github.com/bazinga-bot/bazinga/pipeline"
+)
+
+// Views are what GitHub shows of a session: the group branches and PRs, their
+// labels and texts, the issue's label and whether it is closed. The engine
+// knows nothing of them; the bot computes what they should be from the
+// session and converges on it (Prow Tide's takeAction), recording what it
+// wrote so unchanged views cost no call.
+
+// IssueLabel is the issue's label for a session status.
+func IssueLabel(st pipeline.SessionStatus) string {
+	switch st {
+	case pipeline.SessionAwaitingInput:
+		return "bazinga:needs-input"
+	case pipeline.SessionPaused:
+		return "bazinga:paused"
+	case pipeline.SessionDone:
+		return "bazinga:done"
+	case pipeline.SessionFailed:
+		return "bazinga:failed"
+	case pipeline.SessionStopped:
+		return "bazinga:stopped"
+	}
+	return "bazinga:running"
+}
+
+// GroupLabel is a group PR's label for its stage.
+func GroupLabel(g *pipeline.Group) string {
+	switch g.Stage {
+	case pipeline.StageQA:
+		return "bazinga:qa"
+	case pipeline.StageReview:
+		return "bazinga:review"
+	case pipeline.StageApproved, pipeline.StageMerging:
+		return "bazinga:merging"
+	case pipeline.StageMerged:
+		return "bazinga:merged"
+	case pipeline.StageBlocked, pipeline.StageAbandoned:
+		return "bazinga:blocked"
+	}
+	if g.Wait == pipeline.WaitPM || g.Wait == pipeline.WaitPaused {
+		return "bazinga:blocked"
+	}
+	return "bazinga:dev"
+}
+
+// IssueLabels lists every label bazinga manages on issues, in order.
+func IssueLabels() []string {
+	return []string{"bazinga:running", "bazinga:paused", "bazinga:needs-input", "bazinga:done", "bazinga:failed", "bazinga:stopped"}
+}
+
+// GroupLabels lists every label bazinga manages on group PRs, in order.
+func GroupLabels() []string {
+	return []string{"bazinga:dev", "bazinga:qa", "bazinga:review", "bazinga:merging", "bazinga:merged", "bazinga:blocked"}
+}
+
+// withLabel replaces the managed labels of current by label.
+func withLabel(current, managed []string, label string) []string {
+	out := []string{}
+	for _, l := range current {
+		if !slices.Contains(managed, l) && l != label {
+			out = append(out, l)
+		}
+	}
+	if label != "" {
+		out = append(out, label)
+	}
+	return out
+}
+
+// hasOnlyLabel reports whether current carries label and no other of managed.
+func hasOnlyLabel(current, managed []string, label string) bool {
+	for _, l := range managed {
+		if l != label && slices.Contains(current, l) {
+			return false
+		}
+	}
+	return slices.Contains(current, label)
+}
+
+// groupViews converges every started group on its branch, its PR and the
+// PR's title, body and label.
+func (x *executor) groupViews(ctx context.Context) {
+	s := &x.st.Session
+	for i := range s.Groups {
+		g := &s.Groups[i]
+		if !g.Started {
+			continue
+		}
+		gp := x.st.PR(g.ID)
+		if !gp.Branch && g.Stage != pipeline.StageMerged && g.Stage != pipeline.StageAbandoned {
+			if x.baseSHA == "" {
+				sha, err := x.gh.GetRef(ctx, x.ref.repo, "heads/"+s.Base)
+				if err != nil {
+					x.fail(fmt.Errorf("group %s: %w", g.ID, err))
+					continue
+				}
+				x.baseSHA = sha
+			}
+			err := x.gh.CreateRef(ctx, x.ref.repo, "refs/heads/"+g.Branch, x.baseSHA)
+			switch {
+			case err == nil:
+				// A new branch at the base head has no commits: no PR yet.
+				gp.Branch, gp.Tried, gp.TriedLast = true, true, g.Last
+			case errors.Is(err, ghapi.ErrExists):
+				gp.Branch = true
+			default:
+				x.fail(fmt.Errorf("group %s: %w", g.ID, err))
+				continue
+			}
+		}
+		if gp.Branch && gp.Number == 0 && !g.Stage.Finished() && (!gp.Tried || gp.TriedLast != g.Last) {
+			x.openPR(ctx, g, gp)
+		}
+	}
+	x.prTexts(ctx)
+}
+
+func (x *executor) openPR(ctx context.Context, g *pipeline.Group, gp *codec.GroupPR) {
+	s := &x.st.Session
+	title, body := prTitle(x.ref.issue, *g), prBody(x.ref.issue, *s, *g)
+	// Draft until merged by push; merge.method pull-request merges the PR
+	// through the API, which a draft refuses (and marking one ready takes GraphQL).
+	draft := x.st.Config.Merge.Method != pipeline.MergePullRequest
+	pr, err := x.gh.CreatePR(ctx, x.ref.repo, ghapi.NewPR{Title: title, Body: body, Head: g.Branch, Base: s.Base, Draft: draft})
+	switch {
+	case err == nil:
+		gp.Number, gp.BodyHash = pr.Number, textHash(title, body)
+	case errors.Is(err, ghapi.ErrExists):
+		found, ok, ferr := x.gh.FindPR(ctx, x.ref.repo, g.Branch)
+		if ferr != nil {
+			x.fail(fmt.Errorf("group %s: %w", g.ID, ferr))
+			return
+		}
+		if ok {
+			gp.Number = found.Number
+			if found.Title == title && found.Body == body {
+				gp.BodyHash = textHash(title, body)
+			}
+		}
+	case errors.Is(err, ghapi.ErrNoCommits):
+		gp.Tried, gp.TriedLast = true, g.Last
+	default:
+		x.fail(fmt.Errorf("group %s: %w", g.ID, err))
+	}
+}
+
+// prTexts keeps every group PR's title, body and label right: one edit per
+// group, only when something changed.
+func (x *executor) prTexts(ctx context.Context) {
+	s := &x.st.Session
+	for i := range s.Groups {
+		g := &s.Groups[i]
+		gp := x.st.PR(g.ID)
+		if gp.Number == 0 {
+			continue
+		}
+		title, body := prTitle(x.ref.issue, *g), prBody(x.ref.issue, *s, *g)
+		h := textHash(title, body)
+		label := GroupLabel(g)
+		if h == gp.BodyHash && label == gp.Label {
+			continue
+		}
+		edit := ghapi.IssueEdit{}
+		if h != gp.BodyHash {
+			edit.Title, edit.Body = &title, &body
+		}
+		if label != gp.Label {
+			cur, err := x.labelsOf(ctx, gp.Number)
+			if err != nil {
+				x.fail(fmt.Errorf("group %s PR labels: %w", g.ID, err))
+				continue
+			}
+			l := withLabel(cur, GroupLabels(), label)
+			edit.Labels = &l
+		}
+		if err := x.gh.EditIssue(ctx, x.ref.repo, gp.Number, edit); err != nil {
+			x.fail(fmt.Errorf("group %s PR: %w", g.ID, err))
+			continue
+		}
+		gp.BodyHash, gp.Label = h, label
+	}
+}
+
+// issueViews puts the issue's label and state in the outbox when they are
+// not what the session says: they come after the comments (the summary is
+// read before the issue closes), and a session whose effects are not all
+// carried out keeps its old label, so the sweep finds it again.
+func (x *executor) issueViews() {
+	st := x.st
+	// Closing comes before the label: a session keeps its old label until
+	// every effect is carried out, and the sweep finds it by that label.
+	if st.Session.Status == pipeline.SessionDone && st.Config.GitHub.CloseIssue && !st.Closed {
+		x.enqueue(codec.PendingEffect{ID: "close", Kind: codec.EffectClose})
+		st.Closed = true
+	}
+	if label := IssueLabel(st.Session.Status); label != st.IssueLabel {
+		x.enqueue(codec.PendingEffect{ID: "labels/" + label + "/" + strconv.Itoa(st.Session.Rev), Kind: codec.EffectLabels, Label: label})
+		st.IssueLabel = label
+	}
+}
+
+// labelsOf returns the current labels of an issue or PR: from the payload
+// when it showed them, else one read (kept for the rest of the reconcile).
+func (x *executor) labelsOf(ctx context.Context, number int) ([]string, error) {
+	if l, ok := x.in.labels[number]; ok {
+		return l, nil
+	}
+	is, err := x.issue(ctx, number)
+	if err != nil {
+		return nil, err
+	}
+	return is.Labels, nil
+}
+
+// issue reads an issue or PR once per reconcile.
+func (x *executor) issue(ctx context.Context, number int) (ghapi.Issue, error) {
+	if is, ok := x.issues[number]; ok {
+		return is, nil
+	}
+	is, err := x.gh.GetIssue(ctx, x.ref.repo, number)
+	if err != nil {
+		return ghapi.Issue{}, err
+	}
+	if x.issues == nil {
+		x.issues = map[int]ghapi.Issue{}
+	}
+	x.issues[number] = is
+	return is, nil
+}
