@@ -258,10 +258,9 @@ func cells(lines []string) string {
 	return strings.Join(out, "<br>")
 }
 
-// cell keeps text on one line of a markdown table.
+// cell keeps untrusted text inert on one line of a markdown table.
 func cell(s string) string {
-	s = strings.Join(strings.Fields(s), " ")
-	return strings.NewReplacer("|", `\|`, "<", "&lt;", ">", "&gt;").Replace(s)
+	return strings.ReplaceAll(codec.OneLine(s), "|", `\|`)
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

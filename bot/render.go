@@ -206,7 +206,7 @@ func prBody(issue int, s pipeline.Session, g pipeline.Group) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Group **%s** of the bazinga session for #%d.\n\n", g.ID, issue)
 	b.WriteString("#### Task\n\n")
-	task := strings.ReplaceAll(g.Task, "<!--", "&lt;!--")
+	task := codec.Text(g.Task)
 	if r := []rune(task); len(r) > 20000 {
 		task = string(r[:20000]) + "…"
 	}
@@ -244,17 +244,17 @@ var noticeIcons = map[pipeline.NoticeKind]string{
 func renderNotice(kind pipeline.NoticeKind, text string) string {
 	switch kind {
 	case pipeline.NoticeQuestion:
-		return "❓ **The pm needs an answer** | " + strings.ReplaceAll(text, "<!--", "&lt;!--") +
+		return "❓ **The pm needs an answer** | " + codec.Text(text) +
 			"\n\nReply with `/bazinga answer <your answer>`."
 	case pipeline.NoticeSummary:
-		lines := strings.Split(text, "\n")
+		lines := strings.Split(codec.Text(text), "\n")
 		out := "✅ **BAZINGA** | " + lines[0]
 		if len(lines) > 1 {
 			out += "\n\n" + strings.Join(lines[1:], "\n")
 		}
 		return out
 	}
-	return noticeIcons[kind] + " " + strings.ReplaceAll(text, "<!--", "&lt;!--")
+	return noticeIcons[kind] + " " + codec.Text(text)
 }
 
 // renderBotComment joins notices and appends the event block, if any.

@@ -1,6 +1,7 @@
 package codec
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -87,7 +88,7 @@ func RenderResultComment(r ResultRecord) string {
 	st := pipeline.Step{ID: r.Step, Group: r.Group, StepSpec: pipeline.StepSpec{Role: r.Role, Model: r.Model},
 		State: pipeline.StepDone, Result: &r.Result}
 	var b strings.Builder
-	b.WriteString(pipeline.Capsule(st))
+	b.WriteString(Text(pipeline.Capsule(st)))
 	b.WriteString("\n\n<details><summary>Details of step <code>")
 	b.WriteString(EscapeHTML(r.Step))
 	b.WriteString("</code></summary>\n\n")
@@ -106,7 +107,11 @@ func RenderResultComment(r ResultRecord) string {
 	}
 	handoff := ""
 	if len(r.Result.Handoff) > 0 {
-		handoff = "\n```json\n" + strings.ReplaceAll(string(r.Result.Handoff), "```", "` ` `") + "\n```\n"
+		// JSON with <, > and & as \u escapes: the handoff cannot open an
+		// HTML comment (a fake hidden block) or close the fence.
+		var esc bytes.Buffer
+		json.HTMLEscape(&esc, r.Result.Handoff)
+		handoff = "\n```json\n" + strings.ReplaceAll(esc.String(), "```", "` ` `") + "\n```\n"
 	}
 	block := resultBlock(r)
 	if b.Len()+len(handoff)+len(block)+32 > CommentBudget {
@@ -199,21 +204,6 @@ func ParseEventComment(body string) (EventRecord, bool) {
 	return r, true
 }
 
-func EscapeHTML(s string) string {
-	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(s)
-}
-
-// OneLine keeps untrusted text on one line and defuses HTML comments so
-// it cannot fake a hidden block.
-func OneLine(s string) string {
-	s = strings.Join(strings.Fields(s), " ")
-	s = strings.ReplaceAll(s, "<!--", "&lt;!--")
-	if r := []rune(s); len(r) > 300 {
-		s = string(r[:299]) + "…"
-	}
-	return s
-}
-
 // FailureRecord is what a step's job posts when the step ended without a
 // result (the agent crashed or timed out, the clone failed): the reason
 // reaches the orchestrator, which retries the step. The job still fails.
@@ -242,7 +232,7 @@ func RenderFailureComment(r FailureRecord) string {
 	if err != nil {
 		js = []byte("{}")
 	}
-	line := fmt.Sprintf("⚠️ Step `%s` ended without a result: %s", r.Step, EscapeHTML(OneLine(r.Reason)))
+	line := fmt.Sprintf("⚠️ Step `%s` ended without a result: %s", r.Step, OneLine(r.Reason))
 	if r.RunURL != "" {
 		line += fmt.Sprintf(" ([job run](%s))", r.RunURL)
 	}
