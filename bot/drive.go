@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path"
 	"strconv"
 	"strings"
 
@@ -85,11 +86,14 @@ func (b *Bot) resolve(ctx context.Context, gh GitHub, it *intent, ref *sessionRe
 		if err != nil {
 			return err
 		}
-		n, _, ok := parseBranch(pr.Head)
+		n, group, ok := parseBranch(pr.Head)
 		if !ok {
 			return ignored("a pull request that is not a bazinga group PR")
 		}
-		ref.issue = n
+		if !strings.EqualFold(pr.HeadRepo, ref.repo.String()) {
+			return ignored("PR #%d comes from another repository", pr.Number)
+		}
+		ref.issue, it.in.pr = n, &prRef{number: pr.Number, group: group}
 	case it.viaRun != 0:
 		run, err := gh.GetRun(ctx, ref.repo, it.viaRun)
 		if err != nil {
@@ -100,6 +104,7 @@ func (b *Bot) resolve(ctx context.Context, gh GitHub, it *intent, ref *sessionRe
 			return err
 		}
 		it.in.fail, ref.issue = failed.in.fail, failed.issue
+		it.in.run = &runRef{path: run.Path, event: run.Event}
 	}
 	session := strconv.Itoa(ref.issue)
 	for i := range it.in.events {
@@ -189,6 +194,9 @@ func (b *Bot) drive(ctx context.Context, gh GitHub, ref sessionRef, in input) er
 		default:
 			return fmt.Errorf("%s: %w: the session is already %s", ref.key(), ErrIgnored, st.Session.Status)
 		}
+	}
+	if err := b.bound(st, in); err != nil {
+		return fmt.Errorf("%s: %w", ref.key(), err)
 	}
 	// A merge bazinga made itself (the merge step's job, or the bot) is
 	// reported by the merge step's result, not as a human closing the PR.
@@ -317,6 +325,29 @@ func (b *Bot) drive(ctx context.Context, gh GitHub, ref sessionRef, in input) er
 		return err
 	}
 	log.Debug("reconciled", "rev", next.Rev, "status", next.Status.String(), "actions", len(actions))
+	return nil
+}
+
+// bound checks that what a delivery reports is the session's: a pull
+// request event must be about the group's recorded PR (another PR whose head
+// branch has the group's name — a fork's, a second PR — is not), and a
+// failed run must be a workflow_dispatch run of the configured agent
+// workflow (any other workflow can be given a step id as its title).
+func (b *Bot) bound(st codec.State, in input) error {
+	if in.pr != nil {
+		if recorded := st.PRNumber(in.pr.group); recorded == 0 || recorded != in.pr.number {
+			return ignored("PR #%d is not group %s's pull request", in.pr.number, in.pr.group)
+		}
+	}
+	if in.run != nil {
+		wf := st.Config.GitHub.AgentWorkflow
+		if wf == "" {
+			wf = pipeline.DefaultConfig().GitHub.AgentWorkflow
+		}
+		if path.Base(in.run.path) != wf || in.run.event != "workflow_dispatch" {
+			return ignored("a %s run of %s, not a dispatched run of %s", in.run.event, in.run.path, wf)
+		}
+	}
 	return nil
 }
 

@@ -143,8 +143,8 @@ func (b *Bot) rebuild(ctx context.Context, gh GitHub, ref sessionRef, issueComme
 	sort.Slice(prs, func(i, j int) bool { return prs[i].Number < prs[j].Number })
 	for _, pr := range prs {
 		n, group, ok := parseBranch(pr.Head)
-		if !ok || n != ref.issue {
-			continue
+		if !ok || n != ref.issue || !strings.EqualFold(pr.HeadRepo, ref.repo.String()) {
+			continue // a fork's PR may carry a group branch's name
 		}
 		gp := st.PR(group)
 		gp.Number, gp.Branch, gp.Tried = pr.Number, true, true

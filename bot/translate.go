@@ -58,7 +58,10 @@ type payload struct {
 		MergedBy *hookUser   `json:"merged_by"`
 		Labels   []hookLabel `json:"labels"`
 		Head     struct {
-			Ref string `json:"ref"`
+			Ref  string `json:"ref"`
+			Repo *struct {
+				FullName string `json:"full_name"`
+			} `json:"repo"`
 		} `json:"head"`
 	} `json:"pull_request"`
 	Review *struct {
@@ -71,6 +74,8 @@ type payload struct {
 		ID           int64  `json:"id"`
 		Name         string `json:"name"`
 		DisplayTitle string `json:"display_title"`
+		Path         string `json:"path"`
+		Event        string `json:"event"`
 		Status       string `json:"status"`
 		Conclusion   string `json:"conclusion"`
 		HTMLURL      string `json:"html_url"`
@@ -149,6 +154,11 @@ type input struct {
 	// failAuthor wrote the failure comment fail came from ("" when a run's
 	// conclusion said it).
 	failAuthor string
+	// run is the run whose conclusion fail came from.
+	run *runRef
+	// pr is the pull request the events are about: they count only if it is
+	// the group's recorded PR.
+	pr *prRef
 	// replies are lines of the bot's comment (acknowledgements, status).
 	replies []string
 	status  bool
@@ -160,6 +170,18 @@ type input struct {
 	command bool
 	// labels are the labels the payload showed, by issue/PR number.
 	labels map[int][]string
+}
+
+// prRef is a pull request an event came from, and the group its head
+// branch names.
+type prRef struct {
+	number int
+	group  string
+}
+
+// runRef is a workflow run a failure came from.
+type runRef struct {
+	path, event string
 }
 
 type startInfo struct {
@@ -452,9 +474,9 @@ func (t translator) review(p *payload) (intent, error) {
 	if p.PullRequest == nil || p.Review == nil {
 		return intent{}, ignored("no review")
 	}
-	n, group, ok := parseBranch(p.PullRequest.Head.Ref)
-	if !ok {
-		return intent{}, ignored("not a group PR")
+	n, group, err := groupPR(p)
+	if err != nil {
+		return intent{}, err
 	}
 	var state pipeline.ReviewState
 	switch {
@@ -470,7 +492,7 @@ func (t translator) review(p *payload) (intent, error) {
 		state = pipeline.ReviewCommented
 	}
 	reviewer := p.Review.User
-	it := intent{issue: n, in: input{
+	it := intent{issue: n, in: input{pr: &prRef{number: p.PullRequest.Number, group: group},
 		events: []pipeline.Event{{Kind: pipeline.EventHumanReview, Session: strconv.Itoa(n), Group: group, Actor: reviewer.Login,
 			Review: state, Body: p.Review.Body}},
 		labels: map[int][]string{p.PullRequest.Number: labelNames(p.PullRequest.Labels)}}}
@@ -488,16 +510,30 @@ func (t translator) pullRequest(p *payload) (intent, error) {
 	if p.Action != "closed" || p.PullRequest == nil {
 		return intent{}, ignored("pull_request action %s", p.Action)
 	}
-	n, group, ok := parseBranch(p.PullRequest.Head.Ref)
-	if !ok {
-		return intent{}, ignored("not a group PR")
+	n, group, err := groupPR(p)
+	if err != nil {
+		return intent{}, err
 	}
 	actor := p.Sender.Login
 	if p.PullRequest.MergedBy != nil && p.PullRequest.MergedBy.Login != "" {
 		actor = p.PullRequest.MergedBy.Login
 	}
 	ev := pipeline.Event{Kind: pipeline.EventPRClosed, Session: strconv.Itoa(n), Group: group, Actor: actor, Merged: p.PullRequest.Merged}
-	return intent{issue: n, in: input{events: []pipeline.Event{ev}}}, nil
+	return intent{issue: n, in: input{events: []pipeline.Event{ev}, pr: &prRef{number: p.PullRequest.Number, group: group}}}, nil
+}
+
+// groupPR reads the session and group of a pull request event: its head
+// branch must be a group branch of this repository. A fork may name its
+// branch bazinga/1-A; its events are not the session's.
+func groupPR(p *payload) (int, string, error) {
+	n, group, ok := parseBranch(p.PullRequest.Head.Ref)
+	if !ok {
+		return 0, "", ignored("not a group PR")
+	}
+	if head := p.PullRequest.Head.Repo; head == nil || !strings.EqualFold(head.FullName, p.Repository.FullName) {
+		return 0, "", ignored("PR #%d comes from another repository", p.PullRequest.Number)
+	}
+	return n, group, nil
 }
 
 func (t translator) workflow(p *payload) (intent, error) {
@@ -506,11 +542,15 @@ func (t translator) workflow(p *payload) (intent, error) {
 	}
 	switch {
 	case p.WorkflowRun != nil:
-		return failedStep(p.WorkflowRun.DisplayTitle, p.WorkflowRun.Conclusion)
+		it, err := failedStep(p.WorkflowRun.DisplayTitle, p.WorkflowRun.Conclusion)
+		if err == nil {
+			it.in.run = &runRef{path: p.WorkflowRun.Path, event: p.WorkflowRun.Event}
+		}
+		return it, err
 	case p.WorkflowJob != nil:
 		c := p.WorkflowJob.Conclusion
-		if c == "success" || c == "skipped" {
-			return intent{}, ignored("job succeeded")
+		if c == "success" || c == "skipped" || c == "action_required" {
+			return intent{}, ignored("job %s", c)
 		}
 		// The job's payload does not carry the run's title: read it.
 		return intent{viaRun: p.WorkflowJob.RunID, conclusion: c}, nil
@@ -520,8 +560,12 @@ func (t translator) workflow(p *payload) (intent, error) {
 
 // failedStep is the intent of a run with title that ended with conclusion.
 func failedStep(title, conclusion string) (intent, error) {
-	if conclusion == "success" || conclusion == "skipped" {
+	switch conclusion {
+	case "success", "skipped":
 		return intent{}, ignored("run succeeded")
+	case "action_required":
+		// Waiting for someone's approval is not a failure of the step.
+		return intent{}, ignored("run waits for approval")
 	}
 	step, ref, ok := codec.StepInText(title)
 	if !ok {

@@ -130,6 +130,12 @@ func TestTranslate(t *testing.T) {
 			assert.Equal(t, pipeline.EventPRClosed, it.in.events[0].Kind)
 			assert.Equal(t, "A", it.in.events[0].Group)
 		}},
+		{name: "a fork's PR with a group branch's name", event: "pull_request", fixture: "core_pull_request_closed.json",
+			edits: map[string]any{"pull_request.head.repo": map[string]any{"full_name": "mallory/widgets"}}, ignored: "comes from another repository"},
+		{name: "a PR whose head repository is gone", event: "pull_request", fixture: "core_pull_request_closed.json",
+			edits: map[string]any{"pull_request.head.repo": nil}, ignored: "comes from another repository"},
+		{name: "a run waiting for approval is no failure", event: "workflow_run", fixture: "core_workflow_run_completed.json",
+			edits: map[string]any{"workflow_run.conclusion": "action_required"}, ignored: "waits for approval"},
 		{name: "a PR of another branch", event: "pull_request", fixture: "core_pull_request_closed.json", edits: map[string]any{"pull_request.head.ref": "feature"}, ignored: "not a group PR"},
 		{name: "an approval needs a writer", event: "pull_request_review", fixture: "core_pull_request_closed.json",
 			edits: map[string]any{"action": "submitted", "review": map[string]any{"id": 1, "state": "approved", "user": map[string]any{"login": "carol", "type": "User"}}},
@@ -146,6 +152,7 @@ func TestTranslate(t *testing.T) {
 				require.NotNil(t, it.in.fail)
 				assert.Equal(t, "1/_/pm/1", it.in.fail.Step)
 				assert.Equal(t, 1, it.issue)
+				require.NotNil(t, it.in.run, "the run is checked against the session's workflow")
 			}},
 		{name: "a run that succeeded", event: "workflow_run", fixture: "core_workflow_run_completed.json", ignored: "run succeeded"},
 		{name: "a failed job reads its run", event: "workflow_job", fixture: "core_workflow_job_completed.json", edits: map[string]any{"workflow_job.conclusion": "cancelled"},
@@ -187,4 +194,32 @@ func TestParseDeliveryDecodesOnce(t *testing.T) {
 	assert.Equal(t, "acme/widgets#1", b.Key(d), "Key does not decode again")
 	_, err = ParseDelivery(Delivery{ID: "d2", Event: "issues", Payload: []byte("{")})
 	require.Error(t, err)
+}
+
+// TestBound: a delivery's PR must be the group's recorded PR, and a failed
+// run a dispatched run of the agent workflow.
+func TestBound(t *testing.T) {
+	st := codec.State{Config: pipeline.DefaultConfig(), PRs: []codec.GroupPR{{Group: "A", Number: 5}}}
+	b := &Bot{}
+	wf := ".github/workflows/" + st.Config.GitHub.AgentWorkflow
+	tests := []struct {
+		name string
+		in   input
+		ok   bool
+	}{
+		{"the group's PR", input{pr: &prRef{number: 5, group: "A"}}, true},
+		{"another PR with the group's branch name", input{pr: &prRef{number: 9, group: "A"}}, false},
+		{"a group without a PR yet", input{pr: &prRef{number: 5, group: "B"}}, false},
+		{"a dispatched run of the agent workflow", input{run: &runRef{path: wf, event: "workflow_dispatch"}}, true},
+		{"another workflow titled with a step id", input{run: &runRef{path: ".github/workflows/ci.yml", event: "workflow_dispatch"}}, false},
+		{"the agent workflow started by a push", input{run: &runRef{path: wf, event: "push"}}, false},
+	}
+	for _, tc := range tests {
+		err := b.bound(st, tc.in)
+		if tc.ok {
+			assert.NoError(t, err, tc.name)
+		} else {
+			assert.ErrorIs(t, err, ErrIgnored, tc.name)
+		}
+	}
 }

@@ -65,7 +65,7 @@ func commentOf(number int, c *github.IssueComment) Comment {
 
 func prOf(p *github.PullRequest) PR {
 	return PR{Number: p.GetNumber(), Title: p.GetTitle(), Body: p.GetBody(), State: p.GetState(),
-		Head: p.GetHead().GetRef(), Base: p.GetBase().GetRef(), Draft: p.GetDraft(), Merged: p.GetMerged() || p.MergedAt != nil,
+		Head: p.GetHead().GetRef(), HeadRepo: p.GetHead().GetRepo().GetFullName(), Base: p.GetBase().GetRef(), Draft: p.GetDraft(), Merged: p.GetMerged() || p.MergedAt != nil,
 		MergedBy: p.GetMergedBy().GetLogin(), ClosedAt: p.GetClosedAt().Time, MergedAt: p.GetMergedAt().Time, URL: p.GetHTMLURL()}
 }
 
@@ -303,7 +303,8 @@ func (g *Client) DispatchWorkflow(ctx context.Context, repo RepoRef, workflow, r
 }
 
 func runOf(r *github.WorkflowRun) Run {
-	return Run{ID: r.GetID(), Title: r.GetDisplayTitle(), Status: r.GetStatus(), Conclusion: r.GetConclusion(), URL: r.GetHTMLURL()}
+	return Run{ID: r.GetID(), Title: r.GetDisplayTitle(), Event: r.GetEvent(), Path: r.GetPath(), Status: r.GetStatus(),
+		Conclusion: r.GetConclusion(), URL: r.GetHTMLURL()}
 }
 
 func (g *Client) GetRun(ctx context.Context, repo RepoRef, id int64) (Run, error) {

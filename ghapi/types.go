@@ -60,11 +60,14 @@ type Comment struct {
 
 // PR is a pull request.
 type PR struct {
-	Number   int
-	Title    string
-	Body     string
-	State    string // open | closed
-	Head     string // branch name
+	Number int
+	Title  string
+	Body   string
+	State  string // open | closed
+	Head   string // branch name
+	// HeadRepo is the repository the head branch lives in, "owner/name":
+	// another one for a pull request from a fork.
+	HeadRepo string
 	Base     string
 	Draft    bool
 	Merged   bool
@@ -102,8 +105,12 @@ type IssueEdit struct {
 
 // Run is a workflow run.
 type Run struct {
-	ID         int64
-	Title      string // the rendered run-name
+	ID    int64
+	Title string // the rendered run-name
+	// Event is what started the run (workflow_dispatch, push, …); Path is
+	// its workflow file (.github/workflows/x.yml).
+	Event      string
+	Path       string
 	Status     string
 	Conclusion string
 	URL        string // html

@@ -67,6 +67,10 @@ func buildGroups(session string, existing []Group, add []PlanGroup, defaultPhase
 		if pg.ID != "" {
 			where = fmt.Sprintf("group %q", pg.ID)
 		}
+		if reservedGroupID(pg.ID) {
+			problems = append(problems, fmt.Sprintf("%s: id is a role name, which step ids reserve", where))
+			continue
+		}
 		if !ValidGroupID(pg.ID) {
 			problems = append(problems, fmt.Sprintf("%s: id must match [A-Za-z0-9_-]{1,32}", where))
 			continue

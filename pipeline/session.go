@@ -30,8 +30,18 @@ var (
 	sessionIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
 )
 
-// ValidGroupID reports whether id is a usable group id.
-func ValidGroupID(id string) bool { return groupIDPattern.MatchString(id) && id != LeadGroup }
+// ValidGroupID reports whether id is a usable group id. Role names are
+// reserved: a step id is <session>/<group>/<role>/<n>, and workflows route
+// steps by its segments, so a group called "merge" must never look like a
+// merge step.
+func ValidGroupID(id string) bool {
+	return groupIDPattern.MatchString(id) && id != LeadGroup && !reservedGroupID(id)
+}
+
+func reservedGroupID(id string) bool {
+	r, err := ParseRole(strings.ToLower(id))
+	return err == nil && r != RoleUnknown
+}
 
 // ValidSessionID reports whether id is a usable session id.
 func ValidSessionID(id string) bool { return sessionIDPattern.MatchString(id) }

@@ -185,3 +185,19 @@ func TestCapsules(t *testing.T) {
 	pm := *h.s.Step("s1/_/pm/1")
 	assert.Equal(t, "📋 Session [pm/opus] PLANNING_COMPLETE | planned → groups A", Capsule(pm))
 }
+
+// TestRoleNamesAreNotGroupIDs: a group named like a role would make its
+// step ids look like another kind of step (a group "merge" routed to the
+// merge job), so plans may not use role names as ids.
+func TestRoleNamesAreNotGroupIDs(t *testing.T) {
+	for _, id := range []string{"merge", "validate", "QA", "pm", "tech_lead"} {
+		assert.False(t, ValidGroupID(id), id)
+	}
+	assert.True(t, ValidGroupID("merger"))
+	h := newHarness(t, DefaultConfig())
+	h.start("x")
+	h.report(LeadGroup, StatusPlanningComplete, `{"plan":{"groups":[{"id":"merge","task":"a"},{"id":"A","task":"b"}]}}`)
+	next := h.inFlight(LeadGroup)
+	assert.Equal(t, PurposePlan, next.Purpose, "the plan goes back to the pm")
+	assert.Contains(t, next.Feedback, `"merge": id is a role name`)
+}
