@@ -21,6 +21,7 @@ package action
 
 import (
 	"context"
+	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"io"
@@ -59,15 +60,14 @@ const (
 // everything a job writes, and the bot's login in Action-only mode.
 const ActionsLogin = "github-actions[bot]"
 
-// ActionOnlyStateKey is the HMAC key of the tracking comment's state block
-// in Action-only mode when BAZINGA_STATE_KEY is not set. It is public: in
-// Action-only mode trust rests on the author of the tracking comment
-// (github-actions[bot], which only this repository's workflows can write
-// as), not on the key.
-const ActionOnlyStateKey = "bazinga-action-only-mode-state-key"
-
-// EnvStateKey names the variable holding a state key (optional).
+// EnvStateKey names the secret the Action-only orchestrator signs the
+// session state with. Only the orchestrator's job may see it: a job that
+// could sign state could choose its own configuration.
 const EnvStateKey = "BAZINGA_STATE_KEY"
+
+// EnvStatePublicKey names the variable step jobs may take the state public
+// key from when the input state-public-key is empty.
+const EnvStatePublicKey = "BAZINGA_STATE_PUBLIC_KEY"
 
 // ClientFunc returns a go-github client that authenticates with token
 // against the REST API at apiURL (GITHUB_API_URL).
@@ -157,7 +157,11 @@ type inputs struct {
 	repo                                                ghapi.RepoRef
 	apiURL, serverURL, runURL                           string
 	eventName, eventPath                                string
-	stateKey                                            []byte
+	// signingKey signs the state (reconcile); publicKey verifies it and
+	// orchestrator is the only author whose state is read (step jobs).
+	signingKey   ed25519.PrivateKey
+	publicKey    ed25519.PublicKey
+	orchestrator string
 }
 
 // inputError is a wrong or missing input: the step fails with the message.
@@ -190,11 +194,35 @@ func readInputs(gha *githubactions.Action, getenv func(string) string) (inputs, 
 	if in.token != "" {
 		gha.AddMask(in.token)
 	}
-	if k := getenv(EnvStateKey); k != "" {
-		gha.AddMask(k)
-		in.stateKey = []byte(k)
-	}
 	var problems []string
+	in.orchestrator = strings.TrimSpace(input(gha, "orchestrator"))
+	if in.orchestrator == "" {
+		in.orchestrator = ActionsLogin
+	}
+	if in.command == CommandReconcile {
+		k := getenv(EnvStateKey)
+		if strings.TrimSpace(k) == "" {
+			problems = append(problems, "the secret "+EnvStateKey+" is not set: the Action-only orchestrator signs the session state with it; "+
+				"add a repository secret "+EnvStateKey+" (32 or more random bytes) and pass it as `env: "+EnvStateKey+": ${{ secrets."+EnvStateKey+" }}` to the orchestrator's job only")
+		} else {
+			gha.AddMask(k)
+			in.signingKey = codec.SigningKeyFromSecret([]byte(k))
+		}
+	} else if in.command != "" {
+		pk := input(gha, "state-public-key")
+		if pk == "" {
+			pk = getenv(EnvStatePublicKey)
+		}
+		switch pub, err := codec.ParsePublicKey(pk); {
+		case strings.TrimSpace(pk) == "":
+			problems = append(problems, "input `state-public-key` is empty: step jobs read the session state only when it is signed by the orchestrator; "+
+				"pass the public key `bazinga serve` logs (App) or the orchestrator job prints (Action-only), e.g. `state-public-key: ${{ vars."+EnvStatePublicKey+" }}`")
+		case err != nil:
+			problems = append(problems, "input `state-public-key`: "+err.Error())
+		default:
+			in.publicKey = pub
+		}
+	}
 	switch in.command {
 	case CommandAgent, CommandMerge, CommandValidate, CommandReconcile:
 	case "":

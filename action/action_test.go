@@ -3,6 +3,7 @@ package action_test
 import (
 	"bytes"
 	"context"
+	"crypto/ed25519"
 	"encoding/json"
 	"errors"
 	"io"
@@ -54,7 +55,7 @@ func newUnit(t *testing.T) *unit {
 	require.NoError(t, err)
 	gh := ghapi.New(client)
 	b, err := bot.New(bot.Options{Client: func(context.Context, int64) (bot.GitHub, error) { return gh, nil },
-		Login: f.BotLogin(), StateKey: e2eStateKey})
+		Login: f.BotLogin(), SigningKey: e2eSigningKey})
 	require.NoError(t, err)
 	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
@@ -89,6 +90,11 @@ func (u *unit) env(inputs map[string]string) map[string]string {
 		k, v, _ := strings.Cut(kv, "=")
 		env[k] = v
 	}
+	// The unit's session runs under the App (the test's bot): step jobs
+	// trust its login and key.
+	env["INPUT_STATE-PUBLIC-KEY"] = codec.FormatPublicKey(e2ePublicKey)
+	env["INPUT_ORCHESTRATOR"] = u.f.BotLogin()
+	env[action.EnvStateKey] = e2eActionSecret
 	for k, v := range inputs {
 		env["INPUT_"+strings.ToUpper(k)] = v
 	}
@@ -243,15 +249,17 @@ func TestStepNotInFlightExitsWithoutEffect(t *testing.T) {
 func TestForgedTrackingCommentIsNotTrusted(t *testing.T) {
 	u := newUnit(t)
 	tok := u.f.RunToken(u.run)
-	// With the key, the bot's comment verifies; with a wrong key nothing does.
-	env := u.env(map[string]string{"command": "agent", "step": "1/_/pm/1", "github-token": tok, "agent-command": "false"})
-	env[action.EnvStateKey] = "not-the-key-0123456789"
+	// With the orchestrator's public key the bot's comment verifies; with
+	// another key nothing does.
+	other := codec.SigningKeyFromSecret([]byte("not the orchestrator")).Public().(ed25519.PublicKey)
+	env := u.env(map[string]string{"command": "agent", "step": "1/_/pm/1", "github-token": tok, "agent-command": "false",
+		"state-public-key": codec.FormatPublicKey(other)})
 	r := u.action(env)
 	assert.Equal(t, 0, r.code, r.stdout)
 	assert.Contains(t, r.stdout, "is not in flight")
-	assert.Equal(t, 1, strings.Count(r.stdout, "not-the-key-0123456789"), "the key appears only in its mask command")
 	assert.False(t, u.claimed("1/_/pm/1"))
-	// A user copying the bot's state block is not a bot: not trusted.
+	// Another login's copy of the bot's block is not trusted, nor is a state
+	// any bot signed with another key — only the orchestrator's own.
 	var body string
 	for _, c := range u.repo.Comments(u.issue) {
 		if strings.Contains(c.GetBody(), "bazinga:state:v1") {
@@ -259,13 +267,37 @@ func TestForgedTrackingCommentIsNotTrusted(t *testing.T) {
 		}
 	}
 	require.NotEmpty(t, body)
-	comments := []ghapi.Comment{{ID: 1, Author: "mallory", AuthorType: "User", Body: body}}
-	_, _, err := codec.FindState(comments, ghapi.RepoRef{Owner: e2eOwner, Name: e2eName}, u.issue, codec.StateTrust{})
-	assert.ErrorIs(t, err, codec.ErrNoSession)
-	comments[0].Author, comments[0].AuthorType = u.f.BotLogin(), "Bot"
-	st, _, err := codec.FindState(comments, ghapi.RepoRef{Owner: e2eOwner, Name: e2eName}, u.issue, codec.StateTrust{Key: e2eStateKey})
+	trust := codec.StateTrust{PublicKey: e2ePublicKey, Authors: []string{u.f.BotLogin()}}
+	repo := ghapi.RepoRef{Owner: e2eOwner, Name: e2eName}
+	for _, author := range []string{"mallory", "github-actions[bot]", "other-app[bot]"} {
+		_, _, err := codec.FindState([]ghapi.Comment{{ID: 1, Author: author, AuthorType: "Bot", Body: body}}, repo, u.issue, trust)
+		assert.ErrorIs(t, err, codec.ErrNoSession, author)
+	}
+	st, _, err := codec.FindState([]ghapi.Comment{{ID: 1, Author: u.f.BotLogin(), AuthorType: "Bot", Body: body}}, repo, u.issue, trust)
 	require.NoError(t, err)
 	assert.NotNil(t, st.Session.Step("1/_/pm/1"))
+}
+
+// TestStateKeysAreRequired: a step job without the public key, and the
+// Action-only orchestrator without its secret, refuse to run and name what
+// is missing.
+func TestStateKeysAreRequired(t *testing.T) {
+	u := newUnit(t)
+	env := u.env(map[string]string{"command": "agent", "step": "1/_/pm/1", "github-token": u.f.RunToken(u.run), "agent-command": "false"})
+	delete(env, "INPUT_STATE-PUBLIC-KEY")
+	r := u.action(env)
+	assert.Equal(t, 1, r.code)
+	assert.Contains(t, r.stdout, "input `state-public-key` is empty")
+	env = u.env(map[string]string{"command": "reconcile", "github-token": u.f.RunToken(u.run)})
+	delete(env, action.EnvStateKey)
+	r = u.action(env)
+	assert.Equal(t, 1, r.code)
+	assert.Contains(t, r.stdout, "the secret BAZINGA_STATE_KEY is not set")
+	env = u.env(map[string]string{"command": "agent", "step": "1/_/pm/1", "github-token": u.f.RunToken(u.run), "agent-command": "false",
+		"state-public-key": "c2hvcnQ="})
+	r = u.action(env)
+	assert.Equal(t, 1, r.code)
+	assert.Contains(t, r.stdout, "not a state public key")
 }
 
 func TestMissingPermissionIsNamed(t *testing.T) {

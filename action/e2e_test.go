@@ -3,6 +3,7 @@ package action_test
 import (
 	"bytes"
 	"context"
+	"crypto/ed25519"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -53,7 +54,14 @@ const (
 	e2eBotTok = "ghs_e2e_app"
 )
 
-var e2eStateKey = []byte("e2e-app-state-key-0123456789abcdef")
+// The App's signing key (in production derived from its webhook secret),
+// and the Action-only orchestrator's secret.
+var (
+	e2eSigningKey    = codec.SigningKeyFromSecret([]byte("e2e-app-state-secret"))
+	e2ePublicKey     = e2eSigningKey.Public().(ed25519.PublicKey)
+	e2eActionSecret  = "e2e-action-only-state-secret"
+	e2eActionOnlyKey = codec.SigningKeyFromSecret([]byte(e2eActionSecret)).Public().(ed25519.PublicKey)
+)
 
 // The configuration the fake repository carries: a Go-free test command,
 // so the gate, the harness's check and validation are real and fast.
@@ -111,6 +119,11 @@ type world struct {
 	agentCmd string
 	// env is added to every job's environment.
 	env []string
+	// orchestrator is the login whose signed state step jobs trust; its
+	// public key is given to step jobs, its secret (Action-only) only to
+	// the orchestrator's own jobs.
+	orchestrator string
+	publicKey    ed25519.PublicKey
 
 	mu       sync.Mutex
 	running  int
@@ -204,6 +217,11 @@ func (w *world) runJob(ctx context.Context, r ghfake.Run) {
 		"INPUT_CONFIG=.github/bazinga.yml", "INPUT_WORKING-DIRECTORY=", "INPUT_WORKING_DIRECTORY=",
 	)
 	env = append(env, w.env...)
+	if command == "reconcile" {
+		env = append(env, action.EnvStateKey+"="+e2eActionSecret)
+	} else {
+		env = append(env, "INPUT_STATE-PUBLIC-KEY="+codec.FormatPublicKey(w.publicKey), "INPUT_ORCHESTRATOR="+w.orchestrator)
+	}
 	if err := w.f.StartRun(r.ID); err != nil {
 		return // the fake is closing
 	}
@@ -436,7 +454,8 @@ func playAppMode(t *testing.T, config string) (*world, pipeline.Session) {
 	var logMu sync.Mutex
 	logger := slog.New(slog.NewTextHandler(&lockedWriter{w: &logs, mu: &logMu}, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	b, err := bot.New(bot.Options{Client: func(context.Context, int64) (bot.GitHub, error) { return gh, nil },
-		Login: f.BotLogin(), StateKey: e2eStateKey, Logger: logger})
+		Login: f.BotLogin(), SigningKey: e2eSigningKey, Logger: logger})
+	w.orchestrator, w.publicKey = f.BotLogin(), e2ePublicKey
 	require.NoError(t, err)
 	srv, err := server.NewServer(server.Config{WebhookSecret: []byte(e2eSecret)}, b, logger)
 	require.NoError(t, err)
@@ -463,7 +482,7 @@ func playAppMode(t *testing.T, config string) (*world, pipeline.Session) {
 	}
 	require.Equal(t, "bazinga:done", label)
 	w.settle()
-	s := w.assertVerified(issue, codec.StateTrust{Key: e2eStateKey})
+	s := w.assertVerified(issue, codec.StateTrust{PublicKey: e2ePublicKey, Authors: []string{f.BotLogin()}})
 	w.assertJobs(s)
 	// The webhooks reached the server signed and were accepted.
 	for _, d := range f.Deliveries() {
@@ -497,6 +516,7 @@ func (w *world) assertJobs(s pipeline.Session) {
 func TestE2EActionOnlyMode(t *testing.T) {
 	start := time.Now()
 	w := newWorld(t)
+	w.orchestrator, w.publicKey = ghfake.ActionsLogin, e2eActionOnlyKey
 	f := w.f
 	// The orchestrator workflow (examples/workflows/bazinga.yml): the
 	// events it runs on; no App, no webhook receiver.
@@ -516,8 +536,9 @@ func TestE2EActionOnlyMode(t *testing.T) {
 	})
 	require.Equal(t, "bazinga:done", label)
 	w.settle()
-	// The tracking comment is github-actions[bot]'s: trusted by its author.
-	s := w.assertVerified(issue, codec.StateTrust{Authors: []string{ghfake.ActionsLogin}})
+	// The tracking comment is github-actions[bot]'s, signed with the key
+	// only the orchestrator's job holds.
+	s := w.assertVerified(issue, codec.StateTrust{PublicKey: e2eActionOnlyKey, Authors: []string{ghfake.ActionsLogin}})
 	w.assertJobs(s)
 	reconciles := 0
 	for _, j := range w.jobsCopy() {

@@ -2,6 +2,7 @@ package action
 
 import (
 	"context"
+	"crypto/ed25519"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -46,16 +47,14 @@ func (j *job) reconcile(ctx context.Context) int {
 		}
 		payload = b
 	}
-	key := in.stateKey
-	if len(key) == 0 {
-		key = []byte(ActionOnlyStateKey)
-	}
+	j.gha.Infof("bazinga: the session state is signed; step jobs verify it with state-public-key %s",
+		codec.FormatPublicKey(in.signingKey.Public().(ed25519.PublicKey)))
 	gh := j.gh
 	b, err := bot.New(bot.Options{
 		Client:     func(context.Context, int64) (bot.GitHub, error) { return gh, nil },
 		Login:      ActionsLogin,
 		Now:        j.d.Now,
-		StateKey:   key,
+		SigningKey: in.signingKey,
 		Logger:     j.log,
 		ConfigPath: in.config,
 		Repos: func(context.Context) ([]ghapi.InstalledRepo, error) {

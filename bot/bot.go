@@ -2,6 +2,7 @@ package bot
 
 import (
 	"context"
+	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -24,9 +25,9 @@ type Options struct {
 	Login string
 	// Now is the clock (default time.Now).
 	Now func() time.Time
-	// StateKey authenticates the state block (HMAC-SHA256); serve derives
-	// it from the webhook secret. Required.
-	StateKey []byte
+	// SigningKey signs the state block (Ed25519); jobs verify it with the
+	// public key. serve derives it from the webhook secret (required).
+	SigningKey ed25519.PrivateKey
 	// Logger (default: discard).
 	Logger *slog.Logger
 	// Defaults is the configuration a repository without
@@ -61,8 +62,8 @@ func New(o Options) (*Bot, error) {
 	if strings.TrimSpace(o.Login) == "" {
 		return nil, errors.New("bot: Options.Login is required")
 	}
-	if len(o.StateKey) < 16 {
-		return nil, errors.New("bot: Options.StateKey must have at least 16 bytes")
+	if len(o.SigningKey) != ed25519.PrivateKeySize {
+		return nil, errors.New("bot: Options.SigningKey must be an Ed25519 private key")
 	}
 	if o.Now == nil {
 		o.Now = time.Now
@@ -78,6 +79,9 @@ func New(o Options) (*Bot, error) {
 	}
 	return &Bot{o: o, log: o.Logger, locks: map[string]*sync.Mutex{}, repos: map[string]ghapi.InstalledRepo{}}, nil
 }
+
+// publicKey verifies the state blocks the bot signed.
+func (b *Bot) publicKey() ed25519.PublicKey { return b.o.SigningKey.Public().(ed25519.PublicKey) }
 
 func (b *Bot) defaults() pipeline.Config {
 	if b.o.Defaults != nil {

@@ -2,6 +2,7 @@ package bot
 
 import (
 	"context"
+	"crypto/ed25519"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -35,7 +36,10 @@ const (
 	coreSecret = "core-webhook-secret"
 )
 
-var coreStateKey = []byte("core-test-state-key-0123456789")
+var (
+	coreSigningKey = codec.SigningKeyFromSecret([]byte("core-test-state-secret"))
+	corePublicKey  = coreSigningKey.Public().(ed25519.PublicKey)
+)
 
 type coreClock struct {
 	mu sync.Mutex
@@ -142,10 +146,10 @@ func (h *coreHarness) botClient() *github.Client {
 func (h *coreHarness) newBot() *Bot {
 	gh := ghapi.New(h.botClient())
 	b, err := New(Options{
-		Client:   func(context.Context, int64) (GitHub, error) { return gh, nil },
-		Login:    h.f.BotLogin(),
-		Now:      h.clock.Now,
-		StateKey: coreStateKey,
+		Client:     func(context.Context, int64) (GitHub, error) { return gh, nil },
+		Login:      h.f.BotLogin(),
+		Now:        h.clock.Now,
+		SigningKey: coreSigningKey,
 	})
 	require.NoError(h.t, err)
 	return b
@@ -406,7 +410,7 @@ func (h *coreHarness) trackingState() (codec.State, int) {
 			continue
 		}
 		n++
-		s, err := codec.DecodeState(c.GetBody(), coreStateKey)
+		s, err := codec.DecodeState(c.GetBody(), corePublicKey)
 		require.NoError(h.t, err)
 		st = s
 	}

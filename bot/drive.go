@@ -185,8 +185,12 @@ func (b *Bot) drive(ctx context.Context, gh GitHub, ref sessionRef, in input) er
 			return err
 		}
 		st = codec.State{V: codec.StateVersion, Repo: ref.repo.String(), Issue: ref.issue, Config: cfg, RepoURL: in.start.repoURL}
+		// The requirements as they were when the label was added: the first
+		// bot comment records them, and a rebuild replays them, not the
+		// issue body as edited since.
 		events = []pipeline.Event{pipeline.Started(session, requirements(in.start.title, in.start.body), in.start.base)}
-		record = nil
+		record = append([]pipeline.Event(nil), events...)
+		lines = append(lines, "🚀 **Session started** | the pm plans the work")
 	case in.start != nil:
 		switch st.Session.Status {
 		case pipeline.SessionPaused, pipeline.SessionStopped, pipeline.SessionFailed:
@@ -306,7 +310,7 @@ func (b *Bot) drive(ctx context.Context, gh GitHub, ref sessionRef, in input) er
 	x.issueViews()
 
 	// The state with its outbox, in one write; only then the outbox.
-	body, err := fitTracking(st, st.RepoURL, b.o.StateKey)
+	body, err := fitTracking(st, st.RepoURL, b.o.SigningKey)
 	if err != nil {
 		return errors.Join(append(x.errs, err)...)
 	}
@@ -318,7 +322,7 @@ func (b *Bot) drive(ctx context.Context, gh GitHub, ref sessionRef, in input) er
 		return err
 	}
 	x.carryOut(ctx)
-	x.recordFailures(ctx, commentID, b.o.StateKey)
+	x.recordFailures(ctx, commentID, b.o.SigningKey)
 	if len(x.errs) > 0 {
 		err := errors.Join(x.errs...)
 		log.Warn("reconcile left effects undone; the next event or sweep carries them out", "err", err, "rev", next.Rev)

@@ -2,6 +2,7 @@ package bot
 
 import (
 	"context"
+	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -230,7 +231,7 @@ func (x *executor) carryOut(ctx context.Context) {
 // recordFailures writes the state again when effects failed, marking them,
 // so the next reconcile does them again at once. Best effort: without it
 // they are done again once GitHub shows them missing.
-func (x *executor) recordFailures(ctx context.Context, commentID int64, key []byte) {
+func (x *executor) recordFailures(ctx context.Context, commentID int64, key ed25519.PrivateKey) {
 	if len(x.failed) == 0 || commentID == 0 {
 		return
 	}

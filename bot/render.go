@@ -1,6 +1,7 @@
 package bot
 
 import (
+	"crypto/ed25519"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -166,7 +167,7 @@ func renderTracking(st *codec.State, repoURL string, logN int, block string) str
 // fitTracking renders the tracking comment under GitHub's body limit: the
 // visible log is trimmed first, then the stored session is snapshotted with
 // fewer and fewer old steps. The state block is never dropped.
-func fitTracking(st codec.State, repoURL string, key []byte) (string, error) {
+func fitTracking(st codec.State, repoURL string, key ed25519.PrivateKey) (string, error) {
 	logN := 30
 	keep := len(st.Session.Steps)
 	stored := st

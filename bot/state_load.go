@@ -45,7 +45,7 @@ func (b *Bot) load(ctx context.Context, gh GitHub, ref sessionRef, exclude int64
 			b.log.Warn("ignoring a state block not written by the bot", "repo", ref.repo.String(), "issue", ref.issue, "author", c.Author, "comment", c.ID)
 			continue
 		}
-		st, err := codec.DecodeState(c.Body, b.o.StateKey)
+		st, err := codec.DecodeState(c.Body, b.publicKey())
 		if err != nil || st.Issue != ref.issue || st.Repo != ref.repo.String() {
 			b.log.Warn("ignoring a tracking comment that does not verify", "repo", ref.repo.String(), "issue", ref.issue, "comment", c.ID, "err", err)
 			forged = true
@@ -58,7 +58,18 @@ func (b *Bot) load(ctx context.Context, gh GitHub, ref sessionRef, exclude int64
 			best = loaded{st: st, found: true, commentID: c.ID, body: c.Body, comments: comments}
 		}
 	}
-	if best.found || (!forged && !hasLog(comments, b.o.Login)) {
+	if best.found {
+		// A signed state older than its own log (an old tracking comment
+		// restored, or a newer one deleted) is not the session: rebuild.
+		if rev, seq := b.logFloor(comments, ref); best.st.Session.Rev < rev || best.st.Session.StepSeq < seq {
+			b.log.Warn("the tracking comment is older than the session's log; rebuilding", "repo", ref.repo.String(), "issue", ref.issue,
+				"rev", best.st.Session.Rev, "log_rev", rev, "step_seq", best.st.Session.StepSeq, "log_step", seq)
+			forged, best.found = true, false
+		} else {
+			return best, nil
+		}
+	}
+	if !forged && !hasLog(comments, b.o.Login) {
 		return best, nil
 	}
 	st, ok, err := b.rebuild(ctx, gh, ref, comments, exclude)
@@ -71,6 +82,30 @@ func (b *Bot) load(ctx context.Context, gh GitHub, ref sessionRef, exclude int64
 	b.log.Warn("session rebuilt from its log", "repo", ref.repo.String(), "issue", ref.issue, "rev", st.Session.Rev, "steps", len(st.Session.Steps))
 	best.st, best.found, best.rebuilt = st, true, true
 	return best, nil
+}
+
+// logFloor is what the session's log on the issue proves it reached: the
+// highest revision the bot's own comments were posted at (their effect
+// markers name it) and the highest step number of a trusted result there.
+func (b *Bot) logFloor(comments []ghapi.Comment, ref sessionRef) (rev, seq int) {
+	prefix := codec.EffectPrefix + "comment/" + strconv.Itoa(ref.issue) + "/"
+	for _, c := range comments {
+		if b.own(c.Author) {
+			if _, rest, ok := strings.Cut(c.Body, prefix); ok {
+				num, _, _ := strings.Cut(rest, "/")
+				if n, err := strconv.Atoi(num); err == nil && n > rev {
+					rev = n
+				}
+			}
+			continue
+		}
+		if rec, ok := codec.ParseResultComment(c.Body); ok && b.trustedResultAuthor(c.Author, pipeline.DefaultConfig()) {
+			if sr, ok := codec.ParseStepID(rec.Step); ok && issueOfStep(sr) == ref.issue && sr.N > seq {
+				seq = sr.N
+			}
+		}
+	}
+	return rev, seq
 }
 
 // own reports whether login is the bot itself.
@@ -204,7 +239,11 @@ func (b *Bot) rebuild(ctx context.Context, gh GitHub, ref sessionRef, issueComme
 	if len(entries) > 0 && entries[0].at.Before(t0) {
 		t0 = entries[0].at
 	}
-	s, _ := pipeline.Reconcile(pipeline.Session{}, []pipeline.Event{pipeline.Started(session, requirements(issue.Title, issue.Body), base)}, t0, cfg)
+	start := pipeline.Started(session, requirements(issue.Title, issue.Body), base)
+	if rec, ok := recordedStart(entries); ok {
+		start = rec
+	}
+	s, _ := pipeline.Reconcile(pipeline.Session{}, []pipeline.Event{start}, t0, cfg)
 	for _, e := range entries {
 		var evs []pipeline.Event
 		if e.result != nil {
@@ -213,6 +252,9 @@ func (b *Bot) rebuild(ctx context.Context, gh GitHub, ref sessionRef, issueComme
 			}
 		} else {
 			for _, ev := range e.events {
+				if ev.Kind == pipeline.EventStarted {
+					continue // applied first
+				}
 				if ev.Kind == pipeline.EventStepFailed {
 					if id, ok := matchInFlight(s, ev.Step, true); ok {
 						ev.Step = id
@@ -238,6 +280,19 @@ func (b *Bot) rebuild(ctx context.Context, gh GitHub, ref sessionRef, issueComme
 		st.PRs[i].BodyHash, st.PRs[i].Label = "", ""
 	}
 	return st, true, nil
+}
+
+// recordedStart is the start the bot recorded in its first comment (the
+// requirements as they were when the session started), if any.
+func recordedStart(entries []logEntry) (pipeline.Event, bool) {
+	for _, e := range entries {
+		for _, ev := range e.events {
+			if ev.Kind == pipeline.EventStarted {
+				return ev, true
+			}
+		}
+	}
+	return pipeline.Event{}, false
 }
 
 // requirements is what a session works on: the issue's title and body.

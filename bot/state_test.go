@@ -77,10 +77,10 @@ func TestRebuild(t *testing.T) {
 		}},
 		{"forged-payload", func(h *coreHarness) {
 			id, body := h.trackingComment()
-			st, err := codec.DecodeState(body, coreStateKey)
+			st, err := codec.DecodeState(body, corePublicKey)
 			require.NoError(t, err)
 			st.Session.Groups = st.Session.Groups[:1]
-			block, err := codec.EncodeState(st, []byte("not-the-key-at-all-000000"))
+			block, err := codec.EncodeState(st, codec.SigningKeyFromSecret([]byte("not-the-key-at-all")))
 			require.NoError(t, err)
 			i := strings.Index(body, codec.StateMarker)
 			require.NoError(t, h.repo.EditComment(h.f.BotLogin(), id, body[:i]+block))
@@ -143,10 +143,10 @@ func TestTrackingFitsHoweverLong(t *testing.T) {
 	}
 	s.StepSeq = 3000
 	st.Session = s
-	body, err := fitTracking(st, "https://example.com/a/b", coreStateKey)
+	body, err := fitTracking(st, "https://example.com/a/b", coreSigningKey)
 	require.NoError(t, err)
 	require.LessOrEqual(t, len([]rune(body)), codec.MaxCommentChars)
-	got, err := codec.DecodeState(body, coreStateKey)
+	got, err := codec.DecodeState(body, corePublicKey)
 	require.NoError(t, err)
 	require.Less(t, len(got.Session.Steps), 3000)
 	require.Equal(t, 3000, got.Session.StepSeq)

@@ -3,10 +3,10 @@ package codec
 import (
 	"bytes"
 	"compress/gzip"
+	"crypto/ed25519"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -90,9 +90,42 @@ func (s *State) GroupOfPR(number int) string {
 	return ""
 }
 
-// EncodeState renders the hidden state block: base64(gzip(json)) and an
-// HMAC-SHA256 over that payload with the state key.
-func EncodeState(st State, key []byte) (string, error) {
+// The state block is signed with Ed25519: only the orchestrator holds the
+// private key, and a job (or anyone) verifies with the public key. A job
+// that could forge the state could choose its own configuration (the test
+// command it runs, the workflows it may change), so a shared secret, which
+// every verifier would hold, is not enough.
+
+// SigningKeyFromSecret derives the orchestrator's signing key from a secret
+// (the App's webhook secret, or the Action-only secret BAZINGA_STATE_KEY),
+// so no second secret has to be kept.
+func SigningKeyFromSecret(secret []byte) ed25519.PrivateKey {
+	m := hmac.New(sha256.New, secret)
+	m.Write([]byte("bazinga state signing key v1"))
+	return ed25519.NewKeyFromSeed(m.Sum(nil))
+}
+
+// FormatPublicKey is the public key as jobs are given it: base64.
+func FormatPublicKey(pub ed25519.PublicKey) string { return base64.StdEncoding.EncodeToString(pub) }
+
+// ParsePublicKey reads a public key in FormatPublicKey's form.
+func ParsePublicKey(s string) (ed25519.PublicKey, error) {
+	b, err := base64.StdEncoding.DecodeString(strings.TrimSpace(s))
+	if err != nil || len(b) != ed25519.PublicKeySize {
+		return nil, fmt.Errorf("not a state public key: want the base64 of %d bytes, as bazinga prints it", ed25519.PublicKeySize)
+	}
+	return ed25519.PublicKey(b), nil
+}
+
+// sigPrefix marks an Ed25519 signature in the block.
+const sigPrefix = "ed25519:"
+
+// EncodeState renders the hidden state block: base64(gzip(json)), then the
+// Ed25519 signature of that payload.
+func EncodeState(st State, key ed25519.PrivateKey) (string, error) {
+	if len(key) != ed25519.PrivateKeySize {
+		return "", errors.New("encode state: no signing key")
+	}
 	js, err := json.Marshal(st)
 	if err != nil {
 		return "", fmt.Errorf("encode state: %w", err)
@@ -106,35 +139,35 @@ func EncodeState(st State, key []byte) (string, error) {
 		return "", fmt.Errorf("encode state: %w", err)
 	}
 	payload := base64.StdEncoding.EncodeToString(buf.Bytes())
-	return StateMarker + payload + "." + sign(payload, key) + BlockEnd, nil
-}
-
-func sign(payload string, key []byte) string {
-	m := hmac.New(sha256.New, key)
-	m.Write([]byte(payload))
-	return hex.EncodeToString(m.Sum(nil))
+	sig := ed25519.Sign(key, []byte(payload))
+	return StateMarker + payload + "." + sigPrefix + base64.StdEncoding.EncodeToString(sig) + BlockEnd, nil
 }
 
 // Errors reading a state block.
 var (
 	ErrNoState     = errors.New("no state block")
-	ErrBadStateMAC = errors.New("state block does not verify")
+	ErrBadStateSig = errors.New("state block does not verify")
 )
 
-// DecodeState reads and verifies the state block of a comment body.
-func DecodeState(body string, key []byte) (State, error) {
+// DecodeState reads the state block of a comment body and verifies its
+// signature with the orchestrator's public key.
+func DecodeState(body string, pub ed25519.PublicKey) (State, error) {
 	raw, ok := HiddenBlock(body, StateMarker)
 	if !ok {
 		return State{}, ErrNoState
 	}
-	i := bytes.LastIndexByte([]byte(raw), '.')
-	if i < 0 {
-		return State{}, ErrBadStateMAC
+	i := strings.LastIndexByte(raw, '.')
+	if i < 0 || len(pub) != ed25519.PublicKeySize {
+		return State{}, ErrBadStateSig
 	}
-	payload, mac := raw[:i], raw[i+1:]
-	want := sign(payload, key)
-	if !hmac.Equal([]byte(mac), []byte(want)) {
-		return State{}, ErrBadStateMAC
+	payload, sig := raw[:i], raw[i+1:]
+	s, ok := strings.CutPrefix(sig, sigPrefix)
+	if !ok {
+		return State{}, ErrBadStateSig
+	}
+	sb, err := base64.StdEncoding.DecodeString(s)
+	if err != nil || !ed25519.Verify(pub, []byte(payload), sb) {
+		return State{}, ErrBadStateSig
 	}
 	gz, err := base64.StdEncoding.DecodeString(payload)
 	if err != nil {

@@ -1,6 +1,7 @@
 package codec
 
 import (
+	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"strings"
@@ -15,49 +16,25 @@ import (
 // comment that can be trusted.
 var ErrNoSession = errors.New("no trusted bazinga tracking comment")
 
-// StateTrust says which tracking comments a reader trusts.
+// StateTrust says which tracking comments a reader trusts: written by the
+// orchestrator's own login (GitHub authenticates authors; "any bot" would
+// let any App or workflow of the repository write one) and signed with its
+// key.
 type StateTrust struct {
-	// Key, when set, must verify the state block's HMAC: only a holder of
-	// the key (the bot) can have written it.
-	Key []byte
-	// Without a key, only comments by these logins are trusted; when empty,
-	// any Bot-type account is (a job has no key in App mode, and only Apps
-	// and workflows write as bots).
+	// PublicKey verifies the state block's signature (required).
+	PublicKey ed25519.PublicKey
+	// Authors are the orchestrator's logins (required), e.g. "bazinga[bot]"
+	// or, in Action-only mode, "github-actions[bot]".
 	Authors []string
 }
 
 func (t StateTrust) author(c ghapi.Comment) bool {
-	if len(t.Authors) == 0 {
-		return c.AuthorType == "Bot"
-	}
 	for _, a := range t.Authors {
 		if strings.EqualFold(a, c.Author) {
 			return true
 		}
 	}
 	return false
-}
-
-// ReadState reads the state block of a tracking comment body. With a key,
-// the block's HMAC must verify; without one it is decoded unverified, and
-// trust must come from who wrote the comment.
-func ReadState(body string, key []byte) (State, error) {
-	if len(key) > 0 {
-		return DecodeState(body, key)
-	}
-	raw, ok := HiddenBlock(body, StateMarker)
-	if !ok {
-		return State{}, ErrNoState
-	}
-	i := strings.LastIndexByte(raw, '.')
-	if i < 0 {
-		return State{}, ErrBadStateMAC
-	}
-	// Re-sign with a throwaway key so DecodeState's checks (version,
-	// session references) apply unchanged.
-	k := []byte("bazinga-unverified-state-read")
-	payload := raw[:i]
-	return DecodeState(StateMarker+payload+"."+sign(payload, k)+BlockEnd, k)
 }
 
 // FindState returns the newest trusted session state among an issue's
@@ -74,11 +51,11 @@ func FindState(comments []ghapi.Comment, repo ghapi.RepoRef, issue int, trust St
 		if !strings.Contains(c.Body, StateMarker) {
 			continue
 		}
-		if len(trust.Key) == 0 && !trust.author(c) {
-			why = append(why, fmt.Sprintf("comment %d: written by %s (%s), not trusted", c.ID, c.Author, c.AuthorType))
+		if !trust.author(c) {
+			why = append(why, fmt.Sprintf("comment %d: written by %s, not the orchestrator", c.ID, c.Author))
 			continue
 		}
-		st, err := ReadState(c.Body, trust.Key)
+		st, err := DecodeState(c.Body, trust.PublicKey)
 		if err != nil {
 			why = append(why, fmt.Sprintf("comment %d: %v", c.ID, err))
 			continue

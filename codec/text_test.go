@@ -1,6 +1,7 @@
 package codec
 
 import (
+	"crypto/ed25519"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -50,6 +51,6 @@ func TestResultCommentCannotSmuggleState(t *testing.T) {
 	require.True(t, ok)
 	assert.Equal(t, r.Result.Summary, got.Result.Summary, "the data itself is kept")
 	_, _, err = FindState([]ghapi.Comment{{ID: 1, Author: "github-actions[bot]", AuthorType: "Bot", Body: body}},
-		ghapi.RepoRef{Owner: "a", Name: "b"}, 7, StateTrust{})
+		ghapi.RepoRef{Owner: "a", Name: "b"}, 7, StateTrust{PublicKey: testSigningKey.Public().(ed25519.PublicKey), Authors: []string{"github-actions[bot]"}})
 	assert.ErrorIs(t, err, ErrNoSession, "a result comment holds no state")
 }

@@ -2,8 +2,7 @@ package main
 
 import (
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
+	"crypto/ed25519"
 	"errors"
 	"flag"
 	"fmt"
@@ -14,6 +13,7 @@ import (
 	"syscall"
 
 	"github.com/bazinga-bot/bazinga/bot"
+	"github.com/bazinga-bot/bazinga/codec"
 	"github.com/bazinga-bot/bazinga/ghapi"
 	"github.com/bazinga-bot/bazinga/server"
 )
@@ -72,6 +72,9 @@ func serve(ctx context.Context, cfg server.Config, logger *slog.Logger) error {
 		return fmt.Errorf("reading the GitHub App (check BAZINGA_APP_ID and the private key): %w", err)
 	}
 	login := app.GetSlug() + "[bot]"
+	// The state is signed with a key derived from the webhook secret; step
+	// jobs verify it with the public key (the action's state-public-key).
+	signing := codec.SigningKeyFromSecret(cfg.WebhookSecret)
 	b, err := bot.New(bot.Options{
 		Client: func(_ context.Context, id int64) (bot.GitHub, error) {
 			c, err := factory.Installation(id)
@@ -80,27 +83,20 @@ func serve(ctx context.Context, cfg server.Config, logger *slog.Logger) error {
 			}
 			return ghapi.New(c), nil
 		},
-		Login:    login,
-		StateKey: stateKey(cfg.WebhookSecret),
-		Logger:   logger,
-		Repos:    factory.InstalledRepos,
+		Login:      login,
+		SigningKey: signing,
+		Logger:     logger,
+		Repos:      factory.InstalledRepos,
 	})
 	if err != nil {
 		return err
 	}
-	logger.Info("bazinga serve", "app", app.GetSlug(), "login", login, "listen", cfg.Listen)
+	logger.Info("bazinga serve", "app", app.GetSlug(), "login", login, "listen", cfg.Listen,
+		"state_public_key", codec.FormatPublicKey(signing.Public().(ed25519.PublicKey)))
 	srv, err := server.NewServer(cfg, b, logger)
 	if err != nil {
 		return err
 	}
 	srv.Metrics().SetAPIStats(factory.CallStats)
 	return srv.Run(ctx)
-}
-
-// stateKey derives the key that authenticates the state block from the
-// webhook secret, so no second secret has to be configured.
-func stateKey(secret []byte) []byte {
-	m := hmac.New(sha256.New, secret)
-	m.Write([]byte("bazinga state v1"))
-	return m.Sum(nil)
 }
