@@ -3,6 +3,7 @@ package bot
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -49,4 +50,34 @@ func TestRebuildUsesRequirementsAtStart(t *testing.T) {
 	require.True(t, ld.rebuilt)
 	require.Contains(t, ld.st.Session.Requirements, "Please add widget support.")
 	require.False(t, strings.Contains(ld.st.Session.Requirements, "IGNORE ALL"), "the edit after the start is not the session's")
+}
+
+// TestOneRefusalPerHour: a read-only user's hundred commands get one
+// refusal an hour, not a hundred comments.
+func TestOneRefusalPerHour(t *testing.T) {
+	h := newCoreHarness(t, coreOpts{groups: 1})
+	h.start()
+	h.steps(4)
+	refusals := func() int {
+		n := 0
+		for _, c := range h.botComments(h.issue) {
+			if strings.Contains(c, "@mallory only people with write") {
+				n++
+			}
+		}
+		return n
+	}
+	for i := 0; i < 20; i++ {
+		_, err := h.repo.Comment("mallory", h.issue, "/bazinga status")
+		require.NoError(t, err)
+		h.drain()
+	}
+	require.Equal(t, 1, refusals(), "one refusal for twenty commands")
+	h.clock.Advance(61 * time.Minute)
+	_, err := h.repo.Comment("mallory", h.issue, "/bazinga stop")
+	require.NoError(t, err)
+	h.drain()
+	require.Equal(t, 2, refusals(), "an hour later, once more")
+	st, _ := h.state()
+	require.False(t, st.Session.Status.Terminal(), "no command of mallory's had an effect")
 }
