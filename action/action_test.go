@@ -385,3 +385,76 @@ func TestReconcileNamesAMissingPermission(t *testing.T) {
 	}
 	assert.Equal(t, []string{"1/_/pm/1"}, steps)
 }
+
+// TestDispatchedReconcileAppliesTheStepsResult: in Action-only mode a
+// step's result comment (written with a GITHUB_TOKEN) starts no workflow;
+// the orchestrator dispatched with the issue reads the result back and
+// moves the session on.
+func TestDispatchedReconcileAppliesTheStepsResult(t *testing.T) {
+	f := ghfake.Start(t, ghfake.Options{WebhookMode: ghfake.Sync})
+	repo, err := f.CreateRepo(e2eOwner, e2eName, "main")
+	require.NoError(t, err)
+	_, err = repo.Push(e2eOwner, "main", map[string]string{"README.md": "# widgets\n", "seed.txt": "ok\n", ".github/bazinga.yml": e2eConfig}, "Initial commit")
+	require.NoError(t, err)
+	f.SetPermission("alice", "write")
+	require.NoError(t, f.AddWorkflow(e2eFull, "bazinga-agent.yml", ghfake.Workflow{
+		RunName: "bazinga ${{ inputs.step }}", Inputs: map[string]ghfake.WorkflowInput{"step": {Required: true}}}))
+	require.NoError(t, f.AddWorkflow(e2eFull, "bazinga.yml", ghfake.Workflow{On: []string{"issues.labeled"},
+		Inputs: map[string]ghfake.WorkflowInput{"issue": {}}}))
+	issue, err := repo.CreateIssue("alice", "Write a.txt", "Please.")
+	require.NoError(t, err)
+	require.NoError(t, repo.LabelIssue("alice", issue, "bazinga"))
+	runs := f.Runs()
+	require.Len(t, runs, 1)
+	u := &unit{t: t, f: f, repo: repo, issue: issue, run: runs[0], dir: t.TempDir()}
+	actionOnly := func(env map[string]string) map[string]string {
+		env["INPUT_STATE-PUBLIC-KEY"] = codec.FormatPublicKey(e2eActionOnlyKey)
+		env["INPUT_ORCHESTRATOR"] = ghfake.ActionsLogin
+		return env
+	}
+	r := u.action(actionOnly(u.env(map[string]string{"command": "reconcile", "github-token": f.RunToken(runs[0])})))
+	require.Equal(t, 0, r.code, r.stdout)
+	var pm ghfake.Run
+	for _, run := range f.Runs() {
+		if run.Workflow == "bazinga-agent.yml" {
+			pm = run
+		}
+	}
+	require.Equal(t, "1/_/pm/1", pm.Inputs["step"])
+	u.run = pm
+	r = u.action(actionOnly(u.env(map[string]string{"command": "agent", "step": "1/_/pm/1", "github-token": f.RunToken(pm), "agent-command": u.agentCmd(t)})))
+	require.Equal(t, 0, r.code, r.stdout)
+	require.Equal(t, 1, u.resultComments())
+
+	// The step's job dispatches the orchestrator with the issue.
+	dispatchOrchestrator := func(issueInput string) ghfake.Run {
+		_, err := f.Client(f.RunToken(pm)).Actions.CreateWorkflowDispatchEventByFileName(context.Background(), e2eOwner, e2eName, "bazinga.yml",
+			github.CreateWorkflowDispatchEventRequest{Ref: "main", Inputs: map[string]any{"issue": issueInput}})
+		require.NoError(t, err)
+		var last ghfake.Run
+		for _, run := range f.Runs() {
+			if run.Workflow == "bazinga.yml" && run.ID > last.ID {
+				last = run
+			}
+		}
+		require.Equal(t, "workflow_dispatch", last.Event)
+		return last
+	}
+	dispatch := dispatchOrchestrator(strconv.Itoa(issue))
+	u.run = dispatch
+	r = u.action(actionOnly(u.env(map[string]string{"command": "reconcile", "github-token": f.RunToken(dispatch)})))
+	require.Equal(t, 0, r.code, r.stdout)
+	var steps []string
+	for _, run := range f.Runs() {
+		if run.Workflow == "bazinga-agent.yml" {
+			steps = append(steps, run.Inputs["step"])
+		}
+	}
+	assert.Greater(t, len(steps), 1, "the pm's plan was applied and its groups dispatched: %v", steps)
+
+	bad := dispatchOrchestrator("twelve")
+	u.run = bad
+	r = u.action(actionOnly(u.env(map[string]string{"command": "reconcile", "github-token": f.RunToken(bad)})))
+	assert.Equal(t, 1, r.code)
+	assert.Contains(t, r.stdout, `the workflow_dispatch input issue is "twelve"`)
+}

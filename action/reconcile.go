@@ -24,6 +24,11 @@ type eventInfo struct {
 	WorkflowRun *struct {
 		DisplayTitle string `json:"display_title"`
 	} `json:"workflow_run"`
+	// Inputs are a workflow_dispatch's: a step's job dispatches the
+	// orchestrator with the step's issue.
+	Inputs struct {
+		Issue string `json:"issue"`
+	} `json:"inputs"`
 }
 
 // reconcile is the Action-only orchestrator: the triggering event goes
@@ -36,7 +41,7 @@ func (j *job) reconcile(ctx context.Context) int {
 		return 1
 	}
 	var payload []byte
-	if in.eventName != "schedule" && in.eventName != "workflow_dispatch" {
+	if in.eventName != "schedule" {
 		if in.eventPath == "" {
 			j.gha.Errorf("bazinga reconcile: GITHUB_EVENT_PATH is not set for the %s event", in.eventName)
 			return 1
@@ -71,6 +76,29 @@ func (j *job) reconcile(ctx context.Context) int {
 	var ev eventInfo
 	if err := json.Unmarshal(payload, &ev); err != nil {
 		return j.fail("reading the event", err)
+	}
+	if in.eventName == "workflow_dispatch" {
+		// Dispatched by a step's job with its issue (events a GITHUB_TOKEN
+		// makes start no workflow, a dispatch does); by hand without one,
+		// a sweep.
+		if ev.Inputs.Issue == "" {
+			return j.sweep(ctx, b)
+		}
+		n, err := strconv.Atoi(strings.TrimPrefix(strings.TrimSpace(ev.Inputs.Issue), "#"))
+		if err != nil || n < 1 {
+			j.gha.Errorf("bazinga reconcile: the workflow_dispatch input issue is %q, not an issue number", ev.Inputs.Issue)
+			j.out.set("", StatusFailed, []string{"bad issue input"})
+			return 1
+		}
+		j.gha.Group(fmt.Sprintf("bazinga: session #%d", n))
+		err = b.ReconcileIssue(ctx, 0, in.repo, n)
+		j.gha.EndGroup()
+		if err != nil {
+			j.out.set("", StatusFailed, []string{err.Error()})
+			return j.fail(fmt.Sprintf("reconciling session #%d", n), err)
+		}
+		j.out.set("", StatusHandled, nil)
+		return 0
 	}
 	d := bot.Delivery{ID: "run-" + j.d.Getenv("GITHUB_RUN_ID") + "-" + j.d.Getenv("GITHUB_RUN_ATTEMPT"), Event: in.eventName,
 		Action: ev.Action, Installation: ev.Installation.ID, Repo: in.repo.String(), Payload: payload, Received: j.d.Now()}

@@ -170,15 +170,35 @@ func (b *Bot) Sweep(ctx context.Context) error {
 		}
 		sort.Ints(numbers)
 		for _, n := range numbers {
-			ref := sessionRef{inst: r.Installation, repo: r.Repo, issue: n}
-			if _, err := b.applyLoggedResults(ctx, gh, ref); err != nil {
-				errs = append(errs, fmt.Errorf("sweep %s: %w", ref.key(), err))
-			}
-			err := b.drive(ctx, gh, ref, input{delivery: "sweep", events: []pipeline.Event{pipeline.Tick(strconv.Itoa(n))}})
-			if err != nil && !errors.Is(err, ErrIgnored) {
-				errs = append(errs, fmt.Errorf("sweep %s: %w", ref.key(), err))
+			if err := b.catchUp(ctx, gh, sessionRef{inst: r.Installation, repo: r.Repo, issue: n}); err != nil {
+				errs = append(errs, fmt.Errorf("sweep: %w", err))
 			}
 		}
+	}
+	return errors.Join(errs...)
+}
+
+// ReconcileIssue brings one session up to date, as the sweep does for every
+// active one: the results its log holds that no event delivered, then a
+// tick. The Action-only orchestrator runs it when a step's job dispatches it
+// for the step's issue. An issue without a session is no error.
+func (b *Bot) ReconcileIssue(ctx context.Context, installation int64, repo ghapi.RepoRef, issue int) error {
+	gh, err := b.o.Client(ctx, installation)
+	if err != nil {
+		return fmt.Errorf("client for installation %d: %w", installation, err)
+	}
+	b.remember(installation, repo)
+	return b.catchUp(ctx, gh, sessionRef{inst: installation, repo: repo, issue: issue})
+}
+
+func (b *Bot) catchUp(ctx context.Context, gh GitHub, ref sessionRef) error {
+	var errs []error
+	if _, err := b.applyLoggedResults(ctx, gh, ref); err != nil {
+		errs = append(errs, fmt.Errorf("%s: %w", ref.key(), err))
+	}
+	err := b.drive(ctx, gh, ref, input{delivery: "sweep", events: []pipeline.Event{pipeline.Tick(strconv.Itoa(ref.issue))}})
+	if err != nil && !errors.Is(err, ErrIgnored) {
+		errs = append(errs, fmt.Errorf("%s: %w", ref.key(), err))
 	}
 	return errors.Join(errs...)
 }
