@@ -142,6 +142,9 @@ func renderTracking(st *codec.State, repoURL string, logN int, block string) str
 				cell(waitText(g.Track)), cell(attempts(g.Counters)), cell(groupCapsule(s, g.Track)))
 		}
 	}
+	if g := planGraph(s); g != "" {
+		b.WriteString("\n" + g)
+	}
 	if lead := groupCapsule(s, s.Lead); lead != "" {
 		b.WriteString("\nSession lead: " + cell(lead) + "\n")
 	}
