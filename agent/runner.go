@@ -131,6 +131,11 @@ func NewRunner(cfg RunnerConfig) (*Runner, error) {
 		if strings.HasPrefix(name, "BAZINGA_") {
 			return nil, fmt.Errorf("agent env: %s is set by the harness and cannot be passed through", name)
 		}
+		// Credentials stay out whatever built the configuration (flags, a
+		// state snapshot), not only when it came through the parser.
+		if err := pipeline.CheckAgentEnvName(name); err != nil {
+			return nil, fmt.Errorf("agent env: %w", err)
+		}
 		pass = append(pass, name)
 	}
 	slices.Sort(pass)

@@ -400,6 +400,9 @@ func TestNewRunnerValidates(t *testing.T) {
 		{"bad env name", RunnerConfig{Command: "x", PassEnv: []string{"A=B"}}, "invalid variable name"},
 		{"harness env name", RunnerConfig{Command: "x", PassEnv: []string{EnvResultFile}}, "set by the harness"},
 		{"negative", RunnerConfig{Command: "x", Timeout: -1}, "negative"},
+		{"credential", RunnerConfig{Command: "x", PassEnv: []string{"GITHUB_TOKEN"}}, `agent env: "GITHUB_TOKEN" cannot be passed through`},
+		{"action input", RunnerConfig{Command: "x", PassEnv: []string{"INPUT_GITHUB-TOKEN"}}, "invalid variable name"},
+		{"runner token", RunnerConfig{Command: "x", PassEnv: []string{"ACTIONS_RUNTIME_TOKEN"}}, "ACTIONS_*"},
 		{"ok", RunnerConfig{Command: "claude -p --model {model}", PassEnv: []string{"B", "A", "B"}}, ""},
 	}
 	for _, tt := range tests {
