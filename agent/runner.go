@@ -19,7 +19,7 @@ import (
 // Defaults for RunnerConfig fields left zero.
 const (
 	DefaultTimeout       = 30 * time.Minute
-	DefaultOutputCap     = 1 << 20 // per stream
+	DefaultOutputCap     = 1 << 20          // per stream
 	DefaultKillGrace     = 30 * time.Second // agent.grace's default
 	DefaultResultFileCap = 1 << 20
 )
