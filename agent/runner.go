@@ -151,6 +151,9 @@ func NewRunner(cfg RunnerConfig) (*Runner, error) {
 	return &Runner{args: args, cfg: cfg, passEnv: pass}, nil
 }
 
+// Timeout is how long a step may run before it is stopped.
+func (r *Runner) Timeout() time.Duration { return r.cfg.Timeout }
+
 // Run runs one agent step and reads its result. A timeout, a non-zero exit or
 // a missing result are reported in the Outcome, not as errors; the error is
 // for what stops the harness from running the step at all (no working copy,
