@@ -302,3 +302,27 @@ func TestTail(t *testing.T) {
 		})
 	}
 }
+
+// TestHarnessDies: when the harness process dies mid-step (killed, OOM), the
+// supervisor stops the command rather than leaving it running unattended.
+func TestHarnessDies(t *testing.T) {
+	if os.Getenv("PROC_TEST_HARNESS") != "" {
+		// The child: a harness that runs a long command, then is killed.
+		c := sh(t, `echo $$ > "$PIDFILE"; sleep 300`)
+		c.Env = append(c.Env, "PIDFILE="+os.Getenv("PROC_TEST_HARNESS"))
+		c.Grace = 200 * time.Millisecond
+		_, _ = Run(context.Background(), c)
+		return
+	}
+	t.Parallel()
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	harness := exec.Command(os.Args[0], "-test.run=^TestHarnessDies$", "-test.count=1")
+	harness.Env = append(os.Environ(), "PROC_TEST_HARNESS="+pidFile)
+	require.NoError(t, harness.Start())
+	pid := readPid(t, pidFile)
+	require.True(t, alive(pid))
+	require.NoError(t, harness.Process.Kill())
+	_ = harness.Wait()
+	assert.Eventually(t, func() bool { return !alive(pid) }, 5*time.Second, 20*time.Millisecond,
+		"the command %d outlived its harness", pid)
+}
