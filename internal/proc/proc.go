@@ -213,11 +213,12 @@ func Run(ctx context.Context, c Cmd) (Result, error) {
 		}
 	} else {
 		res.ExitCode, res.Signal = exitOf(cmd.ProcessState)
-		// Whatever the command left behind in its group (servers, watchers) goes too.
-		if n := groupSize(pid); n > 0 {
-			res.Strays += n
+		// Whatever the command left behind in its group (servers, watchers)
+		// goes too; counted only when there is something (a /proc scan).
+		if syscall.Kill(-pid, 0) == nil {
+			res.Strays += groupSize(pid)
+			_ = killGroup(pid, syscall.SIGKILL)
 		}
-		_ = killGroup(pid, syscall.SIGKILL)
 	}
 
 	var exitErr *exec.ExitError

@@ -2,8 +2,10 @@ package proc
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"strconv"
+	"sync"
 )
 
 // procEntry is what /proc/PID/stat says about one process.
@@ -51,7 +53,76 @@ func scanProcs() []procEntry {
 }
 
 // descendants lists the live processes below root, parents before children.
+// It reads the kernel's per-thread children lists, so it costs in proportion
+// to the subtree, not to every process on the machine; without them
+// (CONFIG_PROC_CHILDREN off) it scans all of /proc.
 func descendants(root int) []int {
+	if !haveChildrenFiles() {
+		return descendantsByScan(root)
+	}
+	var out []int
+	seen := map[int]bool{root: true}
+	queue := []int{root}
+	for len(queue) > 0 {
+		p := queue[0]
+		queue = queue[1:]
+		for _, c := range childrenOf(p) {
+			if seen[c] {
+				continue
+			}
+			seen[c] = true
+			queue = append(queue, c)
+			if !isZombie(c) {
+				out = append(out, c)
+			}
+		}
+	}
+	return out
+}
+
+var childrenFiles = sync.OnceValue(func() bool {
+	_, err := os.Stat(fmt.Sprintf("/proc/self/task/%d/children", os.Getpid()))
+	return err == nil
+})
+
+func haveChildrenFiles() bool { return childrenFiles() }
+
+// childrenOf lists pid's children from the children file of each of its
+// threads (a child belongs to the thread that forked it, or to any thread of
+// a subreaper it was re-parented to). A process that is gone has none.
+func childrenOf(pid int) []int {
+	dir := "/proc/" + strconv.Itoa(pid) + "/task"
+	tasks, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	var out []int
+	for _, t := range tasks {
+		b, err := os.ReadFile(dir + "/" + t.Name() + "/children")
+		if err != nil {
+			continue
+		}
+		for _, f := range bytes.Fields(b) {
+			if c, err := strconv.Atoi(string(f)); err == nil {
+				out = append(out, c)
+			}
+		}
+	}
+	return out
+}
+
+func isZombie(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return true // gone
+	}
+	i := bytes.LastIndexByte(b, ')')
+	f := bytes.Fields(b[i+1:])
+	return i < 0 || len(f) == 0 || string(f[0]) == "Z" || string(f[0]) == "X"
+}
+
+// descendantsByScan is descendants from a scan of every process.
+func descendantsByScan(root int) []int {
 	procs := scanProcs()
 	children := map[int][]procEntry{}
 	for _, p := range procs {

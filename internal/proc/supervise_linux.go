@@ -69,7 +69,7 @@ func supervise(args []string) int {
 		say("note cannot become a child subreaper (%v): children that leave the process group may survive", err)
 	}
 	sigs := make(chan os.Signal, 8)
-	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGINT)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGINT, syscall.SIGCHLD)
 	// The harness died before Pdeathsig was in place: do not start anything.
 	if os.Getppid() != parent {
 		say("start-error the harness (pid %d) is gone", parent)
@@ -89,28 +89,6 @@ func supervise(args []string) int {
 	}
 	say("pid %d", pid)
 
-	type reaped struct {
-		pid int
-		ws  syscall.WaitStatus
-	}
-	reapCh := make(chan reaped, 64)
-	go func() {
-		// Reaps the command and every orphan re-parented here; ECHILD means
-		// nothing is left below the supervisor at all.
-		for {
-			var ws syscall.WaitStatus
-			p, err := syscall.Wait4(-1, &ws, 0, nil)
-			if err == syscall.EINTR {
-				continue
-			}
-			if err != nil {
-				close(reapCh)
-				return
-			}
-			reapCh <- reaped{p, ws}
-		}
-	}()
-
 	var (
 		cmdWS     syscall.WaitStatus
 		cmdDone   bool
@@ -122,8 +100,6 @@ func supervise(args []string) int {
 		killed    bool
 	)
 	self := os.Getpid()
-	ticker := time.NewTicker(20 * time.Millisecond)
-	defer ticker.Stop()
 	sweepKill := func() {
 		live := descendants(self) // before the group kill, so strays are counted
 		_ = syscall.Kill(-pid, syscall.SIGKILL)
@@ -140,37 +116,46 @@ func supervise(args []string) int {
 		}
 		sweepKill()
 	}
-	for {
-		select {
-		case sig := <-sigs:
-			if sig == syscall.SIGHUP && os.Getppid() == parent {
-				continue // Pdeathsig from an exiting harness thread, not the harness
+	finish := func(code int) int {
+		if len(strays) > 0 {
+			say("strays %d", len(strays))
+		}
+		if killed {
+			say("killed")
+		}
+		switch {
+		case !cmdDone:
+			say("signal %d", int(syscall.SIGKILL))
+		case cmdWS.Signaled():
+			say("signal %d", int(cmdWS.Signal()))
+			if code < 0 {
+				code = 128 + int(cmdWS.Signal())
 			}
-			// One SIGTERM to each process (not also to the group, so a
-			// trap does not run twice); the grace starts at the first.
-			for _, p := range descendants(self) {
-				_ = syscall.Kill(p, syscall.SIGTERM)
+		default:
+			say("exit %d", cmdWS.ExitStatus())
+			if code < 0 {
+				code = cmdWS.ExitStatus()
 			}
-			if !stopping {
-				stopping, killAt = true, time.Now().Add(grace)
+		}
+		return code
+	}
+	// reap collects every child that has exited (the command, and orphans
+	// re-parented here) without blocking. It reports true once nothing at
+	// all is left below the supervisor (ECHILD).
+	reap := func() bool {
+		for {
+			var ws syscall.WaitStatus
+			p, err := syscall.Wait4(-1, &ws, syscall.WNOHANG, nil)
+			switch {
+			case err == syscall.EINTR:
+				continue
+			case err != nil:
+				return true
+			case p <= 0:
+				return false
 			}
-		case r, ok := <-reapCh:
-			if !ok {
-				if len(strays) > 0 {
-					say("strays %d", len(strays))
-				}
-				if killed {
-					say("killed")
-				}
-				if cmdWS.Signaled() {
-					say("signal %d", int(cmdWS.Signal()))
-					return 128 + int(cmdWS.Signal())
-				}
-				say("exit %d", cmdWS.ExitStatus())
-				return cmdWS.ExitStatus()
-			}
-			if r.pid == pid {
-				cmdWS, cmdDone = r.ws, true
+			if p == pid {
+				cmdWS, cmdDone = ws, true
 				// The step is over: whatever it left running goes now,
 				// unless a stop is under way, whose grace is for every
 				// process (a child may still be saving its work).
@@ -178,24 +163,45 @@ func supervise(args []string) int {
 					startKilling()
 				}
 			}
-		case now := <-ticker.C:
-			if stopping && !killing && now.After(killAt) {
+		}
+	}
+	for {
+		// A SIGCHLD may have come before Notify saw it, or two may have
+		// merged: reaping on every wake-up covers both.
+		if reap() {
+			return finish(-1)
+		}
+		var tick <-chan time.Time
+		if stopping || killing {
+			tick = time.After(20 * time.Millisecond)
+		}
+		select {
+		case sig := <-sigs:
+			switch {
+			case sig == syscall.SIGCHLD:
+			case sig == syscall.SIGHUP && os.Getppid() == parent:
+				// Pdeathsig from an exiting harness thread, not the harness.
+			default:
+				// One SIGTERM to each process (not also to the group, so a
+				// trap does not run twice); the grace starts at the first.
+				for _, p := range descendants(self) {
+					_ = syscall.Kill(p, syscall.SIGTERM)
+				}
+				if !stopping {
+					stopping, killAt = true, time.Now().Add(grace)
+				}
+			}
+		case now := <-tick:
+			switch {
+			case stopping && !killing && now.After(killAt):
 				killed = true
 				startKilling()
-			} else if killing {
-				if now.Sub(killStart) > 10*time.Second {
-					// Something will not die (uninterruptible sleep); report
-					// rather than hang the harness.
-					say("note processes still alive 10s after SIGKILL: %v", descendants(self))
-					if !cmdDone {
-						say("signal %d", int(syscall.SIGKILL))
-					} else if cmdWS.Signaled() {
-						say("signal %d", int(cmdWS.Signal()))
-					} else {
-						say("exit %d", cmdWS.ExitStatus())
-					}
-					return 1
-				}
+			case killing && now.Sub(killStart) > 10*time.Second:
+				// Something will not die (uninterruptible sleep); report
+				// rather than hang the harness.
+				say("note processes still alive 10s after SIGKILL: %v", descendants(self))
+				return finish(1)
+			case killing:
 				sweepKill()
 			}
 		}
