@@ -202,6 +202,11 @@ func TestRunEndsEscapedDescendants(t *testing.T) {
 			start := time.Now()
 			res, err := Run(context.Background(), c)
 			require.NoError(t, err)
+			for _, n := range res.Notes {
+				if strings.Contains(n, "cannot become a child subreaper") {
+					t.Skip("this kernel or sandbox refuses PR_SET_CHILD_SUBREAPER: " + n)
+				}
+			}
 			assert.Less(t, time.Since(start), 5*time.Second, "Run must not wait for the escaped child")
 			pid := readPid(t, pidFile)
 			assert.False(t, alive(pid), "escaped child %d outlived the command", pid)
