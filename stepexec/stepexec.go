@@ -272,7 +272,7 @@ func timedOutPartial(out agent.Outcome, timeout time.Duration, committed bool) p
 	}
 	res := pipeline.Result{Status: pipeline.StatusPartial, Summary: []string{"harness: " + why}}
 	h := map[string]any{"harness": why, "timed_out": true}
-	if !out.NoResult {
+	if out.Parsed.Source != agent.SourceMalformed {
 		for _, l := range out.Parsed.Result.Summary {
 			if len(res.Summary) < pipeline.MaxSummaryLines {
 				res.Summary = append(res.Summary, l)

@@ -261,3 +261,15 @@ func TestTimedOutWithoutWorkIsAFailure(t *testing.T) {
 		})
 	}
 }
+
+// A result written in the grace without any change is still reported, as
+// PARTIAL: there was nothing to commit.
+func TestTimedOutWithAResultButNoChange(t *testing.T) {
+	f := newFixture(t, pipeline.RoleDeveloper)
+	e := f.execWith(t, `trap 'echo "{\"status\":\"PARTIAL\",\"summary\":[\"read the code, no edits yet\"]}" > "$BAZINGA_RESULT_FILE"; exit 0' TERM
+while :; do sleep 0.05; done`, agent.RunnerConfig{Timeout: 300 * time.Millisecond, KillGrace: 5 * time.Second})
+	ev, _ := e.Run(context.Background(), f.s, f.s.Groups[0].InFlight)
+	require.Equal(t, pipeline.EventStepResult, ev.Kind, ev.Reason)
+	assert.Equal(t, pipeline.StatusPartial, ev.Result.Status)
+	assert.Equal(t, []string{"harness: timed out after 300ms; no changes to commit", "read the code, no edits yet"}, ev.Result.Summary)
+}
