@@ -196,7 +196,7 @@ func (e *Executor) agentStep(ctx context.Context, s pipeline.Session, st pipelin
 	if out.NoResult && !keepPartial {
 		why := fmt.Sprintf("the agent produced no result (exit code %d)", out.ExitCode)
 		if out.TimedOut {
-			why = fmt.Sprintf("the agent timed out after %s without a result", e.Runner.Timeout())
+			why = fmt.Sprintf("the agent timed out after %s without a result", shortDuration(e.Runner.Timeout()))
 		}
 		return pipeline.Result{}, noResult{why}
 	}
@@ -236,7 +236,7 @@ func (e *Executor) agentStep(ctx context.Context, s pipeline.Session, st pipelin
 			if out.NoResult {
 				// Out of time with nothing written and nothing said: a
 				// failed attempt, retried as before.
-				return pipeline.Result{}, noResult{fmt.Sprintf("the agent timed out after %s without a result or any change", e.Runner.Timeout())}
+				return pipeline.Result{}, noResult{fmt.Sprintf("the agent timed out after %s without a result or any change", shortDuration(e.Runner.Timeout()))}
 			}
 			res = timedOutPartial(out, e.Runner.Timeout(), false)
 		}
@@ -263,9 +263,9 @@ func implementer(r pipeline.Role) bool {
 // time reports: the harness's reason first, then what the agent managed to
 // say (if it wrote a result in its grace), its handoff kept for the next step.
 func timedOutPartial(out agent.Outcome, timeout time.Duration, committed bool) pipeline.Result {
-	why := fmt.Sprintf("timed out after %s; partial work committed", timeout)
+	why := fmt.Sprintf("timed out after %s; partial work committed", shortDuration(timeout))
 	if !committed {
-		why = fmt.Sprintf("timed out after %s; no changes to commit", timeout)
+		why = fmt.Sprintf("timed out after %s; no changes to commit", shortDuration(timeout))
 	}
 	if out.Killed {
 		why += " (killed after the grace)"
@@ -285,6 +285,18 @@ func timedOutPartial(out agent.Outcome, timeout time.Duration, committed bool) p
 	}
 	res.Handoff, _ = json.Marshal(h)
 	return res
+}
+
+// shortDuration writes 30m rather than 30m0s, as the configuration does.
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = s[:len(s)-2]
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = s[:len(s)-2]
+	}
+	return s
 }
 
 // harnessPartial turns a claim the harness could not confirm into PARTIAL,

@@ -273,3 +273,12 @@ while :; do sleep 0.05; done`, agent.RunnerConfig{Timeout: 300 * time.Millisecon
 	assert.Equal(t, pipeline.StatusPartial, ev.Result.Status)
 	assert.Equal(t, []string{"harness: timed out after 300ms; no changes to commit", "read the code, no edits yet"}, ev.Result.Summary)
 }
+
+func TestShortDuration(t *testing.T) {
+	for d, want := range map[time.Duration]string{
+		30 * time.Minute: "30m", time.Hour: "1h", 90 * time.Minute: "1h30m", 10 * time.Second: "10s",
+		300 * time.Millisecond: "300ms", time.Hour + time.Second: "1h0m1s", 2*time.Minute + 30*time.Second: "2m30s",
+	} {
+		assert.Equal(t, want, shortDuration(d), d.String())
+	}
+}
