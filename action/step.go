@@ -98,7 +98,7 @@ func (j *job) runStep(ctx context.Context) int {
 			title: func(branch string) string { return fmt.Sprintf("Merge %s (bazinga step %s)", branch, in.step) }}
 	}
 	if step.Role != pipeline.RoleMerge && step.Role != pipeline.RoleValidate {
-		r, err := agent.NewRunner(agent.RunnerConfig{Command: cfg.Agent.Command, Timeout: cfg.Agent.Timeout.D(), PassEnv: cfg.Agent.Env, TempDir: work})
+		r, err := agent.NewRunner(agent.RunnerConfig{Command: cfg.Agent.Command, Timeout: cfg.Agent.Timeout.D(), KillGrace: cfg.Agent.Grace.D(), PassEnv: cfg.Agent.Env, TempDir: work})
 		if err != nil {
 			return j.fail("the agent command", err)
 		}

@@ -6,22 +6,21 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
+	"github.com/bazinga-bot/bazinga/internal/proc"
 	"github.com/bazinga-bot/bazinga/pipeline"
 )
 
 // Defaults for RunnerConfig fields left zero.
 const (
 	DefaultTimeout       = 30 * time.Minute
-	DefaultOutputCap     = 1 << 20 // per stream
-	DefaultKillGrace     = 5 * time.Second
+	DefaultOutputCap     = 1 << 20          // per stream
+	DefaultKillGrace     = 30 * time.Second // agent.grace's default
 	DefaultResultFileCap = 1 << 20
 )
 
@@ -46,11 +45,11 @@ type RunnerConfig struct {
 	// Command is the agent command template, split like a shell, with
 	// {model}, {role} and {prompt_file} filled in per argument.
 	Command string
-	// Timeout bounds one step (default 30m). On expiry the whole process
-	// group gets SIGTERM, then SIGKILL after KillGrace.
+	// Timeout bounds one step (default 30m). On expiry the agent and every
+	// process it started get SIGTERM, then SIGKILL after KillGrace.
 	Timeout time.Duration
-	// KillGrace is how long an agent has to exit after SIGTERM, and how long
-	// Run waits for children still holding its output open (default 5s).
+	// KillGrace is how long an agent has after SIGTERM to save its work and
+	// exit (agent.grace; default 30s).
 	KillGrace time.Duration
 	// PassEnv names harness environment variables passed to the agent
 	// (e.g. ANTHROPIC_API_KEY). Unset names are skipped.
@@ -88,6 +87,9 @@ type Outcome struct {
 	Args     []string // the command as run, placeholders filled
 	ExitCode int      // -1 when killed by a signal
 	TimedOut bool
+	// Killed is true when the agent was still running KillGrace after the
+	// timeout's SIGTERM and was killed.
+	Killed bool
 	// NoResult is true when the agent produced nothing parsable and either
 	// printed nothing at all, crashed (non-zero exit) or timed out: the engine
 	// retries such a step as a failed attempt rather than counting a PARTIAL.
@@ -129,6 +131,11 @@ func NewRunner(cfg RunnerConfig) (*Runner, error) {
 		if strings.HasPrefix(name, "BAZINGA_") {
 			return nil, fmt.Errorf("agent env: %s is set by the harness and cannot be passed through", name)
 		}
+		// Credentials stay out whatever built the configuration (flags, a
+		// state snapshot), not only when it came through the parser.
+		if err := pipeline.CheckAgentEnvName(name); err != nil {
+			return nil, fmt.Errorf("agent env: %w", err)
+		}
 		pass = append(pass, name)
 	}
 	slices.Sort(pass)
@@ -144,9 +151,8 @@ func NewRunner(cfg RunnerConfig) (*Runner, error) {
 	return &Runner{args: args, cfg: cfg, passEnv: pass}, nil
 }
 
-// errStepTimeout is the cause of a step's context when its own timeout fires,
-// so that it can be told apart from the caller cancelling.
-var errStepTimeout = errors.New("agent step timed out")
+// Timeout is how long a step may run before it is stopped.
+func (r *Runner) Timeout() time.Duration { return r.cfg.Timeout }
 
 // Run runs one agent step and reads its result. A timeout, a non-zero exit or
 // a missing result are reported in the Outcome, not as errors; the error is
@@ -187,33 +193,21 @@ func (r *Runner) Run(ctx context.Context, spec StepSpec) (Outcome, error) {
 		}
 	}
 
-	stepCtx, cancel := context.WithTimeoutCause(ctx, r.cfg.Timeout, errStepTimeout)
-	defer cancel()
-	stdout, stderr := newTailBuffer(r.cfg.OutputCap), newTailBuffer(r.cfg.OutputCap)
-	cmd := exec.CommandContext(stepCtx, prog, out.Args[1:]...)
-	cmd.Args[0] = out.Args[0]
-	cmd.Dir = spec.WorkDir
-	cmd.Env = r.environ(spec, promptFile, resultFile)
-	cmd.Stdin = stdin
-	cmd.Stdout = stdout
-	cmd.Stderr = stderr
-	// Its own process group, so a timeout reaches everything the agent started.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return killGroup(cmd.Process.Pid, syscall.SIGTERM) }
-	// After SIGTERM (or after the agent exits with children still holding its
-	// output open), wait at most this long before SIGKILL and closing the pipes.
-	cmd.WaitDelay = r.cfg.KillGrace
-
-	start := time.Now()
-	if err := cmd.Start(); err != nil {
-		return out, fmt.Errorf("agent step %s: start %q: %w", spec.StepID, out.Args[0], err)
+	stdout, stderr := proc.NewTail(r.cfg.OutputCap), proc.NewTail(r.cfg.OutputCap)
+	res, err := proc.Run(ctx, proc.Cmd{
+		Path: prog, Args: out.Args, Dir: spec.WorkDir,
+		Env:   r.environ(spec, promptFile, resultFile),
+		Stdin: stdin, Stdout: stdout, Stderr: stderr,
+		// At the timeout the agent and everything it started get SIGTERM
+		// (time to save its work), then SIGKILL after the grace.
+		Timeout: r.cfg.Timeout, Grace: r.cfg.KillGrace,
+	})
+	if err != nil {
+		return out, fmt.Errorf("agent step %s: %w", spec.StepID, err)
 	}
-	waitErr := cmd.Wait()
-	// Whatever the agent left behind in its group (servers, watchers) goes too.
-	_ = killGroup(cmd.Process.Pid, syscall.SIGKILL)
-	out.Duration = time.Since(start)
-	out.TimedOut = errors.Is(context.Cause(stepCtx), errStepTimeout)
-	out.ExitCode = cmd.ProcessState.ExitCode()
+	out.Duration = res.Duration
+	out.TimedOut, out.Killed = res.TimedOut, res.Killed
+	out.ExitCode = res.ExitCode
 	out.Stdout, out.StdoutBytes = stdout.Bytes(), stdout.Total()
 	out.Stderr, out.StderrBytes = stderr.Bytes(), stderr.Total()
 
@@ -225,17 +219,21 @@ func (r *Runner) Run(ctx context.Context, spec StepSpec) (Outcome, error) {
 		out.Parsed.Notes = append(out.Parsed.Notes, fmt.Sprintf("stdout was %d bytes; kept the last %d", out.StdoutBytes, len(out.Stdout)))
 	}
 	if out.TimedOut {
-		out.Parsed.Notes = append(out.Parsed.Notes, fmt.Sprintf("timed out after %s", r.cfg.Timeout))
+		note := fmt.Sprintf("timed out after %s", r.cfg.Timeout)
+		if res.Killed {
+			note += fmt.Sprintf("; still running %s after SIGTERM, killed", r.cfg.KillGrace)
+		}
+		out.Parsed.Notes = append(out.Parsed.Notes, note)
 	}
+	if res.Strays > 0 {
+		out.Parsed.Notes = append(out.Parsed.Notes, fmt.Sprintf("killed %d process(es) the agent left running", res.Strays))
+	}
+	out.Parsed.Notes = append(out.Parsed.Notes, res.Notes...)
 	out.NoResult = out.Parsed.Source == SourceMalformed &&
 		(out.TimedOut || out.ExitCode != 0 || (isBlank(out.Stdout) && isBlank(out.ResultFile)))
 
 	if ctx.Err() != nil && !out.TimedOut {
 		return out, fmt.Errorf("agent step %s: %w", spec.StepID, ctx.Err())
-	}
-	var exitErr *exec.ExitError
-	if waitErr != nil && !errors.As(waitErr, &exitErr) && !errors.Is(waitErr, exec.ErrWaitDelay) && !out.TimedOut {
-		return out, fmt.Errorf("agent step %s: wait: %w", spec.StepID, waitErr)
 	}
 	return out, nil
 }
@@ -243,41 +241,15 @@ func (r *Runner) Run(ctx context.Context, spec StepSpec) (Outcome, error) {
 // environ builds the agent's whole environment: the base names, the
 // configured pass-through names, then the harness's own variables, sorted.
 func (r *Runner) environ(spec StepSpec, promptFile, resultFile string) []string {
-	env := map[string]string{"TERM": "dumb"}
-	for _, name := range baseEnv {
-		if v, ok := os.LookupEnv(name); ok {
-			env[name] = v
-		}
-	}
-	for _, name := range r.passEnv {
-		if v, ok := os.LookupEnv(name); ok {
-			env[name] = v
-		}
-	}
-	env[EnvRole] = spec.Role.String()
-	env[EnvGroup] = spec.Group
-	env[EnvStep] = spec.StepID
-	env[EnvModel] = spec.Model
-	env[EnvPromptFile] = promptFile
-	env[EnvResultFile] = resultFile
-	out := make([]string, 0, len(env))
-	for k, v := range env {
-		out = append(out, k+"="+v)
-	}
-	slices.Sort(out)
-	return out
-}
-
-// killGroup signals the whole process group led by pid. A group that is
-// already gone is not an error.
-func killGroup(pid int, sig syscall.Signal) error {
-	if pid <= 0 {
-		return nil
-	}
-	if err := syscall.Kill(-pid, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
-		return fmt.Errorf("signal process group %d: %w", pid, err)
-	}
-	return nil
+	return proc.Environ(append(slices.Clone(baseEnv), r.passEnv...), map[string]string{
+		"TERM":        "dumb",
+		EnvRole:       spec.Role.String(),
+		EnvGroup:      spec.Group,
+		EnvStep:       spec.StepID,
+		EnvModel:      spec.Model,
+		EnvPromptFile: promptFile,
+		EnvResultFile: resultFile,
+	})
 }
 
 // readCapped reads the result file; a missing file is no result, an oversized

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -399,6 +400,9 @@ func TestNewRunnerValidates(t *testing.T) {
 		{"bad env name", RunnerConfig{Command: "x", PassEnv: []string{"A=B"}}, "invalid variable name"},
 		{"harness env name", RunnerConfig{Command: "x", PassEnv: []string{EnvResultFile}}, "set by the harness"},
 		{"negative", RunnerConfig{Command: "x", Timeout: -1}, "negative"},
+		{"credential", RunnerConfig{Command: "x", PassEnv: []string{"GITHUB_TOKEN"}}, `agent env: "GITHUB_TOKEN" cannot be passed through`},
+		{"action input", RunnerConfig{Command: "x", PassEnv: []string{"INPUT_GITHUB-TOKEN"}}, "invalid variable name"},
+		{"runner token", RunnerConfig{Command: "x", PassEnv: []string{"ACTIONS_RUNTIME_TOKEN"}}, "ACTIONS_*"},
 		{"ok", RunnerConfig{Command: "claude -p --model {model}", PassEnv: []string{"B", "A", "B"}}, ""},
 	}
 	for _, tt := range tests {
@@ -484,32 +488,55 @@ func TestParseCommand(t *testing.T) {
 	}
 }
 
-func TestTailBuffer(t *testing.T) {
-	tests := []struct {
-		name   string
-		max    int
-		writes []string
-		want   string
-	}{
-		{"under", 10, []string{"abc", "de"}, "abcde"},
-		{"exact", 5, []string{"abc", "de"}, "abcde"},
-		{"wraps", 5, []string{"abc", "def", "gh"}, "defgh"},
-		{"one big write", 4, []string{"a", "0123456789"}, "6789"},
-		{"many small", 3, []string{"a", "b", "c", "d", "e"}, "cde"},
-		{"zero keeps nothing", 0, []string{"abc"}, ""},
+// At the timeout the agent gets SIGTERM and a grace to save its work: what it
+// writes then (files, a result) is kept.
+func TestRunTimeoutIsGraceful(t *testing.T) {
+	t.Parallel()
+	cmd := script(t, `
+trap 'echo "half done" > progress.txt; echo "{\"status\":\"PARTIAL\",\"summary\":[\"saved progress\"]}" > "$BAZINGA_RESULT_FILE"; exit 0' TERM
+echo working
+while :; do sleep 0.05; done
+`)
+	r := newRunner(t, RunnerConfig{Command: cmd, Timeout: 300 * time.Millisecond, KillGrace: 10 * time.Second})
+	sp := spec(t, pipeline.RoleDeveloper)
+	start := time.Now()
+	out, err := r.Run(context.Background(), sp)
+	require.NoError(t, err)
+	assert.Less(t, time.Since(start), 5*time.Second, "an agent that exits on SIGTERM does not wait for the whole grace")
+	assert.True(t, out.TimedOut)
+	assert.False(t, out.Killed)
+	assert.Equal(t, 0, out.ExitCode)
+	assert.False(t, out.NoResult)
+	assert.Equal(t, pipeline.StatusPartial, out.Parsed.Result.Status)
+	assert.Equal(t, []string{"saved progress"}, out.Parsed.Result.Summary)
+	assert.Contains(t, strings.Join(out.Parsed.Notes, "\n"), "timed out after 300ms")
+	b, err := os.ReadFile(filepath.Join(sp.WorkDir, "progress.txt"))
+	require.NoError(t, err)
+	assert.Equal(t, "half done\n", string(b))
+}
+
+// A child that leaves the agent's process group and session (setsid, then
+// fork) does not outlive the step.
+func TestRunEndsSetsidChildren(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("setsid"); err != nil {
+		t.Skip("setsid (util-linux) is not installed")
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			b := newTailBuffer(tt.max)
-			total := 0
-			for _, w := range tt.writes {
-				n, err := b.Write([]byte(w))
-				require.NoError(t, err)
-				assert.Equal(t, len(w), n)
-				total += len(w)
-			}
-			assert.Equal(t, tt.want, string(b.Bytes()))
-			assert.Equal(t, int64(total), b.Total())
-		})
-	}
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	cmd := script(t, `PIDFILE=`+pidFile+`
+setsid -f sh -c 'echo $$ > "$0"; exec sleep 300' "$PIDFILE"
+while [ ! -s "$PIDFILE" ]; do sleep 0.01; done
+echo '{"status":"PASS","summary":["done"]}'`)
+	r := newRunner(t, RunnerConfig{Command: cmd})
+	start := time.Now()
+	out, err := r.Run(context.Background(), spec(t, pipeline.RoleQA))
+	require.NoError(t, err)
+	assert.Less(t, time.Since(start), 5*time.Second)
+	assert.Equal(t, pipeline.StatusPass, out.Parsed.Result.Status)
+	b, err := os.ReadFile(pidFile)
+	require.NoError(t, err)
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	require.NoError(t, err)
+	assert.False(t, alive(pid), "setsid child %d outlived the step", pid)
+	assert.Contains(t, strings.Join(out.Parsed.Notes, "\n"), "killed 1 process(es) the agent left running")
 }

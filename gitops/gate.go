@@ -5,11 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"strings"
-	"sync"
-	"syscall"
 	"time"
+
+	"github.com/bazinga-bot/bazinga/internal/proc"
 )
 
 // GateOutcome is the verdict of the test gate.
@@ -46,6 +45,9 @@ type GateConfig struct {
 	Command string
 	// Timeout bounds the whole run; zero means no limit but the context's.
 	Timeout time.Duration
+	// Grace is how long the command has between SIGTERM and SIGKILL at the
+	// timeout (default DefaultGateGrace).
+	Grace time.Duration
 }
 
 // GateResult is what the gate reports.
@@ -72,69 +74,28 @@ func (r GateResult) Summary() string {
 	return s
 }
 
-// gateEnvAllow are the only variables the test command inherits; the
-// bot's tokens and keys never reach it.
-var gateEnvAllow = []string{"PATH", "HOME", "GOPATH", "GOCACHE", "GOMODCACHE", "GOFLAGS", "TMPDIR", "LANG", "USER"}
-
-// gateEnv builds the test command's environment from environ.
-func gateEnv(environ []string) []string {
-	allowed := map[string]bool{}
-	for _, k := range gateEnvAllow {
-		allowed[k] = true
-	}
-	var out []string
-	for _, kv := range environ {
-		k, _, ok := strings.Cut(kv, "=")
-		if !ok || !allowed[k] || isSecretName(k) {
-			continue
-		}
-		out = append(out, kv)
-	}
-	return out
+// GateEnv names the only variables the test command gets from the harness's
+// environment. The command runs code an agent wrote, so it gets what a build
+// needs and nothing that can carry a credential: where programs and the home
+// directory are (PATH, HOME, USER), the locale (LANG, LC_ALL), where temporary
+// files go (TMPDIR), CI (test tools adapt their output to it), and the
+// locations and settings of common toolchains (Go's GOPATH, GOCACHE,
+// GOMODCACHE, GOFLAGS, GOTOOLCHAIN; JAVA_HOME; CARGO_HOME, RUSTUP_HOME).
+// GOPROXY and the like are left out: their URLs may hold credentials.
+var GateEnv = []string{
+	"CARGO_HOME", "CI", "GOCACHE", "GOFLAGS", "GOMODCACHE", "GOPATH", "GOTOOLCHAIN",
+	"HOME", "JAVA_HOME", "LANG", "LC_ALL", "PATH", "RUSTUP_HOME", "TMPDIR", "USER",
 }
 
-// isSecretName matches variable names that carry credentials.
-func isSecretName(k string) bool {
-	u := strings.ToUpper(k)
-	return u == "GITHUB_TOKEN" || strings.HasPrefix(u, "BAZINGA_") ||
-		strings.HasSuffix(u, "_TOKEN") || strings.HasSuffix(u, "_KEY") || strings.HasSuffix(u, "_SECRET")
-}
-
-// tailBuffer keeps the last max bytes written to it.
-type tailBuffer struct {
-	mu        sync.Mutex
-	buf       []byte
-	max       int
-	truncated bool
-}
-
-func (t *tailBuffer) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	n := len(p)
-	if len(p) >= t.max {
-		t.buf = append(t.buf[:0], p[len(p)-t.max:]...)
-		t.truncated = true
-		return n, nil
-	}
-	if over := len(t.buf) + len(p) - t.max; over > 0 {
-		t.buf = append(t.buf[:0], t.buf[over:]...)
-		t.truncated = true
-	}
-	t.buf = append(t.buf, p...)
-	return n, nil
-}
-
-func (t *tailBuffer) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return string(t.buf)
-}
+// DefaultGateGrace is how long the test command has after SIGTERM (at its
+// timeout or a cancellation) before it is killed.
+const DefaultGateGrace = 5 * time.Second
 
 // RunGate runs the test command in dir. A failing or timed-out command is
 // an outcome, not an error; errors mean the command could not be started
 // at all. An empty command passes, with a note saying so. On timeout (or
-// cancellation) the command's whole process group is killed.
+// cancellation) every process the command started gets SIGTERM, then
+// SIGKILL after the grace; when it ends, whatever it left running is killed.
 func RunGate(ctx context.Context, dir string, cfg GateConfig) (GateResult, error) {
 	if strings.TrimSpace(cfg.Command) == "" {
 		return GateResult{Outcome: GatePass, Note: "no test command configured"}, nil
@@ -142,64 +103,34 @@ func RunGate(ctx context.Context, dir string, cfg GateConfig) (GateResult, error
 	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
 		return GateResult{}, fmt.Errorf("test gate: working directory %q: %w", dir, errors.Join(err, errors.New("not a directory")))
 	}
-	out := &tailBuffer{max: MaxGateOutput}
-	cmd := exec.Command("/bin/sh", "-c", cfg.Command)
-	cmd.Dir = dir
-	cmd.Env = gateEnv(os.Environ())
-	cmd.Stdout, cmd.Stderr = out, out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	// If a grandchild keeps the output pipe open after the group is
-	// killed, stop waiting for it.
-	cmd.WaitDelay = 2 * time.Second
-	start := time.Now()
-	if err := cmd.Start(); err != nil {
-		return GateResult{}, fmt.Errorf("test gate: starting %q: %w", cfg.Command, err)
+	grace := cfg.Grace
+	if grace <= 0 {
+		grace = DefaultGateGrace
 	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	var timeout <-chan time.Time
-	if cfg.Timeout > 0 {
-		timer := time.NewTimer(cfg.Timeout)
-		defer timer.Stop()
-		timeout = timer.C
+	out := proc.NewTail(MaxGateOutput)
+	pr, err := proc.Run(ctx, proc.Cmd{
+		Path: "/bin/sh", Args: []string{"sh", "-c", cfg.Command}, Dir: dir,
+		Env: proc.Environ(GateEnv, nil), Stdout: out, Stderr: out,
+		Timeout: cfg.Timeout, Grace: grace,
+	})
+	if err != nil {
+		return GateResult{}, fmt.Errorf("test gate: running %q: %w", cfg.Command, err)
 	}
-	res := GateResult{}
-	var waitErr error
-	select {
-	case waitErr = <-done:
-	case <-timeout:
-		killGroup(cmd.Process.Pid)
-		<-done
-		res.Outcome = GateTimeout
+	res := GateResult{Duration: pr.Duration, Output: out.String(), Truncated: out.Truncated(), ExitCode: pr.ExitCode}
+	switch {
+	case pr.TimedOut:
+		res.Outcome, res.ExitCode = GateTimeout, -1
 		res.Note = fmt.Sprintf("timed out after %s", cfg.Timeout)
-	case <-ctx.Done():
-		killGroup(cmd.Process.Pid)
-		<-done
-		res.Outcome = GateTimeout
+	case pr.Cancelled:
+		res.Outcome, res.ExitCode = GateTimeout, -1
 		res.Note = "cancelled: " + ctx.Err().Error()
+	case pr.Signal != 0:
+		res.Outcome = GateFail
+		res.Note = "killed by " + pr.Signal.String()
+	case pr.ExitCode != 0:
+		res.Outcome = GateFail
+	default:
+		res.Outcome = GatePass
 	}
-	res.Duration = time.Since(start)
-	res.Output, res.Truncated = out.String(), out.truncated
-	if res.Outcome == GateTimeout {
-		res.ExitCode = -1
-		return res, nil
-	}
-	// Whatever the shell left behind in its group goes too.
-	killGroup(cmd.Process.Pid)
-	if waitErr != nil {
-		var ee *exec.ExitError
-		if errors.As(waitErr, &ee) {
-			res.Outcome, res.ExitCode = GateFail, ee.ExitCode()
-			return res, nil
-		}
-		res.Outcome, res.ExitCode = GateFail, -1
-		res.Note = waitErr.Error()
-		return res, nil
-	}
-	res.Outcome = GatePass
 	return res, nil
-}
-
-func killGroup(pid int) {
-	_ = syscall.Kill(-pid, syscall.SIGKILL)
 }

@@ -3,7 +3,9 @@ package gitops
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -92,4 +94,71 @@ func TestOutcomeStrings(t *testing.T) {
 	assert.Equal(t, "MERGE_TEST_FAILURE", MergeTestFailure.String())
 	assert.Equal(t, "MERGE_BLOCKED", MergeBlocked.String())
 	assert.Equal(t, "timeout", GateTimeout.String())
+}
+
+// The test command's environment is exactly the allowlist (GateEnv), with the
+// harness's values; nothing else reaches code an agent wrote.
+func TestRunGateEnvironmentIsTheAllowlist(t *testing.T) {
+	t.Setenv("GOCACHE", "/tmp/gocache-test")
+	t.Setenv("CI", "true")
+	t.Setenv("INPUT_GITHUB-TOKEN", "ghs_input")
+	t.Setenv("ACTIONS_RUNTIME_TOKEN", "runtime-tok")
+	t.Setenv("GOPROXY", "https://user:pw@proxy.example")
+	res, err := RunGate(context.Background(), t.TempDir(), GateConfig{Command: "env"})
+	require.NoError(t, err)
+	require.Equal(t, GatePass, res.Outcome)
+	var names []string
+	for line := range strings.SplitSeq(strings.TrimSpace(res.Output), "\n") {
+		k, _, _ := strings.Cut(line, "=")
+		names = append(names, k)
+	}
+	var want []string
+	for _, n := range GateEnv {
+		if _, ok := os.LookupEnv(n); ok {
+			want = append(want, n)
+		}
+	}
+	// sh itself exports PWD (and some shells SHLVL and _).
+	names = slices.DeleteFunc(names, func(n string) bool { return n == "PWD" || n == "SHLVL" || n == "_" || n == "OLDPWD" })
+	slices.Sort(names)
+	slices.Sort(want)
+	assert.Equal(t, want, names)
+	assert.Contains(t, res.Output, "GOCACHE=/tmp/gocache-test\n")
+	assert.Contains(t, res.Output, "CI=true\n")
+	for _, secret := range []string{"ghs_input", "runtime-tok", "pw@proxy"} {
+		assert.NotContains(t, res.Output, secret)
+	}
+}
+
+// At the timeout the tests get SIGTERM first (a test runner may clean up).
+func TestRunGateTimeoutIsGraceful(t *testing.T) {
+	dir := t.TempDir()
+	res, err := RunGate(context.Background(), dir, GateConfig{
+		Command: `trap 'echo cleaned > cleaned; exit 1' TERM; while :; do sleep 0.05; done`,
+		Timeout: 300 * time.Millisecond, Grace: 10 * time.Second,
+	})
+	require.NoError(t, err)
+	assert.Equal(t, GateTimeout, res.Outcome)
+	assert.Less(t, res.Duration, 5*time.Second)
+	assert.FileExists(t, filepath.Join(dir, "cleaned"))
+}
+
+// A daemon the tests start in a new session does not outlive the gate.
+func TestRunGateEndsSetsidChildren(t *testing.T) {
+	if _, err := exec.LookPath("setsid"); err != nil {
+		t.Skip("setsid (util-linux) is not installed")
+	}
+	dir := t.TempDir()
+	res, err := RunGate(context.Background(), dir, GateConfig{
+		Command: `setsid -f sh -c 'echo $$ > pid; exec sleep 300'; while [ ! -s pid ]; do sleep 0.01; done; echo ok`,
+		Timeout: time.Minute,
+	})
+	require.NoError(t, err)
+	assert.Equal(t, GatePass, res.Outcome)
+	assert.Less(t, res.Duration, 5*time.Second)
+	data, err := os.ReadFile(filepath.Join(dir, "pid"))
+	require.NoError(t, err)
+	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	require.NoError(t, err)
+	assert.Error(t, syscall.Kill(pid, 0), "setsid'd child %d outlived the gate", pid)
 }

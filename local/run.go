@@ -264,7 +264,7 @@ func (r *runner) resume() error {
 }
 
 func (r *runner) setup() error {
-	run, err := agent.NewRunner(agent.RunnerConfig{Command: r.cfg.Agent.Command, Timeout: r.cfg.Agent.Timeout.D(), PassEnv: r.cfg.Agent.Env})
+	run, err := agent.NewRunner(agent.RunnerConfig{Command: r.cfg.Agent.Command, Timeout: r.cfg.Agent.Timeout.D(), KillGrace: r.cfg.Agent.Grace.D(), PassEnv: r.cfg.Agent.Env})
 	if err != nil {
 		return err
 	}

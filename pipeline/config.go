@@ -23,8 +23,12 @@ type AgentConfig struct {
 	// Command is split like a shell; {model} {role} {prompt_file} are filled in.
 	Command string   `json:"command"`
 	Timeout Duration `json:"timeout"`
+	// Grace is how long an agent has, after the SIGTERM sent at its timeout,
+	// to save its work and exit before it is killed.
+	Grace Duration `json:"grace,omitempty"`
 	// Env names extra environment variables passed through to the agent
-	// (e.g. ANTHROPIC_API_KEY). Nothing else from the harness's environment is.
+	// (e.g. ANTHROPIC_API_KEY). Nothing else from the harness's environment is;
+	// names that carry credentials other than model keys are refused.
 	Env []string `json:"env,omitempty"`
 }
 
@@ -117,6 +121,7 @@ func DefaultConfig() Config {
 		Agent: AgentConfig{
 			Command: "claude -p --model {model} --output-format json",
 			Timeout: Duration(30 * time.Minute),
+			Grace:   Duration(30 * time.Second),
 		},
 		Models: ModelsConfig{
 			PM:           "opus",

@@ -217,6 +217,9 @@ var cfgKeys = []cfgKey{
 	cfgCommandKey("agent.command", func(c *Config) *string { return &c.Agent.Command },
 		"split like a shell; {model} {role} {prompt_file} are filled in"),
 	cfgDurationKey("agent.timeout", func(c *Config) *Duration { return &c.Agent.Timeout }, ""),
+	cfgMaxDurationKey("agent.grace", func(c *Config) *Duration { return &c.Agent.Grace }, MaxAgentGrace,
+		"it must fit in the engine's step grace with the commit and push after it",
+		"after the timeout's SIGTERM, before SIGKILL"),
 	cfgEnvKey("agent.env", func(c *Config) *[]string { return &c.Agent.Env },
 		"names of environment variables passed through to the agent"),
 	cfgModelKey("models.pm", func(c *Config) *string { return &c.Models.PM }),
@@ -435,6 +438,40 @@ func cfgDurationKey(path string, field func(*Config) *Duration, comment string) 
 	}
 }
 
+// MaxAgentGrace bounds agent.grace: after the grace the harness still
+// commits and pushes the partial work, all within StepGrace.
+const MaxAgentGrace = 5 * time.Minute
+
+// cfgMaxDurationKey is a duration key with an upper bound.
+func cfgMaxDurationKey(path string, field func(*Config) *Duration, max time.Duration, why, comment string) cfgKey {
+	k := cfgDurationKey(path, field, comment)
+	over := func(d Duration) string {
+		if d.D() > max {
+			return fmt.Sprintf("want at most %s (%s), got %q", cfgFormatDuration(Duration(max)), why, cfgFormatDuration(d))
+		}
+		return ""
+	}
+	decode, check := k.decode, k.check
+	k.decode = func(c *Config, n *yaml.Node, path string) []*ConfigError {
+		old := *field(c)
+		if errs := decode(c, n, path); len(errs) > 0 {
+			return errs
+		}
+		if msg := over(*field(c)); msg != "" {
+			*field(c) = old
+			return cfgErrs(n.Line, path, "%s", msg)
+		}
+		return nil
+	}
+	k.check = func(c *Config) []string {
+		if msgs := check(c); len(msgs) > 0 {
+			return msgs
+		}
+		return cfgMsgs(over(*field(c)))
+	}
+	return k
+}
+
 func cfgEnvKey(path string, field func(*Config) *[]string, comment string) cfgKey {
 	return cfgKey{
 		path:    path,
@@ -597,10 +634,52 @@ func cfgCheckEnvName(s string) string {
 	// The runner sets BAZINGA_ROLE, BAZINGA_PROMPT_FILE and the rest itself,
 	// and the server's own secrets (BAZINGA_PRIVATE_KEY, …) share the prefix:
 	// none of them may be passed through. Case-insensitive, as on Windows.
-	if strings.HasPrefix(strings.ToUpper(s), "BAZINGA_") {
+	up := strings.ToUpper(s)
+	if strings.HasPrefix(up, "BAZINGA_") {
 		return fmt.Sprintf("%q cannot be passed through: the harness sets BAZINGA_* variables itself", s)
 	}
+	// The agent runs beside nothing that can write to the repository:
+	// Action inputs (the GitHub token arrives as INPUT_GITHUB-TOKEN), the
+	// runner's ACTIONS_* tokens and anything named like a credential stay
+	// out, except the model keys an agent needs to work at all.
+	if cfgContains(ModelKeys, s) {
+		return ""
+	}
+	for _, p := range []struct{ prefix, why string }{
+		{"INPUT_", "INPUT_* variables are the Action's inputs, such as its GitHub token"},
+		{"ACTIONS_", "ACTIONS_* variables are the Actions runner's own tokens and URLs"},
+	} {
+		if strings.HasPrefix(up, p.prefix) {
+			return fmt.Sprintf("%q cannot be passed through: %s", s, p.why)
+		}
+	}
+	for _, word := range []string{"TOKEN", "SECRET", "KEY"} {
+		if strings.Contains(up, word) {
+			return fmt.Sprintf("%q cannot be passed through: it looks like a credential (*%s*); of those only model keys are passed (%s)",
+				s, word, strings.Join(ModelKeys, ", "))
+		}
+	}
 	return ""
+}
+
+// ModelKeys are the credential-named variables agent.env accepts: the keys
+// of model APIs, which an agent needs and which cannot write to a repository.
+// The list is fixed so that a repository's configuration cannot widen it.
+var ModelKeys = []string{
+	"ANTHROPIC_API_KEY", "CLAUDE_CODE_OAUTH_TOKEN",
+	"OPENAI_API_KEY", "AZURE_OPENAI_API_KEY",
+	"GEMINI_API_KEY", "GOOGLE_API_KEY",
+	"MISTRAL_API_KEY", "OPENROUTER_API_KEY", "XAI_API_KEY", "DEEPSEEK_API_KEY", "GROQ_API_KEY",
+}
+
+// CheckAgentEnvName reports why a name may not be passed to the agent
+// (agent.env), or nil. The agent runner checks its pass-through names with it
+// too, whatever built its configuration.
+func CheckAgentEnvName(name string) error {
+	if msg := cfgCheckEnvName(name); msg != "" {
+		return errors.New(msg)
+	}
+	return nil
 }
 
 // --- walking the document --------------------------------------------------

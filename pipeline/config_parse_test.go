@@ -47,6 +47,7 @@ func fullConfig() Config {
 		Agent: AgentConfig{
 			Command: `codex exec --model '{model}' --role={role} --prompt "{prompt_file}"`,
 			Timeout: Duration(90 * time.Minute),
+			Grace:   Duration(45 * time.Second),
 			Env:     []string{"ANTHROPIC_API_KEY", "OPENAI_API_KEY"},
 		},
 		Models: ModelsConfig{
@@ -113,6 +114,11 @@ func TestParseConfigOverrides(t *testing.T) {
 		{"agent:\n  env:\n    - ANTHROPIC_API_KEY\n    - _X1\n", func(c *Config) { c.Agent.Env = []string{"ANTHROPIC_API_KEY", "_X1"} }},
 		{"agent:\n  env: []\n", func(c *Config) { c.Agent.Env = nil }},
 		{"agent:\n  env: [BAZINGA]\n", func(c *Config) { c.Agent.Env = []string{"BAZINGA"} }},
+		{"agent:\n  env: [CLAUDE_CODE_OAUTH_TOKEN, OPENAI_API_KEY, GEMINI_API_KEY, GOOGLE_API_KEY, HTTPS_PROXY]\n", func(c *Config) {
+			c.Agent.Env = []string{"CLAUDE_CODE_OAUTH_TOKEN", "OPENAI_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY", "HTTPS_PROXY"}
+		}},
+		{"agent:\n  grace: 2m\n", func(c *Config) { c.Agent.Grace = Duration(2 * time.Minute) }},
+		{"agent:\n  grace: 5m\n", func(c *Config) { c.Agent.Grace = Duration(5 * time.Minute) }},
 		{"models:\n  pm: a\n", func(c *Config) { c.Models.PM = "a" }},
 		{"models:\n  developer: a\n", func(c *Config) { c.Models.Developer = "a" }},
 		{"models:\n  senior: a\n", func(c *Config) { c.Models.Senior = "a" }},
@@ -187,7 +193,7 @@ func TestParseConfigErrors(t *testing.T) {
 
 		// wrong kinds
 		{"list for a section", "agent:\n  - command\n", 2, "agent",
-			[]string{"agent: want a mapping of keys (command, timeout, env), got a list"}},
+			[]string{"agent: want a mapping of keys (command, timeout, grace, env), got a list"}},
 		{"scalar for a section", "models: opus\n", 1, "models", []string{`models: want a mapping of keys (pm, developer,`, `got "opus"`}},
 		{"mapping for an int", "max_parallel:\n  value: 4\n", 2, "max_parallel", []string{"want a whole number from 1 to 64, got a mapping"}},
 		{"list for a string", "tests:\n  command: [go, test]\n", 2, "tests.command", []string{"want a string, got a list"}},
@@ -270,6 +276,22 @@ func TestParseConfigErrors(t *testing.T) {
 		{"env twice", "agent:\n  env:\n    - A\n    - B\n    - A\n", 5, "agent.env", []string{`"A" is listed twice (lines 3 and 5)`}},
 		{"env entry mapping", "agent:\n  env:\n    - {A: 1}\n", 3, "agent.env", []string{"want an environment variable name, got a mapping"}},
 		{"env entry number", "agent:\n  env: [12]\n", 2, "agent.env", []string{"want an environment variable name, got 12"}},
+		// agent.env refuses names that carry credentials (issue 10)
+		{"env github token", "agent:\n  env:\n    - ANTHROPIC_API_KEY\n    - GITHUB_TOKEN\n", 4, "agent.env",
+			[]string{`bazinga.yml line 4: agent.env: "GITHUB_TOKEN" cannot be passed through: it looks like a credential (*TOKEN*); of those only model keys are passed (ANTHROPIC_API_KEY, `}},
+		{"env action input", "agent:\n  env: [INPUT_GITHUB_TOKEN]\n", 2, "agent.env",
+			[]string{`"INPUT_GITHUB_TOKEN" cannot be passed through: INPUT_* variables are the Action's inputs, such as its GitHub token`}},
+		{"env actions runtime", "agent:\n  env: [ACTIONS_ID_TOKEN_REQUEST_URL]\n", 2, "agent.env",
+			[]string{`"ACTIONS_ID_TOKEN_REQUEST_URL" cannot be passed through: ACTIONS_* variables are the Actions runner's own tokens and URLs`}},
+		{"env secret", "agent:\n  env: [MY_SECRET]\n", 2, "agent.env", []string{`"MY_SECRET" cannot be passed through: it looks like a credential (*SECRET*)`}},
+		{"env key", "agent:\n  env: [AWS_ACCESS_KEY_ID]\n", 2, "agent.env", []string{`"AWS_ACCESS_KEY_ID" cannot be passed through: it looks like a credential (*KEY*)`}},
+		{"env key lower case", "agent:\n  env: [npm_token]\n", 2, "agent.env", []string{`"npm_token" cannot be passed through: it looks like a credential (*TOKEN*)`}},
+		{"env model key in lower case is not the model key", "agent:\n  env: [anthropic_api_key]\n", 2, "agent.env", []string{`(*KEY*)`}},
+		// agent.grace
+		{"grace too long", "agent:\n  grace: 10m\n", 2, "agent.grace",
+			[]string{`agent.grace: want at most 5m (it must fit in the engine's step grace with the commit and push after it), got "10m"`}},
+		{"grace zero", "agent:\n  grace: 0s\n", 2, "agent.grace", []string{`want a positive duration such as "30m", got "0s"`}},
+		{"grace without unit", "agent:\n  grace: 30\n", 2, "agent.grace", []string{"(a unit is required)"}},
 
 		// github
 		{"workflow path", "github:\n  agent_workflow: .github/workflows/agent.yml\n", 2, "github.agent_workflow",
@@ -468,6 +490,15 @@ func TestValidate(t *testing.T) {
 			[]string{"agent.command: unknown placeholder {rol}; did you mean {role}?"}},
 		{"agent timeout zero", func(c *Config) { c.Agent.Timeout = 0 },
 			[]string{`agent.timeout: want a positive duration such as "30m", got "0s"`}},
+		{"agent grace zero", func(c *Config) { c.Agent.Grace = 0 },
+			[]string{`agent.grace: want a positive duration such as "30m", got "0s"`}},
+		{"agent grace too long", func(c *Config) { c.Agent.Grace = Duration(time.Hour) },
+			[]string{`agent.grace: want at most 5m (it must fit in the engine's step grace with the commit and push after it), got "1h"`}},
+		{"env credentials", func(c *Config) { c.Agent.Env = []string{"GITHUB_TOKEN", "ANTHROPIC_API_KEY", "INPUT_X"} },
+			[]string{
+				`agent.env: "GITHUB_TOKEN" cannot be passed through: it looks like a credential (*TOKEN*); of those only model keys are passed (` + strings.Join(ModelKeys, ", ") + ")",
+				`agent.env: "INPUT_X" cannot be passed through: INPUT_* variables are the Action's inputs, such as its GitHub token`,
+			}},
 		{"tests timeout negative", func(c *Config) { c.Tests.Timeout = Duration(-time.Second) },
 			[]string{`tests.timeout: want a positive duration such as "30m", got "-1s"`}},
 		{"clarification timeout zero", func(c *Config) { c.ClarificationTimeout = 0 },

@@ -188,10 +188,15 @@ func (e *Executor) agentStep(ctx context.Context, s pipeline.Session, st pipelin
 		return pipeline.Result{}, fmt.Errorf("running the agent: %w", err)
 	}
 	rep.Output = tail(string(out.Stderr)+string(out.Stdout), maxFeedbackOutput)
-	if out.NoResult {
+	// A developer or senior engineer that ran out of time keeps its work: it
+	// had SIGTERM and agent.grace to save it, the harness commits what the
+	// working copy holds and reports PARTIAL, so the next developer step
+	// continues from there instead of starting over.
+	keepPartial := out.TimedOut && g != nil && implementer(st.Role) && st.Purpose != pipeline.PurposeDiagnostic
+	if out.NoResult && !keepPartial {
 		why := fmt.Sprintf("the agent produced no result (exit code %d)", out.ExitCode)
 		if out.TimedOut {
-			why = fmt.Sprintf("the agent timed out after %s without a result", e.Config.Agent.Timeout)
+			why = fmt.Sprintf("the agent timed out after %s without a result", shortDuration(e.Runner.Timeout()))
 		}
 		return pipeline.Result{}, noResult{why}
 	}
@@ -201,8 +206,13 @@ func (e *Executor) agentStep(ctx context.Context, s pipeline.Session, st pipelin
 		return res, nil // nothing is pushed from session-level or diagnostic steps
 	}
 
-	// The harness checks READY_* claims itself.
-	if implementer(st.Role) && (res.Status == pipeline.StatusReadyForQA || res.Status == pipeline.StatusReadyForReview) {
+	switch {
+	case keepPartial:
+		// Whatever it claimed, a step cut short is not ready; its tests are
+		// run when a later step claims READY.
+		res = timedOutPartial(out, e.Runner.Timeout(), true)
+	case implementer(st.Role) && (res.Status == pipeline.StatusReadyForQA || res.Status == pipeline.StatusReadyForReview):
+		// The harness checks READY_* claims itself.
 		if left := markersLeft(dir, in.ConflictFiles); len(left) > 0 {
 			res = harnessPartial(res, "conflict markers remain in "+strings.Join(left, ", "), "")
 		} else if gate := e.gate(); gate.Command != "" {
@@ -221,7 +231,16 @@ func (e *Executor) agentStep(ctx context.Context, s pipeline.Session, st pipelin
 	if merge != nil && !merge.UpToDate && merge.Commit.IsZero() {
 		opts.MergeParent = merge.Theirs
 	}
-	if _, err := gitops.CommitAll(repo, opts); err != nil && !errors.Is(err, gitops.ErrNothingToCommit) {
+	if _, err := gitops.CommitAll(repo, opts); errors.Is(err, gitops.ErrNothingToCommit) {
+		if keepPartial {
+			if out.NoResult {
+				// Out of time with nothing written and nothing said: a
+				// failed attempt, retried as before.
+				return pipeline.Result{}, noResult{fmt.Sprintf("the agent timed out after %s without a result or any change", shortDuration(e.Runner.Timeout()))}
+			}
+			res = timedOutPartial(out, e.Runner.Timeout(), false)
+		}
+	} else if err != nil {
 		return pipeline.Result{}, fmt.Errorf("committing the agent's changes: %w", err)
 	}
 	err = gitops.Push(ctx, repo, e.Remote, s.Base, g.Branch, gitops.PushOptions{AllowWorkflowChanges: e.Config.AllowWorkflowChanges})
@@ -238,6 +257,46 @@ func (e *Executor) agentStep(ctx context.Context, s pipeline.Session, st pipelin
 
 func implementer(r pipeline.Role) bool {
 	return r == pipeline.RoleDeveloper || r == pipeline.RoleSenior
+}
+
+// timedOutPartial is the PARTIAL a developer or senior step that ran out of
+// time reports: the harness's reason first, then what the agent managed to
+// say (if it wrote a result in its grace), its handoff kept for the next step.
+func timedOutPartial(out agent.Outcome, timeout time.Duration, committed bool) pipeline.Result {
+	why := fmt.Sprintf("timed out after %s; partial work committed", shortDuration(timeout))
+	if !committed {
+		why = fmt.Sprintf("timed out after %s; no changes to commit", shortDuration(timeout))
+	}
+	if out.Killed {
+		why += " (killed after the grace)"
+	}
+	res := pipeline.Result{Status: pipeline.StatusPartial, Summary: []string{"harness: " + why}}
+	h := map[string]any{"harness": why, "timed_out": true}
+	if out.Parsed.Source != agent.SourceMalformed {
+		for _, l := range out.Parsed.Result.Summary {
+			if len(res.Summary) < pipeline.MaxSummaryLines {
+				res.Summary = append(res.Summary, l)
+			}
+		}
+		h["claimed"] = out.Parsed.Result.Status.String()
+		if len(out.Parsed.Result.Handoff) > 0 {
+			h["agent_handoff"] = out.Parsed.Result.Handoff
+		}
+	}
+	res.Handoff, _ = json.Marshal(h)
+	return res
+}
+
+// shortDuration writes 30m rather than 30m0s, as the configuration does.
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = s[:len(s)-2]
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = s[:len(s)-2]
+	}
+	return s
 }
 
 // harnessPartial turns a claim the harness could not confirm into PARTIAL,

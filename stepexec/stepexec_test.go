@@ -67,13 +67,19 @@ func playTo(t *testing.T, role pipeline.Role) pipeline.Session {
 }
 
 func (f *fixture) exec(t *testing.T, agentScript string) *Executor {
+	return f.execWith(t, agentScript, agent.RunnerConfig{Timeout: time.Minute})
+}
+
+// execWith is exec with the runner's timeout and grace given.
+func (f *fixture) execWith(t *testing.T, agentScript string, rc agent.RunnerConfig) *Executor {
 	cfg := pipeline.DefaultConfig()
 	cfg.Tests.Command = "./ok.sh"
 	e := &Executor{Remote: gitops.Remote{URL: f.bare}, Config: cfg, TempDir: t.TempDir()}
 	if agentScript != "" {
 		p := filepath.Join(t.TempDir(), "agent.sh")
 		require.NoError(t, os.WriteFile(p, []byte("#!/bin/sh\n"+agentScript), 0o755))
-		run, err := agent.NewRunner(agent.RunnerConfig{Command: p, Timeout: time.Minute})
+		rc.Command = p
+		run, err := agent.NewRunner(rc)
 		require.NoError(t, err)
 		e.Runner = run
 	}
@@ -158,4 +164,121 @@ func TestValidateRejectsWhatIsNotTrue(t *testing.T) {
 	require.NoError(t, json.Unmarshal(ev.Result.Handoff, &h))
 	assert.Contains(t, strings.Join(h.Failed, "\n"), "group A: branch bazinga/s1-A is missing")
 	assert.Contains(t, strings.Join(h.Failed, "\n"), `criterion "it works": claimed met without evidence`)
+}
+
+// A developer that runs out of time gets SIGTERM and the grace to save its
+// work; the harness commits what the working copy holds and reports PARTIAL,
+// so the next developer step continues from it.
+func TestTimedOutDeveloperKeepsItsWork(t *testing.T) {
+	tests := []struct {
+		name        string
+		role        pipeline.Role
+		script      string
+		wantSummary []string
+		wantFile    string
+		killed      bool
+	}{
+		{
+			name: "traps SIGTERM, saves and exits",
+			role: pipeline.RoleDeveloper,
+			script: `echo started > started.txt
+trap 'echo "half of it" > progress.txt; exit 0' TERM
+while :; do sleep 0.05; done`,
+			wantSummary: []string{"harness: timed out after 400ms; partial work committed"},
+			wantFile:    "progress.txt",
+		},
+		{
+			name: "writes a result in its grace",
+			role: pipeline.RoleDeveloper,
+			script: `trap 'echo done > a.txt; echo "{\"status\":\"READY_FOR_QA\",\"summary\":[\"a.txt written\"],\"handoff\":{\"next\":\"b.txt\"}}" > "$BAZINGA_RESULT_FILE"; exit 0' TERM
+while :; do sleep 0.05; done`,
+			wantSummary: []string{"harness: timed out after 400ms; partial work committed", "a.txt written"},
+			wantFile:    "a.txt",
+		},
+		{
+			name: "ignores SIGTERM and is killed",
+			role: pipeline.RoleSenior,
+			script: `trap '' TERM
+echo some > work.txt
+while :; do sleep 0.05; done`,
+			wantSummary: []string{"harness: timed out after 400ms; partial work committed (killed after the grace)"},
+			wantFile:    "work.txt",
+			killed:      true,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t, pipeline.RoleDeveloper)
+			s := f.s
+			if tt.role == pipeline.RoleSenior {
+				s.Step(s.Groups[0].InFlight).Role = pipeline.RoleSenior
+			}
+			e := f.execWith(t, tt.script, agent.RunnerConfig{Timeout: 400 * time.Millisecond, KillGrace: time.Second})
+			id := s.Groups[0].InFlight
+			start := time.Now()
+			ev, rep := e.Run(context.Background(), s, id)
+			assert.Less(t, time.Since(start), 20*time.Second)
+			require.Equal(t, pipeline.EventStepResult, ev.Kind, ev.Reason)
+			assert.Equal(t, pipeline.StatusPartial, ev.Result.Status)
+			assert.Equal(t, tt.wantSummary, ev.Result.Summary)
+			var h map[string]any
+			require.NoError(t, json.Unmarshal(ev.Result.Handoff, &h))
+			assert.Equal(t, true, h["timed_out"])
+			assert.Contains(t, h["harness"], "partial work committed")
+			assert.Empty(t, rep.Tests, "a step cut short is not tested")
+			// The work reached the group branch, with the step's trailer.
+			assert.Equal(t, tt.wantFile, gitCLI(t, f.bare, "ls-tree", "--name-only", "bazinga/s1-A", tt.wantFile))
+			msg := gitCLI(t, f.bare, "log", "-1", "--format=%B", "bazinga/s1-A")
+			assert.Contains(t, msg, "Bazinga-Step: "+id)
+			assert.Contains(t, msg, "partial work committed")
+			if tt.name == "writes a result in its grace" {
+				assert.Equal(t, "READY_FOR_QA", h["claimed"])
+				assert.Equal(t, map[string]any{"next": "b.txt"}, h["agent_handoff"])
+			}
+		})
+	}
+}
+
+// Out of time with no change and no result is a failed attempt (retried), as
+// is a timeout of a role that does not implement.
+func TestTimedOutWithoutWorkIsAFailure(t *testing.T) {
+	for _, tc := range []struct {
+		name, script string
+		role         pipeline.Role
+		want         string
+	}{
+		{"developer without changes", `while :; do sleep 0.05; done`, pipeline.RoleDeveloper,
+			"the agent timed out after 300ms without a result or any change"},
+		{"tech lead", `echo x > review-notes.txt; while :; do sleep 0.05; done`, pipeline.RoleTechLead,
+			"the agent timed out after 300ms without a result"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, tc.role)
+			e := f.execWith(t, tc.script, agent.RunnerConfig{Timeout: 300 * time.Millisecond, KillGrace: time.Second})
+			ev, _ := e.Run(context.Background(), f.s, f.s.Groups[0].InFlight)
+			assert.Equal(t, pipeline.EventStepFailed, ev.Kind)
+			assert.Equal(t, tc.want, ev.Reason)
+		})
+	}
+}
+
+// A result written in the grace without any change is still reported, as
+// PARTIAL: there was nothing to commit.
+func TestTimedOutWithAResultButNoChange(t *testing.T) {
+	f := newFixture(t, pipeline.RoleDeveloper)
+	e := f.execWith(t, `trap 'echo "{\"status\":\"PARTIAL\",\"summary\":[\"read the code, no edits yet\"]}" > "$BAZINGA_RESULT_FILE"; exit 0' TERM
+while :; do sleep 0.05; done`, agent.RunnerConfig{Timeout: 300 * time.Millisecond, KillGrace: 5 * time.Second})
+	ev, _ := e.Run(context.Background(), f.s, f.s.Groups[0].InFlight)
+	require.Equal(t, pipeline.EventStepResult, ev.Kind, ev.Reason)
+	assert.Equal(t, pipeline.StatusPartial, ev.Result.Status)
+	assert.Equal(t, []string{"harness: timed out after 300ms; no changes to commit", "read the code, no edits yet"}, ev.Result.Summary)
+}
+
+func TestShortDuration(t *testing.T) {
+	for d, want := range map[time.Duration]string{
+		30 * time.Minute: "30m", time.Hour: "1h", 90 * time.Minute: "1h30m", 10 * time.Second: "10s",
+		300 * time.Millisecond: "300ms", time.Hour + time.Second: "1h0m1s", 2*time.Minute + 30*time.Second: "2m30s",
+	} {
+		assert.Equal(t, want, shortDuration(d), d.String())
+	}
 }

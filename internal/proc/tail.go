@@ -1,11 +1,12 @@
-package agent
+package proc
 
 import "sync"
 
-// tailBuffer keeps the last max bytes written to it in a fixed ring, so an
-// agent that prints gigabytes costs a bounded amount of memory, and the end
-// of its output (where the result usually is) survives.
-type tailBuffer struct {
+// Tail keeps the last max bytes written to it in a fixed ring, so a command
+// that prints gigabytes costs a bounded amount of memory and the end of its
+// output (where results and test failures usually are) survives. It is safe
+// for concurrent writers, so stdout and stderr may share one.
+type Tail struct {
 	mu    sync.Mutex
 	buf   []byte
 	max   int
@@ -13,11 +14,14 @@ type tailBuffer struct {
 	total int64 // bytes written in all
 }
 
-func newTailBuffer(max int) *tailBuffer {
-	return &tailBuffer{max: max}
+// NewTail returns a Tail keeping at most max bytes; max <= 0 keeps nothing
+// but still counts.
+func NewTail(max int) *Tail {
+	return &Tail{max: max}
 }
 
-func (t *tailBuffer) Write(p []byte) (int, error) {
+// Write keeps the end of p; it never fails.
+func (t *Tail) Write(p []byte) (int, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	n := len(p)
@@ -55,7 +59,7 @@ func (t *tailBuffer) Write(p []byte) (int, error) {
 }
 
 // Bytes returns a copy of the kept tail, oldest byte first.
-func (t *tailBuffer) Bytes() []byte {
+func (t *Tail) Bytes() []byte {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	out := make([]byte, 0, len(t.buf))
@@ -63,9 +67,19 @@ func (t *tailBuffer) Bytes() []byte {
 	return append(out, t.buf[:t.start]...)
 }
 
+// String is Bytes as a string.
+func (t *Tail) String() string { return string(t.Bytes()) }
+
 // Total is how many bytes were written in all, kept or not.
-func (t *tailBuffer) Total() int64 {
+func (t *Tail) Total() int64 {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.total
+}
+
+// Truncated reports whether bytes were dropped from the front.
+func (t *Tail) Truncated() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.total > int64(len(t.buf))
 }
