@@ -257,7 +257,7 @@ var cfgKeys = []cfgKey{
 		"workflow file dispatched for each step"),
 	cfgBoolKey("github.close_issue", func(c *Config) *bool { return &c.GitHub.CloseIssue },
 		"close the issue when BAZINGA is verified"),
-	cfgStringKey("github.job_identity", func(c *Config) *string { return &c.GitHub.JobIdentity }, cfgCheckLogin,
+	cfgStringKey("github.job_identity", func(c *Config) *string { return &c.GitHub.JobIdentity }, cfgCheckBotLogin,
 		"login whose result comments are trusted"),
 }
 
@@ -588,6 +588,19 @@ func cfgCheckWorkflow(s string) string {
 func cfgCheckLogin(s string) string {
 	if s == "" || strings.IndexFunc(s, unicode.IsSpace) >= 0 {
 		return fmt.Sprintf("want a GitHub login such as \"github-actions[bot]\", got %q", s)
+	}
+	return ""
+}
+
+// cfgCheckBotLogin: the job identity's result comments are trusted, so it
+// must be a bot account (an App's or github-actions[bot]): a person's login
+// would let that person, or whoever holds their token, post results.
+func cfgCheckBotLogin(s string) string {
+	if msg := cfgCheckLogin(s); msg != "" {
+		return msg
+	}
+	if !strings.HasSuffix(s, "[bot]") {
+		return fmt.Sprintf("want a bot's login ending in [bot], such as \"github-actions[bot]\" or \"my-app[bot]\": its comments are trusted as step results; got %q", s)
 	}
 	return ""
 }

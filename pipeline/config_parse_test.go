@@ -151,7 +151,7 @@ func TestParseConfigOverrides(t *testing.T) {
 		{"limits:\n  step_attempts: 9\n", func(c *Config) { c.Limits.StepAttempts = 9 }},
 		{"github:\n  agent_workflow: other.yaml\n", func(c *Config) { c.GitHub.AgentWorkflow = "other.yaml" }},
 		{"github:\n  close_issue: false\n", func(c *Config) { c.GitHub.CloseIssue = false }},
-		{"github:\n  job_identity: octo-bot\n", func(c *Config) { c.GitHub.JobIdentity = "octo-bot" }},
+		{"github:\n  job_identity: octo-bot[bot]\n", func(c *Config) { c.GitHub.JobIdentity = "octo-bot[bot]" }},
 		// Anchors and aliases are accepted.
 		{"models:\n  pm: &big opus-x\n  tech_lead: *big\n", func(c *Config) { c.Models.PM, c.Models.TechLead = "opus-x", "opus-x" }},
 	}
@@ -299,6 +299,7 @@ func TestParseConfigErrors(t *testing.T) {
 		{"workflow extension", "github:\n  agent_workflow: agent\n", 2, "github.agent_workflow", []string{"ending in .yml or .yaml"}},
 		{"workflow empty", "github:\n  agent_workflow: ''\n", 2, "github.agent_workflow", []string{"got an empty string"}},
 		{"job identity empty", "github:\n  job_identity: \"\"\n", 2, "github.job_identity", []string{"want a GitHub login"}},
+		{"job identity a person", "github:\n  job_identity: octo-cat\n", 2, "github.job_identity", []string{"want a bot's login ending in [bot]", `"octo-cat"`}},
 
 		// duplicates
 		{"duplicate top key", "max_parallel: 2\nqa: true\nmax_parallel: 3\n", 3, "max_parallel",
