@@ -72,12 +72,12 @@ func NewServer(cfg Config, p Processor, logger *slog.Logger) (*Server, error) {
 		seen:    newDedup(cfg.DedupSize, cfg.DedupTTL),
 		stopped: make(chan struct{}),
 	}
-	s.metrics.queueDepth, s.metrics.queueCap, s.metrics.inFlight = s.q.depth, cfg.QueueSize, s.q.running
+	s.metrics.setQueue(s.q.depth, cfg.QueueSize, s.q.running)
 	s.workCtx, s.workCancel = context.WithCancel(context.Background())
 	s.mux = http.NewServeMux()
 	s.mux.HandleFunc("POST /webhook", s.handleWebhook)
 	s.mux.HandleFunc("GET /healthz", s.handleHealthz)
-	s.mux.HandleFunc("GET /metrics", s.handleMetrics)
+	s.mux.Handle("GET /metrics", s.metrics.handler(logger))
 	for i := 0; i < cfg.Workers; i++ {
 		s.workers.Add(1)
 		go s.worker()
@@ -380,11 +380,4 @@ func (s *Server) handleHealthz(w http.ResponseWriter, _ *http.Request) {
 		QueueCap   int    `json:"queue_capacity"`
 		InFlight   int    `json:"in_flight"`
 	}{"ok", s.q.depth(), s.cfg.QueueSize, s.q.running()})
-}
-
-func (s *Server) handleMetrics(w http.ResponseWriter, _ *http.Request) {
-	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-	if _, err := s.metrics.WriteTo(w); err != nil {
-		s.log.Debug("write metrics", "err", err)
-	}
 }
