@@ -208,18 +208,40 @@ func TestDuplicateDeliveryProcessedOnce(t *testing.T) {
 }
 
 func TestDedupTTLAndSize(t *testing.T) {
-	d := newDedup(2, time.Minute)
-	now := time.Unix(1000, 0)
-	d.now = func() time.Time { return now }
+	const ttl = 200 * time.Millisecond
+	d := newDedup(2, ttl)
+	start := time.Now()
 	assert.True(t, d.reserve("a"))
 	assert.False(t, d.reserve("a"))
 	assert.True(t, d.reserve("b"))
 	assert.True(t, d.reserve("c")) // evicts a (size 2)
 	assert.True(t, d.reserve("a"))
-	now = now.Add(2 * time.Minute) // everything expired
+	assert.False(t, d.reserve("c"))
+	if time.Since(start) >= ttl {
+		t.Skip("machine too slow for a 200 ms TTL check")
+	}
+	time.Sleep(ttl + 50*time.Millisecond) // everything expired
 	assert.True(t, d.reserve("c"))
 	d.release("c")
 	assert.True(t, d.reserve("c"))
+	assert.False(t, d.reserve("c"))
+}
+
+func TestDedupRedeliveryDoesNotExtendTTL(t *testing.T) {
+	const ttl = 300 * time.Millisecond
+	d := newDedup(10, ttl)
+	first := time.Now()
+	require.True(t, d.reserve("x"))
+	// Redeliveries inside the window are duplicates and do not renew it.
+	checked := 0
+	for time.Since(first) < ttl/2 {
+		assert.False(t, d.reserve("x"))
+		checked++
+		time.Sleep(20 * time.Millisecond)
+	}
+	require.Positive(t, checked)
+	time.Sleep(time.Until(first.Add(ttl + 100*time.Millisecond)))
+	assert.True(t, d.reserve("x"), "expired ttl after its first arrival")
 }
 
 func TestQueueFullReturns503(t *testing.T) {
