@@ -18,7 +18,23 @@ const (
 	DefaultWorkers       = 4
 	DefaultQueueSize     = 1000
 	DefaultSweepInterval = 5 * time.Minute
-	DefaultMaxBodyBytes  = 25 << 20 // GitHub caps payloads at 25 MB
+	// DefaultMaxBodyBytes caps a webhook body. GitHub allows payloads up to
+	// 25 MB, but the events bazinga subscribes to are kilobytes (an issue
+	// comment is at most 65,536 characters); 1 MiB leaves ample room and
+	// bounds what an unauthenticated sender can make the server hold.
+	DefaultMaxBodyBytes = 1 << 20
+	// DefaultMaxBodyReads bounds the webhook bodies being read at once, so
+	// body buffers take at most DefaultMaxBodyReads × MaxBodyBytes.
+	DefaultMaxBodyReads = 16
+	// DefaultBodyReadWait is how long a request waits for a body-read slot
+	// before it is answered 503 (GitHub redelivers on request).
+	DefaultBodyReadWait = 250 * time.Millisecond
+	// DefaultMaxConns caps open connections; more wait in the kernel's
+	// accept backlog until one closes.
+	DefaultMaxConns = 128
+	// DefaultReadTimeout bounds reading a request's headers and, separately,
+	// the whole request: a slow sender is cut off after it.
+	DefaultReadTimeout   = 10 * time.Second
 	DefaultDedupSize     = 10000
 	DefaultDedupTTL      = time.Hour
 	DefaultShutdownGrace = 30 * time.Second
@@ -46,7 +62,17 @@ type Config struct {
 	SweepInterval time.Duration
 	LogLevel      slog.Level
 
-	MaxBodyBytes  int64
+	MaxBodyBytes int64
+	// MaxBodyReads bounds concurrent webhook body reads; a request that
+	// finds no slot within BodyReadWait is answered 503.
+	MaxBodyReads int
+	BodyReadWait time.Duration
+	// MaxConns bounds open connections (Run/Serve only, not Handler).
+	MaxConns int
+	// ReadTimeout bounds the headers (ReadHeaderTimeout) and the whole
+	// request (ReadTimeout) of the HTTP server.
+	ReadTimeout time.Duration
+
 	DedupSize     int
 	DedupTTL      time.Duration
 	ShutdownGrace time.Duration
@@ -199,6 +225,18 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxBodyBytes <= 0 {
 		c.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if c.MaxBodyReads <= 0 {
+		c.MaxBodyReads = DefaultMaxBodyReads
+	}
+	if c.BodyReadWait <= 0 {
+		c.BodyReadWait = DefaultBodyReadWait
+	}
+	if c.MaxConns <= 0 {
+		c.MaxConns = DefaultMaxConns
+	}
+	if c.ReadTimeout <= 0 {
+		c.ReadTimeout = DefaultReadTimeout
 	}
 	if c.DedupSize <= 0 {
 		c.DedupSize = DefaultDedupSize

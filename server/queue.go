@@ -4,8 +4,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hashicorp/golang-lru/v2/expirable"
 	"github.com/bazinga-bot/bazinga/bot"
+	"github.com/hashicorp/golang-lru/v2/expirable"
 )
 
 // lane holds the pending deliveries of one serialisation key. A lane is in
