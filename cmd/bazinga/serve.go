@@ -4,8 +4,6 @@ import (
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -28,23 +26,20 @@ Prometheus metrics. Configuration comes from the environment.
 
 // runServe is `bazinga serve`.
 func runServe(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stdout, serveUsage+server.EnvHelp) }
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+	fs := newFlags("serve")
+	usage := func(w io.Writer) { fmt.Fprint(w, serveUsage+server.EnvHelp) }
+	pos, code, ok := parseFlags(fs, args, usage, stdout, stderr)
+	if !ok {
+		return code
 	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "bazinga serve: unexpected arguments %q\n\n%s%s", fs.Args(), serveUsage, server.EnvHelp)
-		return 2
+	if len(pos) > 0 {
+		fmt.Fprintf(stderr, "bazinga serve: unexpected arguments %q\n\n%s%s", pos, serveUsage, server.EnvHelp)
+		return exitUsage
 	}
 	cfg, err := server.ConfigFromEnv(os.Getenv)
 	if err != nil {
 		fmt.Fprintf(stderr, "bazinga serve: %v\n", err)
-		return 2
+		return exitUsage
 	}
 	logger := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: cfg.LogLevel}))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
