@@ -76,6 +76,12 @@ type Config struct {
 	DedupSize     int
 	DedupTTL      time.Duration
 	ShutdownGrace time.Duration
+
+	// CredentialsFile is the file the credentials came from, or the one the
+	// setup page writes to when there are none yet.
+	CredentialsFile string
+	// PublicURL is the base URL GitHub reaches the server at ("" = derive).
+	PublicURL string
 }
 
 // Environment variables read by ConfigFromEnv.
@@ -90,7 +96,21 @@ const (
 	EnvQueueSize      = "BAZINGA_QUEUE_SIZE"
 	EnvSweepInterval  = "BAZINGA_SWEEP_INTERVAL"
 	EnvLogLevel       = "BAZINGA_LOG_LEVEL"
+	// EnvCredentialsFile names the file the setup page writes the App's
+	// credentials to and ConfigFromEnv falls back to (default
+	// bazinga-app.env in the working directory).
+	EnvCredentialsFile = "BAZINGA_CREDENTIALS_FILE"
+	// EnvPublicURL is the base URL GitHub reaches the server at, for the
+	// setup page's manifest (default: from the request).
+	EnvPublicURL = "BAZINGA_PUBLIC_URL"
 )
+
+// ErrNoAppCredentials is wrapped by ConfigFromEnv's error when none of the
+// App's credentials (id, private key, webhook secret) is set, in the
+// environment or the credentials file: `bazinga serve` then offers the
+// setup page instead of failing.
+var ErrNoAppCredentials = errors.New("no GitHub App credentials: set " + EnvAppID + ", " + EnvPrivateKey +
+	" and " + EnvWebhookSecret + ", or register the App from the setup page (give a listen address: " + EnvListen + " or --listen)")
 
 // EnvHelp documents the environment variables, for `bazinga serve --help`.
 const EnvHelp = `Environment:
@@ -110,50 +130,80 @@ const EnvHelp = `Environment:
 // production) and validates it. Every error names the variable at fault;
 // errors never quote a secret.
 func ConfigFromEnv(getenv func(string) string) (Config, error) {
-	var errs []error
+	var errs, credErrs []error
 	c := Config{}
 	get := func(k string) string { return strings.TrimSpace(getenv(k)) }
 
-	if v := get(EnvAppID); v == "" {
-		errs = append(errs, fmt.Errorf("%s is required (the GitHub App's numeric id)", EnvAppID))
+	// The credentials file fills what the environment leaves unset.
+	c.CredentialsFile = get(EnvCredentialsFile)
+	if c.CredentialsFile == "" {
+		c.CredentialsFile = DefaultCredentialsFile
+	}
+	fileVals, err := readCredentialsFile(c.CredentialsFile)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("%s: %w", EnvCredentialsFile, err))
+	}
+	// cred returns a credential and the name to blame in an error.
+	cred := func(k string) (val, name string) {
+		if v := getenv(k); strings.TrimSpace(v) != "" {
+			return v, k
+		}
+		if k == EnvPrivateKey && get(EnvPrivateKeyPath) != "" {
+			return "", k // the environment chose the key file
+		}
+		if v, ok := fileVals[k]; ok && strings.TrimSpace(v) != "" {
+			return v, fmt.Sprintf("%s (from %s)", k, c.CredentialsFile)
+		}
+		return "", k
+	}
+
+	appID, appIDName := cred(EnvAppID)
+	key, keyName := cred(EnvPrivateKey)
+	keyPath := get(EnvPrivateKeyPath)
+	secret, _ := cred(EnvWebhookSecret)
+	noCredentials := strings.TrimSpace(appID) == "" && strings.TrimSpace(key) == "" && keyPath == "" && secret == ""
+
+	if v := strings.TrimSpace(appID); v == "" {
+		credErrs = append(credErrs, fmt.Errorf("%s is required (the GitHub App's numeric id)", EnvAppID))
 	} else if id, err := strconv.ParseInt(v, 10, 64); err != nil || id <= 0 {
-		errs = append(errs, fmt.Errorf("%s must be a positive integer, got %q", EnvAppID, v))
+		credErrs = append(credErrs, fmt.Errorf("%s must be a positive integer, got %q", appIDName, v))
 	} else {
 		c.AppID = id
 	}
 
-	key, keyPath := getenv(EnvPrivateKey), get(EnvPrivateKeyPath)
 	switch {
 	case strings.TrimSpace(key) != "" && keyPath != "":
-		errs = append(errs, fmt.Errorf("set only one of %s and %s", EnvPrivateKey, EnvPrivateKeyPath))
+		credErrs = append(credErrs, fmt.Errorf("set only one of %s and %s", EnvPrivateKey, EnvPrivateKeyPath))
 	case strings.TrimSpace(key) != "":
 		// Some deployments store the PEM with literal "\n" escapes.
 		if !strings.Contains(key, "\n") {
 			key = strings.ReplaceAll(key, `\n`, "\n")
 		}
 		if err := ghapi.ValidatePrivateKey([]byte(key)); err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", EnvPrivateKey, err))
+			credErrs = append(credErrs, fmt.Errorf("%s: %w", keyName, err))
 		} else {
 			c.PrivateKey = []byte(key)
 		}
 	case keyPath != "":
 		b, err := os.ReadFile(keyPath)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", EnvPrivateKeyPath, err))
+			credErrs = append(credErrs, fmt.Errorf("%s: %w", EnvPrivateKeyPath, err))
 		} else if err := ghapi.ValidatePrivateKey(b); err != nil {
-			errs = append(errs, fmt.Errorf("%s (%s): %w", EnvPrivateKeyPath, keyPath, err))
+			credErrs = append(credErrs, fmt.Errorf("%s (%s): %w", EnvPrivateKeyPath, keyPath, err))
 		} else {
 			c.PrivateKey = b
 		}
 	default:
-		errs = append(errs, fmt.Errorf("%s or %s is required (the App's private key)", EnvPrivateKey, EnvPrivateKeyPath))
+		credErrs = append(credErrs, fmt.Errorf("%s or %s is required (the App's private key)", EnvPrivateKey, EnvPrivateKeyPath))
 	}
 
-	if v := getenv(EnvWebhookSecret); v == "" {
-		errs = append(errs, fmt.Errorf("%s is required: without it webhook deliveries cannot be verified, so the server refuses to start", EnvWebhookSecret))
+	if secret == "" {
+		credErrs = append(credErrs, fmt.Errorf("%s is required: without it webhook deliveries cannot be verified, so the server refuses to start", EnvWebhookSecret))
 	} else {
-		c.WebhookSecret = []byte(v)
+		c.WebhookSecret = []byte(secret)
 	}
+
+	c.PublicURL = get(EnvPublicURL)
 
 	web, api, upload, err := ghapi.GitHubURLs(get(EnvGitHubURL))
 	if err != nil {
@@ -198,7 +248,12 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 			errs = append(errs, fmt.Errorf("%s must be debug, info, warn or error, got %q", EnvLogLevel, v))
 		}
 	}
-	if err := errors.Join(errs...); err != nil {
+	if noCredentials && len(errs) == 0 {
+		// Everything but the App is usable: the caller may serve the setup
+		// page with this configuration.
+		return c, fmt.Errorf("configuration: %w", errors.Join(append([]error{ErrNoAppCredentials}, credErrs...)...))
+	}
+	if err := errors.Join(append(credErrs, errs...)...); err != nil {
 		return Config{}, fmt.Errorf("configuration: %w", err)
 	}
 	return c, nil
@@ -269,6 +324,8 @@ func (c Config) LogValue() slog.Value {
 		slog.Int("queue_size", c.QueueSize),
 		slog.Duration("sweep_interval", c.SweepInterval),
 		slog.String("log_level", c.LogLevel.String()),
+		slog.String("credentials_file", c.CredentialsFile),
+		slog.String("public_url", c.PublicURL),
 	)
 }
 
