@@ -13,6 +13,8 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -104,6 +106,11 @@ func NewSetup(o SetupOptions, logger *slog.Logger) (*Setup, error) {
 	}
 	if o.CredentialsFile == "" {
 		o.CredentialsFile = DefaultCredentialsFile
+	}
+	// Fail now, not after the App exists on GitHub with nowhere to keep
+	// its key.
+	if err := checkWritable(o.CredentialsFile); err != nil {
+		return nil, fmt.Errorf("setup: the credentials file: %w", err)
 	}
 	if o.GitHubURL == "" || o.APIURL == "" {
 		o.GitHubURL, o.APIURL, o.UploadURL = ghapi.DefaultGitHubURL, ghapi.DefaultAPIURL, ghapi.DefaultUploadURL
@@ -300,6 +307,21 @@ func (s *Setup) handleCallback(w http.ResponseWriter, r *http.Request) {
 		s.log.Debug("setup done page write", "err", err)
 	}
 	s.doneMu.Do(func() { close(s.done) })
+}
+
+// checkWritable makes sure path does not exist and its directory takes a
+// new file.
+func checkWritable(path string) error {
+	if _, err := os.Lstat(path); err == nil {
+		return fmt.Errorf("%s: %w", path, ErrCredentialsExist)
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), ".bazinga-setup-*")
+	if err != nil {
+		return fmt.Errorf("cannot write next to %s (set %s to a writable path): %w", path, EnvCredentialsFile, err)
+	}
+	name := f.Name()
+	f.Close()
+	return os.Remove(name)
 }
 
 func checkCredentials(c Credentials) error {

@@ -209,9 +209,16 @@ func TestSetupStateExpires(t *testing.T) {
 
 func TestSetupRefusesToOverwriteCredentials(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "creds.env")
-	require.NoError(t, os.WriteFile(file, []byte("BAZINGA_APP_ID=1\n"), 0o600))
+	_, err := NewSetup(SetupOptions{Manifest: bazinga.AppManifest, CredentialsFile: filepath.Join(t.TempDir(), "no-such-dir", "x.env")}, nil)
+	require.Error(t, err, "a directory that cannot take the file is refused before anything is registered")
+	assert.Contains(t, err.Error(), EnvCredentialsFile)
+
 	w := newSetupWorld(t, SetupOptions{CredentialsFile: file})
 	action, manifest := w.openSetup(t, "")
+	// The file appears while the browser is on GitHub (another start?).
+	require.NoError(t, os.WriteFile(file, []byte("BAZINGA_APP_ID=1\n"), 0o600))
+	_, err = NewSetup(SetupOptions{Manifest: bazinga.AppManifest, CredentialsFile: file}, nil)
+	require.ErrorIs(t, err, ErrCredentialsExist, "an existing file is refused at start too")
 	resp, body := w.submit(t, action, manifest)
 	assert.Equal(t, http.StatusConflict, resp.StatusCode, body)
 	assert.Contains(t, body, "already exists")

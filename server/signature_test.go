@@ -1,6 +1,7 @@
 package server
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -30,6 +31,8 @@ func TestVerifySignature(t *testing.T) {
 		{"github vector", ghVectorSecret, ghVectorPayload, ghVectorSig, nil},
 		{"missing", ghVectorSecret, ghVectorPayload, "", ErrNoSignature},
 		{"sha1 value in sha256 header", ghVectorSecret, ghVectorPayload, "sha1=01dc10d0c83e72ed246219cdd91669667fe2ca59", ErrMalformedSigHead},
+		{"sha512 value in sha256 header", ghVectorSecret, ghVectorPayload, "sha512=" + strings.Repeat("ab", 64), ErrMalformedSigHead},
+		{"sha256 prefix twice", ghVectorSecret, ghVectorPayload, "sha256=" + ghVectorSig, ErrMalformedSigHead},
 		{"not hex", ghVectorSecret, ghVectorPayload, "sha256=zz", ErrMalformedSigHead},
 		{"short", ghVectorSecret, ghVectorPayload, "sha256=757107ea", ErrMalformedSigHead},
 		{"wrong secret", "another secret", ghVectorPayload, ghVectorSig, ErrBadSignature},
