@@ -114,10 +114,11 @@ var ErrNoAppCredentials = errors.New("no GitHub App credentials: set " + EnvAppI
 
 // EnvHelp documents the environment variables, for `bazinga serve --help`.
 const EnvHelp = `Environment:
-  BAZINGA_APP_ID            the GitHub App's numeric id (required)
-  BAZINGA_PRIVATE_KEY       the App's private key, PEM (this or _PATH is required)
+  BAZINGA_APP_ID            the GitHub App's numeric id (required, here or in the credentials file)
+  BAZINGA_PRIVATE_KEY       the App's private key, PEM (this or _PATH is required, or the credentials file's)
   BAZINGA_PRIVATE_KEY_PATH  a file holding the App's private key, PEM
   BAZINGA_WEBHOOK_SECRET    the webhook secret (required: deliveries are verified with it)
+                            Without any of these three, and with a listen address, serve offers the setup page.
   BAZINGA_GITHUB_URL        GitHub Enterprise Server base, e.g. https://ghe.example.com (default https://github.com)
   BAZINGA_LISTEN            listen address (default :8080)
   BAZINGA_WORKERS           webhook workers (default 4)

@@ -37,8 +37,15 @@ Flags:
 
 `
 
-// runServe is `bazinga serve`.
+// runServe is `bazinga serve`: it runs until SIGINT or SIGTERM.
 func runServe(args []string, stdout, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return serveCommand(ctx, args, os.Getenv, stdout, stderr)
+}
+
+// serveCommand is runServe with its context and environment given.
+func serveCommand(ctx context.Context, args []string, environ func(string) string, stdout, stderr io.Writer) int {
 	fs := newFlags("serve")
 	listen := fs.String("listen", "", "listen address, e.g. :8080 (overrides BAZINGA_LISTEN)")
 	usage := func(w io.Writer) { fmt.Fprint(w, serveUsage+server.EnvHelp) }
@@ -50,13 +57,13 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "bazinga serve: unexpected arguments %q\n\n%s%s", pos, serveUsage, server.EnvHelp)
 		return exitUsage
 	}
-	getenv := os.Getenv
+	getenv := environ
 	if fs.Changed("listen") {
 		getenv = func(k string) string {
 			if k == server.EnvListen {
 				return *listen
 			}
-			return os.Getenv(k)
+			return environ(k)
 		}
 	}
 	cfg, err := server.ConfigFromEnv(getenv)
@@ -67,20 +74,19 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	logger := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: cfg.LogLevel}))
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	var runErr error
 	if setup {
-		ln, err := net.Listen("tcp", cfg.Listen)
-		if err != nil {
-			fmt.Fprintf(stderr, "bazinga serve: listen %s: %v\n", cfg.Listen, err)
+		ln, lerr := net.Listen("tcp", cfg.Listen)
+		if lerr != nil {
+			fmt.Fprintf(stderr, "bazinga serve: listen %s: %v\n", cfg.Listen, lerr)
 			return 1
 		}
-		err = setupThenServe(ctx, getenv, cfg, ln, logger, stderr)
+		runErr = setupThenServe(ctx, getenv, cfg, ln, logger, stderr)
 	} else {
-		err = serve(ctx, cfg, logger)
+		runErr = serve(ctx, cfg, logger)
 	}
-	if err != nil {
-		logger.Error("bazinga serve failed", "err", err)
+	if runErr != nil {
+		logger.Error("bazinga serve failed", "err", runErr)
 		return 1
 	}
 	return 0

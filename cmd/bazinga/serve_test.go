@@ -210,3 +210,46 @@ func TestServeReportsAnUnreachableApp(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "check BAZINGA_APP_ID and the private key")
 }
+
+func TestServeSetupStopsOnCancel(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "bazinga-app.env")
+	env := map[string]string{server.EnvCredentialsFile: file, server.EnvListen: "127.0.0.1:0"}
+	getenv := func(k string) string { return env[k] }
+	cfg, err := server.ConfigFromEnv(getenv)
+	require.ErrorIs(t, err, server.ErrNoAppCredentials)
+	ln, err := net.Listen("tcp", cfg.Listen)
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	var announce lockedBuffer
+	go func() { done <- setupThenServe(ctx, getenv, cfg, ln, slog.New(slog.DiscardHandler), &announce) }()
+	require.Eventually(t, func() bool { return strings.Contains(announce.String(), "/setup?token=") }, 5*time.Second, 5*time.Millisecond)
+	cancel()
+	select {
+	case err := <-done:
+		require.NoError(t, err, "an interrupted setup is a clean stop")
+	case <-time.After(15 * time.Second):
+		t.Fatal("setup did not stop")
+	}
+	_, err = os.Stat(file)
+	assert.ErrorIs(t, err, os.ErrNotExist)
+}
+
+func TestServeCommandSetupInterruptedExitsZero(t *testing.T) {
+	env := map[string]string{server.EnvCredentialsFile: filepath.Join(t.TempDir(), "c.env")}
+	ctx, cancel := context.WithCancel(context.Background())
+	var out, errOut lockedBuffer
+	code := make(chan int, 1)
+	go func() {
+		code <- serveCommand(ctx, []string{"--listen", "127.0.0.1:0"}, func(k string) string { return env[k] }, &out, &errOut)
+	}()
+	require.Eventually(t, func() bool { return strings.Contains(errOut.String(), "/setup?token=") }, 10*time.Second, 5*time.Millisecond)
+	cancel()
+	select {
+	case c := <-code:
+		assert.Equal(t, 0, c, errOut.String())
+		assert.NotContains(t, errOut.String(), "serve failed")
+	case <-time.After(15 * time.Second):
+		t.Fatal("serve did not stop")
+	}
+}
