@@ -213,8 +213,11 @@ func (s *Setup) Serve(ctx context.Context, ln net.Listener) error {
 var orgName = regexp.MustCompile(`^[A-Za-z0-9](?:[A-Za-z0-9-]{0,37}[A-Za-z0-9])?$`)
 
 func (s *Setup) handlePage(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Cache-Control", "no-store")
-	w.Header().Set("X-Frame-Options", "DENY")
+	h := w.Header()
+	h.Set("Cache-Control", "no-store")
+	// The URL carries the token: no Referer to GitHub or anywhere else.
+	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("X-Frame-Options", "DENY")
 	if !s.tokenOK(r.URL.Query().Get("token")) {
 		s.log.Warn("setup page refused: wrong or missing token", "remote", r.RemoteAddr)
 		http.Error(w, "this page needs the token printed in bazinga serve's log: open the URL it shows", http.StatusForbidden)
@@ -230,6 +233,10 @@ func (s *Setup) handlePage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	base := s.publicBase(r)
+	// The form goes to GitHub, which redirects back to base (browsers check
+	// form-action on that redirect too).
+	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'; form-action 'self' "+
+		origin(s.o.GitHubURL)+" "+origin(base))
 	manifest, err := s.manifestJSON(base)
 	if err != nil {
 		s.log.Error("setup: building the manifest", "err", err)
@@ -410,6 +417,15 @@ func (s *Setup) publicBase(r *http.Request) string {
 		host = h
 	}
 	return scheme + "://" + host
+}
+
+// origin is scheme://host of a URL, for the CSP's form-action.
+func origin(u string) string {
+	p, err := url.Parse(u)
+	if err != nil || p.Host == "" {
+		return "'none'"
+	}
+	return p.Scheme + "://" + p.Host
 }
 
 func firstHeaderValue(v string) string {

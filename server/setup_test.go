@@ -66,6 +66,8 @@ func (w *setupWorld) openSetup(t *testing.T, query string) (action string, manif
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
 	require.Equal(t, http.StatusOK, resp.StatusCode, string(body))
+	assert.Equal(t, "no-referrer", resp.Header.Get("Referrer-Policy"), "the token must not leak in a Referer")
+	assert.Contains(t, resp.Header.Get("Content-Security-Policy"), "form-action 'self' "+w.fake.URL())
 	a := formAction.FindStringSubmatch(string(body))
 	m := formManifest.FindStringSubmatch(string(body))
 	require.NotNil(t, a, string(body))
