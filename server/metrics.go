@@ -1,7 +1,6 @@
 package server
 
 import (
-	"io"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -12,8 +11,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
 
 	"github.com/bazinga-bot/bazinga/ghapi"
 )
@@ -114,67 +111,6 @@ func (m *Metrics) sweep(outcome string) { m.sweeps.WithLabelValues(outcome).Inc(
 func (m *Metrics) request(status int, d time.Duration) {
 	m.requests.WithLabelValues(strconv.Itoa(status)).Inc()
 	m.latency.Observe(d.Seconds())
-}
-
-// EventCount returns the count of one (event, outcome) pair, for tests.
-func (m *Metrics) EventCount(event, outcome string) uint64 {
-	return uint64(m.value("bazinga_webhook_events_total", map[string]string{"event": event, "outcome": outcome}))
-}
-
-// Dropped returns the number of deliveries refused because the queue was full.
-func (m *Metrics) Dropped() uint64 { return uint64(m.value("bazinga_webhook_dropped_total", nil)) }
-
-// value reads one counter or gauge series from the registry without
-// creating it (WithLabelValues would add a zero series to every scrape).
-func (m *Metrics) value(name string, labels map[string]string) float64 {
-	fams, err := m.reg.Gather()
-	if err != nil {
-		return 0
-	}
-	for _, f := range fams {
-		if f.GetName() != name {
-			continue
-		}
-		for _, s := range f.GetMetric() {
-			if labelsMatch(s.GetLabel(), labels) {
-				if c := s.GetCounter(); c != nil {
-					return c.GetValue()
-				}
-				return s.GetGauge().GetValue()
-			}
-		}
-	}
-	return 0
-}
-
-func labelsMatch(got []*dto.LabelPair, want map[string]string) bool {
-	if len(got) != len(want) {
-		return false
-	}
-	for _, p := range got {
-		if v, ok := want[p.GetName()]; !ok || v != p.GetValue() {
-			return false
-		}
-	}
-	return true
-}
-
-// WriteTo writes every metric family in the Prometheus text format (0.0.4),
-// families sorted by name and series by labels, as a scrape would.
-func (m *Metrics) WriteTo(w io.Writer) (int64, error) {
-	fams, err := m.reg.Gather()
-	if err != nil {
-		return 0, err
-	}
-	var n int64
-	for _, f := range fams {
-		k, err := expfmt.MetricFamilyToText(w, f)
-		n += int64(k)
-		if err != nil {
-			return n, err
-		}
-	}
-	return n, nil
 }
 
 // handler serves the registry (content negotiation, gzip) for GET /metrics.

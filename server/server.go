@@ -115,7 +115,7 @@ func (s *Server) Run(ctx context.Context) error {
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	ln = netutil.LimitListener(ln, s.cfg.MaxConns)
 	hs := &http.Server{
-		Handler:           s.mux,
+		Handler:           s.Handler(),
 		ReadHeaderTimeout: s.cfg.ReadTimeout,
 		ReadTimeout:       s.cfg.ReadTimeout,
 		WriteTimeout:      30 * time.Second,
@@ -177,14 +177,6 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		err = errors.Join(err, errors.New("shutdown: a delivery is still running after cancellation"))
 	}
 	return err
-}
-
-// Close stops the server at once, abandoning queued work (tests).
-func (s *Server) Close() {
-	s.q.close()
-	s.stopOnce.Do(func() { close(s.stopped) })
-	s.workCancel()
-	s.workers.Wait()
 }
 
 func (s *Server) sweepLoop(ctx context.Context) {
@@ -452,5 +444,5 @@ func (s *Server) handleHealthz(w http.ResponseWriter, _ *http.Request) {
 		QueueDepth int    `json:"queue_depth"`
 		QueueCap   int    `json:"queue_capacity"`
 		InFlight   int    `json:"in_flight"`
-	}{"ok", s.q.depth(), s.cfg.QueueSize, s.q.running()})
+	}{"ok", s.QueueDepth(), s.cfg.QueueSize, s.q.running()})
 }

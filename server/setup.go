@@ -159,9 +159,6 @@ func NewSetup(o SetupOptions, logger *slog.Logger) (*Setup, error) {
 // Handler serves /setup, /setup/callback, /healthz (and 503 on /webhook).
 func (s *Setup) Handler() http.Handler { return s.mux }
 
-// Token is the token /setup requires.
-func (s *Setup) Token() string { return s.o.Token }
-
 // URL is the address of the setup page under base (e.g. http://host:8080).
 func (s *Setup) URL(base string) string {
 	return strings.TrimRight(base, "/") + SetupPath + "?token=" + url.QueryEscape(s.o.Token)
@@ -181,7 +178,7 @@ func (s *Setup) Credentials() Credentials {
 // (nil) or ctx ends (ctx.Err()), with the webhook server's limits.
 func (s *Setup) Serve(ctx context.Context, ln net.Listener) error {
 	hs := &http.Server{
-		Handler:           s.mux,
+		Handler:           s.Handler(),
 		ReadHeaderTimeout: DefaultReadTimeout,
 		ReadTimeout:       DefaultReadTimeout,
 		WriteTimeout:      60 * time.Second, // the callback waits for GitHub
@@ -194,7 +191,7 @@ func (s *Setup) Serve(ctx context.Context, ln net.Listener) error {
 	select {
 	case <-ctx.Done():
 		err = ctx.Err()
-	case <-s.done:
+	case <-s.Done():
 	case e := <-serveErr:
 		if !errors.Is(e, http.ErrServerClosed) {
 			return fmt.Errorf("setup server: %w", e)
