@@ -102,6 +102,7 @@ func setupThenServe(ctx context.Context, getenv func(string) string, cfg server.
 		PublicURL: cfg.PublicURL, CredentialsFile: cfg.CredentialsFile,
 	}, logger)
 	if err != nil {
+		ln.Close()
 		return err
 	}
 	base := cfg.PublicURL
