@@ -13,10 +13,14 @@ COPY . .
 ARG VERSION=dev
 RUN CGO_ENABLED=0 GOFLAGS=-buildvcs=false go build -trimpath \
       -ldflags "-s -w -X main.version=${VERSION}" -o /out/bazinga ./cmd/bazinga
+# /data, owned by nonroot, so a volume mounted there takes the credentials file
+# that serve's setup page writes.
+RUN mkdir -p /out/data
 
 FROM gcr.io/distroless/static-debian12:nonroot
 COPY --from=build /out/bazinga /bazinga
+COPY --from=build --chown=65532:65532 /out/data /data
 USER nonroot:nonroot
 EXPOSE 8080
-ENV BAZINGA_LISTEN=:8080
+ENV BAZINGA_LISTEN=:8080 BAZINGA_CREDENTIALS_FILE=/data/bazinga-app.env
 ENTRYPOINT ["/bazinga", "serve"]

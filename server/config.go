@@ -18,7 +18,23 @@ const (
 	DefaultWorkers       = 4
 	DefaultQueueSize     = 1000
 	DefaultSweepInterval = 5 * time.Minute
-	DefaultMaxBodyBytes  = 25 << 20 // GitHub caps payloads at 25 MB
+	// DefaultMaxBodyBytes caps a webhook body. GitHub allows payloads up to
+	// 25 MB, but the events bazinga subscribes to are kilobytes (an issue
+	// comment is at most 65,536 characters); 1 MiB leaves ample room and
+	// bounds what an unauthenticated sender can make the server hold.
+	DefaultMaxBodyBytes = 1 << 20
+	// DefaultMaxBodyReads bounds the webhook bodies being read at once, so
+	// body buffers take at most DefaultMaxBodyReads × MaxBodyBytes.
+	DefaultMaxBodyReads = 16
+	// DefaultBodyReadWait is how long a request waits for a body-read slot
+	// before it is answered 503 (GitHub redelivers on request).
+	DefaultBodyReadWait = 250 * time.Millisecond
+	// DefaultMaxConns caps open connections; more wait in the kernel's
+	// accept backlog until one closes.
+	DefaultMaxConns = 128
+	// DefaultReadTimeout bounds reading a request's headers and, separately,
+	// the whole request: a slow sender is cut off after it.
+	DefaultReadTimeout   = 10 * time.Second
 	DefaultDedupSize     = 10000
 	DefaultDedupTTL      = time.Hour
 	DefaultShutdownGrace = 30 * time.Second
@@ -46,10 +62,26 @@ type Config struct {
 	SweepInterval time.Duration
 	LogLevel      slog.Level
 
-	MaxBodyBytes  int64
+	MaxBodyBytes int64
+	// MaxBodyReads bounds concurrent webhook body reads; a request that
+	// finds no slot within BodyReadWait is answered 503.
+	MaxBodyReads int
+	BodyReadWait time.Duration
+	// MaxConns bounds open connections (Run/Serve only, not Handler).
+	MaxConns int
+	// ReadTimeout bounds the headers (ReadHeaderTimeout) and the whole
+	// request (ReadTimeout) of the HTTP server.
+	ReadTimeout time.Duration
+
 	DedupSize     int
 	DedupTTL      time.Duration
 	ShutdownGrace time.Duration
+
+	// CredentialsFile is the file the credentials came from, or the one the
+	// setup page writes to when there are none yet.
+	CredentialsFile string
+	// PublicURL is the base URL GitHub reaches the server at ("" = derive).
+	PublicURL string
 }
 
 // Environment variables read by ConfigFromEnv.
@@ -64,14 +96,29 @@ const (
 	EnvQueueSize      = "BAZINGA_QUEUE_SIZE"
 	EnvSweepInterval  = "BAZINGA_SWEEP_INTERVAL"
 	EnvLogLevel       = "BAZINGA_LOG_LEVEL"
+	// EnvCredentialsFile names the file the setup page writes the App's
+	// credentials to and ConfigFromEnv falls back to (default
+	// bazinga-app.env in the working directory).
+	EnvCredentialsFile = "BAZINGA_CREDENTIALS_FILE"
+	// EnvPublicURL is the base URL GitHub reaches the server at, for the
+	// setup page's manifest (default: from the request).
+	EnvPublicURL = "BAZINGA_PUBLIC_URL"
 )
+
+// ErrNoAppCredentials is wrapped by ConfigFromEnv's error when none of the
+// App's credentials (id, private key, webhook secret) is set, in the
+// environment or the credentials file: `bazinga serve` then offers the
+// setup page instead of failing.
+var ErrNoAppCredentials = errors.New("no GitHub App credentials: set " + EnvAppID + ", " + EnvPrivateKey +
+	" and " + EnvWebhookSecret + ", or register the App from the setup page (give a listen address: " + EnvListen + " or --listen)")
 
 // EnvHelp documents the environment variables, for `bazinga serve --help`.
 const EnvHelp = `Environment:
-  BAZINGA_APP_ID            the GitHub App's numeric id (required)
-  BAZINGA_PRIVATE_KEY       the App's private key, PEM (this or _PATH is required)
+  BAZINGA_APP_ID            the GitHub App's numeric id (required, here or in the credentials file)
+  BAZINGA_PRIVATE_KEY       the App's private key, PEM (this or _PATH is required, or the credentials file's)
   BAZINGA_PRIVATE_KEY_PATH  a file holding the App's private key, PEM
   BAZINGA_WEBHOOK_SECRET    the webhook secret (required: deliveries are verified with it)
+                            Without any of these three, and with a listen address, serve offers the setup page.
   BAZINGA_GITHUB_URL        GitHub Enterprise Server base, e.g. https://ghe.example.com (default https://github.com)
   BAZINGA_LISTEN            listen address (default :8080)
   BAZINGA_WORKERS           webhook workers (default 4)
@@ -84,50 +131,80 @@ const EnvHelp = `Environment:
 // production) and validates it. Every error names the variable at fault;
 // errors never quote a secret.
 func ConfigFromEnv(getenv func(string) string) (Config, error) {
-	var errs []error
+	var errs, credErrs []error
 	c := Config{}
 	get := func(k string) string { return strings.TrimSpace(getenv(k)) }
 
-	if v := get(EnvAppID); v == "" {
-		errs = append(errs, fmt.Errorf("%s is required (the GitHub App's numeric id)", EnvAppID))
+	// The credentials file fills what the environment leaves unset.
+	c.CredentialsFile = get(EnvCredentialsFile)
+	if c.CredentialsFile == "" {
+		c.CredentialsFile = DefaultCredentialsFile
+	}
+	fileVals, err := readCredentialsFile(c.CredentialsFile)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("%s: %w", EnvCredentialsFile, err))
+	}
+	// cred returns a credential and the name to blame in an error.
+	cred := func(k string) (val, name string) {
+		if v := getenv(k); strings.TrimSpace(v) != "" {
+			return v, k
+		}
+		if k == EnvPrivateKey && get(EnvPrivateKeyPath) != "" {
+			return "", k // the environment chose the key file
+		}
+		if v, ok := fileVals[k]; ok && strings.TrimSpace(v) != "" {
+			return v, fmt.Sprintf("%s (from %s)", k, c.CredentialsFile)
+		}
+		return "", k
+	}
+
+	appID, appIDName := cred(EnvAppID)
+	key, keyName := cred(EnvPrivateKey)
+	keyPath := get(EnvPrivateKeyPath)
+	secret, _ := cred(EnvWebhookSecret)
+	noCredentials := strings.TrimSpace(appID) == "" && strings.TrimSpace(key) == "" && keyPath == "" && secret == ""
+
+	if v := strings.TrimSpace(appID); v == "" {
+		credErrs = append(credErrs, fmt.Errorf("%s is required (the GitHub App's numeric id)", EnvAppID))
 	} else if id, err := strconv.ParseInt(v, 10, 64); err != nil || id <= 0 {
-		errs = append(errs, fmt.Errorf("%s must be a positive integer, got %q", EnvAppID, v))
+		credErrs = append(credErrs, fmt.Errorf("%s must be a positive integer, got %q", appIDName, v))
 	} else {
 		c.AppID = id
 	}
 
-	key, keyPath := getenv(EnvPrivateKey), get(EnvPrivateKeyPath)
 	switch {
 	case strings.TrimSpace(key) != "" && keyPath != "":
-		errs = append(errs, fmt.Errorf("set only one of %s and %s", EnvPrivateKey, EnvPrivateKeyPath))
+		credErrs = append(credErrs, fmt.Errorf("set only one of %s and %s", EnvPrivateKey, EnvPrivateKeyPath))
 	case strings.TrimSpace(key) != "":
 		// Some deployments store the PEM with literal "\n" escapes.
 		if !strings.Contains(key, "\n") {
 			key = strings.ReplaceAll(key, `\n`, "\n")
 		}
 		if err := ghapi.ValidatePrivateKey([]byte(key)); err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", EnvPrivateKey, err))
+			credErrs = append(credErrs, fmt.Errorf("%s: %w", keyName, err))
 		} else {
 			c.PrivateKey = []byte(key)
 		}
 	case keyPath != "":
 		b, err := os.ReadFile(keyPath)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", EnvPrivateKeyPath, err))
+			credErrs = append(credErrs, fmt.Errorf("%s: %w", EnvPrivateKeyPath, err))
 		} else if err := ghapi.ValidatePrivateKey(b); err != nil {
-			errs = append(errs, fmt.Errorf("%s (%s): %w", EnvPrivateKeyPath, keyPath, err))
+			credErrs = append(credErrs, fmt.Errorf("%s (%s): %w", EnvPrivateKeyPath, keyPath, err))
 		} else {
 			c.PrivateKey = b
 		}
 	default:
-		errs = append(errs, fmt.Errorf("%s or %s is required (the App's private key)", EnvPrivateKey, EnvPrivateKeyPath))
+		credErrs = append(credErrs, fmt.Errorf("%s or %s is required (the App's private key)", EnvPrivateKey, EnvPrivateKeyPath))
 	}
 
-	if v := getenv(EnvWebhookSecret); v == "" {
-		errs = append(errs, fmt.Errorf("%s is required: without it webhook deliveries cannot be verified, so the server refuses to start", EnvWebhookSecret))
+	if secret == "" {
+		credErrs = append(credErrs, fmt.Errorf("%s is required: without it webhook deliveries cannot be verified, so the server refuses to start", EnvWebhookSecret))
 	} else {
-		c.WebhookSecret = []byte(v)
+		c.WebhookSecret = []byte(secret)
 	}
+
+	c.PublicURL = get(EnvPublicURL)
 
 	web, api, upload, err := ghapi.GitHubURLs(get(EnvGitHubURL))
 	if err != nil {
@@ -172,7 +249,12 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 			errs = append(errs, fmt.Errorf("%s must be debug, info, warn or error, got %q", EnvLogLevel, v))
 		}
 	}
-	if err := errors.Join(errs...); err != nil {
+	if noCredentials && len(errs) == 0 {
+		// Everything but the App is usable: the caller may serve the setup
+		// page with this configuration.
+		return c, fmt.Errorf("configuration: %w", errors.Join(append([]error{ErrNoAppCredentials}, credErrs...)...))
+	}
+	if err := errors.Join(append(credErrs, errs...)...); err != nil {
 		return Config{}, fmt.Errorf("configuration: %w", err)
 	}
 	return c, nil
@@ -199,6 +281,18 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxBodyBytes <= 0 {
 		c.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if c.MaxBodyReads <= 0 {
+		c.MaxBodyReads = DefaultMaxBodyReads
+	}
+	if c.BodyReadWait <= 0 {
+		c.BodyReadWait = DefaultBodyReadWait
+	}
+	if c.MaxConns <= 0 {
+		c.MaxConns = DefaultMaxConns
+	}
+	if c.ReadTimeout <= 0 {
+		c.ReadTimeout = DefaultReadTimeout
 	}
 	if c.DedupSize <= 0 {
 		c.DedupSize = DefaultDedupSize
@@ -231,6 +325,8 @@ func (c Config) LogValue() slog.Value {
 		slog.Int("queue_size", c.QueueSize),
 		slog.Duration("sweep_interval", c.SweepInterval),
 		slog.String("log_level", c.LogLevel.String()),
+		slog.String("credentials_file", c.CredentialsFile),
+		slog.String("public_url", c.PublicURL),
 	)
 }
 

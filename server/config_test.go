@@ -143,3 +143,83 @@ func TestConfigNeverPrintsSecrets(t *testing.T) {
 		assert.NotContains(t, s, "PRIVATE KEY")
 	}
 }
+
+func TestConfigFromCredentialsFile(t *testing.T) {
+	key := string(testPrivateKey(t))
+	file := filepath.Join(t.TempDir(), "app.env")
+	require.NoError(t, WriteCredentials(file, Credentials{AppID: 31, Slug: "my-bazinga", PrivateKey: key,
+		WebhookSecret: `we"ird #secret\`, ClientID: "Iv1.abc", ClientSecret: "cs"}, time.Unix(0, 0)))
+	st, err := os.Stat(file)
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o600), st.Mode().Perm())
+
+	c, err := ConfigFromEnv(envOf(map[string]string{EnvCredentialsFile: file}))
+	require.NoError(t, err)
+	assert.Equal(t, int64(31), c.AppID)
+	assert.Equal(t, key, string(c.PrivateKey))
+	assert.Equal(t, `we"ird #secret\`, string(c.WebhookSecret))
+	assert.Equal(t, file, c.CredentialsFile)
+
+	// The environment wins, variable by variable.
+	keyFile := filepath.Join(t.TempDir(), "other.pem")
+	require.NoError(t, os.WriteFile(keyFile, testPrivateKey(t), 0o600))
+	c, err = ConfigFromEnv(envOf(map[string]string{EnvCredentialsFile: file, EnvAppID: "32", EnvWebhookSecret: "from-env", EnvPrivateKeyPath: keyFile}))
+	require.NoError(t, err, "a key path in the environment replaces the file's key rather than clashing with it")
+	assert.Equal(t, int64(32), c.AppID)
+	assert.Equal(t, "from-env", string(c.WebhookSecret))
+
+	// Setup never overwrites.
+	err = WriteCredentials(file, Credentials{AppID: 1}, time.Now())
+	require.ErrorIs(t, err, ErrCredentialsExist)
+	c, err = ConfigFromEnv(envOf(map[string]string{EnvCredentialsFile: file}))
+	require.NoError(t, err)
+	assert.Equal(t, int64(31), c.AppID)
+}
+
+func TestConfigCredentialsFileErrors(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(p, []byte(body), 0o600))
+		return p
+	}
+	tests := []struct {
+		name, body, want string
+	}{
+		{"no equals", "# c\nBAZINGA_APP_ID\n", "bad1.env:2: expected KEY=value"},
+		{"unterminated quote", "BAZINGA_PRIVATE_KEY=\"abc\n", "bad2.env:1: BAZINGA_PRIVATE_KEY: unterminated double quote"},
+		{"bad escape", "BAZINGA_WEBHOOK_SECRET=\"a\\qb\"\n", `unknown escape \q`},
+		{"twice", "BAZINGA_APP_ID=1\nBAZINGA_APP_ID=2\n", "bad4.env:2: BAZINGA_APP_ID is set twice"},
+		{"bad id names the file", "BAZINGA_APP_ID=abc\nBAZINGA_WEBHOOK_SECRET=s\n", "BAZINGA_APP_ID (from "},
+	}
+	for i, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := write(fmt.Sprintf("bad%d.env", i+1), tc.body)
+			_, err := ConfigFromEnv(envOf(map[string]string{EnvCredentialsFile: p}))
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tc.want)
+			assert.NotErrorIs(t, err, ErrNoAppCredentials)
+		})
+	}
+}
+
+func TestConfigNoCredentialsOffersSetup(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "not-yet.env")
+	c, err := ConfigFromEnv(envOf(map[string]string{EnvCredentialsFile: missing, EnvListen: "127.0.0.1:9999", EnvPublicURL: "https://b.example.com"}))
+	require.ErrorIs(t, err, ErrNoAppCredentials)
+	assert.Contains(t, err.Error(), EnvAppID+" is required")
+	// Everything but the App is there for the setup page.
+	assert.Equal(t, "127.0.0.1:9999", c.Listen)
+	assert.Equal(t, missing, c.CredentialsFile)
+	assert.Equal(t, "https://b.example.com", c.PublicURL)
+	assert.Equal(t, "https://api.github.com/", c.APIURL)
+
+	// Some credentials but not all is a configuration error, not setup.
+	_, err = ConfigFromEnv(envOf(map[string]string{EnvCredentialsFile: missing, EnvAppID: "5"}))
+	require.Error(t, err)
+	assert.NotErrorIs(t, err, ErrNoAppCredentials)
+	// Another error besides: not setup either.
+	_, err = ConfigFromEnv(envOf(map[string]string{EnvCredentialsFile: missing, EnvWorkers: "0"}))
+	require.Error(t, err)
+	assert.NotErrorIs(t, err, ErrNoAppCredentials)
+}

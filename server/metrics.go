@@ -1,14 +1,16 @@
 package server
 
 import (
-	"fmt"
-	"io"
-	"math"
-	"sort"
+	"log/slog"
+	"net/http"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/bazinga-bot/bazinga/ghapi"
 )
@@ -27,226 +29,147 @@ const (
 // latency histogram: an acknowledgement is expected within milliseconds.
 var latencyBuckets = []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5}
 
-// Metrics holds the server's counters and writes them in the Prometheus text
-// exposition format (version 0.0.4). It is written by hand: a dozen series
-// do not justify a dependency.
+// Metrics holds the server's metrics in a registry of its own (never the
+// global one, so two servers in one process — tests — do not collide) and
+// serves them with promhttp. Besides the bazinga_* families it carries the
+// Go runtime and process collectors: heap and open file descriptors are
+// what an operator watches when the webhook endpoint is under attack.
 type Metrics struct {
-	mu         sync.Mutex
-	events     map[[2]string]uint64 // (event, outcome)
-	requests   map[int]uint64       // by HTTP status
-	dropped    uint64
-	sweeps     map[string]uint64 // by outcome
-	latCounts  []uint64          // per bucket, not cumulative; last = +Inf
-	latSum     float64
-	latCount   uint64
-	queueDepth func() int
-	queueCap   int
-	inFlight   func() int
-	api        func() ghapi.CallStats
+	reg      *prometheus.Registry
+	events   *prometheus.CounterVec
+	requests *prometheus.CounterVec
+	sweeps   *prometheus.CounterVec
+	latency  prometheus.Histogram
+	dropped  prometheus.Counter
+	api      *apiCollector
 }
 
 func newMetrics() *Metrics {
-	return &Metrics{
-		events:    map[[2]string]uint64{},
-		requests:  map[int]uint64{},
-		sweeps:    map[string]uint64{},
-		latCounts: make([]uint64, len(latencyBuckets)+1),
+	m := &Metrics{
+		reg: prometheus.NewRegistry(),
+		events: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "bazinga_webhook_events_total",
+			Help: "Webhook deliveries by event type and outcome (processed, failed, ignored, duplicate, panicked, dropped).",
+		}, []string{"event", "outcome"}),
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "bazinga_webhook_requests_total",
+			Help: "Webhook HTTP requests by response status.",
+		}, []string{"code"}),
+		sweeps: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "bazinga_sweeps_total",
+			Help: "Periodic sweeps of active sessions by outcome.",
+		}, []string{"outcome"}),
+		latency: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "bazinga_webhook_request_duration_seconds",
+			Help:    "Time to acknowledge a webhook request.",
+			Buckets: latencyBuckets,
+		}),
+		dropped: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "bazinga_webhook_dropped_total",
+			Help: "Deliveries refused with 503 because the queue was full.",
+		}),
+		api: &apiCollector{},
 	}
+	m.reg.MustRegister(m.events, m.requests, m.sweeps, m.latency, m.dropped, m.api,
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+// setQueue registers the queue gauges; their values are read at scrape time.
+func (m *Metrics) setQueue(depth func() int, capacity int, inFlight func() int) {
+	m.reg.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "bazinga_queue_depth", Help: "Deliveries waiting for a worker."},
+			func() float64 { return float64(depth()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "bazinga_queue_capacity", Help: "Capacity of the delivery queue."},
+			func() float64 { return float64(capacity) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "bazinga_deliveries_in_flight", Help: "Deliveries being processed."},
+			func() float64 { return float64(inFlight()) }),
+	)
 }
 
 // SetAPIStats makes /metrics report the GitHub API counters of a client
 // factory or transport (e.g. ClientFactory.CallStats).
-func (m *Metrics) SetAPIStats(f func() ghapi.CallStats) {
-	m.mu.Lock()
-	m.api = f
-	m.mu.Unlock()
-}
+func (m *Metrics) SetAPIStats(f func() ghapi.CallStats) { m.api.set(f) }
+
+// label makes a header-derived value safe as a label value: client_golang
+// panics on invalid UTF-8.
+func label(s string) string { return strings.ToValidUTF8(s, "\uFFFD") }
 
 func (m *Metrics) event(event, outcome string) {
 	if event == "" {
 		event = "unknown"
 	}
-	m.mu.Lock()
-	m.events[[2]string{event, outcome}]++
+	m.events.WithLabelValues(label(event), outcome).Inc()
 	if outcome == OutcomeDropped {
-		m.dropped++
+		m.dropped.Inc()
 	}
-	m.mu.Unlock()
 }
 
-func (m *Metrics) sweep(outcome string) {
-	m.mu.Lock()
-	m.sweeps[outcome]++
-	m.mu.Unlock()
-}
+func (m *Metrics) sweep(outcome string) { m.sweeps.WithLabelValues(outcome).Inc() }
 
 func (m *Metrics) request(status int, d time.Duration) {
-	s := d.Seconds()
-	i := sort.SearchFloat64s(latencyBuckets, s) // first bound ≥ s
-	m.mu.Lock()
-	m.requests[status]++
-	m.latCounts[i]++
-	m.latSum += s
-	m.latCount++
-	m.mu.Unlock()
+	m.requests.WithLabelValues(strconv.Itoa(status)).Inc()
+	m.latency.Observe(d.Seconds())
 }
 
-// EventCount returns the count of one (event, outcome) pair, for tests.
-func (m *Metrics) EventCount(event, outcome string) uint64 {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.events[[2]string{event, outcome}]
+// handler serves the registry (content negotiation, gzip) for GET /metrics.
+func (m *Metrics) handler(log *slog.Logger) http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{
+		ErrorLog:      slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		ErrorHandling: promhttp.ContinueOnError,
+	})
 }
 
-// Dropped returns the number of deliveries refused because the queue was full.
-func (m *Metrics) Dropped() uint64 {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.dropped
+// apiCollector reports a snapshot of the GitHub client's counters at scrape
+// time. It is an unchecked collector (Describe sends nothing) because its
+// series depend on the API kinds seen so far.
+type apiCollector struct {
+	mu    sync.Mutex
+	stats func() ghapi.CallStats
 }
 
-// series is one sample line.
-type series struct {
-	labels []string // name, value, name, value…; names in sorted order
-	value  float64
-	suffix string // "_bucket", "_sum", "_count" for histograms
+var (
+	apiCallsDesc = prometheus.NewDesc("bazinga_github_api_calls_total",
+		"GitHub API requests sent (each retry counts) by kind (METHOD route) and whether they create content.",
+		[]string{"creating", "kind"}, nil)
+	apiNotModifiedDesc = prometheus.NewDesc("bazinga_github_api_not_modified_total",
+		"GitHub API reads answered 304 Not Modified (served from the ETag cache).", nil, nil)
+	apiRetriesDesc = prometheus.NewDesc("bazinga_github_api_retries_total",
+		"GitHub API requests retried, by reason.", []string{"reason"}, nil)
+	apiRateRemainingDesc = prometheus.NewDesc("bazinga_github_rate_limit_remaining",
+		"The latest X-RateLimit-Remaining GitHub reported.", nil, nil)
+)
+
+func (c *apiCollector) set(f func() ghapi.CallStats) {
+	c.mu.Lock()
+	c.stats = f
+	c.mu.Unlock()
 }
 
-type family struct {
-	name, help, typ string
-	series          []series
-}
+func (c *apiCollector) Describe(chan<- *prometheus.Desc) {}
 
-// WriteTo writes every metric family, sorted by name, each series sorted by
-// its labels, so the output never depends on map order.
-func (m *Metrics) WriteTo(w io.Writer) (int64, error) {
-	m.mu.Lock()
-	fams := m.families()
-	m.mu.Unlock()
-	sort.Slice(fams, func(i, j int) bool { return fams[i].name < fams[j].name })
-	var b strings.Builder
-	for _, f := range fams {
-		fmt.Fprintf(&b, "# HELP %s %s\n# TYPE %s %s\n", f.name, escapeHelp(f.help), f.name, f.typ)
-		if f.typ != "histogram" {
-			sort.SliceStable(f.series, func(i, j int) bool {
-				return labelKey(f.series[i].labels) < labelKey(f.series[j].labels)
-			})
-		}
-		for _, s := range f.series {
-			b.WriteString(f.name + s.suffix)
-			if len(s.labels) > 0 {
-				b.WriteByte('{')
-				for i := 0; i < len(s.labels); i += 2 {
-					if i > 0 {
-						b.WriteByte(',')
-					}
-					fmt.Fprintf(&b, "%s=\"%s\"", s.labels[i], escapeLabel(s.labels[i+1]))
-				}
-				b.WriteByte('}')
-			}
-			b.WriteByte(' ')
-			b.WriteString(formatValue(s.value))
-			b.WriteByte('\n')
-		}
+func (c *apiCollector) Collect(ch chan<- prometheus.Metric) {
+	c.mu.Lock()
+	f := c.stats
+	c.mu.Unlock()
+	if f == nil {
+		return
 	}
-	n, err := io.WriteString(w, b.String())
-	return int64(n), err
-}
-
-// families snapshots every metric; m.mu is held. The callbacks (queue depth,
-// API stats) take their own locks, never m.mu.
-func (m *Metrics) families() []family {
-	ev := family{name: "bazinga_webhook_events_total", typ: "counter",
-		help: "Webhook deliveries by event type and outcome (processed, failed, ignored, duplicate, panicked, dropped)."}
-	for k, v := range m.events {
-		ev.series = append(ev.series, series{labels: []string{"event", k[0], "outcome", k[1]}, value: float64(v)})
+	st := f()
+	for _, k := range st.Kinds() {
+		ch <- prometheus.MustNewConstMetric(apiCallsDesc, prometheus.CounterValue, float64(st.ByKind[k]),
+			strconv.FormatBool(isCreating(k)), label(k))
 	}
-	req := family{name: "bazinga_webhook_requests_total", typ: "counter", help: "Webhook HTTP requests by response status."}
-	for code, v := range m.requests {
-		req.series = append(req.series, series{labels: []string{"code", strconv.Itoa(code)}, value: float64(v)})
+	ch <- prometheus.MustNewConstMetric(apiNotModifiedDesc, prometheus.CounterValue, float64(st.NotModified))
+	ch <- prometheus.MustNewConstMetric(apiRetriesDesc, prometheus.CounterValue, float64(st.RateLimitRetries), "rate_limit")
+	ch <- prometheus.MustNewConstMetric(apiRetriesDesc, prometheus.CounterValue, float64(st.ErrorRetries), "server_error")
+	if st.RateLimitRemaining >= 0 {
+		ch <- prometheus.MustNewConstMetric(apiRateRemainingDesc, prometheus.GaugeValue, float64(st.RateLimitRemaining))
 	}
-	sw := family{name: "bazinga_sweeps_total", typ: "counter", help: "Periodic sweeps of active sessions by outcome."}
-	for o, v := range m.sweeps {
-		sw.series = append(sw.series, series{labels: []string{"outcome", o}, value: float64(v)})
-	}
-	lat := family{name: "bazinga_webhook_request_duration_seconds", typ: "histogram",
-		help: "Time to acknowledge a webhook request."}
-	var cum uint64
-	for i, ub := range latencyBuckets {
-		cum += m.latCounts[i]
-		lat.series = append(lat.series, series{suffix: "_bucket", labels: []string{"le", formatValue(ub)}, value: float64(cum)})
-	}
-	cum += m.latCounts[len(latencyBuckets)]
-	lat.series = append(lat.series,
-		series{suffix: "_bucket", labels: []string{"le", "+Inf"}, value: float64(cum)},
-		series{suffix: "_sum", value: m.latSum},
-		series{suffix: "_count", value: float64(m.latCount)})
-
-	fams := []family{ev, req, sw, lat,
-		{name: "bazinga_webhook_dropped_total", typ: "counter", help: "Deliveries refused with 503 because the queue was full.",
-			series: []series{{value: float64(m.dropped)}}},
-	}
-	if m.queueDepth != nil {
-		fams = append(fams,
-			family{name: "bazinga_queue_depth", typ: "gauge", help: "Deliveries waiting for a worker.",
-				series: []series{{value: float64(m.queueDepth())}}},
-			family{name: "bazinga_queue_capacity", typ: "gauge", help: "Capacity of the delivery queue.",
-				series: []series{{value: float64(m.queueCap)}}})
-	}
-	if m.inFlight != nil {
-		fams = append(fams, family{name: "bazinga_deliveries_in_flight", typ: "gauge", help: "Deliveries being processed.",
-			series: []series{{value: float64(m.inFlight())}}})
-	}
-	if m.api != nil {
-		st := m.api()
-		calls := family{name: "bazinga_github_api_calls_total", typ: "counter",
-			help: "GitHub API requests sent (each retry counts) by kind (METHOD route) and whether they create content."}
-		for _, k := range st.Kinds() {
-			calls.series = append(calls.series, series{
-				labels: []string{"creating", strconv.FormatBool(isCreating(k)), "kind", k},
-				value:  float64(st.ByKind[k])})
-		}
-		fams = append(fams, calls,
-			family{name: "bazinga_github_api_not_modified_total", typ: "counter", help: "GitHub API reads answered 304 Not Modified (served from the ETag cache).",
-				series: []series{{value: float64(st.NotModified)}}},
-			family{name: "bazinga_github_api_retries_total", typ: "counter", help: "GitHub API requests retried, by reason.",
-				series: []series{
-					{labels: []string{"reason", "rate_limit"}, value: float64(st.RateLimitRetries)},
-					{labels: []string{"reason", "server_error"}, value: float64(st.ErrorRetries)},
-				}},
-		)
-		if st.RateLimitRemaining >= 0 {
-			fams = append(fams, family{name: "bazinga_github_rate_limit_remaining", typ: "gauge",
-				help:   "The latest X-RateLimit-Remaining GitHub reported.",
-				series: []series{{value: float64(st.RateLimitRemaining)}}})
-		}
-	}
-	return fams
 }
 
 func isCreating(kind string) bool {
 	method, _, _ := strings.Cut(kind, " ")
 	return ghapi.ContentCreating(method)
-}
-
-func labelKey(labels []string) string { return strings.Join(labels, "\x00") }
-
-func formatValue(v float64) string {
-	switch {
-	case math.IsInf(v, 1):
-		return "+Inf"
-	case math.IsInf(v, -1):
-		return "-Inf"
-	case math.IsNaN(v):
-		return "NaN"
-	}
-	return strconv.FormatFloat(v, 'g', -1, 64)
-}
-
-func escapeLabel(s string) string {
-	return strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`).Replace(s)
-}
-
-func escapeHelp(s string) string {
-	return strings.NewReplacer(`\`, `\\`, "\n", `\n`).Replace(s)
 }

@@ -51,3 +51,13 @@ func TestMetricsHistogramCumulative(t *testing.T) {
 	i3 := strings.Index(out, `le="+Inf"`)
 	assert.True(t, i1 < i2 && i2 < i3)
 }
+
+func TestMetricsInvalidUTF8Label(t *testing.T) {
+	m := newMetrics()
+	assert.NotPanics(t, func() { m.event("is\xffsues", OutcomeDuplicate) })
+	var b bytes.Buffer
+	_, err := m.WriteTo(&b)
+	require.NoError(t, err)
+	assert.Contains(t, b.String(), "bazinga_webhook_events_total{event=\"is\uFFFDsues\",outcome=\"duplicate\"} 1")
+	assert.Equal(t, uint64(1), m.EventCount("is\uFFFDsues", OutcomeDuplicate))
+}

@@ -1,11 +1,11 @@
 package server
 
 import (
-	"container/list"
 	"sync"
 	"time"
 
 	"github.com/bazinga-bot/bazinga/bot"
+	"github.com/hashicorp/golang-lru/v2/expirable"
 )
 
 // lane holds the pending deliveries of one serialisation key. A lane is in
@@ -123,48 +123,33 @@ func (q *queue) running() int {
 	return q.inFlight
 }
 
-// dedup remembers recent delivery ids: at most size ids, each for ttl.
+// dedup remembers recent delivery ids: at most size ids, each for ttl from
+// its first arrival. A delivery is reserved when it is accepted (so a
+// redelivery racing the first copy is a duplicate even while the first is
+// still queued or running) and released when it could not be queued, so
+// GitHub's redelivery of a refused delivery is accepted.
+//
+// The store is hashicorp/golang-lru/v2's expirable LRU (size bound, TTL,
+// eviction of the oldest); the mutex makes check-and-add one step, which
+// the LRU's own Peek then Add would not be. Peek checks the TTL and leaves
+// the recency alone, so a flood of redeliveries cannot keep an id alive.
 type dedup struct {
-	mu   sync.Mutex
-	size int
-	ttl  time.Duration
-	ll   *list.List // front = newest
-	ids  map[string]*list.Element
-	now  func() time.Time
-}
-
-type dedupItem struct {
-	id   string
-	seen time.Time
+	mu  sync.Mutex
+	ids *expirable.LRU[string, struct{}]
 }
 
 func newDedup(size int, ttl time.Duration) *dedup {
-	return &dedup{size: size, ttl: ttl, ll: list.New(), ids: map[string]*list.Element{}, now: time.Now}
+	return &dedup{ids: expirable.NewLRU[string, struct{}](size, nil, ttl)}
 }
 
 // reserve records id and reports true if it was not seen recently.
 func (d *dedup) reserve(id string) bool {
-	now := d.now()
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	// Expire from the old end.
-	for el := d.ll.Back(); el != nil; el = d.ll.Back() {
-		it := el.Value.(*dedupItem)
-		if now.Sub(it.seen) < d.ttl && d.ll.Len() <= d.size {
-			break
-		}
-		d.ll.Remove(el)
-		delete(d.ids, it.id)
-	}
-	if _, ok := d.ids[id]; ok {
+	if _, ok := d.ids.Peek(id); ok {
 		return false
 	}
-	d.ids[id] = d.ll.PushFront(&dedupItem{id: id, seen: now})
-	if d.ll.Len() > d.size {
-		el := d.ll.Back()
-		d.ll.Remove(el)
-		delete(d.ids, el.Value.(*dedupItem).id)
-	}
+	d.ids.Add(id, struct{}{})
 	return true
 }
 
@@ -173,8 +158,5 @@ func (d *dedup) reserve(id string) bool {
 func (d *dedup) release(id string) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if el, ok := d.ids[id]; ok {
-		d.ll.Remove(el)
-		delete(d.ids, id)
-	}
+	d.ids.Remove(id)
 }

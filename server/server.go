@@ -10,10 +10,12 @@ import (
 	"mime"
 	"net"
 	"net/http"
-	"net/url"
 	"runtime/debug"
 	"sync"
 	"time"
+
+	"github.com/google/go-github/v66/github"
+	"golang.org/x/net/netutil"
 
 	"github.com/bazinga-bot/bazinga/bot"
 )
@@ -43,6 +45,7 @@ type Server struct {
 	metrics *Metrics
 	q       *queue
 	seen    *dedup
+	reads   chan struct{} // body-read semaphore
 	mux     *http.ServeMux
 
 	workCtx    context.Context // cancelled when draining gives up
@@ -70,14 +73,15 @@ func NewServer(cfg Config, p Processor, logger *slog.Logger) (*Server, error) {
 		cfg: cfg, p: p, log: logger, metrics: newMetrics(),
 		q:       newQueue(cfg.QueueSize),
 		seen:    newDedup(cfg.DedupSize, cfg.DedupTTL),
+		reads:   make(chan struct{}, cfg.MaxBodyReads),
 		stopped: make(chan struct{}),
 	}
-	s.metrics.queueDepth, s.metrics.queueCap, s.metrics.inFlight = s.q.depth, cfg.QueueSize, s.q.running
+	s.metrics.setQueue(s.q.depth, cfg.QueueSize, s.q.running)
 	s.workCtx, s.workCancel = context.WithCancel(context.Background())
 	s.mux = http.NewServeMux()
 	s.mux.HandleFunc("POST /webhook", s.handleWebhook)
 	s.mux.HandleFunc("GET /healthz", s.handleHealthz)
-	s.mux.HandleFunc("GET /metrics", s.handleMetrics)
+	s.mux.Handle("GET /metrics", s.metrics.handler(logger))
 	for i := 0; i < cfg.Workers; i++ {
 		s.workers.Add(1)
 		go s.worker()
@@ -105,15 +109,20 @@ func (s *Server) Run(ctx context.Context) error {
 	return s.Serve(ctx, ln)
 }
 
-// Serve is Run on a listener the caller opened.
+// Serve is Run on a listener the caller opened. At most MaxConns
+// connections are served at once; a client slower than ReadTimeout to send
+// its headers, or its whole request, is cut off.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	ln = netutil.LimitListener(ln, s.cfg.MaxConns)
 	hs := &http.Server{
-		Handler:           s.mux,
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       60 * time.Second,
+		Handler:           s.Handler(),
+		ReadHeaderTimeout: s.cfg.ReadTimeout,
+		ReadTimeout:       s.cfg.ReadTimeout,
 		WriteTimeout:      30 * time.Second,
-		IdleTimeout:       120 * time.Second,
-		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+		// An idle keep-alive connection holds one of MaxConns: let it go
+		// after half a minute.
+		IdleTimeout: 30 * time.Second,
+		ErrorLog:    slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
 	s.log.Info("bazinga serve listening", "addr", ln.Addr().String(), "config", s.cfg)
 	serveErr := make(chan error, 1)
@@ -168,14 +177,6 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		err = errors.Join(err, errors.New("shutdown: a delivery is still running after cancellation"))
 	}
 	return err
-}
-
-// Close stops the server at once, abandoning queued work (tests).
-func (s *Server) Close() {
-	s.q.close()
-	s.stopOnce.Do(func() { close(s.stopped) })
-	s.workCancel()
-	s.workers.Wait()
 }
 
 func (s *Server) sweepLoop(ctx context.Context) {
@@ -283,48 +284,69 @@ func (s *Server) handleWebhook(w http.ResponseWriter, r *http.Request) {
 	fail := func(code int, msg string, attrs ...any) {
 		status = code
 		s.log.Warn("webhook refused", append([]any{"status", code, "reason", msg,
-			"delivery", r.Header.Get("X-GitHub-bot.Delivery"), "event", r.Header.Get("X-GitHub-Event")}, attrs...)...)
+			"delivery", r.Header.Get(headerDelivery), "event", r.Header.Get(headerEvent)}, attrs...)...)
 		http.Error(w, msg, code)
 	}
 
+	// Everything that can be refused without the body is refused first: an
+	// unauthenticated or oversized request costs no body read.
 	sig := r.Header.Get("X-Hub-Signature-256")
-	if sig == "" {
-		if r.Header.Get("X-Hub-Signature") != "" {
-			fail(http.StatusUnauthorized, ErrSHA1Only.Error())
-		} else {
-			fail(http.StatusUnauthorized, ErrNoSignature.Error())
-		}
+	if sig == "" && r.Header.Get("X-Hub-Signature") != "" {
+		fail(http.StatusUnauthorized, ErrSHA1Only.Error())
 		return
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
-	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			fail(http.StatusRequestEntityTooLarge, fmt.Sprintf("payload larger than %d bytes", s.cfg.MaxBodyBytes))
-		} else {
-			fail(http.StatusBadRequest, "cannot read body", "err", err)
-		}
-		return
-	}
-	if err := VerifySignature(s.cfg.WebhookSecret, body, sig); err != nil {
+	if err := checkSignatureHeader(sig); err != nil {
 		fail(http.StatusUnauthorized, err.Error())
 		return
 	}
-	event := r.Header.Get("X-GitHub-Event")
-	if event == "" {
-		fail(http.StatusBadRequest, "missing X-GitHub-Event")
+	if r.ContentLength > s.cfg.MaxBodyBytes {
+		// Close rather than drain what the sender still has to send.
+		w.Header().Set("Connection", "close")
+		fail(http.StatusRequestEntityTooLarge, fmt.Sprintf("payload larger than %d bytes", s.cfg.MaxBodyBytes))
 		return
 	}
-	payload := body
-	if ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); ct == "application/x-www-form-urlencoded" {
-		// GitHub's form content type: the JSON is the "payload" field; the
-		// signature covers the raw body, checked above.
-		vals, err := url.ParseQuery(string(body))
-		if err != nil || vals.Get("payload") == "" {
-			fail(http.StatusBadRequest, "form body without a payload field")
-			return
+	ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	switch ct {
+	case "":
+		ct = "application/json" // GitHub always sends one; curl users may not
+	case "application/json", "application/x-www-form-urlencoded":
+	default:
+		fail(http.StatusUnsupportedMediaType, fmt.Sprintf("unsupported Content-Type %q: GitHub sends application/json or application/x-www-form-urlencoded", ct))
+		return
+	}
+	if !s.acquireBodyRead(r.Context()) {
+		w.Header().Set("Retry-After", "1")
+		fail(http.StatusServiceUnavailable, "too many webhook bodies being read, retry later")
+		return
+	}
+	// MaxBytesReader before any read: the body is never held beyond the
+	// cap, whatever Content-Length said (chunked bodies have none).
+	body := &readErr{r: http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)}
+	payload, err := github.ValidatePayloadFromBody(ct, body, sig, s.cfg.WebhookSecret)
+	s.releaseBodyRead()
+	if body.err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(body.err, &mbe) {
+			fail(http.StatusRequestEntityTooLarge, fmt.Sprintf("payload larger than %d bytes", s.cfg.MaxBodyBytes))
+		} else {
+			fail(http.StatusBadRequest, "cannot read body", "err", body.err)
 		}
-		payload = []byte(vals.Get("payload"))
+		return
+	}
+	if err != nil {
+		// The header is well-formed, so what is left is a mismatch (or, for
+		// a form body, a malformed form, which is no more authenticated).
+		fail(http.StatusUnauthorized, ErrBadSignature.Error(), "err", err)
+		return
+	}
+	event := r.Header.Get(headerEvent)
+	if event == "" {
+		fail(http.StatusBadRequest, "missing "+headerEvent)
+		return
+	}
+	if len(payload) == 0 {
+		fail(http.StatusBadRequest, "form body without a payload field")
+		return
 	}
 	var env webhookEnvelope
 	if err := json.Unmarshal(payload, &env); err != nil {
@@ -332,7 +354,7 @@ func (s *Server) handleWebhook(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d := bot.Delivery{
-		ID: r.Header.Get("X-GitHub-bot.Delivery"), Event: event, Action: env.Action,
+		ID: r.Header.Get(headerDelivery), Event: event, Action: env.Action,
 		Payload: payload, Received: start,
 	}
 	if env.Installation != nil {
@@ -360,6 +382,49 @@ func (s *Server) handleWebhook(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(status)
 }
 
+// GitHub's delivery headers.
+const (
+	headerDelivery = "X-GitHub-Delivery"
+	headerEvent    = "X-GitHub-Event"
+)
+
+// acquireBodyRead takes a body-read slot, waiting at most BodyReadWait: a
+// burst beyond the bound is refused quickly instead of queuing readers.
+func (s *Server) acquireBodyRead(ctx context.Context) bool {
+	select {
+	case s.reads <- struct{}{}:
+		return true
+	default:
+	}
+	t := time.NewTimer(s.cfg.BodyReadWait)
+	defer t.Stop()
+	select {
+	case s.reads <- struct{}{}:
+		return true
+	case <-t.C:
+		return false
+	case <-ctx.Done():
+		return false
+	}
+}
+
+func (s *Server) releaseBodyRead() { <-s.reads }
+
+// readErr remembers the error of the underlying reader, so a failed read
+// (too large, client gone) is told apart from a bad signature.
+type readErr struct {
+	r   io.Reader
+	err error
+}
+
+func (e *readErr) Read(p []byte) (int, error) {
+	n, err := e.r.Read(p)
+	if err != nil && err != io.EOF {
+		e.err = err
+	}
+	return n, err
+}
+
 // key calls Processor.Key, treating a panic as "no ordering" rather than
 // failing the request.
 func (s *Server) key(d bot.Delivery) (k string) {
@@ -379,12 +444,5 @@ func (s *Server) handleHealthz(w http.ResponseWriter, _ *http.Request) {
 		QueueDepth int    `json:"queue_depth"`
 		QueueCap   int    `json:"queue_capacity"`
 		InFlight   int    `json:"in_flight"`
-	}{"ok", s.q.depth(), s.cfg.QueueSize, s.q.running()})
-}
-
-func (s *Server) handleMetrics(w http.ResponseWriter, _ *http.Request) {
-	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-	if _, err := s.metrics.WriteTo(w); err != nil {
-		s.log.Debug("write metrics", "err", err)
-	}
+	}{"ok", s.QueueDepth(), s.cfg.QueueSize, s.q.running()})
 }

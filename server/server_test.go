@@ -16,6 +16,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -90,7 +91,7 @@ func webhookRequest(event, id string, body []byte) *http.Request {
 	r.Header.Set("Content-Type", "application/json")
 	r.Header.Set("X-GitHub-Event", event)
 	if id != "" {
-		r.Header.Set("X-GitHub-bot.Delivery", id)
+		r.Header.Set("X-GitHub-Delivery", id)
 	}
 	r.Header.Set("X-Hub-Signature-256", Sign([]byte(testSecret), body))
 	return r
@@ -148,7 +149,46 @@ func TestWebhookStatusCodes(t *testing.T) {
 			r.Header.Set("X-Hub-Signature-256", Sign([]byte(testSecret), []byte("{}")))
 			return r
 		}, http.StatusUnauthorized, false},
-		{"25 MiB + 1", func() *http.Request { return webhookRequest("ping", "d-7", big) }, http.StatusRequestEntityTooLarge, false},
+		{"1 MiB + 1", func() *http.Request { return webhookRequest("ping", "d-7", big) }, http.StatusRequestEntityTooLarge, false},
+		{"25 MiB + 1, chunked", func() *http.Request {
+			r := webhookRequest("ping", "d-7b", nil)
+			r.Body, r.ContentLength = io.NopCloser(io.LimitReader(zeros{}, 25<<20+1)), -1
+			return r
+		}, http.StatusRequestEntityTooLarge, false},
+		{"sha256 header with a sha1 value", func() *http.Request {
+			r := webhookRequest("ping", "d-4b", ping)
+			r.Header.Set("X-Hub-Signature-256", "sha1=0123456789abcdef0123456789abcdef01234567")
+			return r
+		}, http.StatusUnauthorized, false},
+		{"both headers, sha256 wrong", func() *http.Request {
+			r := webhookRequest("ping", "d-4c", ping)
+			r.Header.Set("X-Hub-Signature", "sha1=0123456789abcdef0123456789abcdef01234567")
+			r.Header.Set("X-Hub-Signature-256", Sign([]byte("other"), ping))
+			return r
+		}, http.StatusUnauthorized, false},
+		{"unsupported content type", func() *http.Request {
+			r := webhookRequest("ping", "d-12", ping)
+			r.Header.Set("Content-Type", "text/xml")
+			return r
+		}, http.StatusUnsupportedMediaType, false},
+		{"no content type is JSON", func() *http.Request {
+			r := webhookRequest("ping", "d-13", ping)
+			r.Header.Del("Content-Type")
+			return r
+		}, http.StatusAccepted, true},
+		{"form without payload field", func() *http.Request {
+			body := []byte("other=1")
+			r := webhookRequest("ping", "d-14", body)
+			r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			return r
+		}, http.StatusBadRequest, false},
+		{"form, signature of another body", func() *http.Request {
+			body := []byte("payload=%7B%22zen%22%3A%22x%22%7D")
+			r := webhookRequest("ping", "d-15", body)
+			r.Header.Set("Content-Type", "application/x-www-form-urlencoded; charset=utf-8")
+			r.Header.Set("X-Hub-Signature-256", Sign([]byte(testSecret), []byte(`{"zen":"x"}`)))
+			return r
+		}, http.StatusUnauthorized, false},
 		{"malformed JSON", func() *http.Request { return webhookRequest("issues", "d-8", []byte(`{"action":`)) }, http.StatusBadRequest, false},
 		{"JSON not an object", func() *http.Request { return webhookRequest("issues", "d-9", []byte(`[1,2]`)) }, http.StatusBadRequest, false},
 		{"missing event header", func() *http.Request { return webhookRequest("", "d-10", ping) }, http.StatusBadRequest, false},
@@ -208,18 +248,40 @@ func TestDuplicateDeliveryProcessedOnce(t *testing.T) {
 }
 
 func TestDedupTTLAndSize(t *testing.T) {
-	d := newDedup(2, time.Minute)
-	now := time.Unix(1000, 0)
-	d.now = func() time.Time { return now }
+	const ttl = 200 * time.Millisecond
+	d := newDedup(2, ttl)
+	start := time.Now()
 	assert.True(t, d.reserve("a"))
 	assert.False(t, d.reserve("a"))
 	assert.True(t, d.reserve("b"))
 	assert.True(t, d.reserve("c")) // evicts a (size 2)
 	assert.True(t, d.reserve("a"))
-	now = now.Add(2 * time.Minute) // everything expired
+	assert.False(t, d.reserve("c"))
+	if time.Since(start) >= ttl {
+		t.Skip("machine too slow for a 200 ms TTL check")
+	}
+	time.Sleep(ttl + 50*time.Millisecond) // everything expired
 	assert.True(t, d.reserve("c"))
 	d.release("c")
 	assert.True(t, d.reserve("c"))
+	assert.False(t, d.reserve("c"))
+}
+
+func TestDedupRedeliveryDoesNotExtendTTL(t *testing.T) {
+	const ttl = 300 * time.Millisecond
+	d := newDedup(10, ttl)
+	first := time.Now()
+	require.True(t, d.reserve("x"))
+	// Redeliveries inside the window are duplicates and do not renew it.
+	checked := 0
+	for time.Since(first) < ttl/2 {
+		assert.False(t, d.reserve("x"))
+		checked++
+		time.Sleep(20 * time.Millisecond)
+	}
+	require.Positive(t, checked)
+	time.Sleep(time.Until(first.Add(ttl + 100*time.Millisecond)))
+	assert.True(t, d.reserve("x"), "expired ttl after its first arrival")
 }
 
 func TestQueueFullReturns503(t *testing.T) {
@@ -438,9 +500,26 @@ func TestMetricsFormat(t *testing.T) {
 	} {
 		assert.Contains(t, body, want+"\n")
 	}
-	// Deterministic: two scrapes of unchanged state are identical.
+	// Deterministic: two scrapes of unchanged state are identical. The Go
+	// runtime and process families (go_*, process_*) move between scrapes by
+	// nature; every bazinga_* line must not.
 	again := serve(s, httptest.NewRequest(http.MethodGet, "/metrics", nil)).Body.String()
-	assert.Equal(t, body, again)
+	assert.Equal(t, bazingaLines(t, body), bazingaLines(t, again))
+	assert.Contains(t, body, "\ngo_memstats_heap_alloc_bytes ", "runtime metrics exported")
+}
+
+// bazingaLines keeps the lines of a scrape that describe bazinga_* families.
+func bazingaLines(t *testing.T, scrape string) []string {
+	t.Helper()
+	var out []string
+	for _, line := range strings.Split(scrape, "\n") {
+		name := strings.TrimPrefix(strings.TrimPrefix(line, "# HELP "), "# TYPE ")
+		if strings.HasPrefix(name, "bazinga_") {
+			out = append(out, line)
+		}
+	}
+	require.NotEmpty(t, out)
+	return out
 }
 
 func TestRunSweepsAndShutsDownGracefully(t *testing.T) {
@@ -521,7 +600,7 @@ func AckLatency(tb testing.TB, rate int, dur time.Duration) []time.Duration {
 			req, _ := http.NewRequest(http.MethodPost, hs.URL+"/webhook", bytes.NewReader(body))
 			req.Header.Set("Content-Type", "application/json")
 			req.Header.Set("X-GitHub-Event", "issues")
-			req.Header.Set("X-GitHub-bot.Delivery", fmt.Sprintf("bench-%d", i))
+			req.Header.Set("X-GitHub-Delivery", fmt.Sprintf("bench-%d", i))
 			req.Header.Set("X-Hub-Signature-256", sig)
 			start := time.Now()
 			resp, err := client.Do(req)
@@ -578,7 +657,7 @@ func BenchmarkWebhookAck(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		r := httptest.NewRequest(http.MethodPost, "/webhook", bytes.NewReader(body))
 		r.Header.Set("X-GitHub-Event", "issues")
-		r.Header.Set("X-GitHub-bot.Delivery", strconv.Itoa(i))
+		r.Header.Set("X-GitHub-Delivery", strconv.Itoa(i))
 		r.Header.Set("X-Hub-Signature-256", sig)
 		w := httptest.NewRecorder()
 		s.Handler().ServeHTTP(w, r)
@@ -586,4 +665,275 @@ func BenchmarkWebhookAck(b *testing.B) {
 			b.Fatalf("status %d", w.Code)
 		}
 	}
+}
+
+// zeros is an endless reader of zero bytes that allocates nothing.
+type zeros struct{}
+
+func (zeros) Read(p []byte) (int, error) {
+	clear(p)
+	return len(p), nil
+}
+
+// countingBody counts what the handler read of a request body.
+type countingBody struct {
+	r io.Reader
+	n atomic.Int64
+}
+
+func (c *countingBody) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n.Add(int64(n))
+	return n, err
+}
+
+func (c *countingBody) Close() error { return nil }
+
+func TestOversizedBodyRefusedWithoutReadingIt(t *testing.T) {
+	const huge = 25 << 20
+	tests := []struct {
+		name          string
+		contentLength int64
+		maxRead       int64
+	}{
+		// Content-Length says too much: refused before a byte is read.
+		{"declared length", huge, 0},
+		// Chunked: read up to the cap, not one buffer more.
+		{"chunked", -1, DefaultMaxBodyBytes + 64<<10},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := &fakeProcessor{}
+			s := newTestServer(t, Config{}, p)
+			body := &countingBody{r: io.LimitReader(zeros{}, huge)}
+			r := webhookRequest("ping", "big", nil)
+			r.Body, r.ContentLength = body, tc.contentLength
+			w := serve(s, r)
+			assert.Equal(t, http.StatusRequestEntityTooLarge, w.Code)
+			assert.LessOrEqual(t, body.n.Load(), tc.maxRead)
+			assert.Empty(t, p.deliveries())
+		})
+	}
+}
+
+// blockingBody hands out its bytes only once released.
+type blockingBody struct {
+	release chan struct{}
+	r       io.Reader
+}
+
+func (b *blockingBody) Read(p []byte) (int, error) {
+	<-b.release
+	return b.r.Read(p)
+}
+
+func (b *blockingBody) Close() error { return nil }
+
+func TestConcurrentBodyReadsBounded(t *testing.T) {
+	p := &fakeProcessor{}
+	s := newTestServer(t, Config{MaxBodyReads: 1, BodyReadWait: 50 * time.Millisecond}, p)
+	ping := readFixture(t, "ping.json")
+
+	slow := webhookRequest("ping", "slow", ping)
+	bb := &blockingBody{release: make(chan struct{}), r: bytes.NewReader(ping)}
+	slow.Body = bb
+	slowDone := make(chan int)
+	go func() { slowDone <- serve(s, slow).Code }()
+	waitFor(t, "slot taken", func() bool { return len(s.reads) == 1 })
+
+	// The slot is held: the next body is refused quickly, not queued.
+	began := time.Now()
+	w := serve(s, webhookRequest("ping", "next", ping))
+	assert.Equal(t, http.StatusServiceUnavailable, w.Code)
+	assert.Equal(t, "1", w.Header().Get("Retry-After"))
+	assert.Less(t, time.Since(began), 2*time.Second)
+
+	close(bb.release)
+	assert.Equal(t, http.StatusAccepted, <-slowDone)
+	assert.Equal(t, http.StatusAccepted, serve(s, webhookRequest("ping", "next", ping)).Code, "the slot is released after the read")
+	waitFor(t, "both processed", func() bool { return len(p.deliveries()) == 2 })
+}
+
+// startServing runs s.Serve on a loopback listener until the test ends.
+func startServing(t *testing.T, s *Server) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(ctx, ln) }()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	return ln.Addr().String()
+}
+
+func TestLargeBodyFloodKeepsHeapSmall(t *testing.T) {
+	if testing.Short() {
+		t.Skip("sends 300 MiB over loopback")
+	}
+	p := &fakeProcessor{}
+	s, err := NewServer(Config{WebhookSecret: []byte(testSecret)}, p, slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+	addr := startServing(t, s)
+	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	defer client.CloseIdleConnections()
+
+	// The attack of issue 10: six 25 MiB bodies at once, unsigned; then the
+	// same with a well-formed (wrong) signature and no Content-Length, which
+	// has to be read to be judged.
+	attacks := []struct {
+		name   string
+		signed bool
+		want   int
+	}{
+		{"unsigned", false, http.StatusUnauthorized},
+		{"bogus signature, chunked", true, http.StatusRequestEntityTooLarge},
+	}
+	for _, a := range attacks {
+		t.Run(a.name, func(t *testing.T) {
+			runtime.GC()
+			var before runtime.MemStats
+			runtime.ReadMemStats(&before)
+			var peak atomic.Uint64
+			stop := make(chan struct{})
+			sampled := make(chan struct{})
+			go func() {
+				defer close(sampled)
+				var ms runtime.MemStats
+				for {
+					runtime.ReadMemStats(&ms)
+					if ms.HeapAlloc > peak.Load() {
+						peak.Store(ms.HeapAlloc)
+					}
+					select {
+					case <-stop:
+						return
+					case <-time.After(2 * time.Millisecond):
+					}
+				}
+			}()
+			var wg sync.WaitGroup
+			codes := make([]int, 6)
+			for i := range codes {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					req, err := http.NewRequest(http.MethodPost, "http://"+addr+"/webhook", io.NopCloser(io.LimitReader(zeros{}, 25<<20)))
+					require.NoError(t, err)
+					req.ContentLength = -1
+					req.Header.Set("Content-Type", "application/json")
+					req.Header.Set("X-GitHub-Event", "ping")
+					if a.signed {
+						req.Header.Set("X-Hub-Signature-256", Sign([]byte("not the secret"), []byte("x")))
+					}
+					resp, err := client.Do(req)
+					if err != nil {
+						// The server may close while the client still writes;
+						// what matters is that nothing was accepted or held.
+						codes[i] = -1
+						return
+					}
+					io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+					codes[i] = resp.StatusCode
+				}()
+			}
+			wg.Wait()
+			close(stop)
+			<-sampled
+			growth := int64(peak.Load()) - int64(before.HeapAlloc)
+			t.Logf("codes=%v heap before=%d MiB peak=%d MiB growth=%.1f MiB", codes,
+				before.HeapAlloc>>20, peak.Load()>>20, float64(growth)/(1<<20))
+			answered := 0
+			for _, c := range codes {
+				if c != -1 {
+					assert.Equal(t, a.want, c)
+					answered++
+				}
+			}
+			assert.Positive(t, answered, "some attack requests got an answer")
+			// 6 × 25 MiB were sent; at most 6 × 1 MiB (plus read-buffer
+			// doubling) may be held. Before the limits this was ~290 MiB.
+			assert.Less(t, growth, int64(24<<20), "heap grew by %d bytes", growth)
+			assert.Empty(t, p.deliveries())
+		})
+	}
+}
+
+func TestSlowClientsCutOff(t *testing.T) {
+	s, err := NewServer(Config{WebhookSecret: []byte(testSecret), ReadTimeout: 300 * time.Millisecond}, &fakeProcessor{}, slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+	addr := startServing(t, s)
+	ping := readFixture(t, "ping.json")
+	tests := []struct {
+		name  string
+		head  string
+		trick string // sent one byte at a time, 50 ms apart
+	}{
+		{"headers trickled (slow loris)", "POST /webhook HTTP/1.1\r\nHost: x\r\n", strings.Repeat("X-Pad: aaaaaaaa\r\n", 20)},
+		{"body trickled", fmt.Sprintf("POST /webhook HTTP/1.1\r\nHost: x\r\nX-GitHub-Event: ping\r\nContent-Type: application/json\r\nX-Hub-Signature-256: %s\r\nContent-Length: %d\r\n\r\n",
+			Sign([]byte(testSecret), ping), len(ping)), string(ping)},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := net.Dial("tcp", addr)
+			require.NoError(t, err)
+			defer c.Close()
+			began := time.Now()
+			_, err = io.WriteString(c, tc.head)
+			require.NoError(t, err)
+			closed := make(chan time.Duration, 1)
+			go func() {
+				// The server ends the connection (possibly after a 4xx/5xx
+				// it could still write): reading hits EOF or a reset.
+				_, _ = io.Copy(io.Discard, c)
+				closed <- time.Since(began)
+			}()
+			for i := 0; i < len(tc.trick); i++ {
+				if _, err := c.Write([]byte{tc.trick[i]}); err != nil {
+					break
+				}
+				select {
+				case d := <-closed:
+					t.Logf("cut off after %v", d)
+					assert.Less(t, d, 3*time.Second)
+					return
+				case <-time.After(50 * time.Millisecond):
+				}
+			}
+			t.Fatalf("the server kept a %v-slow client for %v", 50*time.Millisecond, time.Since(began))
+		})
+	}
+}
+
+func TestConnectionLimit(t *testing.T) {
+	s, err := NewServer(Config{WebhookSecret: []byte(testSecret), MaxConns: 2, ReadTimeout: 5 * time.Second}, &fakeProcessor{}, slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+	addr := startServing(t, s)
+	// Two idle connections take both slots.
+	var held []net.Conn
+	for i := 0; i < 2; i++ {
+		c, err := net.Dial("tcp", addr)
+		require.NoError(t, err)
+		held = append(held, c)
+	}
+	defer func() {
+		for _, c := range held {
+			c.Close()
+		}
+	}()
+	get := func(timeout time.Duration) (*http.Response, error) {
+		client := &http.Client{Timeout: timeout, Transport: &http.Transport{DisableKeepAlives: true}}
+		return client.Get("http://" + addr + "/healthz")
+	}
+	_, err = get(300 * time.Millisecond)
+	require.Error(t, err, "a third connection is not served while two are open")
+
+	held[0].Close()
+	resp, err := get(5 * time.Second)
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
 }

@@ -1,10 +1,11 @@
 package server
 
 import (
+	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 )
 
 // GitHub's published test vector ("Validating webhook deliveries").
@@ -18,8 +19,10 @@ func TestSignGitHubVector(t *testing.T) {
 	assert.Equal(t, ghVectorSig, Sign([]byte(ghVectorSecret), []byte(ghVectorPayload)))
 }
 
+// TestVerifySignature checks X-Hub-Signature-256 values at the webhook:
+// a signature that verifies gets past the check (the body, not JSON here,
+// is then a 400), one that does not is a 401 naming the reason.
 func TestVerifySignature(t *testing.T) {
-	secret, payload := []byte(ghVectorSecret), []byte(ghVectorPayload)
 	tests := []struct {
 		name   string
 		secret string
@@ -30,6 +33,8 @@ func TestVerifySignature(t *testing.T) {
 		{"github vector", ghVectorSecret, ghVectorPayload, ghVectorSig, nil},
 		{"missing", ghVectorSecret, ghVectorPayload, "", ErrNoSignature},
 		{"sha1 value in sha256 header", ghVectorSecret, ghVectorPayload, "sha1=01dc10d0c83e72ed246219cdd91669667fe2ca59", ErrMalformedSigHead},
+		{"sha512 value in sha256 header", ghVectorSecret, ghVectorPayload, "sha512=" + strings.Repeat("ab", 64), ErrMalformedSigHead},
+		{"sha256 prefix twice", ghVectorSecret, ghVectorPayload, "sha256=" + ghVectorSig, ErrMalformedSigHead},
 		{"not hex", ghVectorSecret, ghVectorPayload, "sha256=zz", ErrMalformedSigHead},
 		{"short", ghVectorSecret, ghVectorPayload, "sha256=757107ea", ErrMalformedSigHead},
 		{"wrong secret", "another secret", ghVectorPayload, ghVectorSig, ErrBadSignature},
@@ -38,13 +43,22 @@ func TestVerifySignature(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			err := VerifySignature([]byte(tc.secret), []byte(tc.body), tc.header)
+			s := newTestServer(t, Config{WebhookSecret: []byte(tc.secret)}, &fakeProcessor{})
+			r := webhookRequest("ping", "", []byte(tc.body))
+			r.Header.Set("X-Hub-Signature-256", tc.header)
+			w := serve(s, r)
 			if tc.want == nil {
-				require.NoError(t, err)
+				assert.Equal(t, http.StatusBadRequest, w.Code, "verified, then refused as not JSON: %s", w.Body.String())
+				assert.Contains(t, w.Body.String(), "malformed JSON payload")
 				return
 			}
-			require.ErrorIs(t, err, tc.want)
+			assert.Equal(t, http.StatusUnauthorized, w.Code)
+			assert.Contains(t, w.Body.String(), tc.want.Error())
 		})
 	}
-	require.NoError(t, VerifySignature(secret, payload, Sign(secret, payload)))
+	// Sign and the check agree.
+	s := newTestServer(t, Config{WebhookSecret: []byte(ghVectorSecret)}, &fakeProcessor{})
+	r := webhookRequest("ping", "", []byte("{}"))
+	r.Header.Set("X-Hub-Signature-256", Sign([]byte(ghVectorSecret), []byte("{}")))
+	assert.Equal(t, http.StatusAccepted, serve(s, r).Code)
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -16,11 +15,21 @@ import (
 
 // runDemo is `bazinga demo`: a scripted session on a copy of the demo repository.
 func runDemo(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags("demo")
 	keep := fs.Bool("keep", false, "keep the demo directory to look around afterwards")
 	asJSON := fs.Bool("json", false, "print events as JSON lines")
-	if err := fs.Parse(args); err != nil {
+	usage := flagUsage(fs, `Usage: bazinga demo [flags]
+
+Runs a scripted session (a pm, developers, QA and a tech lead) on a copy of
+a small demo repository: real edits, merges, a conflict and tests.
+`)
+	pos, code, ok := parseFlags(fs, args, usage, stdout, stderr)
+	if !ok {
+		return code
+	}
+	if len(pos) > 0 {
+		fmt.Fprintf(stderr, "bazinga demo: unexpected arguments %q\n", pos)
+		usage(stderr)
 		return exitUsage
 	}
 	exe, err := os.Executable()

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -26,28 +25,11 @@ const (
 	exitInterrupted = 130
 )
 
-// parseInterspersed parses flags wherever they appear among the arguments.
-func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
-	var positional []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, err
-		}
-		args = fs.Args()
-		if len(args) == 0 {
-			return positional, nil
-		}
-		positional = append(positional, args[0])
-		args = args[1:]
-	}
-}
-
 func isTerminal(f *os.File) bool { return term.IsTerminal(int(f.Fd())) }
 
 // runRun is `bazinga run`.
 func runRun(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("run", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags("run")
 	repo := fs.String("repo", ".", "the repository to work on")
 	base := fs.String("base", "", "the branch to land on (default: the branch checked out)")
 	agentCmd := fs.String("agent", "", `the agent command, e.g. "claude -p --model {model}" (default: agent.command of .github/bazinga.yml)`)
@@ -56,26 +38,22 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 	resume := fs.String("resume", "", "resume the session with this id")
 	issueFile := fs.String("issue-file", "", "read the requirements from this file")
 	asJSON := fs.Bool("json", false, "print events as JSON lines")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, `Usage: bazinga run [flags] "requirements"
+	usage := flagUsage(fs, `Usage: bazinga run [flags] "requirements"
        bazinga run [flags] --issue-file FILE
        bazinga run --repo DIR --resume ID
 
 Runs a whole session on a local repository. Exit code 0 only when the
 harness verified BAZINGA.
-
-Flags:`)
-		fs.PrintDefaults()
-	}
-	pos, err := parseInterspersed(fs, args)
-	if err != nil {
-		return exitUsage
+`)
+	pos, code, ok := parseFlags(fs, args, usage, stdout, stderr)
+	if !ok {
+		return code
 	}
 	opts := local.Options{Repo: *repo, Base: *base, ResumeID: *resume, AgentCommand: *agentCmd, MaxParallel: *maxPar, JSON: *asJSON}
-	if isSet(fs, "test-command") {
+	if fs.Changed("test-command") {
 		opts.TestCommand = testCmd
 	}
-	if isSet(fs, "max-parallel") && *maxPar < 1 {
+	if fs.Changed("max-parallel") && *maxPar < 1 {
 		fmt.Fprintln(stderr, "bazinga run: --max-parallel must be at least 1")
 		return exitUsage
 	}
@@ -90,20 +68,10 @@ Flags:`)
 	case len(pos) > 0:
 		opts.Requirements = strings.Join(pos, " ")
 	case *resume == "":
-		fs.Usage()
+		usage(stderr)
 		return exitUsage
 	}
 	return runLocal(opts, stdout, stderr)
-}
-
-func isSet(fs *flag.FlagSet, name string) bool {
-	set := false
-	fs.Visit(func(f *flag.Flag) {
-		if f.Name == name {
-			set = true
-		}
-	})
-	return set
 }
 
 // runLocal runs a session with the terminal attached, Ctrl-C saving it.
@@ -139,13 +107,16 @@ func runLocal(opts local.Options, stdout, stderr io.Writer) int {
 
 // runStatus is `bazinga status`.
 func runStatus(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("status", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags("status")
 	repo := fs.String("repo", ".", "the repository")
 	asJSON := fs.Bool("json", false, "print the session as JSON")
-	pos, err := parseInterspersed(fs, args)
-	if err != nil {
-		return exitUsage
+	usage := flagUsage(fs, `Usage: bazinga status [flags] [ID]
+
+Shows a local session: the latest one, or the one with this id.
+`)
+	pos, code, ok := parseFlags(fs, args, usage, stdout, stderr)
+	if !ok {
+		return code
 	}
 	ids, err := local.ListSessions(*repo)
 	if err != nil {

@@ -4,56 +4,141 @@ import (
 	"context"
 	"crypto/ed25519"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
+	"github.com/bazinga-bot/bazinga"
 	"github.com/bazinga-bot/bazinga/bot"
 	"github.com/bazinga-bot/bazinga/codec"
 	"github.com/bazinga-bot/bazinga/ghapi"
 	"github.com/bazinga-bot/bazinga/server"
 )
 
-const serveUsage = `Usage: bazinga serve
+const serveUsage = `Usage: bazinga serve [--listen ADDR]
 
 Run the bazinga GitHub App: POST /webhook receives GitHub's deliveries,
 GET /healthz reports liveness and queue depth, GET /metrics exposes
 Prometheus metrics. Configuration comes from the environment.
 
+Without App credentials (in the environment or the credentials file) and
+with a listen address (--listen or BAZINGA_LISTEN), it serves a setup page
+instead: open the /setup URL it prints to register the App on GitHub from
+app.yml; the credentials are written to the credentials file and serving
+starts with them.
+
+Flags:
+      --listen ADDR   listen address, e.g. :8080 (overrides BAZINGA_LISTEN)
+
 `
 
-// runServe is `bazinga serve`.
+// runServe is `bazinga serve`: it runs until SIGINT or SIGTERM.
 func runServe(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stdout, serveUsage+server.EnvHelp) }
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "bazinga serve: unexpected arguments %q\n\n%s%s", fs.Args(), serveUsage, server.EnvHelp)
-		return 2
-	}
-	cfg, err := server.ConfigFromEnv(os.Getenv)
-	if err != nil {
-		fmt.Fprintf(stderr, "bazinga serve: %v\n", err)
-		return 2
-	}
-	logger := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: cfg.LogLevel}))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := serve(ctx, cfg, logger); err != nil {
-		logger.Error("bazinga serve failed", "err", err)
+	return serveCommand(ctx, args, os.Getenv, stdout, stderr)
+}
+
+// serveCommand is runServe with its context and environment given.
+func serveCommand(ctx context.Context, args []string, environ func(string) string, stdout, stderr io.Writer) int {
+	fs := newFlags("serve")
+	listen := fs.String("listen", "", "listen address, e.g. :8080 (overrides BAZINGA_LISTEN)")
+	usage := func(w io.Writer) { fmt.Fprint(w, serveUsage+server.EnvHelp) }
+	pos, code, ok := parseFlags(fs, args, usage, stdout, stderr)
+	if !ok {
+		return code
+	}
+	if len(pos) > 0 {
+		fmt.Fprintf(stderr, "bazinga serve: unexpected arguments %q\n\n%s%s", pos, serveUsage, server.EnvHelp)
+		return exitUsage
+	}
+	getenv := environ
+	if fs.Changed("listen") {
+		getenv = func(k string) string {
+			if k == server.EnvListen {
+				return *listen
+			}
+			return environ(k)
+		}
+	}
+	cfg, err := server.ConfigFromEnv(getenv)
+	// No App yet and somewhere to listen: register it from the setup page.
+	setup := errors.Is(err, server.ErrNoAppCredentials) && strings.TrimSpace(getenv(server.EnvListen)) != ""
+	if err != nil && !setup {
+		fmt.Fprintf(stderr, "bazinga serve: %v\n", err)
+		return exitUsage
+	}
+	logger := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: cfg.LogLevel}))
+	var runErr error
+	if setup {
+		ln, lerr := net.Listen("tcp", cfg.Listen)
+		if lerr != nil {
+			fmt.Fprintf(stderr, "bazinga serve: listen %s: %v\n", cfg.Listen, lerr)
+			return 1
+		}
+		runErr = setupThenServe(ctx, getenv, cfg, ln, logger, stderr)
+	} else {
+		runErr = serve(ctx, cfg, logger)
+	}
+	if runErr != nil {
+		logger.Error("bazinga serve failed", "err", runErr)
 		return 1
 	}
 	return 0
+}
+
+// setupThenServe serves the setup page on ln until the App is registered,
+// then reads the configuration again (now with the credentials file) and
+// serves the App on the same address. The setup URL, with its token, goes
+// to announce. It returns nil when ctx ends.
+func setupThenServe(ctx context.Context, getenv func(string) string, cfg server.Config, ln net.Listener, logger *slog.Logger, announce io.Writer) error {
+	st, err := server.NewSetup(server.SetupOptions{
+		Manifest: bazinga.AppManifest, GitHubURL: cfg.GitHubURL, APIURL: cfg.APIURL, UploadURL: cfg.UploadURL,
+		PublicURL: cfg.PublicURL, CredentialsFile: cfg.CredentialsFile,
+	}, logger)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	base := cfg.PublicURL
+	if base == "" {
+		base = "http://" + browsable(ln.Addr())
+	}
+	fmt.Fprintf(announce, "bazinga serve: no GitHub App credentials yet. To register the App, open\n\n    %s\n\n"+
+		"(the token guards the page; GitHub must reach this server, see BAZINGA_PUBLIC_URL).\n", st.URL(base))
+	logger.Info("bazinga serve: setup page", "url", base+server.SetupPath, "credentials_file", cfg.CredentialsFile)
+	addr := ln.Addr().String()
+	if err := st.Serve(ctx, ln); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+	cfg2, err := server.ConfigFromEnv(getenv)
+	if err != nil {
+		return fmt.Errorf("reading the configuration the setup wrote: %w", err)
+	}
+	cfg2.Listen = addr // the address GitHub now knows, even if it was :0
+	fmt.Fprintf(announce, "bazinga serve: GitHub App %q registered; credentials in %s. Serving.\n", st.Credentials().Slug, cfg.CredentialsFile)
+	return serve(ctx, cfg2, logger)
+}
+
+// browsable turns a listener's address into one a browser on this machine
+// can open (an unspecified host becomes localhost).
+func browsable(a net.Addr) string {
+	host, port, err := net.SplitHostPort(a.String())
+	if err != nil {
+		return a.String()
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		host = "localhost"
+	}
+	return net.JoinHostPort(host, port)
 }
 
 // serve builds the client factory, the bot and the server, and runs until

@@ -130,6 +130,8 @@ type Fake struct {
 
 	onDispatch []func(Run)
 
+	manifests map[string]*manifestReg // App-manifest codes not yet exchanged
+
 	// webhooks
 	hookURL     string
 	hookSecret  string

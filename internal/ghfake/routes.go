@@ -24,6 +24,11 @@ func (f *Fake) registerRoutes() {
 	f.add("GET /app/installations/{installation_id}", f.getInstallation, ro{app: true})
 	f.add("POST /app/installations/{installation_id}/access_tokens", f.createInstallationToken, ro{app: true})
 	f.add("GET "+repo+"/installation", f.getRepoInstallation, ro{app: true})
+	f.add("GET /installation/repositories", f.listInstallationRepos, ro{})
+	f.add("POST /app-manifests/{code}/conversions", f.convertManifest, ro{open: true})
+	// The manifest flow's web pages (github.com, not the API).
+	f.add("POST /settings/apps/new", f.newAppFromManifest, ro{open: true})
+	f.add("POST /organizations/{org}/settings/apps/new", f.newAppFromManifest, ro{open: true})
 
 	f.add("GET /rate_limit", f.getRateLimit, ro{open: true})
 	f.add("GET /user", f.getAuthUser, ro{})
