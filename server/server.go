@@ -266,17 +266,6 @@ func deliveryAttrs(d bot.Delivery) []any {
 	return a
 }
 
-// webhookEnvelope is the part of a payload the server routes on.
-type webhookEnvelope struct {
-	Action       string `json:"action"`
-	Installation *struct {
-		ID int64 `json:"id"`
-	} `json:"installation"`
-	Repository *struct {
-		FullName string `json:"full_name"`
-	} `json:"repository"`
-}
-
 func (s *Server) handleWebhook(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	status := http.StatusAccepted
@@ -348,20 +337,11 @@ func (s *Server) handleWebhook(w http.ResponseWriter, r *http.Request) {
 		fail(http.StatusBadRequest, "form body without a payload field")
 		return
 	}
-	var env webhookEnvelope
-	if err := json.Unmarshal(payload, &env); err != nil {
+	// Decoded once: the bot routes and handles the same decoded payload.
+	d, err := bot.ParseDelivery(bot.Delivery{ID: r.Header.Get(headerDelivery), Event: event, Payload: payload, Received: start})
+	if err != nil {
 		fail(http.StatusBadRequest, "malformed JSON payload", "err", err)
 		return
-	}
-	d := bot.Delivery{
-		ID: r.Header.Get(headerDelivery), Event: event, Action: env.Action,
-		Payload: payload, Received: start,
-	}
-	if env.Installation != nil {
-		d.Installation = env.Installation.ID
-	}
-	if env.Repository != nil {
-		d.Repo = env.Repository.FullName
 	}
 	if d.ID != "" && !s.seen.reserve(d.ID) {
 		s.metrics.event(d.Event, OutcomeDuplicate)
