@@ -1,0 +1,683 @@
+// Tests of the release path of the Action: scripts/fetch-release.sh against a
+// fake release served over HTTP, and the agreement between .goreleaser.yaml
+// (what a release publishes), the script (what it downloads) and action.yml
+// (how the job uses it). Offline: the release is generated here.
+package scripts_test
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"text/template"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"gopkg.in/yaml.v3"
+)
+
+const (
+	repoRoot    = ".."
+	scriptPath  = "fetch-release.sh"
+	actionRepo  = "bazinga-bot/bazinga"
+	releasePath = "/" + actionRepo + "/releases/download"
+)
+
+// Exit statuses of fetch-release.sh (see its header).
+const (
+	exitInstalled = 0
+	exitError     = 1
+	exitUsage     = 2
+	exitFallback  = 3
+)
+
+// goreleaserConfig is the part of .goreleaser.yaml the action depends on.
+type goreleaserConfig struct {
+	Version     int    `yaml:"version"`
+	ProjectName string `yaml:"project_name"`
+	Builds      []struct {
+		ID      string   `yaml:"id"`
+		Main    string   `yaml:"main"`
+		Binary  string   `yaml:"binary"`
+		Env     []string `yaml:"env"`
+		Flags   []string `yaml:"flags"`
+		Ldflags []string `yaml:"ldflags"`
+		Goos    []string `yaml:"goos"`
+		Goarch  []string `yaml:"goarch"`
+	} `yaml:"builds"`
+	Archives []struct {
+		ID           string   `yaml:"id"`
+		IDs          []string `yaml:"ids"`
+		Formats      []string `yaml:"formats"`
+		NameTemplate string   `yaml:"name_template"`
+	} `yaml:"archives"`
+	Checksum struct {
+		NameTemplate string `yaml:"name_template"`
+		Algorithm    string `yaml:"algorithm"`
+	} `yaml:"checksum"`
+}
+
+func loadGoreleaser(t testing.TB) goreleaserConfig {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(repoRoot, ".goreleaser.yaml"))
+	require.NoError(t, err)
+	var cfg goreleaserConfig
+	require.NoError(t, yaml.Unmarshal(raw, &cfg), ".goreleaser.yaml")
+	require.Len(t, cfg.Builds, 1, "one build: the bazinga binary")
+	require.Len(t, cfg.Archives, 1, "one archive per platform")
+	return cfg
+}
+
+// render executes a GoReleaser name template the way GoReleaser does (Go
+// text/template over the release's fields) for one platform.
+func render(t testing.TB, name, tmpl, version, goos, goarch string) string {
+	t.Helper()
+	tp, err := template.New(name).Option("missingkey=error").Parse(tmpl)
+	require.NoError(t, err, "%s: %q", name, tmpl)
+	var b strings.Builder
+	require.NoError(t, tp.Execute(&b, struct{ ProjectName, Version, Os, Arch string }{"bazinga", version, goos, goarch}),
+		"%s: %q uses a field or function this test does not model; extend render and fetch-release.sh together", name, tmpl)
+	return b.String()
+}
+
+// archiveName and checksumsName are the asset names GoReleaser publishes.
+func archiveName(t testing.TB, cfg goreleaserConfig, version, goos, goarch string) string {
+	t.Helper()
+	return render(t, "archive", cfg.Archives[0].NameTemplate, version, goos, goarch) + "." + cfg.Archives[0].Formats[0]
+}
+
+func checksumsName(t testing.TB, cfg goreleaserConfig, version string) string {
+	t.Helper()
+	return render(t, "checksum", cfg.Checksum.NameTemplate, version, "", "")
+}
+
+type platform struct{ goos, goarch, runnerOS, runnerArch string }
+
+var platforms = []platform{
+	{"linux", "amd64", "Linux", "X64"},
+	{"linux", "arm64", "Linux", "ARM64"},
+	{"darwin", "amd64", "macOS", "X64"},
+	{"darwin", "arm64", "macOS", "ARM64"},
+}
+
+// fakeBinary stands in for bazinga: a shell script (so every platform's runs
+// here) that answers `version` and says which platform it was built for.
+func fakeBinary(says, goos, goarch string) []byte {
+	return fmt.Appendf(nil, "#!/bin/sh\n# fake bazinga for %s/%s\necho '%s'\n", goos, goarch, says)
+}
+
+func tarGz(t testing.TB, files map[string][]byte) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	gz := gzip.NewWriter(&buf)
+	tw := tar.NewWriter(gz)
+	names := make([]string, 0, len(files))
+	for n := range files {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		require.NoError(t, tw.WriteHeader(&tar.Header{Name: n, Mode: 0o755, Size: int64(len(files[n])), Typeflag: tar.TypeReg}))
+		_, err := tw.Write(files[n])
+		require.NoError(t, err)
+	}
+	require.NoError(t, tw.Close())
+	require.NoError(t, gz.Close())
+	return buf.Bytes()
+}
+
+// release is a fake GitHub release on disk: <root>/<owner>/<name>/releases/download/<tag>/<asset>.
+type release struct {
+	dir       string            // the tag's directory
+	binaries  map[string][]byte // archive name → the binary in it
+	checksums string            // checksums file name
+}
+
+// makeRelease publishes archives for plats and a sha256 checksums file, as
+// GoReleaser would for tag, under root. binaryVersion is what the binaries say.
+func makeRelease(t testing.TB, cfg goreleaserConfig, root, tag, binaryVersion string, plats []platform) release {
+	t.Helper()
+	version := strings.TrimPrefix(tag, "v")
+	r := release{dir: filepath.Join(root, filepath.FromSlash(releasePath), tag), binaries: map[string][]byte{}}
+	require.NoError(t, os.MkdirAll(r.dir, 0o755))
+	var sums []string
+	for _, p := range plats {
+		name := archiveName(t, cfg, version, p.goos, p.goarch)
+		bin := fakeBinary("bazinga "+binaryVersion, p.goos, p.goarch)
+		data := tarGz(t, map[string][]byte{cfg.Builds[0].Binary: bin, "README.md": []byte("# bazinga\n")})
+		require.NoError(t, os.WriteFile(filepath.Join(r.dir, name), data, 0o644))
+		sum := sha256.Sum256(data)
+		sums = append(sums, hex.EncodeToString(sum[:])+"  "+name)
+		r.binaries[name] = bin
+	}
+	sort.Strings(sums)
+	r.checksums = checksumsName(t, cfg, version)
+	require.NoError(t, os.WriteFile(filepath.Join(r.dir, r.checksums), []byte(strings.Join(sums, "\n")+"\n"), 0o644))
+	return r
+}
+
+// server serves root and records the paths asked for.
+type server struct {
+	*httptest.Server
+	mu    sync.Mutex
+	paths []string
+}
+
+func serve(t testing.TB, root string) *server {
+	t.Helper()
+	s := &server{}
+	files := http.FileServer(http.Dir(root))
+	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		s.paths = append(s.paths, r.URL.Path)
+		s.mu.Unlock()
+		files.ServeHTTP(w, r)
+	}))
+	t.Cleanup(s.Close)
+	return s
+}
+
+func (s *server) requested() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.paths...)
+}
+
+func requireTools(t testing.TB) {
+	t.Helper()
+	for _, tool := range []string{"sh", "bash", "curl", "tar"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s is not installed: fetch-release.sh needs sh, curl and tar (every GitHub runner has them)", tool)
+		}
+	}
+}
+
+// runResult is one run of a shell script.
+type runResult struct {
+	code           int
+	stdout, stderr string
+}
+
+// runShell runs argv with exactly env (plus PATH, HOME and a private TMPDIR),
+// so nothing of the machine's own Actions environment leaks in.
+func runShell(t testing.TB, dir string, env map[string]string, argv ...string) runResult {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Dir = dir
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "TMPDIR=" + t.TempDir()}
+	for k, v := range env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	var exitErr *exec.ExitError
+	code := 0
+	if errors.As(err, &exitErr) {
+		code = exitErr.ExitCode()
+	} else {
+		require.NoError(t, err, "running %v", argv)
+	}
+	return runResult{code: code, stdout: stdout.String(), stderr: stderr.String()}
+}
+
+func fetch(t testing.TB, env map[string]string, dest string) runResult {
+	t.Helper()
+	return runShell(t, ".", env, "sh", scriptPath, dest)
+}
+
+// baseEnv is a runner on p using the action at ref, downloading from srv.
+func baseEnv(srv *server, ref string, p platform) map[string]string {
+	return map[string]string{
+		"BAZINGA_ACTION_REF":        ref,
+		"BAZINGA_ACTION_REPOSITORY": actionRepo,
+		"BAZINGA_RELEASE_BASE_URL":  srv.URL + releasePath,
+		"RUNNER_OS":                 p.runnerOS,
+		"RUNNER_ARCH":               p.runnerArch,
+	}
+}
+
+func TestFetchReleaseChoosesTheRunnersAssetAndVerifiesIt(t *testing.T) {
+	t.Parallel()
+	requireTools(t)
+	cfg := loadGoreleaser(t)
+	root := t.TempDir()
+	rel := makeRelease(t, cfg, root, "v1.2.3", "1.2.3", platforms)
+	// Another release beside it: the script must take the one of its ref.
+	makeRelease(t, cfg, root, "v1.2.4", "1.2.4", platforms)
+	srv := serve(t, root)
+
+	for _, p := range platforms {
+		t.Run(p.runnerOS+"/"+p.runnerArch, func(t *testing.T) {
+			srv.mu.Lock()
+			srv.paths = nil
+			srv.mu.Unlock()
+			dest := filepath.Join(t.TempDir(), "bin", "bazinga")
+			res := fetch(t, baseEnv(srv, "v1.2.3", p), dest)
+			require.Equal(t, exitInstalled, res.code, "stderr: %s", res.stderr)
+
+			archive := archiveName(t, cfg, "1.2.3", p.goos, p.goarch)
+			got, err := os.ReadFile(dest)
+			require.NoError(t, err)
+			assert.Equal(t, string(rel.binaries[archive]), string(got), "installed the %s/%s binary", p.goos, p.goarch)
+			info, err := os.Stat(dest)
+			require.NoError(t, err)
+			assert.NotZero(t, info.Mode().Perm()&0o100, "executable")
+			assert.Contains(t, res.stderr, "sha256")
+			assert.Contains(t, res.stderr, "verified")
+			// Exactly the names GoReleaser publishes: the checksums file, then the archive.
+			assert.Equal(t, []string{releasePath + "/v1.2.3/" + rel.checksums, releasePath + "/v1.2.3/" + archive}, srv.requested())
+		})
+	}
+}
+
+func TestFetchReleaseDefaultURLIsTheActionRepositorysReleases(t *testing.T) {
+	t.Parallel()
+	requireTools(t)
+	cfg := loadGoreleaser(t)
+	root := t.TempDir()
+	makeRelease(t, cfg, root, "v2.0.0", "2.0.0", platforms[:1])
+	srv := serve(t, root)
+	env := baseEnv(srv, "v2.0.0", platforms[0])
+	delete(env, "BAZINGA_RELEASE_BASE_URL")
+	env["GITHUB_SERVER_URL"] = srv.URL // a GitHub Enterprise server, say
+	dest := filepath.Join(t.TempDir(), "bazinga")
+
+	res := fetch(t, env, dest)
+	require.Equal(t, exitInstalled, res.code, "stderr: %s", res.stderr)
+	assert.FileExists(t, dest)
+	assert.Contains(t, res.stderr, srv.URL+releasePath+"/v2.0.0/")
+}
+
+func TestFetchReleaseUnameOutsideActions(t *testing.T) {
+	t.Parallel()
+	requireTools(t)
+	var here *platform
+	for i, p := range platforms {
+		if p.goos == runtime.GOOS && p.goarch == runtime.GOARCH {
+			here = &platforms[i]
+		}
+	}
+	if here == nil {
+		t.Skipf("no release is published for %s/%s", runtime.GOOS, runtime.GOARCH)
+	}
+	cfg := loadGoreleaser(t)
+	root := t.TempDir()
+	rel := makeRelease(t, cfg, root, "v1.0.0", "1.0.0", platforms)
+	srv := serve(t, root)
+	env := baseEnv(srv, "v1.0.0", *here)
+	delete(env, "RUNNER_OS")
+	delete(env, "RUNNER_ARCH")
+	dest := filepath.Join(t.TempDir(), "bazinga")
+
+	res := fetch(t, env, dest)
+	require.Equal(t, exitInstalled, res.code, "stderr: %s", res.stderr)
+	got, err := os.ReadFile(dest)
+	require.NoError(t, err)
+	assert.Equal(t, string(rel.binaries[archiveName(t, cfg, "1.0.0", here.goos, here.goarch)]), string(got))
+}
+
+func TestFetchReleaseFallsBackWhenNoReleaseApplies(t *testing.T) {
+	t.Parallel()
+	requireTools(t)
+	cfg := loadGoreleaser(t)
+	root := t.TempDir()
+	// v1.2.3 exists for Linux only; its archive for arm64 was never uploaded
+	// though the checksums list it (an upload cut short).
+	rel := makeRelease(t, cfg, root, "v1.2.3", "1.2.3", platforms[:2])
+	require.NoError(t, os.Remove(filepath.Join(rel.dir, archiveName(t, cfg, "1.2.3", "linux", "arm64"))))
+	srv := serve(t, root)
+	closed := httptest.NewServer(http.NotFoundHandler())
+	closedURL := closed.URL
+	closed.Close()
+
+	linux, mac := platforms[0], platforms[3]
+	tests := []struct {
+		name     string
+		env      func() map[string]string
+		stderr   string
+		noAccess bool // decided without asking the server
+	}{
+		{"a branch ref", func() map[string]string { return baseEnv(srv, "main", linux) }, "'main' is not a release tag", true},
+		{"a sha ref", func() map[string]string { return baseEnv(srv, "3f1c2a9e8b7d6c5f4e3d2c1b0a9f8e7d6c5b4a39", linux) }, "is not a release tag", true},
+		{"a moving major tag", func() map[string]string { return baseEnv(srv, "v1", linux) }, "'v1' is not a release tag", true},
+		{"no ref (a local action, uses: ./)", func() map[string]string { return baseEnv(srv, "", linux) }, "ref is unknown", true},
+		{"no release for the tag (a fork)", func() map[string]string { return baseEnv(srv, "v9.9.9", linux) }, "no release v9.9.9", false},
+		{"the release has no asset for the platform", func() map[string]string { return baseEnv(srv, "v1.2.3", mac) }, "lists no bazinga_1.2.3_darwin_arm64.tar.gz", false},
+		{"the archive is missing", func() map[string]string { return baseEnv(srv, "v1.2.3", platforms[1]) }, "HTTP 404", false},
+		{"Windows", func() map[string]string {
+			return baseEnv(srv, "v1.2.3", platform{runnerOS: "Windows", runnerArch: "X64"})
+		}, "no prebuilt release for OS 'Windows'", true},
+		{"32-bit ARM", func() map[string]string {
+			return baseEnv(srv, "v1.2.3", platform{runnerOS: "Linux", runnerArch: "ARM"})
+		}, "no prebuilt release for architecture 'ARM'", true},
+		{"the download fails", func() map[string]string {
+			env := baseEnv(srv, "v1.2.3", linux)
+			env["BAZINGA_RELEASE_BASE_URL"] = closedURL + releasePath
+			return env
+		}, "failed (curl exit", true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			before := len(srv.requested())
+			dest := filepath.Join(t.TempDir(), "bazinga")
+			res := fetch(t, tc.env(), dest)
+			assert.Equal(t, exitFallback, res.code, "stderr: %s", res.stderr)
+			assert.Contains(t, res.stderr, tc.stderr)
+			assert.Contains(t, res.stderr, "building bazinga from source")
+			assert.NoFileExists(t, dest)
+			if tc.noAccess {
+				assert.Len(t, srv.requested(), before, "decided without a download")
+			}
+		})
+	}
+}
+
+func TestFetchReleaseRefusesAWrongRelease(t *testing.T) {
+	t.Parallel()
+	requireTools(t)
+	cfg := loadGoreleaser(t)
+	linux := platforms[0]
+	archive := archiveName(t, cfg, "1.2.3", linux.goos, linux.goarch)
+
+	tests := []struct {
+		name   string
+		spoil  func(t *testing.T, root string, rel release)
+		stderr []string
+	}{
+		{"the archive does not match its checksum", func(t *testing.T, root string, rel release) {
+			evil := tarGz(t, map[string][]byte{"bazinga": fakeBinary("bazinga 1.2.3", "evil", "evil")})
+			require.NoError(t, os.WriteFile(filepath.Join(rel.dir, archive), evil, 0o644))
+		}, []string{"checksum mismatch for " + archive, "refusing to run it"}},
+		{"the checksum is malformed", func(t *testing.T, root string, rel release) {
+			require.NoError(t, os.WriteFile(filepath.Join(rel.dir, rel.checksums), []byte("xyz  "+archive+"\n"), 0o644))
+		}, []string{"malformed sha256"}},
+		{"the binary is another version's", func(t *testing.T, root string, rel release) {
+			// Re-publish consistently (matching checksum) with a binary of 1.2.4.
+			makeRelease(t, cfg, root, "v1.2.3", "1.2.4", platforms)
+		}, []string{"says 'bazinga 1.2.4', want 'bazinga 1.2.3'"}},
+		{"the archive has no binary", func(t *testing.T, root string, rel release) {
+			data := tarGz(t, map[string][]byte{"README.md": []byte("hi\n")})
+			require.NoError(t, os.WriteFile(filepath.Join(rel.dir, archive), data, 0o644))
+			sum := sha256.Sum256(data)
+			require.NoError(t, os.WriteFile(filepath.Join(rel.dir, rel.checksums), []byte(hex.EncodeToString(sum[:])+"  "+archive+"\n"), 0o644))
+		}, []string{"has no bazinga binary"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			rel := makeRelease(t, cfg, root, "v1.2.3", "1.2.3", platforms)
+			tc.spoil(t, root, rel)
+			srv := serve(t, root)
+			dest := filepath.Join(t.TempDir(), "bazinga")
+			env := baseEnv(srv, "v1.2.3", linux)
+			env["GITHUB_ACTIONS"] = "true"
+
+			res := fetch(t, env, dest)
+			assert.Equal(t, exitError, res.code, "a wrong release is an error, never a fallback; stderr: %s", res.stderr)
+			assert.Contains(t, res.stderr, "::error title=bazinga binary::")
+			for _, s := range tc.stderr {
+				assert.Contains(t, res.stderr, s)
+			}
+			assert.NotContains(t, res.stderr, "building bazinga from source")
+			assert.NoFileExists(t, dest)
+		})
+	}
+}
+
+func TestFetchReleaseUsage(t *testing.T) {
+	t.Parallel()
+	requireTools(t)
+	res := fetch(t, nil, "")
+	assert.Equal(t, exitUsage, res.code)
+	assert.Contains(t, res.stderr, "usage: fetch-release.sh DEST")
+}
+
+// actionStep is one step of action.yml's composite run.
+type actionStep struct {
+	ID               string            `yaml:"id"`
+	Name             string            `yaml:"name"`
+	If               string            `yaml:"if"`
+	Uses             string            `yaml:"uses"`
+	Run              string            `yaml:"run"`
+	Shell            string            `yaml:"shell"`
+	WorkingDirectory string            `yaml:"working-directory"`
+	Env              map[string]string `yaml:"env"`
+}
+
+type actionFile struct {
+	Inputs map[string]any `yaml:"inputs"`
+	Runs   struct {
+		Using string       `yaml:"using"`
+		Steps []actionStep `yaml:"steps"`
+	} `yaml:"runs"`
+}
+
+func loadAction(t testing.TB) actionFile {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(repoRoot, "action.yml"))
+	require.NoError(t, err)
+	var a actionFile
+	require.NoError(t, yaml.Unmarshal(raw, &a), "action.yml")
+	return a
+}
+
+func TestActionObtainsTheBinaryFromTheReleaseOrBuildsIt(t *testing.T) {
+	t.Parallel()
+	a := loadAction(t)
+	require.Equal(t, "composite", a.Runs.Using, "composite, so the agent CLI of earlier steps is on PATH")
+	inputs := make([]string, 0, len(a.Inputs))
+	for k := range a.Inputs {
+		inputs = append(inputs, k)
+	}
+	sort.Strings(inputs)
+	assert.Equal(t, []string{"agent-command", "command", "config", "github-token", "step", "working-directory"}, inputs)
+
+	steps := a.Runs.Steps
+	require.GreaterOrEqual(t, len(steps), 4)
+	fetchStep := steps[0]
+	assert.Equal(t, "binary", fetchStep.ID, "the binary is fetched first")
+	assert.Contains(t, fetchStep.Run, "scripts/"+scriptPath)
+	assert.Equal(t, "${{ github.action_path }}", fetchStep.WorkingDirectory)
+	assert.Equal(t, "${{ github.action_ref }}", fetchStep.Env["BAZINGA_ACTION_REF"])
+	assert.Equal(t, "${{ github.action_repository }}", fetchStep.Env["BAZINGA_ACTION_REPOSITORY"])
+
+	// Go is set up and bazinga built only on the fallback path.
+	var setupGo, build, run *actionStep
+	for i := range steps {
+		s := &steps[i]
+		switch {
+		case strings.HasPrefix(s.Uses, "actions/setup-go@"):
+			setupGo = s
+		case strings.Contains(s.Run, "go build"):
+			build = s
+		case s.ID == "run":
+			run = s
+		}
+	}
+	require.NotNil(t, setupGo, "setup-go for the fallback")
+	require.NotNil(t, build, "go build for the fallback")
+	require.NotNil(t, run, "the bazinga step")
+	const onBuild = "steps.binary.outputs.source == 'build'"
+	assert.Equal(t, onBuild, setupGo.If)
+	assert.Equal(t, onBuild, build.If)
+	assert.Empty(t, run.If, "bazinga runs whichever way it was obtained")
+	assert.Contains(t, build.Run, "./cmd/"+loadGoreleaser(t).Builds[0].Binary)
+
+	// All three agree on where the binary is.
+	const bin = `"$RUNNER_TEMP/bazinga"`
+	assert.Contains(t, fetchStep.Run, bin)
+	assert.Contains(t, build.Run, "-o "+bin)
+	assert.Contains(t, run.Run, bin+" action")
+}
+
+// TestActionFetchStep runs action.yml's own fetch step script (as the runner
+// would, with bash) and checks how it maps the script's outcome to the step's
+// output and status.
+func TestActionFetchStep(t *testing.T) {
+	t.Parallel()
+	requireTools(t)
+	cfg := loadGoreleaser(t)
+	a := loadAction(t)
+	fetchStep := a.Runs.Steps[0]
+	require.Equal(t, "bash", fetchStep.Shell)
+	root := t.TempDir()
+	rel := makeRelease(t, cfg, root, "v1.2.3", "1.2.3", platforms)
+	srv := serve(t, root)
+
+	tests := []struct {
+		name   string
+		ref    string
+		spoil  bool
+		code   int
+		output string
+		binary bool
+	}{
+		{"a release", "v1.2.3", false, 0, "source=release\n", true},
+		{"a branch", "main", false, 0, "source=build\n", false},
+		{"a mismatch", "v1.2.3", true, exitError, "", false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.spoil {
+				evil := tarGz(t, map[string][]byte{"bazinga": fakeBinary("bazinga 1.2.3", "x", "y")})
+				require.NoError(t, os.WriteFile(filepath.Join(rel.dir, archiveName(t, cfg, "1.2.3", "linux", "amd64")), evil, 0o644))
+			}
+			runnerTemp := t.TempDir()
+			output := filepath.Join(t.TempDir(), "github_output")
+			require.NoError(t, os.WriteFile(output, nil, 0o644))
+			env := baseEnv(srv, tc.ref, platforms[0])
+			env["RUNNER_TEMP"] = runnerTemp
+			env["GITHUB_OUTPUT"] = output
+			script := filepath.Join(t.TempDir(), "step.sh")
+			require.NoError(t, os.WriteFile(script, []byte(fetchStep.Run), 0o644))
+
+			// The runner runs a bash step as bash --noprofile --norc -eo pipefail FILE.
+			res := runShell(t, repoRoot, env, "bash", "--noprofile", "--norc", "-eo", "pipefail", script)
+			assert.Equal(t, tc.code, res.code, "stderr: %s", res.stderr)
+			out, err := os.ReadFile(output)
+			require.NoError(t, err)
+			assert.Equal(t, tc.output, string(out))
+			if tc.binary {
+				assert.FileExists(t, filepath.Join(runnerTemp, "bazinga"))
+			} else {
+				assert.NoFileExists(t, filepath.Join(runnerTemp, "bazinga"))
+			}
+		})
+	}
+}
+
+func TestGoreleaserBuildsWhatTheActionExpects(t *testing.T) {
+	t.Parallel()
+	cfg := loadGoreleaser(t)
+	assert.Equal(t, 2, cfg.Version, "GoReleaser v2 schema")
+	assert.Equal(t, "bazinga", cfg.ProjectName)
+	b := cfg.Builds[0]
+	assert.Equal(t, "./cmd/bazinga", b.Main)
+	assert.Equal(t, "bazinga", b.Binary)
+	assert.Contains(t, b.Env, "CGO_ENABLED=0", "static binaries")
+	assert.Contains(t, b.Flags, "-trimpath")
+	require.Len(t, b.Ldflags, 1)
+	assert.Regexp(t, regexp.MustCompile(`-X main\.version=\{\{ ?\.Version ?\}\}`), b.Ldflags[0])
+	assert.ElementsMatch(t, []string{"linux", "darwin"}, b.Goos)
+	assert.ElementsMatch(t, []string{"amd64", "arm64"}, b.Goarch)
+
+	ar := cfg.Archives[0]
+	assert.Equal(t, []string{"tar.gz"}, ar.Formats, "fetch-release.sh extracts with tar -xz")
+	assert.Equal(t, []string{b.ID}, ar.IDs)
+	assert.Equal(t, "sha256", cfg.Checksum.Algorithm, "fetch-release.sh verifies sha256")
+
+	// The names fetch-release.sh computes (the fetch tests serve these).
+	assert.Equal(t, "bazinga_1.2.3_linux_amd64.tar.gz", archiveName(t, cfg, "1.2.3", "linux", "amd64"))
+	assert.Equal(t, "bazinga_1.2.3-rc.1_darwin_arm64.tar.gz", archiveName(t, cfg, "1.2.3-rc.1", "darwin", "arm64"))
+	assert.Equal(t, "bazinga_1.2.3_checksums.txt", checksumsName(t, cfg, "1.2.3"))
+
+	// The ldflag stamps a variable that exists: main.version in cmd/bazinga.
+	fset := token.NewFileSet()
+	pkgDir := filepath.Join(repoRoot, filepath.FromSlash(b.Main))
+	entries, err := os.ReadDir(pkgDir)
+	require.NoError(t, err)
+	found := false
+	for _, e := range entries {
+		if !strings.HasSuffix(e.Name(), ".go") || strings.HasSuffix(e.Name(), "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, filepath.Join(pkgDir, e.Name()), nil, 0)
+		require.NoError(t, err)
+		if f.Name.Name != "main" {
+			continue
+		}
+		for _, d := range f.Decls {
+			g, ok := d.(*ast.GenDecl)
+			if !ok || g.Tok != token.VAR {
+				continue
+			}
+			for _, s := range g.Specs {
+				for _, n := range s.(*ast.ValueSpec).Names {
+					found = found || n.Name == "version"
+				}
+			}
+		}
+	}
+	assert.True(t, found, "package main of %s declares var version (set by -X main.version)", b.Main)
+}
+
+func TestReleaseWorkflow(t *testing.T) {
+	t.Parallel()
+	raw, err := os.ReadFile(filepath.Join(repoRoot, ".github", "workflows", "release.yml"))
+	require.NoError(t, err)
+	var wf struct {
+		On struct {
+			Push struct {
+				Tags []string `yaml:"tags"`
+			} `yaml:"push"`
+		} `yaml:"on"`
+		Permissions map[string]string `yaml:"permissions"`
+		Jobs        map[string]struct {
+			Permissions map[string]string `yaml:"permissions"`
+			Steps       []struct {
+				Uses string            `yaml:"uses"`
+				With map[string]string `yaml:"with"`
+				Env  map[string]string `yaml:"env"`
+			} `yaml:"steps"`
+		} `yaml:"jobs"`
+	}
+	require.NoError(t, yaml.Unmarshal(raw, &wf), "release.yml")
+	assert.Equal(t, []string{"v*"}, wf.On.Push.Tags, "runs for version tags")
+	assert.Equal(t, map[string]string{"contents": "write"}, wf.Permissions, "contents: write and nothing else")
+	found := false
+	for name, job := range wf.Jobs {
+		assert.Empty(t, job.Permissions, "job %s widens no permission", name)
+		for _, s := range job.Steps {
+			if !strings.HasPrefix(s.Uses, "goreleaser/goreleaser-action@") {
+				continue
+			}
+			found = true
+			assert.Regexp(t, `^v2\.\d+\.\d+$`, s.With["version"], "a pinned GoReleaser v2")
+			assert.Contains(t, s.With["args"], "release")
+			assert.Equal(t, "${{ secrets.GITHUB_TOKEN }}", s.Env["GITHUB_TOKEN"])
+		}
+	}
+	assert.True(t, found, "a job runs goreleaser-action")
+}
