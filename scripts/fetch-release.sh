@@ -131,7 +131,9 @@ mkdir "$tmp/x" && tar -xzf "$tmp/$archive" -C "$tmp/x" "$project" 2>"$tmp/tar.er
 chmod 0755 "$tmp/x/$project"
 # The checksum proves the bytes are the release's; the version proves the
 # release is the one for this ref (a mislabelled upload must not run).
-said=$("$tmp/x/$project" version 2>&1 | head -n 1)
+out=$("$tmp/x/$project" version 2>&1) ||
+	fail "release $ref: the $goos/$goarch binary of $archive (checksum verified) does not run here: $out"
+said=$(printf '%s\n' "$out" | head -n 1)
 [ "$said" = "$project $version" ] ||
 	fail "release $ref: $archive (checksum verified) holds a binary that says '$said', want '$project $version'"
 

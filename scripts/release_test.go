@@ -175,6 +175,16 @@ func makeRelease(t testing.TB, cfg goreleaserConfig, root, tag, binaryVersion st
 	return r
 }
 
+// republish replaces archive in rel with one holding files, and the checksums
+// file with one that lists it correctly: a consistent but wrong release.
+func republish(t testing.TB, rel release, archive string, files map[string][]byte) {
+	t.Helper()
+	data := tarGz(t, files)
+	require.NoError(t, os.WriteFile(filepath.Join(rel.dir, archive), data, 0o644))
+	sum := sha256.Sum256(data)
+	require.NoError(t, os.WriteFile(filepath.Join(rel.dir, rel.checksums), []byte(hex.EncodeToString(sum[:])+"  "+archive+"\n"), 0o644))
+}
+
 // server serves root and records the paths asked for.
 type server struct {
 	*httptest.Server
@@ -418,11 +428,11 @@ func TestFetchReleaseRefusesAWrongRelease(t *testing.T) {
 			makeRelease(t, cfg, root, "v1.2.3", "1.2.4", platforms)
 		}, []string{"says 'bazinga 1.2.4', want 'bazinga 1.2.3'"}},
 		{"the archive has no binary", func(t *testing.T, root string, rel release) {
-			data := tarGz(t, map[string][]byte{"README.md": []byte("hi\n")})
-			require.NoError(t, os.WriteFile(filepath.Join(rel.dir, archive), data, 0o644))
-			sum := sha256.Sum256(data)
-			require.NoError(t, os.WriteFile(filepath.Join(rel.dir, rel.checksums), []byte(hex.EncodeToString(sum[:])+"  "+archive+"\n"), 0o644))
+			republish(t, rel, archive, map[string][]byte{"README.md": []byte("hi\n")})
 		}, []string{"has no bazinga binary"}},
+		{"the binary does not run", func(t *testing.T, root string, rel release) {
+			republish(t, rel, archive, map[string][]byte{"bazinga": []byte("#!/bin/sh\necho 'cannot execute binary file' >&2\nexit 126\n")})
+		}, []string{"the linux/amd64 binary of " + archive + " (checksum verified) does not run here: cannot execute binary file"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
