@@ -263,6 +263,7 @@ func baseEnv(srv *server, ref string, p platform) map[string]string {
 		"BAZINGA_ACTION_REF":        ref,
 		"BAZINGA_ACTION_REPOSITORY": actionRepo,
 		"BAZINGA_RELEASE_BASE_URL":  srv.URL + releasePath,
+		"GITHUB_SERVER_URL":         srv.URL, // tags are listed here: never the real GitHub
 		"RUNNER_OS":                 p.runnerOS,
 		"RUNNER_ARCH":               p.runnerArch,
 	}
@@ -370,8 +371,11 @@ func TestFetchReleaseFallsBackWhenNoReleaseApplies(t *testing.T) {
 		noAccess bool // decided without asking the server
 	}{
 		{"a branch ref", func() map[string]string { return baseEnv(srv, "main", linux) }, "'main' is not a release tag", true},
-		{"a sha ref", func() map[string]string { return baseEnv(srv, "3f1c2a9e8b7d6c5f4e3d2c1b0a9f8e7d6c5b4a39", linux) }, "is not a release tag", true},
-		{"a moving major tag", func() map[string]string { return baseEnv(srv, "v1", linux) }, "'v1' is not a release tag", true},
+		{"a branch that looks like a version", func() map[string]string { return baseEnv(srv, "v1-fixes", linux) }, "'v1-fixes' is not a release tag", true},
+		{"a short sha", func() map[string]string { return baseEnv(srv, "3f1c2a9", linux) }, "'3f1c2a9' is not a release tag", true},
+		{"a sha when the tags cannot be listed", func() map[string]string {
+			return baseEnv(srv, "3f1c2a9e8b7d6c5f4e3d2c1b0a9f8e7d6c5b4a39", linux)
+		}, "cannot list the tags of bazinga-bot/bazinga to resolve '3f1c2a9e8b7d6c5f4e3d2c1b0a9f8e7d6c5b4a39'", false},
 		{"no ref (a local action, uses: ./)", func() map[string]string { return baseEnv(srv, "", linux) }, "ref is unknown", true},
 		{"no release for the tag (a fork)", func() map[string]string { return baseEnv(srv, "v9.9.9", linux) }, "no release v9.9.9", false},
 		{"the release has no asset for the platform", func() map[string]string { return baseEnv(srv, "v1.2.3", mac) }, "lists no bazinga_1.2.3_darwin_arm64.tar.gz", false},
@@ -402,6 +406,111 @@ func TestFetchReleaseFallsBackWhenNoReleaseApplies(t *testing.T) {
 			}
 		})
 	}
+}
+
+// commitOf is a made-up commit id for a name.
+func commitOf(name string) string {
+	sum := sha256.Sum256([]byte("commit " + name))
+	return hex.EncodeToString(sum[:20])
+}
+
+// tagRef is one tag of the fake action repository.
+type tagRef struct {
+	name, commit string
+	annotated    bool // advertised as a tag object plus its peeled (^{}) commit
+}
+
+// writeRefs serves the repository's ref advertisement as git's smart HTTP
+// does (GET <repo>.git/info/refs?service=git-upload-pack, protocol v0
+// pkt-lines), with HEAD, a branch and tags.
+func writeRefs(t testing.TB, root string, tags []tagRef) {
+	t.Helper()
+	pkt := func(s string) string { return fmt.Sprintf("%04x%s", len(s)+4, s) }
+	var b strings.Builder
+	b.WriteString(pkt("# service=git-upload-pack\n") + "0000")
+	b.WriteString(pkt(commitOf("main") + " HEAD\x00multi_ack thin-pack side-band side-band-64k ofs-delta shallow no-progress include-tag symref=HEAD:refs/heads/main agent=git/github\n"))
+	b.WriteString(pkt(commitOf("main") + " refs/heads/main\n"))
+	for _, tg := range tags {
+		if tg.annotated {
+			b.WriteString(pkt(commitOf("tag object "+tg.name) + " refs/tags/" + tg.name + "\n"))
+			b.WriteString(pkt(tg.commit + " refs/tags/" + tg.name + "^{}\n"))
+		} else {
+			b.WriteString(pkt(tg.commit + " refs/tags/" + tg.name + "\n"))
+		}
+	}
+	b.WriteString("0000")
+	dir := filepath.Join(root, filepath.FromSlash(actionRepo)+".git", "info")
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "refs"), []byte(b.String()), 0o644))
+}
+
+func TestFetchReleaseResolvesMovingTagsAndShas(t *testing.T) {
+	t.Parallel()
+	requireTools(t)
+	cfg := loadGoreleaser(t)
+	root := t.TempDir()
+	a, b, c, d := commitOf("a"), commitOf("b"), commitOf("c"), commitOf("d")
+	rels := map[string]release{}
+	for _, tag := range []string{"v1.2.3", "v1.3.0-rc.1", "v1.3.0", "v2.0.0"} {
+		rels[tag] = makeRelease(t, cfg, root, tag, strings.TrimPrefix(tag, "v"), platforms)
+	}
+	writeRefs(t, root, []tagRef{
+		{"v1.2.3", a, true},
+		{"v1.2", a, true},
+		{"v1.3.0-rc.1", b, false},
+		{"v1.3.0", b, true},
+		{"v1", b, false},
+		{"v2.0.0", c, false},
+		{"v2", d, false}, // moved past the last release
+	})
+	srv := serve(t, root)
+	linux := platforms[0]
+	archive := func(tag string) string {
+		return archiveName(t, cfg, strings.TrimPrefix(tag, "v"), linux.goos, linux.goarch)
+	}
+
+	installs := []struct{ ref, release string }{
+		{"v1", "v1.3.0"}, // the final release, not the pre-release on the same commit
+		{"v1.2", "v1.2.3"},
+		{a, "v1.2.3"},
+		{strings.ToUpper(b), "v1.3.0"},
+		{c, "v2.0.0"},
+	}
+	for _, tc := range installs {
+		t.Run(tc.ref, func(t *testing.T) {
+			dest := filepath.Join(t.TempDir(), "bazinga")
+			res := fetch(t, baseEnv(srv, tc.ref, linux), dest)
+			require.Equal(t, exitInstalled, res.code, "stderr: %s", res.stderr)
+			assert.Contains(t, res.stderr, "the action's ref '"+tc.ref+"' is release "+tc.release)
+			got, err := os.ReadFile(dest)
+			require.NoError(t, err)
+			assert.Equal(t, string(rels[tc.release].binaries[archive(tc.release)]), string(got))
+		})
+	}
+
+	fallbacks := []struct{ ref, stderr string }{
+		{"v2", "no release tag (vX.Y.Z) of bazinga-bot/bazinga is at 'v2' (" + d + ")"},
+		{"v3", "bazinga-bot/bazinga has no tag 'v3'"},
+		{d, "no release tag (vX.Y.Z) of bazinga-bot/bazinga is at '" + d + "'"},
+		{commitOf("main"), "no release tag"},
+	}
+	for _, tc := range fallbacks {
+		t.Run(tc.ref, func(t *testing.T) {
+			dest := filepath.Join(t.TempDir(), "bazinga")
+			res := fetch(t, baseEnv(srv, tc.ref, linux), dest)
+			assert.Equal(t, exitFallback, res.code, "stderr: %s", res.stderr)
+			assert.Contains(t, res.stderr, tc.stderr)
+			assert.NoFileExists(t, dest)
+		})
+	}
+
+	t.Run("no repository to list the tags of", func(t *testing.T) {
+		env := baseEnv(srv, "v1", linux)
+		delete(env, "BAZINGA_ACTION_REPOSITORY")
+		res := fetch(t, env, filepath.Join(t.TempDir(), "bazinga"))
+		assert.Equal(t, exitFallback, res.code, "stderr: %s", res.stderr)
+		assert.Contains(t, res.stderr, "the action's repository is unknown")
+	})
 }
 
 func TestFetchReleaseRefusesAWrongRelease(t *testing.T) {
