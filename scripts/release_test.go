@@ -17,6 +17,7 @@ import (
 	"go/parser"
 	"go/token"
 	"net/http"
+	"net/http/cgi"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -511,6 +512,77 @@ func TestFetchReleaseResolvesMovingTagsAndShas(t *testing.T) {
 		assert.Equal(t, exitFallback, res.code, "stderr: %s", res.stderr)
 		assert.Contains(t, res.stderr, "the action's repository is unknown")
 	})
+}
+
+// TestFetchReleaseResolvesThroughGitHTTPBackend resolves refs against git's
+// own smart HTTP server (git http-backend, the protocol GitHub speaks), so the
+// parsing of the ref advertisement is checked on real bytes.
+func TestFetchReleaseResolvesThroughGitHTTPBackend(t *testing.T) {
+	t.Parallel()
+	requireTools(t)
+	gitPath, err := exec.LookPath("git")
+	if err != nil {
+		t.Skip("git is not installed: this test uses git http-backend as the server")
+	}
+	cfg := loadGoreleaser(t)
+	root := t.TempDir()
+	work := t.TempDir()
+	git := func(args ...string) string {
+		cmd := exec.Command(gitPath, args...)
+		cmd.Dir = work
+		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.invalid",
+			"GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.invalid", "GIT_CONFIG_NOSYSTEM=1", "HOME="+work)
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "git %v: %s", args, out)
+		return strings.TrimSpace(string(out))
+	}
+	git("init", "-q", "-b", "main")
+	require.NoError(t, os.WriteFile(filepath.Join(work, "f"), []byte("1\n"), 0o644))
+	git("add", "f")
+	git("commit", "-q", "-m", "one")
+	released := git("rev-parse", "HEAD")
+	git("tag", "-a", "-m", "v1.4.0", "v1.4.0") // annotated: advertised peeled
+	git("tag", "v1")                           // lightweight moving tag
+	require.NoError(t, os.WriteFile(filepath.Join(work, "f"), []byte("2\n"), 0o644))
+	git("commit", "-q", "-am", "two")
+	unreleased := git("rev-parse", "HEAD")
+	git("tag", "-a", "-m", "v2", "v2")
+	git("clone", "-q", "--bare", work, filepath.Join(root, filepath.FromSlash(actionRepo)+".git"))
+	rel := makeRelease(t, cfg, root, "v1.4.0", "1.4.0", platforms)
+
+	files := http.FileServer(http.Dir(root))
+	backend := &cgi.Handler{Path: gitPath, Args: []string{"http-backend"}, Dir: root,
+		Env: []string{"GIT_PROJECT_ROOT=" + root, "GIT_HTTP_EXPORT_ALL=1", "GIT_CONFIG_NOSYSTEM=1", "HOME=" + work}}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.Contains(r.URL.Path, ".git/") {
+			backend.ServeHTTP(w, r)
+			return
+		}
+		files.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	env := func(ref string) map[string]string {
+		return map[string]string{
+			"BAZINGA_ACTION_REF": ref, "BAZINGA_ACTION_REPOSITORY": actionRepo, "GITHUB_SERVER_URL": srv.URL,
+			"RUNNER_OS": "Linux", "RUNNER_ARCH": "X64",
+		}
+	}
+	want := string(rel.binaries[archiveName(t, cfg, "1.4.0", "linux", "amd64")])
+
+	for _, ref := range []string{"v1", released} {
+		dest := filepath.Join(t.TempDir(), "bazinga")
+		res := fetch(t, env(ref), dest)
+		require.Equal(t, exitInstalled, res.code, "ref %s; stderr: %s", ref, res.stderr)
+		assert.Contains(t, res.stderr, "is release v1.4.0 ("+released+")")
+		got, err := os.ReadFile(dest)
+		require.NoError(t, err)
+		assert.Equal(t, want, string(got))
+	}
+	for _, ref := range []string{"v2", unreleased} {
+		res := fetch(t, env(ref), filepath.Join(t.TempDir(), "bazinga"))
+		assert.Equal(t, exitFallback, res.code, "ref %s; stderr: %s", ref, res.stderr)
+		assert.Contains(t, res.stderr, "no release tag (vX.Y.Z) of "+actionRepo+" is at '"+ref+"' ("+unreleased+")")
+	}
 }
 
 func TestFetchReleaseRefusesAWrongRelease(t *testing.T) {
