@@ -226,6 +226,7 @@ func requireTools(t testing.TB) {
 type runResult struct {
 	code           int
 	stdout, stderr string
+	cpu            time.Duration // user+system of the script and the commands it waited for
 }
 
 // runShell runs argv with exactly env (plus PATH, HOME and a private TMPDIR),
@@ -250,7 +251,8 @@ func runShell(t testing.TB, dir string, env map[string]string, argv ...string) r
 	} else {
 		require.NoError(t, err, "running %v", argv)
 	}
-	return runResult{code: code, stdout: stdout.String(), stderr: stderr.String()}
+	return runResult{code: code, stdout: stdout.String(), stderr: stderr.String(),
+		cpu: cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()}
 }
 
 func fetch(t testing.TB, env map[string]string, dest string) runResult {
