@@ -862,7 +862,12 @@ func TestReleaseWorkflow(t *testing.T) {
 		} `yaml:"jobs"`
 	}
 	require.NoError(t, yaml.Unmarshal(raw, &wf), "release.yml")
-	assert.Equal(t, []string{"v*"}, wf.On.Push.Tags, "runs for version tags")
+	require.Len(t, wf.On.Push.Tags, 1)
+	// GitHub's filter pattern for the tags that are releases: v1.2.3, v1.2.3-rc.1, not v1.
+	filter := regexp.MustCompile("^" + strings.NewReplacer(".", `\.`, "*", ".*").Replace(wf.On.Push.Tags[0]) + "$")
+	for tag, release := range map[string]bool{"v1.2.3": true, "v10.0.1-rc.1": true, "v1": false, "v1.2": false, "main": false} {
+		assert.Equal(t, release, filter.MatchString(tag), "tag %s starts a release: %v", tag, release)
+	}
 	assert.Equal(t, map[string]string{"contents": "write"}, wf.Permissions, "contents: write and nothing else")
 	found := false
 	for name, job := range wf.Jobs {
@@ -875,6 +880,7 @@ func TestReleaseWorkflow(t *testing.T) {
 			assert.Regexp(t, `^v2\.\d+\.\d+$`, s.With["version"], "a pinned GoReleaser v2")
 			assert.Contains(t, s.With["args"], "release")
 			assert.Equal(t, "${{ secrets.GITHUB_TOKEN }}", s.Env["GITHUB_TOKEN"])
+			assert.Equal(t, "${{ github.ref_name }}", s.Env["GORELEASER_CURRENT_TAG"], "the pushed tag, not a moving tag at the same commit")
 		}
 	}
 	assert.True(t, found, "a job runs goreleaser-action")
