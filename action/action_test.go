@@ -38,12 +38,15 @@ type unit struct {
 	dir   string
 }
 
-func newUnit(t *testing.T) *unit {
+func newUnit(t *testing.T) *unit { return newUnitWith(t, e2eConfig) }
+
+// newUnitWith is newUnit with another .github/bazinga.yml.
+func newUnitWith(t *testing.T, config string) *unit {
 	t.Helper()
 	f := ghfake.Start(t, ghfake.Options{WebhookMode: ghfake.Sync})
 	repo, err := f.CreateRepo(e2eOwner, e2eName, "main")
 	require.NoError(t, err)
-	_, err = repo.Push(e2eOwner, "main", map[string]string{"README.md": "# widgets\n", "seed.txt": "ok\n", ".github/bazinga.yml": e2eConfig}, "Initial commit")
+	_, err = repo.Push(e2eOwner, "main", map[string]string{"README.md": "# widgets\n", "seed.txt": "ok\n", ".github/bazinga.yml": config}, "Initial commit")
 	require.NoError(t, err)
 	f.SetPermission("alice", "write")
 	f.AddToken(e2eBotTok, f.BotLogin(), ghfake.Bot)
