@@ -251,7 +251,11 @@ func readHandOver(dir string, policy gitops.PathPolicy) (HandOver, []gitops.NewF
 	files := make([]gitops.NewFile, 0, len(c.Files))
 	for i, f := range c.Files {
 		if err := policy.Check(f.Path); err != nil {
-			return h, nil, refuse("%v", err)
+			// A protected path may only take what the merged base commit
+			// has there; prepare checks that once it has fetched the base.
+			if !policy.IsProtected(f.Path) || c.MergeParent == "" {
+				return h, nil, refuse("%v", err)
+			}
 		}
 		if seen[f.Path] {
 			return h, nil, refuse("%q is named twice", f.Path)

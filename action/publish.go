@@ -268,6 +268,20 @@ func (p *publisher) prepare(ctx context.Context) error {
 			return refuse("the merge parent %s is not a commit of %s", short(mp), s.Base)
 		}
 		parents = append(parents, plumbing.NewHash(mp))
+		// Protected paths in the change must be exactly the base's (what the
+		// merge brought in), never the agent's.
+		for _, f := range p.files {
+			if !p.policy.IsProtected(f.Path) {
+				continue
+			}
+			ch := gitops.Change{Path: f.Path, Mode: f.Mode}
+			if f.Mode != gitops.ChangeDelete {
+				ch.Blob = gitops.BlobHash(f.Data)
+			}
+			if same, err := gitops.SameAs(repo, plumbing.NewHash(mp), ch); err != nil || !same {
+				return refuse("%v", p.policy.Check(f.Path))
+			}
+		}
 	}
 	msg := stepexec.CommitMessage(st, h.Result.Result) + "\n\nBazinga-Step: " + st.ID
 	commit, tree, err := gitops.CommitFiles(repo, p.files, gitops.CommitSpec{Parents: parents, Author: gitops.BotIdentity, Message: msg, When: p.j.d.Now()})

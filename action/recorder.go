@@ -53,7 +53,15 @@ func (r *recorder) Change(ctx context.Context, c stepexec.Change) error {
 	files := make([]HandOverFile, 0, len(changes))
 	for _, ch := range changes {
 		if err := r.policy.Check(ch.Path); err != nil {
-			return err
+			// What a merged base commit brings in (a maintainer's workflow
+			// or configuration change) is not the agent's.
+			same := false
+			if r.policy.IsProtected(ch.Path) && !c.MergeParent.IsZero() {
+				same, _ = gitops.SameAs(c.Repo, c.MergeParent, ch)
+			}
+			if !same {
+				return err
+			}
 		}
 		if ch.Size > MaxHandOverFileSize {
 			return fmt.Errorf("%w: %s is %d bytes, over the limit of %d", gitops.ErrForbiddenPath, ch.Path, ch.Size, MaxHandOverFileSize)

@@ -141,6 +141,47 @@ func (p PathPolicy) Check(name string) error {
 	return nil
 }
 
+// IsProtected reports whether a well-formed path is one the policy protects
+// (a workflow unless allowed, the configuration, a Protected path): a change
+// to it may only bring in what a merged base commit has there.
+func (p PathPolicy) IsProtected(name string) bool {
+	err := p.Check(name)
+	if err == nil {
+		return false
+	}
+	lower := strings.ToLower(name)
+	if errors.Is(err, ErrWorkflowChange) || lower == ConfigPath {
+		return true
+	}
+	for _, prot := range p.Protected {
+		if prot = strings.ToLower(strings.TrimPrefix(path.Clean("/"+prot), "/")); prot != "" && lower == prot {
+			return true
+		}
+	}
+	return false
+}
+
+// SameAs reports whether, in commit's tree, path has exactly the change's
+// result: the same mode and blob, or (ChangeDelete) no entry at all.
+func SameAs(repo *git.Repository, commit plumbing.Hash, ch Change) (bool, error) {
+	c, err := repo.CommitObject(commit)
+	if err != nil {
+		return false, fmt.Errorf("reading commit %s: %w", commit, err)
+	}
+	tree, err := c.Tree()
+	if err != nil {
+		return false, fmt.Errorf("reading the tree of %s: %w", commit, err)
+	}
+	e, err := tree.FindEntry(ch.Path)
+	if errors.Is(err, object.ErrEntryNotFound) || errors.Is(err, object.ErrDirectoryNotFound) {
+		return ch.Mode == ChangeDelete, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("looking up %s in %s: %w", ch.Path, commit, err)
+	}
+	return ch.Mode != ChangeDelete && e.Mode == ch.Mode.fileMode() && e.Hash == ch.Blob, nil
+}
+
 // flatEntry is a file of a flattened tree.
 type flatEntry struct {
 	mode filemode.FileMode
