@@ -332,15 +332,25 @@ func TestReadTokenCannotWrite(t *testing.T) {
 	assert.Equal(t, main, after)
 }
 
+// One whole session, end to end, under two attacks at once (a session
+// each would double the suite's time):
+//
 // The agent reads every environment it can: its own, its parent's
 // (/proc/$PPID/environ, where the old one-job shape left the write token)
 // and every /proc/*/environ it may open, and writes them into its working
-// copy, which the step then publishes. A whole session runs that way; no
-// write token appears anywhere the agent could read, while the read-only
-// token of its own job does (so the dump did reach its parent).
-func TestE2EAgentFindsNoWriteToken(t *testing.T) {
-	var dumps string
-	w, _ := playAppModeWith(t, e2eConfig, func(w *world) {
+// copy, which the step then publishes. No write token appears anywhere the
+// agent could read, while the read-only token of its own job does (so the
+// dump did reach its parent).
+//
+// Between the gate and the land job, the attacker swaps the tested tree in
+// the hand-over (first merge), then main moves under the second merge (a
+// human pushes). Both land jobs refuse, naming the problem, and push
+// nothing; the orchestrator retries each merge as a new step, whose gate
+// tests what is there now, and the session still ends verified.
+func TestE2EBoundaryUnderAttack(t *testing.T) {
+	var dumps, human string
+	var refused []string
+	w, s := playAppModeWith(t, e2eConfig, func(w *world) {
 		dumps = filepath.Join(w.root, "dumps")
 		require.NoError(t, os.MkdirAll(dumps, 0o755))
 		script := filepath.Join(w.root, "dump-agent.sh")
@@ -357,49 +367,10 @@ exec "$@"
 		w.agentCmd = "sh '" + script + "' " + w.agentCmd
 		// A secret of the agent job, as the model key is.
 		w.agentEnv = []string{"ANTHROPIC_API_KEY=sk-test-model-key"}
+		// On GitHub each job is its own VM; here they share one machine,
+		// so they run one at a time: an agent sees its own job only.
 		w.serial = true
-	})
-	entries, err := os.ReadDir(dumps)
-	require.NoError(t, err)
-	require.NotEmpty(t, entries, "the agents dumped what they could read")
-	var all strings.Builder
-	for _, e := range entries {
-		b, err := os.ReadFile(filepath.Join(dumps, e.Name()))
-		require.NoError(t, err)
-		all.Write(b)
-	}
-	text := all.String()
-	writes, reads := 0, 0
-	for _, j := range w.jobsCopy() {
-		switch j.command {
-		case "publish", "land", "reconcile":
-			writes++
-			assert.NotContains(t, text, j.token, "the write token of run %d (%s)", j.run.ID, j.command)
-		case "agent":
-			reads++
-		}
-	}
-	assert.Positive(t, writes)
-	assert.Positive(t, reads)
-	assert.Contains(t, text, "INPUT_GITHUB-TOKEN=ghs_ro", "the dump reached the agent's parent, which holds only the read token")
-	assert.NotContains(t, text, "ghs_rw", "no write token of any run")
-	assert.NotContains(t, text, e2eBotTok, "not the App's token")
-	assert.NotContains(t, text, string(e2eStateKey), "not the state key")
-	// The dump was published as the agent's work, as data.
-	b, err := w.repo.ReadFile("main", "env-dump.log")
-	require.NoError(t, err)
-	assert.NotContains(t, string(b), "ghs_rw")
-}
 
-// Between the gate and the land job, the attacker swaps the tested tree in
-// the hand-over (first merge), then main moves under the second merge (a
-// human pushes). Both land jobs refuse, naming the problem, and push
-// nothing; the orchestrator retries each merge as a new step, whose gate
-// tests what is there now, and the session still ends verified.
-func TestE2ELandRefusesAnUntestedMerge(t *testing.T) {
-	var refused []string
-	var human string
-	w, s := playAppModeWith(t, e2eConfig, func(w *world) {
 		w.expectFail = map[int64]bool{}
 		merges := 0
 		w.beforePublish = func(r ghfake.Run, dir string) {
@@ -428,25 +399,62 @@ func TestE2ELandRefusesAnUntestedMerge(t *testing.T) {
 			refused = append(refused, r.Inputs["step"])
 		}
 	})
-	require.Len(t, refused, 2)
-	outputs := map[string]string{}
-	for _, j := range w.jobsCopy() {
-		if j.command == "land" {
-			outputs[j.run.Inputs["step"]] = j.output
+
+	t.Run("no write token within the agent's reach", func(t *testing.T) {
+		entries, err := os.ReadDir(dumps)
+		require.NoError(t, err)
+		require.NotEmpty(t, entries, "the agents dumped what they could read")
+		var all strings.Builder
+		for _, e := range entries {
+			b, err := os.ReadFile(filepath.Join(dumps, e.Name()))
+			require.NoError(t, err)
+			all.Write(b)
 		}
-	}
-	assert.Contains(t, outputs[refused[0]], "hand-over refused: merging bazinga/1-")
-	assert.Contains(t, outputs[refused[0]], "not the tested 111111111111")
-	assert.Contains(t, outputs[refused[1]], "hand-over refused: stale: the gate tested main at")
-	assert.Contains(t, outputs[refused[1]], "they are now at "+human[:12])
-	for _, id := range refused {
-		st := s.Step(id)
-		require.NotNil(t, st)
-		assert.NotEqual(t, "done", st.State.String(), "a refused merge is not done: it was retried")
-		_, claimed := w.repo.Ref(action.ClaimRef(id))
-		assert.False(t, claimed, "a refused merge is not claimed")
-	}
-	got, err := w.repo.ReadFile("main", "human.txt")
-	require.NoError(t, err)
-	assert.Equal(t, "ok\n", string(got), "the human's commit stays")
+		text := all.String()
+		writes, reads := 0, 0
+		for _, j := range w.jobsCopy() {
+			switch j.command {
+			case "publish", "land", "reconcile":
+				writes++
+				assert.NotContains(t, text, j.token, "the write token of run %d (%s)", j.run.ID, j.command)
+			case "agent":
+				reads++
+			}
+		}
+		assert.Positive(t, writes)
+		assert.Positive(t, reads)
+		assert.Contains(t, text, "INPUT_GITHUB-TOKEN=ghs_ro", "the dump reached the agent's parent, which holds only the read token")
+		assert.Contains(t, text, "sk-test-model-key", "and the model key the agent is given")
+		assert.NotContains(t, text, "ghs_rw", "no write token of any run")
+		assert.NotContains(t, text, e2eBotTok, "not the App's token")
+		assert.NotContains(t, text, string(e2eStateKey), "not the state key")
+		// The dump was published as the agent's work, as data.
+		b, err := w.repo.ReadFile("main", "env-dump.log")
+		require.NoError(t, err)
+		assert.NotContains(t, string(b), "ghs_rw")
+	})
+
+	t.Run("land refuses what was not tested", func(t *testing.T) {
+		require.Len(t, refused, 2)
+		outputs := map[string]string{}
+		for _, j := range w.jobsCopy() {
+			if j.command == "land" {
+				outputs[j.run.Inputs["step"]] = j.output
+			}
+		}
+		assert.Contains(t, outputs[refused[0]], "hand-over refused: merging bazinga/1-")
+		assert.Contains(t, outputs[refused[0]], "not the tested 111111111111")
+		assert.Contains(t, outputs[refused[1]], "hand-over refused: stale: the gate tested main at")
+		assert.Contains(t, outputs[refused[1]], "they are now at "+human[:12])
+		for _, id := range refused {
+			st := s.Step(id)
+			require.NotNil(t, st)
+			assert.NotEqual(t, "done", st.State.String(), "a refused merge is not done: it was retried")
+			_, claimed := w.repo.Ref(action.ClaimRef(id))
+			assert.False(t, claimed, "a refused merge is not claimed")
+		}
+		got, err := w.repo.ReadFile("main", "human.txt")
+		require.NoError(t, err)
+		assert.Equal(t, "ok\n", string(got), "the human's commit stays")
+	})
 }
