@@ -223,10 +223,8 @@ func readHandOver(dir string, policy gitops.PathPolicy) (HandOver, []gitops.NewF
 	default:
 		return h, nil, refuse("unknown outcome %q", h.Outcome)
 	}
-	for _, c := range []struct{ name, v string }{{"base", h.Base}} {
-		if c.v != "" && !isHash(c.v) {
-			return h, nil, refuse("%s %q is not a commit hash", c.name, c.v)
-		}
+	if h.Base != "" && !isHash(h.Base) {
+		return h, nil, refuse("base %q is not a commit hash", h.Base)
 	}
 	if m := h.Merge; m != nil {
 		if !isHash(m.Base) || !isHash(m.Head) || !isHash(m.Tree) {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/go-git/go-git/v5"
@@ -239,7 +240,7 @@ func (p *publisher) prepare(ctx context.Context) error {
 	if h.Base == "" {
 		return refuse("it names no base commit for group %s", g.ID)
 	}
-	repo, heads, err := gitops.FetchBare(ctx, p.remote, p.dir+"/repo", s.Base, g.Branch)
+	repo, heads, err := gitops.FetchBare(ctx, p.remote, filepath.Join(p.dir, "repo"), s.Base, g.Branch)
 	if err != nil {
 		return err
 	}
@@ -310,7 +311,7 @@ func (p *publisher) prepareLand(ctx context.Context, g *pipeline.Group) error {
 	if h.Merge != nil && !success {
 		return refuse("a tested merge comes with status %s, not MERGE_SUCCESS", h.Result.Result.Status)
 	}
-	repo, heads, err := gitops.FetchBare(ctx, p.remote, p.dir+"/repo", s.Base, g.Branch)
+	repo, heads, err := gitops.FetchBare(ctx, p.remote, filepath.Join(p.dir, "repo"), s.Base, g.Branch)
 	if err != nil {
 		return err
 	}
