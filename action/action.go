@@ -1,14 +1,23 @@
 // Package action is `bazinga action`, the entry point of the GitHub Action
 // (action.yml). It runs inside an Actions job and does one of:
 //
-//   - agent, merge, validate: carry out one dispatched step. The job reads
-//     the session from the issue's tracking comment, claims the step by
-//     creating refs/bazinga/claims/<step id> (a second job for the same
-//     step finds the ref and stops: "duplicate"), runs it with
-//     stepexec.Executor in a working copy cloned with the job's token, and
-//     posts the result comment on the group PR (on the issue for
-//     session-level steps). A step that ends without a result fails the
-//     job; the bot sees the run complete with failure and retries.
+//   - agent, gate, validate: the unprivileged half of one dispatched step,
+//     in a job whose token can only read. The job reads the session from the
+//     issue's tracking comment, runs the step with stepexec.Executor in a
+//     working copy cloned with that token (the agent and the harness's test
+//     check, the merge's test gate, or validation) and writes a hand-over
+//     (handover.go): the result, the commit it started from and its change
+//     as data, or the merge it tested. It pushes and posts nothing.
+//   - publish, land: the privileged half, in a job that holds the write
+//     token and runs no repository code. It reads the hand-over as
+//     untrusted data, checks it against the session and the branches as
+//     they are now, claims the step by creating refs/bazinga/claims/<step
+//     id> (a second publisher finds the ref and stops: "duplicate"),
+//     rebuilds and pushes the commit with compare-and-set (land: recomputes
+//     the tested merge and pushes it, or merges the pull request at the
+//     tested head), and posts the result comment on the group PR (on the
+//     issue for session-level steps). A step that ended without a result
+//     fails the job; the bot sees the run complete with failure and retries.
 //   - reconcile: the Action-only orchestrator. It handles the event at
 //     GITHUB_EVENT_PATH with the bot's own code (bot.New, Process, Sweep),
 //     acting as github-actions[bot].
@@ -28,6 +37,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -41,10 +51,14 @@ import (
 
 // Commands of `bazinga action`.
 const (
-	CommandAgent     = "agent"
-	CommandMerge     = "merge"
-	CommandValidate  = "validate"
+	CommandAgent     = "agent"    // unprivileged: an agent step
+	CommandGate      = "gate"     // unprivileged: a merge step's test gate
+	CommandValidate  = "validate" // unprivileged: a validation step
+	CommandPublish   = "publish"  // privileged: publishes an agent or validation step
+	CommandLand      = "land"     // privileged: lands a merge the gate tested
 	CommandReconcile = "reconcile"
+	// CommandMerge was the one-job merge; it is now gate + land.
+	CommandMerge = "merge"
 )
 
 // Outputs' status values besides a step's own status.
@@ -140,9 +154,14 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 const Usage = `bazinga action — run inside GitHub Actions (see action.yml)
 
 Inputs (INPUT_* variables, as the runner sets them):
-  command            agent | merge | validate (one dispatched step) | reconcile (Action-only orchestrator)
-  step               the step id <issue>/<group>/<role>/<n> (agent, merge, validate)
-  github-token       token for the API and git
+  command            one dispatched step is two jobs:
+                       agent | gate | validate  unprivileged (read-only token): run the step, write a hand-over
+                       publish | land           privileged (write token, no repository code): check the
+                                                hand-over, push, claim, post
+                     reconcile                  the Action-only orchestrator
+  step               the step id <issue>/<group>/<role>/<n> (every command but reconcile)
+  github-token       token for the API and git (read-only for agent, gate, validate)
+  handover           the hand-over directory (default RUNNER_TEMP/bazinga-handover)
   agent-command      overrides agent.command of the configuration
   config             configuration path (default .github/bazinga.yml)
   working-directory  where working copies are made (default RUNNER_TEMP)
@@ -154,6 +173,7 @@ Outputs: status, summary, step. Exit code 0 on success, "duplicate" and
 // inputs are the action's inputs and the job's context.
 type inputs struct {
 	command, step, token, agentCommand, config, workDir string
+	handover                                            string
 	repo                                                ghapi.RepoRef
 	apiURL, serverURL, runURL                           string
 	eventName, eventPath                                string
@@ -186,6 +206,7 @@ func readInputs(gha *githubactions.Action, getenv func(string) string) (inputs, 
 		agentCommand: input(gha, "agent-command"),
 		config:       input(gha, "config"),
 		workDir:      input(gha, "working-directory"),
+		handover:     input(gha, "handover"),
 		apiURL:       strings.TrimSpace(getenv("GITHUB_API_URL")),
 		serverURL:    strings.TrimRight(strings.TrimSpace(getenv("GITHUB_SERVER_URL")), "/"),
 		eventName:    strings.TrimSpace(getenv("GITHUB_EVENT_NAME")),
@@ -224,11 +245,13 @@ func readInputs(gha *githubactions.Action, getenv func(string) string) (inputs, 
 		}
 	}
 	switch in.command {
-	case CommandAgent, CommandMerge, CommandValidate, CommandReconcile:
+	case CommandAgent, CommandGate, CommandValidate, CommandPublish, CommandLand, CommandReconcile:
+	case CommandMerge:
+		problems = append(problems, "command `merge` is now two jobs: `gate` (unprivileged: runs the tests) then `land` (privileged: pushes what was tested); see examples/workflows/bazinga-agent.yml")
 	case "":
-		problems = append(problems, "input `command` is required: agent, merge, validate or reconcile")
+		problems = append(problems, "input `command` is required: agent, gate, validate, publish, land or reconcile")
 	default:
-		problems = append(problems, fmt.Sprintf("input `command` is %q; want agent, merge, validate or reconcile", in.command))
+		problems = append(problems, fmt.Sprintf("input `command` is %q; want agent, gate, validate, publish, land or reconcile", in.command))
 	}
 	if in.token == "" {
 		problems = append(problems, "input `github-token` is empty; pass `github-token: ${{ github.token }}` (the default) or a token with contents, issues and pull-requests write")
@@ -242,15 +265,16 @@ func readInputs(gha *githubactions.Action, getenv func(string) string) (inputs, 
 		problems = append(problems, fmt.Sprintf("GITHUB_REPOSITORY is %q, not owner/name", full))
 	}
 	in.repo = repo
-	if in.command != CommandReconcile && in.command != "" {
+	if in.command != CommandReconcile && in.command != CommandMerge && in.command != "" {
 		switch ref, ok := codec.ParseStepID(in.step); {
 		case in.step == "":
 			problems = append(problems, "input `step` is required for command "+in.command+": the step id <issue>/<group>/<role>/<n> (the workflow_dispatch input)")
 		case !ok:
 			problems = append(problems, fmt.Sprintf("input `step` is %q, not a step id <issue>/<group>/<role>/<n>", in.step))
 		default:
-			if want := commandOf(ref); want != in.command && (in.command == CommandAgent || in.command == CommandMerge || in.command == CommandValidate) {
-				problems = append(problems, fmt.Sprintf("step %s is a %s step; run it with `command: %s`, not %s", in.step, ref.Role, want, in.command))
+			want, wantPriv := commandOf(ref), privilegedOf(ref)
+			if in.command != want && in.command != wantPriv {
+				problems = append(problems, fmt.Sprintf("step %s is a %s step; run it with `command: %s` then `command: %s`, not %s", in.step, ref.Role, want, wantPriv, in.command))
 			}
 		}
 	}
@@ -268,6 +292,13 @@ func readInputs(gha *githubactions.Action, getenv func(string) string) (inputs, 
 	}
 	if in.workDir == "" {
 		in.workDir = getenv("RUNNER_TEMP")
+	}
+	if in.handover == "" && in.command != CommandReconcile {
+		if tmp := getenv("RUNNER_TEMP"); tmp != "" {
+			in.handover = filepath.Join(tmp, "bazinga-handover")
+		} else {
+			problems = append(problems, "input `handover` is empty and RUNNER_TEMP is not set: name the hand-over directory")
+		}
 	}
 	if len(problems) > 0 {
 		return in, &inputError{msg: strings.Join(problems, "; ")}
@@ -299,8 +330,11 @@ func Run(ctx context.Context, d Deps) (code int) {
 		return 1
 	}
 	j := &job{d: d, gha: gha, out: out, in: in, client: client, gh: ghapi.New(client), log: d.Logger.With("command", in.command)}
-	if in.command == CommandReconcile {
+	switch in.command {
+	case CommandReconcile:
 		return j.reconcile(ctx)
+	case CommandPublish, CommandLand:
+		return j.publish(ctx)
 	}
 	return j.runStep(ctx)
 }

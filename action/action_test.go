@@ -39,12 +39,15 @@ type unit struct {
 	dir   string
 }
 
-func newUnit(t *testing.T) *unit {
+func newUnit(t *testing.T) *unit { return newUnitWith(t, e2eConfig) }
+
+// newUnitWith is newUnit with another .github/bazinga.yml.
+func newUnitWith(t *testing.T, config string) *unit {
 	t.Helper()
 	f := ghfake.Start(t, ghfake.Options{WebhookMode: ghfake.Sync})
 	repo, err := f.CreateRepo(e2eOwner, e2eName, "main")
 	require.NoError(t, err)
-	_, err = repo.Push(e2eOwner, "main", map[string]string{"README.md": "# widgets\n", "seed.txt": "ok\n", ".github/bazinga.yml": e2eConfig}, "Initial commit")
+	_, err = repo.Push(e2eOwner, "main", map[string]string{"README.md": "# widgets\n", "seed.txt": "ok\n", ".github/bazinga.yml": config}, "Initial commit")
 	require.NoError(t, err)
 	f.SetPermission("alice", "write")
 	f.AddToken(e2eBotTok, f.BotLogin(), ghfake.Bot)
@@ -147,6 +150,13 @@ func (u *unit) resultComments() int {
 	return n
 }
 
+// readToken is the unprivileged job's token: it can only read.
+func (u *unit) readToken() string {
+	tok := "ghs_ro_" + itoa(u.run.ID)
+	u.f.AddTokenWithPermissions(tok, ghfake.ActionsLogin, ghfake.Bot, map[string]string{"contents": "read", "issues": "read", "pull_requests": "read"})
+	return tok
+}
+
 func (u *unit) claimed(step string) bool {
 	_, ok := u.repo.Ref(action.ClaimRef(step))
 	return ok
@@ -154,11 +164,12 @@ func (u *unit) claimed(step string) bool {
 
 func TestStepRunsAndReports(t *testing.T) {
 	u := newUnit(t)
-	tok := u.f.RunToken(u.run)
-	r := u.action(u.env(map[string]string{"command": "agent", "step": "1/_/pm/1", "github-token": tok, "agent-command": u.agentCmd(t)}))
+	tok, ro := u.f.RunToken(u.run), u.readToken()
+	// The unprivileged job runs the step with a read-only token and hands over.
+	r := u.action(u.env(map[string]string{"command": "agent", "step": "1/_/pm/1", "github-token": ro, "agent-command": u.agentCmd(t)}))
 	require.Equal(t, 0, r.code, r.stdout)
-	assert.Contains(t, r.stdout, "::add-mask::"+tok)
-	assert.Equal(t, 1, strings.Count(r.stdout, tok), "the token appears only in its mask command")
+	assert.Contains(t, r.stdout, "::add-mask::"+ro)
+	assert.Equal(t, 1, strings.Count(r.stdout, ro), "the token appears only in its mask command")
 	assert.Contains(t, r.stdout, "::group::bazinga: pm step 1/_/pm/1")
 	assert.Contains(t, r.stdout, "::endgroup::")
 	assert.Contains(t, r.outputs, "status<<")
@@ -168,6 +179,15 @@ func TestStepRunsAndReports(t *testing.T) {
 	assert.Contains(t, r.summary, "| Status | **PLANNING_COMPLETE** |")
 	assert.Contains(t, r.summary, "| Summary | 2 groups, one phase |")
 	assert.Contains(t, r.summary, "| Duration |")
+	assert.False(t, u.claimed("1/_/pm/1"), "the unprivileged job claims nothing")
+	assert.Zero(t, u.resultComments(), "and posts nothing")
+	// The privileged job publishes it.
+	r = u.action(u.env(map[string]string{"command": "publish", "step": "1/_/pm/1", "github-token": tok}))
+	require.Equal(t, 0, r.code, r.stdout)
+	assert.Contains(t, r.stdout, "::add-mask::"+tok)
+	assert.Equal(t, 1, strings.Count(r.stdout, tok), "the token appears only in its mask command")
+	assert.Contains(t, r.outputs, "PLANNING_COMPLETE")
+	assert.Contains(t, r.summary, "| Status | **PLANNING_COMPLETE** |")
 	assert.True(t, u.claimed("1/_/pm/1"))
 	// The result comment, on the issue (a session-level step), by the job.
 	var rec codec.ResultRecord
@@ -182,7 +202,10 @@ func TestStepRunsAndReports(t *testing.T) {
 	assert.False(t, rec.StartedAt.IsZero())
 
 	// The same step again: done now (the bot applied the result), so nothing to do.
-	r = u.action(u.env(map[string]string{"command": "agent", "step": "1/_/pm/1", "github-token": tok, "agent-command": u.agentCmd(t)}))
+	r = u.action(u.env(map[string]string{"command": "agent", "step": "1/_/pm/1", "github-token": ro, "agent-command": u.agentCmd(t)}))
+	require.Equal(t, 0, r.code, r.stdout)
+	assert.Contains(t, r.stdout, "::notice::bazinga: step 1/_/pm/1 is not in flight (the step is done, not in flight)")
+	r = u.action(u.env(map[string]string{"command": "publish", "step": "1/_/pm/1", "github-token": tok}))
 	require.Equal(t, 0, r.code, r.stdout)
 	assert.Contains(t, r.stdout, "::notice::bazinga: step 1/_/pm/1 is not in flight (the step is done, not in flight)")
 	assert.Equal(t, 1, u.resultComments())
@@ -195,10 +218,31 @@ func TestDuplicateClaimExitsQuietly(t *testing.T) {
 	_, _, err := u.f.Client(tok).Git.CreateRef(context.Background(), e2eOwner, e2eName,
 		&github.Reference{Ref: github.String(action.ClaimRef("1/_/pm/1")), Object: &github.GitObject{SHA: github.String(base)}})
 	require.NoError(t, err, "another job claims the step first")
-	r := u.action(u.env(map[string]string{"command": "agent", "step": "1/_/pm/1", "github-token": tok, "agent-command": u.agentCmd(t)}))
+	r := u.action(u.env(map[string]string{"command": "agent", "step": "1/_/pm/1", "github-token": u.readToken(), "agent-command": u.agentCmd(t)}))
 	require.Equal(t, 0, r.code, r.stdout)
 	assert.Contains(t, r.stdout, "::notice::bazinga: step 1/_/pm/1 is a duplicate")
 	assert.Contains(t, r.outputs, "duplicate")
+	assert.NotContains(t, r.stdout, "pm step", "the agent does not run")
+	r = u.action(u.env(map[string]string{"command": "publish", "step": "1/_/pm/1", "github-token": tok}))
+	require.Equal(t, 0, r.code, r.stdout)
+	assert.Contains(t, r.outputs, "duplicate")
+	assert.Zero(t, u.resultComments())
+}
+
+// Another run claims the step while this one's agent runs: its publisher
+// finds the claim and publishes nothing.
+func TestDuplicateClaimAtPublishExitsQuietly(t *testing.T) {
+	u := newUnit(t)
+	tok := u.f.RunToken(u.run)
+	r := u.action(u.env(map[string]string{"command": "agent", "step": "1/_/pm/1", "github-token": u.readToken(), "agent-command": u.agentCmd(t)}))
+	require.Equal(t, 0, r.code, r.stdout)
+	base, _ := u.repo.Ref("refs/heads/main")
+	_, _, err := u.f.Client(tok).Git.CreateRef(context.Background(), e2eOwner, e2eName,
+		&github.Reference{Ref: github.String(action.ClaimRef("1/_/pm/1")), Object: &github.GitObject{SHA: github.String(base)}})
+	require.NoError(t, err)
+	r = u.action(u.env(map[string]string{"command": "publish", "step": "1/_/pm/1", "github-token": tok}))
+	require.Equal(t, 0, r.code, r.stdout)
+	assert.Contains(t, r.stdout, "::notice::bazinga: step 1/_/pm/1 is a duplicate")
 	assert.Zero(t, u.resultComments())
 }
 
@@ -214,8 +258,11 @@ func TestBadInputFailsTheStep(t *testing.T) {
 		{"unknown command", map[string]string{"command": "deploy", "step": "1/_/pm/1", "github-token": tok}, "", `input ` + "`command`" + ` is "deploy"`},
 		{"no command", map[string]string{"step": "1/_/pm/1", "github-token": tok}, "", "input `command` is required"},
 		{"malformed step", map[string]string{"command": "agent", "step": "1/pm", "github-token": tok}, "", `input ` + "`step`" + ` is "1/pm", not a step id`},
-		{"missing step", map[string]string{"command": "merge", "github-token": tok}, "", "input `step` is required for command merge"},
-		{"wrong command for the step", map[string]string{"command": "merge", "step": "1/_/pm/1", "github-token": tok}, "", "run it with `command: agent`"},
+		{"missing step", map[string]string{"command": "gate", "github-token": tok}, "", "input `step` is required for command gate"},
+		{"missing step to publish", map[string]string{"command": "publish", "github-token": tok}, "", "input `step` is required for command publish"},
+		{"wrong command for the step", map[string]string{"command": "gate", "step": "1/_/pm/1", "github-token": tok}, "", "run it with `command: agent`"},
+		{"wrong privileged command for the step", map[string]string{"command": "land", "step": "1/_/pm/1", "github-token": tok}, "", "run it with `command: agent` then `command: publish`"},
+		{"the one-job merge is gone", map[string]string{"command": "merge", "step": "1/A/merge/9", "github-token": tok}, "", "command `merge` is now two jobs: `gate`"},
 		{"missing token", map[string]string{"command": "agent", "step": "1/_/pm/1"}, "", "input `github-token` is empty"},
 		{"missing repository", map[string]string{"command": "agent", "step": "1/_/pm/1", "github-token": tok}, "GITHUB_REPOSITORY", "GITHUB_REPOSITORY is not set"},
 	}
@@ -304,9 +351,18 @@ func TestMissingPermissionIsNamed(t *testing.T) {
 	u := newUnit(t)
 	tok := "ghs_readonly_contents"
 	u.f.AddTokenWithPermissions(tok, ghfake.ActionsLogin, ghfake.Bot, map[string]string{"contents": "read", "issues": "write", "pull_requests": "write"})
-	r := u.action(u.env(map[string]string{"command": "agent", "step": "1/_/pm/1", "github-token": tok, "agent-command": "false"}))
+	r := u.action(u.env(map[string]string{"command": "agent", "step": "1/_/pm/1", "github-token": u.readToken(), "agent-command": "false"}))
 	assert.Equal(t, 1, r.code, r.stdout)
-	assert.Contains(t, r.stdout, "::error title=bazinga agent::claiming step 1/_/pm/1: the token lacks contents: write; add `permissions: contents: write` to the job")
+	// The publishing job was given a token that cannot write contents.
+	r = u.action(u.env(map[string]string{"command": "publish", "step": "1/_/pm/1", "github-token": tok}))
+	assert.Equal(t, 1, r.code, r.stdout)
+	assert.Contains(t, r.stdout, "::error title=bazinga publish::claiming step 1/_/pm/1: the token lacks contents: write; add `permissions: contents: write` to the job")
+	// The unprivileged job without issues: read cannot read the session.
+	tok2 := "ghs_contents_only"
+	u.f.AddTokenWithPermissions(tok2, ghfake.ActionsLogin, ghfake.Bot, map[string]string{"contents": "read"})
+	r = u.action(u.env(map[string]string{"command": "agent", "step": "1/_/pm/1", "github-token": tok2, "agent-command": "false"}))
+	assert.Equal(t, 1, r.code, r.stdout)
+	assert.Contains(t, r.stdout, "the token lacks issues: read or pull_requests: read; add `permissions: issues: read` to the job")
 	assert.False(t, u.claimed("1/_/pm/1"))
 
 	msg, ok := action.MissingPermission(errors.New("plain"))
@@ -317,13 +373,26 @@ func TestMissingPermissionIsNamed(t *testing.T) {
 func TestStepWithoutResultFailsTheJob(t *testing.T) {
 	u := newUnit(t)
 	tok := u.f.RunToken(u.run)
-	r := u.action(u.env(map[string]string{"command": "agent", "step": "1/_/pm/1", "github-token": tok, "agent-command": "sh -c 'exit 3'"}))
+	r := u.action(u.env(map[string]string{"command": "agent", "step": "1/_/pm/1", "github-token": u.readToken(), "agent-command": "sh -c 'exit 3'"}))
 	assert.Equal(t, 1, r.code, r.stdout)
 	assert.Contains(t, r.stdout, "::error title=bazinga%3A step 1/_/pm/1 ended without a result::the agent produced no result (exit code 3)")
 	assert.Contains(t, r.outputs, "failed")
 	assert.Contains(t, r.summary, "| Status | **failed** |")
+	// The privileged job (it runs after a failed first job) publishes the failure.
+	r = u.action(u.env(map[string]string{"command": "publish", "step": "1/_/pm/1", "github-token": tok}))
+	assert.Equal(t, 1, r.code, r.stdout)
+	assert.Contains(t, r.stdout, "::error title=bazinga%3A step 1/_/pm/1 ended without a result::the agent produced no result (exit code 3)")
+	assert.Contains(t, r.outputs, "failed")
 	assert.True(t, u.claimed("1/_/pm/1"), "the step was claimed; the bot retries it as a new step")
 	assert.Zero(t, u.resultComments(), "no result comment")
+	failures := 0
+	for _, c := range u.repo.Comments(u.issue) {
+		if fr, ok := codec.ParseFailureComment(c.GetBody()); ok {
+			failures++
+			assert.Contains(t, fr.Reason, "exit code 3")
+		}
+	}
+	assert.Equal(t, 1, failures, "the failure reaches the orchestrator")
 }
 
 func TestReconcileNeedsItsEvent(t *testing.T) {
@@ -339,7 +408,8 @@ func TestReconcileNeedsItsEvent(t *testing.T) {
 func TestUsage(t *testing.T) {
 	var out, errOut bytes.Buffer
 	assert.Equal(t, 0, action.Main(context.Background(), []string{"-h"}, &out, &errOut))
-	assert.Contains(t, out.String(), "agent | merge | validate")
+	assert.Contains(t, out.String(), "agent | gate | validate")
+	assert.Contains(t, out.String(), "publish | land")
 	assert.Equal(t, 2, action.Main(context.Background(), []string{"--bogus"}, &out, &errOut))
 	assert.Contains(t, errOut.String(), "unexpected argument")
 }

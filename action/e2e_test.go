@@ -117,8 +117,20 @@ type world struct {
 	exe      string
 	root     string
 	agentCmd string
-	// env is added to every job's environment.
-	env []string
+	// env is added to every job's environment; agentEnv to the agent job's
+	// (the model key, as the example workflow gives it).
+	env      []string
+	agentEnv []string
+	// beforePublish, when set, sees (and may tamper with) the hand-over
+	// the privileged job is about to read.
+	beforePublish func(r ghfake.Run, handover string)
+	tokens        map[int64][2]string
+	// serial runs one step run at a time, as if each job had its own
+	// machine (on GitHub each job is a fresh VM; here all share one).
+	serial   bool
+	serialMu sync.Mutex
+	// expectFail are runs a test made fail on purpose.
+	expectFail map[int64]bool
 	// orchestrator is the login whose signed state step jobs trust; its
 	// public key is given to step jobs, its secret (Action-only) only to
 	// the orchestrator's own jobs.
@@ -139,6 +151,7 @@ type jobRecord struct {
 	exit     int
 	duration time.Duration
 	output   string
+	token    string
 }
 
 func newWorld(t *testing.T) *world { return newWorldWith(t, e2eConfig) }
@@ -174,7 +187,13 @@ func newWorldWith(t *testing.T, config string) *world {
 
 // runJob is the fake Actions runner: `bazinga action` as a subprocess with
 // the job's GITHUB_* environment and the action's INPUT_* variables, then
-// the run completed with the exit code as its conclusion.
+// the run completed with the exit code as its conclusion. A step run is two
+// jobs, as examples/workflows/bazinga-agent.yml has them: the unprivileged
+// one (agent, gate, validate) with a token that can only read, then the
+// privileged one (publish, land) with the write token, the hand-over
+// carried between them as the artifact would be (a copy into a fresh
+// directory). The privileged job runs even when the first failed (`if:
+// !cancelled()`) and the run fails when either does.
 func (w *world) runJob(ctx context.Context, r ghfake.Run) {
 	w.mu.Lock()
 	w.running++
@@ -185,46 +204,93 @@ func (w *world) runJob(ctx context.Context, r ghfake.Run) {
 		w.lastIdle = time.Now()
 		w.mu.Unlock()
 	}()
-	command := "reconcile"
-	if r.Workflow == "bazinga-agent.yml" {
-		// As examples/workflows/bazinga-agent.yml picks its job.
-		step := r.Inputs["step"]
-		switch {
-		case strings.Contains(step, "/merge/"):
-			command = "merge"
-		case strings.Contains(step, "/validate/"):
-			command = "validate"
-		default:
-			command = "agent"
-		}
-	} else {
+	dir := filepath.Join(w.root, "runs", strconv.FormatInt(r.ID, 10))
+	if err := w.f.StartRun(r.ID); err != nil {
+		return // the fake is closing
+	}
+	if r.Workflow != "bazinga-agent.yml" {
 		// The orchestrator's concurrency group: one reconcile at a time.
 		w.lane.Lock()
 		defer w.lane.Unlock()
+		exit := w.job(ctx, r, "reconcile", filepath.Join(dir, "reconcile"), w.f.RunToken(r), "")
+		_ = w.f.CompleteRun(r.ID, conclusion(exit))
+		return
 	}
-	dir := filepath.Join(w.root, "runs", strconv.FormatInt(r.ID, 10))
+	if w.serial {
+		w.serialMu.Lock()
+		defer w.serialMu.Unlock()
+	}
+	// As examples/workflows/bazinga-agent.yml picks its jobs.
+	step := r.Inputs["step"]
+	unpriv, priv := "agent", "publish"
+	switch {
+	case strings.Contains(step, "/merge/"):
+		unpriv, priv = "gate", "land"
+	case strings.Contains(step, "/validate/"):
+		unpriv = "validate"
+	}
+	readTok, writeTok := w.jobTokens(r)
+	out := filepath.Join(dir, "agent-job", "handover")
+	exit := w.job(ctx, r, unpriv, filepath.Join(dir, "agent-job"), readTok, out)
+	in := filepath.Join(dir, "publish-job", "handover")
+	if err := copyDir(out, in); err != nil && !os.IsNotExist(err) {
+		w.t.Errorf("run %d: carrying the hand-over: %v", r.ID, err)
+	}
+	if w.beforePublish != nil {
+		w.beforePublish(r, in)
+	}
+	if exit2 := w.job(ctx, r, priv, filepath.Join(dir, "publish-job"), writeTok, in); exit == 0 {
+		exit = exit2
+	}
+	_ = w.f.CompleteRun(r.ID, conclusion(exit))
+}
+
+// jobTokens registers a step run's two GITHUB_TOKENs: contents, issues and
+// pull-requests read for the unprivileged job; write for the privileged
+// one. Both act as github-actions[bot]; their values are unique to the run,
+// so that an attack test finds exactly them and nothing else.
+func (w *world) jobTokens(r ghfake.Run) (read, write string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.tokens == nil {
+		w.tokens = map[int64][2]string{}
+	}
+	if t, ok := w.tokens[r.ID]; ok {
+		return t[0], t[1]
+	}
+	salt := strconv.FormatInt(time.Now().UnixNano(), 36)
+	read, write = fmt.Sprintf("ghs_ro%d_%s", r.ID, salt), fmt.Sprintf("ghs_rw%d_%s", r.ID, salt)
+	w.f.AddTokenWithPermissions(read, ghfake.ActionsLogin, ghfake.Bot, map[string]string{"contents": "read", "issues": "read", "pull_requests": "read"})
+	w.f.AddToken(write, ghfake.ActionsLogin, ghfake.Bot)
+	w.tokens[r.ID] = [2]string{read, write}
+	return read, write
+}
+
+// job runs one job of run r: `bazinga action` with command and token.
+func (w *world) job(ctx context.Context, r ghfake.Run, command, dir, tok, handover string) int {
 	env, err := w.f.RunEnv(r, dir)
 	if err != nil {
 		w.t.Errorf("run %d: %v", r.ID, err)
-		return
+		return 1
 	}
-	tok := w.f.RunToken(r)
 	env = append(env,
 		"PATH="+os.Getenv("PATH"), "HOME="+os.Getenv("HOME"), "TMPDIR="+os.TempDir(),
 		"INPUT_COMMAND="+command, "INPUT_STEP="+r.Inputs["step"],
 		"INPUT_GITHUB-TOKEN="+tok, "INPUT_GITHUB_TOKEN="+tok,
-		"INPUT_AGENT-COMMAND="+w.agentCmd, "INPUT_AGENT_COMMAND="+w.agentCmd,
 		"INPUT_CONFIG=.github/bazinga.yml", "INPUT_WORKING-DIRECTORY=", "INPUT_WORKING_DIRECTORY=",
+		"INPUT_HANDOVER="+handover,
 	)
-	env = append(env, w.env...)
+	if command == "agent" {
+		// Only the agent job has the agent (and its model key).
+		env = append(env, "INPUT_AGENT-COMMAND="+w.agentCmd, "INPUT_AGENT_COMMAND="+w.agentCmd)
+		env = append(env, w.agentEnv...)
+	}
 	if command == "reconcile" {
 		env = append(env, action.EnvStateKey+"="+e2eActionSecret)
 	} else {
 		env = append(env, "INPUT_STATE-PUBLIC-KEY="+codec.FormatPublicKey(w.publicKey), "INPUT_ORCHESTRATOR="+w.orchestrator)
 	}
-	if err := w.f.StartRun(r.ID); err != nil {
-		return // the fake is closing
-	}
+	env = append(env, w.env...)
 	start := time.Now()
 	cmd := exec.CommandContext(ctx, w.exe, "action")
 	cmd.Env = env
@@ -237,14 +303,43 @@ func (w *world) runJob(ctx context.Context, r ghfake.Run) {
 			exit = ee.ExitCode()
 		}
 	}
-	conclusion := "success"
-	if exit != 0 {
-		conclusion = "failure"
-	}
 	w.mu.Lock()
-	w.jobs = append(w.jobs, jobRecord{run: r, command: command, exit: exit, duration: time.Since(start), output: out.String()})
+	w.jobs = append(w.jobs, jobRecord{run: r, command: command, exit: exit, duration: time.Since(start), output: out.String(), token: tok})
 	w.mu.Unlock()
-	_ = w.f.CompleteRun(r.ID, conclusion)
+	return exit
+}
+
+func conclusion(exit int) string {
+	if exit != 0 {
+		return "failure"
+	}
+	return "success"
+}
+
+// copyDir copies the regular files of a directory tree, as an artifact
+// upload and download would.
+func copyDir(from, to string) error {
+	return filepath.WalkDir(from, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(from, p)
+		if err != nil {
+			return err
+		}
+		dst := filepath.Join(to, rel)
+		if d.IsDir() {
+			return os.MkdirAll(dst, 0o755)
+		}
+		if !d.Type().IsRegular() {
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(dst, b, 0o644)
+	})
 }
 
 func (w *world) idleFor() time.Duration {
@@ -260,7 +355,7 @@ func (w *world) jobsCopy() []jobRecord {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	out := append([]jobRecord(nil), w.jobs...)
-	sort.Slice(out, func(i, j int) bool { return out[i].run.ID < out[j].run.ID })
+	sort.SliceStable(out, func(i, j int) bool { return out[i].run.ID < out[j].run.ID })
 	return out
 }
 
@@ -441,7 +536,15 @@ func TestE2EAppModePullRequestMerges(t *testing.T) {
 
 // playAppMode runs a labelled issue to a verified BAZINGA with the App.
 func playAppMode(t *testing.T, config string) (*world, pipeline.Session) {
+	return playAppModeWith(t, config, nil)
+}
+
+// playAppModeWith is playAppMode with the world set up first.
+func playAppModeWith(t *testing.T, config string, setup func(*world)) (*world, pipeline.Session) {
 	w := newWorldWith(t, config)
+	if setup != nil {
+		setup(w)
+	}
 	f := w.f
 	f.AddToken(e2eBotTok, f.BotLogin(), ghfake.Bot)
 
@@ -491,25 +594,37 @@ func playAppMode(t *testing.T, config string) (*world, pipeline.Session) {
 	return w, s
 }
 
-// assertJobs: every step ran as exactly one job, which succeeded.
+// assertJobs: every step ran as exactly one run of two jobs (the
+// unprivileged one, then the privileged one), which both succeeded.
 func (w *world) assertJobs(s pipeline.Session) {
 	t := w.t
-	perStep := map[string]int{}
+	perStep := map[string][]string{}
 	for _, j := range w.jobsCopy() {
 		if j.run.Workflow != "bazinga-agent.yml" {
 			continue
 		}
-		perStep[j.run.Inputs["step"]]++
-		if !assert.Zero(t, j.exit, "job of %s", j.run.Inputs["step"]) {
+		perStep[j.run.Inputs["step"]] = append(perStep[j.run.Inputs["step"]], j.command)
+		w.mu.Lock()
+		expected := w.expectFail[j.run.ID]
+		w.mu.Unlock()
+		if !expected && !assert.Zero(t, j.exit, "%s job of %s", j.command, j.run.Inputs["step"]) {
 			t.Log(j.output)
 		}
 		assert.Contains(t, j.output, "::add-mask::", "the token is masked")
-		assert.NotContains(t, strings.ReplaceAll(j.output, "::add-mask::"+w.f.RunToken(j.run), ""), w.f.RunToken(j.run), "the token is never printed")
+		assert.NotContains(t, strings.ReplaceAll(j.output, "::add-mask::"+j.token, ""), j.token, "the token is never printed")
 	}
 	for _, st := range s.Steps {
-		if st.State == pipeline.StepDone {
-			assert.Equal(t, 1, perStep[st.ID], "jobs of %s", st.ID)
+		if st.State != pipeline.StepDone {
+			continue
 		}
+		want := []string{"agent", "publish"}
+		switch st.Role {
+		case pipeline.RoleMerge:
+			want = []string{"gate", "land"}
+		case pipeline.RoleValidate:
+			want = []string{"validate", "publish"}
+		}
+		assert.Equal(t, want, perStep[st.ID], "jobs of %s", st.ID)
 	}
 }
 

@@ -17,41 +17,53 @@ import (
 	"github.com/bazinga-bot/bazinga/stepexec"
 )
 
-// commandOf is the command that runs a step of role.
+// commandOf is the unprivileged command that runs a step of role.
 func commandOf(ref codec.StepRef) string {
 	switch ref.Role {
 	case pipeline.RoleMerge:
-		return CommandMerge
+		return CommandGate
 	case pipeline.RoleValidate:
 		return CommandValidate
 	}
 	return CommandAgent
 }
 
+// privilegedOf is the privileged command that publishes a step of role.
+func privilegedOf(ref codec.StepRef) string {
+	if ref.Role == pipeline.RoleMerge {
+		return CommandLand
+	}
+	return CommandPublish
+}
+
 // ClaimRef is the ref a job creates to claim a step.
 func ClaimRef(step string) string { return "refs/bazinga/claims/" + step }
 
-// runStep carries out one dispatched step: load, claim, run, report.
-func (j *job) runStep(ctx context.Context) int {
-	in := j.in
-	ref, _ := codec.ParseStepID(in.step)
+// stepIssue is the issue number of the step's session.
+func (j *job) stepIssue() (codec.StepRef, int, bool) {
+	ref, _ := codec.ParseStepID(j.in.step)
 	issue, err := strconv.Atoi(ref.Session)
 	if err != nil || issue < 1 {
-		j.gha.Errorf("step %s: its session %q is not an issue number", in.step, ref.Session)
-		j.out.set(in.step, StatusFailed, []string{"not a GitHub session"})
-		return 1
+		j.gha.Errorf("step %s: its session %q is not an issue number", j.in.step, ref.Session)
+		j.out.set(j.in.step, StatusFailed, []string{"not a GitHub session"})
+		return ref, 0, false
 	}
-	j.log = j.log.With("step", in.step, "repo", in.repo.String())
+	j.log = j.log.With("step", j.in.step, "repo", j.in.repo.String())
+	return ref, issue, true
+}
 
-	j.gha.Group("bazinga: load session #" + ref.Session)
+// inFlight loads the session and finds the step in flight; when it is not,
+// it says why in a notice and returns ok false.
+func (j *job) inFlight(ctx context.Context, issue int, session string) (codec.State, *pipeline.Step, bool, error) {
+	j.gha.Group("bazinga: load session #" + session)
 	st, found, err := j.loadState(ctx, issue)
 	j.gha.EndGroup()
 	if err != nil {
-		return j.fail("reading the session from the tracking comment of #"+ref.Session, err)
+		return st, nil, false, err
 	}
 	var step *pipeline.Step
 	if found {
-		step = st.Session.Step(in.step)
+		step = st.Session.Step(j.in.step)
 	}
 	if step == nil || step.State != pipeline.StepInFlight {
 		why := "the issue has no bazinga session"
@@ -61,21 +73,55 @@ func (j *job) runStep(ctx context.Context) int {
 		case found:
 			why = "the step is " + step.State.String() + ", not in flight"
 		}
-		j.gha.Noticef("bazinga: step %s is not in flight (%s); nothing to do", in.step, why)
-		j.out.set(in.step, StatusSkipped, []string{why})
+		j.gha.Noticef("bazinga: step %s is not in flight (%s); nothing to do", j.in.step, why)
+		j.out.set(j.in.step, StatusSkipped, []string{why})
+		return st, nil, false, nil
+	}
+	return st, step, true, nil
+}
+
+// runStep is the unprivileged half of a step (agent, gate, validate): load,
+// run, hand over. Its token can only read: it claims, pushes and posts
+// nothing; the privileged job does that with what it hands over.
+func (j *job) runStep(ctx context.Context) int {
+	in := j.in
+	ref, issue, ok := j.stepIssue()
+	if !ok {
+		return 1
+	}
+	ho := HandOver{Step: in.step, Command: in.command}
+	handOver := func(h HandOver, content func(int) ([]byte, error)) error {
+		if err := writeHandOver(in.handover, h, content); err != nil {
+			return err
+		}
+		j.gha.Infof("hand-over (%s) written to %s", h.Outcome, in.handover)
+		return nil
+	}
+	st, step, ok, err := j.inFlight(ctx, issue, ref.Session)
+	if err != nil {
+		return j.fail("reading the session from the tracking comment of #"+ref.Session, err)
+	}
+	if !ok {
+		ho.Outcome, ho.Why = OutcomeSkipped, "not in flight"
+		if err := handOver(ho, nil); err != nil {
+			return j.fail("writing the hand-over", err)
+		}
 		return 0
 	}
-
-	j.gha.Group("bazinga: claim " + in.step)
-	err = j.claim(ctx, st.Session.Base)
-	j.gha.EndGroup()
-	switch {
-	case errors.Is(err, ghapi.ErrExists):
+	// A step published already (its claim exists) is not run again: the
+	// workflow's concurrency group runs a second dispatch of one step after
+	// the first has published.
+	switch _, err := j.gh.GetRef(ctx, in.repo, strings.TrimPrefix(ClaimRef(in.step), "refs/")); {
+	case err == nil:
 		j.gha.Noticef("bazinga: step %s is a duplicate: another job claimed it (%s exists); nothing to do", in.step, ClaimRef(in.step))
 		j.out.set(in.step, StatusDuplicate, []string{"claimed by another job"})
+		ho.Outcome = OutcomeDuplicate
+		if err := handOver(ho, nil); err != nil {
+			return j.fail("writing the hand-over", err)
+		}
 		return 0
-	case err != nil:
-		return j.fail("claiming step "+in.step, err)
+	case !errors.Is(err, ghapi.ErrNotFound):
+		return j.fail("checking the claim of step "+in.step, err)
 	}
 
 	cfg := st.Config
@@ -87,16 +133,13 @@ func (j *job) runStep(ctx context.Context) int {
 		return j.fail("making a working directory", err)
 	}
 	defer os.RemoveAll(work)
-	ex := &stepexec.Executor{
-		Remote:  gitops.Remote{URL: in.serverURL + "/" + in.repo.String() + ".git", Token: in.token},
-		Config:  cfg,
-		TempDir: work,
-		Logger:  j.log,
+	remote := gitops.Remote{URL: in.serverURL + "/" + in.repo.String() + ".git", Token: in.token}
+	rec := &recorder{remote: remote, tempDir: work, base: st.Session.Base,
+		policy: gitops.PathPolicy{AllowWorkflowChanges: cfg.AllowWorkflowChanges, Protected: []string{in.config}}}
+	if g := st.Session.Group(step.Group); g != nil {
+		rec.branch = g.Branch
 	}
-	if cfg.Merge.Method == pipeline.MergePullRequest {
-		ex.PullRequests = prMerger{client: j.client, gh: j.gh, repo: j.in.repo, base: st.Session.Base,
-			title: func(branch string) string { return fmt.Sprintf("Merge %s (bazinga step %s)", branch, in.step) }}
-	}
+	ex := &stepexec.Executor{Remote: remote, Config: cfg, TempDir: work, Logger: j.log, HandOver: rec}
 	if step.Role != pipeline.RoleMerge && step.Role != pipeline.RoleValidate {
 		r, err := agent.NewRunner(agent.RunnerConfig{Command: cfg.Agent.Command, Timeout: cfg.Agent.Timeout.D(), KillGrace: cfg.Agent.Grace.D(), PassEnv: cfg.Agent.Env, TempDir: work})
 		if err != nil {
@@ -106,6 +149,12 @@ func (j *job) runStep(ctx context.Context) int {
 		// What people with write access said reaches the agents, as data.
 		comments := j.humanComments(ctx, issue, st.Session, step.Group)
 		ex.Comments = func(string) []agent.UntrustedText { return comments }
+	}
+	// The base head as the step starts: what validation and session-level
+	// steps saw (a group step records its own start in the recorder).
+	baseHead, err := j.gh.GetRef(ctx, in.repo, "heads/"+st.Session.Base)
+	if err != nil {
+		return j.fail("reading "+st.Session.Base, err)
 	}
 
 	started := j.d.Now().UTC()
@@ -125,11 +174,13 @@ func (j *job) runStep(ctx context.Context) int {
 			Errorf("%s; the job fails so that bazinga retries the step", oneLine(ev.Reason))
 		j.out.set(in.step, StatusFailed, []string{ev.Reason})
 		j.out.summary(renderSummary(*step, rep, nil, started, ended, in.runURL))
-		// The reason goes to the orchestrator, which retries the step; the
-		// run's failure alone would say only that the job failed.
-		fr := codec.FailureRecord{Step: in.step, Role: step.Role, Group: step.Group, Reason: ev.Reason, RunURL: in.runURL}
-		if _, err := j.postComment(ctx, issue, st.Session, step.Group, codec.RenderFailureComment(fr)); err != nil {
-			j.gha.Warningf("bazinga: could not post the failure of %s: %v", in.step, err)
+		// The reason goes to the orchestrator (through the publishing job),
+		// which retries the step; the run's failure alone would say only
+		// that the job failed.
+		ho.Outcome = OutcomeFailure
+		ho.Failure = &codec.FailureRecord{Step: in.step, Role: step.Role, Group: step.Group, Reason: ev.Reason, RunURL: in.runURL}
+		if err := handOver(ho, nil); err != nil {
+			j.gha.Warningf("bazinga: could not hand over the failure of %s: %v", in.step, err)
 		}
 		return 1
 	}
@@ -138,17 +189,23 @@ func (j *job) runStep(ctx context.Context) int {
 	if rep.Tests != "" {
 		note = "tests: " + rep.Tests
 	}
-	rec := codec.ResultRecord{Step: in.step, Role: step.Role, Group: step.Group, Model: step.Model, Result: res,
+	ho.Outcome = OutcomeResult
+	ho.Result = &codec.ResultRecord{Step: in.step, Role: step.Role, Group: step.Group, Model: step.Model, Result: res,
 		StartedAt: started, EndedAt: ended, RunURL: in.runURL, Note: note}
-	j.gha.Group("bazinga: post the result")
-	where, err := j.postResult(ctx, issue, st.Session, rec)
+	ho.Base = baseHead
+	if rec.start != "" {
+		ho.Base, ho.BranchExisted = rec.start, rec.existed
+	}
+	ho.Commit, ho.Merge = rec.commit, rec.tested
+	j.gha.Group("bazinga: hand over the result")
+	err = handOver(ho, rec.content)
 	j.gha.EndGroup()
 	if err != nil {
-		return j.fail("posting the result of "+in.step, err)
+		return j.fail("writing the hand-over of "+in.step, err)
 	}
 	j.gha.Infof("%s", pipeline.Capsule(pipeline.Step{ID: in.step, Group: step.Group, StepSpec: pipeline.StepSpec{Role: step.Role, Model: step.Model},
 		State: pipeline.StepDone, Result: &res}))
-	j.log.Info("result posted", "status", res.Status.String(), "on", where)
+	j.log.Info("result handed over", "status", res.Status.String())
 	j.out.set(in.step, res.Status.String(), res.Summary)
 	j.out.summary(renderSummary(*step, rep, &res, started, ended, in.runURL))
 	return 0

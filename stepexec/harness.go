@@ -75,7 +75,11 @@ func (e *Executor) merge(ctx context.Context, s pipeline.Session, st pipeline.St
 		StepID:               st.ID,
 		AllowWorkflowChanges: e.Config.AllowWorkflowChanges, TempDir: e.TempDir,
 	}
-	if e.Config.Merge.Method == pipeline.MergePullRequest && e.PullRequests != nil {
+	if e.HandOver != nil {
+		// The gate runs here; the tested heads are landed by a job that
+		// runs no repository code.
+		req.Finish = e.HandOver.Tested
+	} else if e.Config.Merge.Method == pipeline.MergePullRequest && e.PullRequests != nil {
 		// The gate still tests merge(base, head) here; the pull request is
 		// then merged at exactly that head, if the base has not moved.
 		req.Finish = func(ctx context.Context, base, head plumbing.Hash) (gitops.FinishResult, error) {

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing"
 
 	"github.com/bazinga-bot/bazinga/agent"
 	"github.com/bazinga-bot/bazinga/gitops"
@@ -40,6 +41,9 @@ type Executor struct {
 	// "pull-request"; without it (local mode has no pull requests) merges
 	// are pushed.
 	PullRequests PRMerger
+	// HandOver, when set, takes what would be pushed (GitHub mode; see
+	// HandOver). Local mode leaves it nil.
+	HandOver HandOver
 }
 
 // PRMerger merges a group's pull request through the forge's API.
@@ -156,8 +160,14 @@ func (e *Executor) agentStep(ctx context.Context, s pipeline.Session, st pipelin
 	}
 	defer cleanup()
 
-	var repo *git.Repository
-	if g != nil {
+	var (
+		repo          *git.Repository
+		start         plumbing.Hash
+		branchExisted bool
+	)
+	if g != nil && e.HandOver != nil {
+		repo, start, branchExisted, err = gitops.PrepareReadOnly(ctx, e.Remote, s.Base, g.Branch, dir)
+	} else if g != nil {
 		repo, err = gitops.PrepareWorkingCopy(ctx, e.Remote, s.Base, g.Branch, dir)
 	} else {
 		// Session-level steps (pm, investigations) read the base; they push nothing.
@@ -243,11 +253,17 @@ func (e *Executor) agentStep(ctx context.Context, s pipeline.Session, st pipelin
 	} else if err != nil {
 		return pipeline.Result{}, fmt.Errorf("committing the agent's changes: %w", err)
 	}
-	err = gitops.Push(ctx, repo, e.Remote, s.Base, g.Branch, gitops.PushOptions{AllowWorkflowChanges: e.Config.AllowWorkflowChanges})
+	if e.HandOver != nil {
+		err = e.handOverChange(ctx, repo, g.Branch, start, branchExisted, merge)
+	} else {
+		err = gitops.Push(ctx, repo, e.Remote, s.Base, g.Branch, gitops.PushOptions{AllowWorkflowChanges: e.Config.AllowWorkflowChanges})
+	}
 	switch {
 	case errors.Is(err, gitops.ErrWorkflowChange):
 		// The agent must undo it; that is a revision, not an infrastructure failure.
 		return harnessPartial(res, err.Error()+" (set allow_workflow_changes to permit)", ""), nil
+	case errors.Is(err, gitops.ErrForbiddenPath) || errors.Is(err, gitops.ErrSubmodule):
+		return harnessPartial(res, err.Error(), ""), nil
 	case err != nil:
 		return pipeline.Result{}, fmt.Errorf("pushing %s: %w", g.Branch, err)
 	}

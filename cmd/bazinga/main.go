@@ -21,7 +21,7 @@ Commands:
   run       run a whole session on a local repository ("requirements" or --issue-file)
   status    show a local session (bazinga status [--repo DIR] [ID])
   serve     run the GitHub App (webhooks, slash commands; configured by BAZINGA_* variables)
-  action    run one step inside GitHub Actions (agent | merge | validate | reconcile)
+  action    run one step inside GitHub Actions (agent | gate | validate, then publish | land; reconcile)
   version   print the version
   help      show this text
 
