@@ -79,6 +79,10 @@ const ActionsLogin = "github-actions[bot]"
 // could sign state could choose its own configuration.
 const EnvStateKey = "BAZINGA_STATE_KEY"
 
+// DefaultOrchestratorWorkflow is the Action-only orchestrator's workflow
+// file (examples/workflows/bazinga.yml).
+const DefaultOrchestratorWorkflow = "bazinga.yml"
+
 // EnvStatePublicKey names the variable step jobs may take the state public
 // key from when the input state-public-key is empty.
 const EnvStatePublicKey = "BAZINGA_STATE_PUBLIC_KEY"
@@ -182,6 +186,10 @@ type inputs struct {
 	signingKey   ed25519.PrivateKey
 	publicKey    ed25519.PublicKey
 	orchestrator string
+	// orchestratorWorkflow is the Action-only orchestrator's workflow file,
+	// which a privileged step job dispatches after posting (its comments,
+	// made with a GITHUB_TOKEN, start no workflow); "" in App mode.
+	orchestratorWorkflow string
 }
 
 // inputError is a wrong or missing input: the step fails with the message.
@@ -219,6 +227,13 @@ func readInputs(gha *githubactions.Action, getenv func(string) string) (inputs, 
 	in.orchestrator = strings.TrimSpace(input(gha, "orchestrator"))
 	if in.orchestrator == "" {
 		in.orchestrator = ActionsLogin
+	}
+	in.orchestratorWorkflow = strings.TrimSpace(input(gha, "orchestrator-workflow"))
+	if in.orchestratorWorkflow == "" && strings.EqualFold(in.orchestrator, ActionsLogin) {
+		in.orchestratorWorkflow = DefaultOrchestratorWorkflow
+	}
+	if strings.EqualFold(in.orchestratorWorkflow, "none") {
+		in.orchestratorWorkflow = ""
 	}
 	if in.command == CommandReconcile {
 		k := getenv(EnvStateKey)

@@ -492,11 +492,25 @@ func TestDispatchedReconcileAppliesTheStepsResult(t *testing.T) {
 	}
 	require.Equal(t, "1/_/pm/1", pm.Inputs["step"])
 	u.run = pm
-	r = u.action(actionOnly(u.env(map[string]string{"command": "agent", "step": "1/_/pm/1", "github-token": f.RunToken(pm), "agent-command": u.agentCmd(t)})))
+	r = u.action(actionOnly(u.env(map[string]string{"command": "agent", "step": "1/_/pm/1", "github-token": u.readToken(), "agent-command": u.agentCmd(t)})))
+	require.Equal(t, 0, r.code, r.stdout)
+	orchestratorRuns := func() int {
+		n := 0
+		for _, run := range f.Runs() {
+			if run.Workflow == "bazinga.yml" {
+				n++
+			}
+		}
+		return n
+	}
+	before := orchestratorRuns()
+	r = u.action(actionOnly(u.env(map[string]string{"command": "publish", "step": "1/_/pm/1", "github-token": f.RunToken(pm)})))
 	require.Equal(t, 0, r.code, r.stdout)
 	require.Equal(t, 1, u.resultComments())
+	require.Equal(t, before+1, orchestratorRuns(), "the publish job dispatched the orchestrator")
+	assert.Contains(t, r.stdout, "dispatched the orchestrator (bazinga.yml) for #1")
 
-	// The step's job dispatches the orchestrator with the issue.
+	// That dispatch's run: the orchestrator with the issue.
 	dispatchOrchestrator := func(issueInput string) ghfake.Run {
 		_, err := f.Client(f.RunToken(pm)).Actions.CreateWorkflowDispatchEventByFileName(context.Background(), e2eOwner, e2eName, "bazinga.yml",
 			github.CreateWorkflowDispatchEventRequest{Ref: "main", Inputs: map[string]any{"issue": issueInput}})

@@ -634,11 +634,14 @@ func TestE2EActionOnlyMode(t *testing.T) {
 	w.orchestrator, w.publicKey = ghfake.ActionsLogin, e2eActionOnlyKey
 	f := w.f
 	// The orchestrator workflow (examples/workflows/bazinga.yml): the
-	// events it runs on; no App, no webhook receiver.
+	// events it runs on, and workflow_dispatch with the issue, which every
+	// step's privileged job sends; no workflow_run (GitHub fires none for
+	// runs a GITHUB_TOKEN dispatch started); no App, no webhook receiver.
 	require.NoError(t, f.AddWorkflow(e2eFull, "bazinga.yml", ghfake.Workflow{
 		Name: "bazinga", JobName: "reconcile",
 		On: []string{"issues.labeled", "issues.unlabeled", "issue_comment.created", "pull_request_review.submitted",
-			"pull_request.closed", "workflow_run.completed"},
+			"pull_request.closed"},
+		Inputs: map[string]ghfake.WorkflowInput{"issue": {}},
 	}))
 	issue, err := w.repo.CreateIssue("alice", "Write a.txt and b.txt", "Both must say ok.")
 	require.NoError(t, err)
@@ -650,6 +653,7 @@ func TestE2EActionOnlyMode(t *testing.T) {
 		_, _ = f.TriggerSchedule(e2eFull, "bazinga.yml")
 	})
 	require.Equal(t, "bazinga:done", label)
+	assert.Zero(t, sweeps, "the steps' dispatches drive the session; the schedule is not needed")
 	w.settle()
 	// The tracking comment is github-actions[bot]'s, signed with the key
 	// only the orchestrator's job holds.

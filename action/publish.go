@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/go-git/go-git/v5"
@@ -112,6 +113,7 @@ func (j *job) publish(ctx context.Context) int {
 		if _, err := j.postComment(ctx, issue, s, step.Group, codec.RenderFailureComment(fr)); err != nil {
 			j.gha.Warningf("bazinga: could not post the failure of %s: %v", in.step, err)
 		}
+		j.wake(ctx, issue, s.Base)
 		return 1
 	}
 
@@ -137,7 +139,24 @@ func (j *job) publish(ctx context.Context) int {
 		rep.Tests = t
 	}
 	j.out.summary(renderSummary(*step, rep, &res, rec.StartedAt, rec.EndedAt, in.runURL))
+	j.wake(ctx, issue, s.Base)
 	return 0
+}
+
+// wake dispatches the Action-only orchestrator for the step's issue: what
+// this job posted with its GITHUB_TOKEN starts no workflow, a dispatch does
+// (the job needs actions: write). Best effort: the orchestrator's schedule
+// catches up without it, later.
+func (j *job) wake(ctx context.Context, issue int, ref string) {
+	wf := j.in.orchestratorWorkflow
+	if wf == "" {
+		return
+	}
+	if err := j.gh.DispatchWorkflow(ctx, j.in.repo, wf, ref, map[string]string{"issue": strconv.Itoa(issue)}); err != nil {
+		j.gha.Warningf("bazinga: could not dispatch the orchestrator (%s) for #%d: %v; its schedule will catch up", wf, issue, err)
+		return
+	}
+	j.gha.Infof("dispatched the orchestrator (%s) for #%d", wf, issue)
 }
 
 // refused reports a hand-over the job will not publish.

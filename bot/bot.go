@@ -196,6 +196,9 @@ func (b *Bot) catchUp(ctx context.Context, gh GitHub, ref sessionRef) error {
 	if _, err := b.applyLoggedResults(ctx, gh, ref); err != nil {
 		errs = append(errs, fmt.Errorf("%s: %w", ref.key(), err))
 	}
+	if err := b.applyFailedRuns(ctx, gh, ref); err != nil {
+		errs = append(errs, fmt.Errorf("%s: %w", ref.key(), err))
+	}
 	err := b.drive(ctx, gh, ref, input{delivery: "sweep", events: []pipeline.Event{pipeline.Tick(strconv.Itoa(ref.issue))}})
 	if err != nil && !errors.Is(err, ErrIgnored) {
 		errs = append(errs, fmt.Errorf("%s: %w", ref.key(), err))

@@ -388,8 +388,8 @@ func (b *Bot) ApplyLoggedResults(ctx context.Context, installation int64, repo g
 	return b.applyLoggedResults(ctx, gh, ref)
 }
 
-// applyLoggedResults applies the results of steps in flight that the
-// session's comments hold, one reconcile each, oldest first.
+// applyLoggedResults applies the results (and failure reports) of steps in
+// flight that the session's comments hold, one reconcile each, oldest first.
 func (b *Bot) applyLoggedResults(ctx context.Context, gh GitHub, ref sessionRef) (int, error) {
 	repo, issue := ref.repo, ref.issue
 	unlock := b.lock(ref.key())
@@ -416,6 +416,7 @@ func (b *Bot) applyLoggedResults(ctx context.Context, gh GitHub, ref sessionRef)
 	type found struct {
 		c      ghapi.Comment
 		rec    codec.ResultRecord
+		fail   *codec.FailureRecord
 		number int
 	}
 	var results []found
@@ -427,6 +428,8 @@ func (b *Bot) applyLoggedResults(ctx context.Context, gh GitHub, ref sessionRef)
 		for _, c := range cs {
 			if rec, ok := codec.ParseResultComment(c.Body); ok && inFlight[rec.Step] {
 				results = append(results, found{c: c, rec: rec, number: number})
+			} else if fr, ok := codec.ParseFailureComment(c.Body); ok && inFlight[fr.Step] {
+				results = append(results, found{c: c, fail: &fr, number: number})
 			}
 		}
 		return nil
@@ -461,8 +464,15 @@ func (b *Bot) applyLoggedResults(ctx context.Context, gh GitHub, ref sessionRef)
 	applied := 0
 	var errs []error
 	for _, r := range results {
-		err := b.drive(ctx, gh, ref, input{delivery: "logged-result-" + strconv.FormatInt(r.c.ID, 10),
-			result: &resultIn{rec: r.rec, author: r.c.Author, number: r.number}, commentID: r.c.ID})
+		in := input{delivery: "logged-result-" + strconv.FormatInt(r.c.ID, 10), commentID: r.c.ID}
+		if r.fail != nil {
+			sref, _ := codec.ParseStepID(r.fail.Step)
+			ev := pipeline.StepFailure(sref.Session, r.fail.Step, r.fail.Reason)
+			in.fail, in.failAuthor = &ev, r.c.Author
+		} else {
+			in.result = &resultIn{rec: r.rec, author: r.c.Author, number: r.number}
+		}
+		err := b.drive(ctx, gh, ref, in)
 		switch {
 		case err == nil:
 			applied++
@@ -472,4 +482,56 @@ func (b *Bot) applyLoggedResults(ctx context.Context, gh GitHub, ref sessionRef)
 		}
 	}
 	return applied, errors.Join(errs...)
+}
+
+// applyFailedRuns fails the steps in flight whose dispatched run ended
+// without success: in Action-only mode no workflow_run event reports them
+// (GitHub fires none for runs a GITHUB_TOKEN dispatch started), so the
+// orchestrator reads the agent workflow's runs when it catches up.
+func (b *Bot) applyFailedRuns(ctx context.Context, gh GitHub, ref sessionRef) error {
+	unlock := b.lock(ref.key())
+	ld, err := b.load(ctx, gh, ref, 0)
+	unlock()
+	if err != nil || !ld.found {
+		return err
+	}
+	inFlight := map[string]bool{}
+	for _, st := range ld.st.Session.Steps {
+		if st.State == pipeline.StepInFlight {
+			inFlight[st.ID] = true
+		}
+	}
+	if len(inFlight) == 0 {
+		return nil
+	}
+	wf := ld.st.Config.GitHub.AgentWorkflow
+	if wf == "" {
+		wf = pipeline.DefaultConfig().GitHub.AgentWorkflow
+	}
+	runs, err := gh.ListRuns(ctx, ref.repo, wf)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, r := range runs {
+		step, _, ok := codec.StepInText(r.Title)
+		if !ok || !inFlight[step] || r.Status != "completed" {
+			continue
+		}
+		it, ferr := failedStep(r.Title, r.Conclusion)
+		if ferr != nil {
+			continue // succeeded, skipped or waiting for approval
+		}
+		inFlight[step] = false
+		in := it.in
+		in.delivery = "run-" + strconv.FormatInt(r.ID, 10)
+		in.run = &runRef{path: r.Path, event: r.Event}
+		if r.Path == "" {
+			in.run.path = ".github/workflows/" + wf // the list is of that workflow's runs
+		}
+		if err := b.drive(ctx, gh, ref, in); err != nil && !errors.Is(err, ErrIgnored) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
 }
