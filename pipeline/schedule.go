@@ -43,15 +43,13 @@ func (r *reconciler) schedule() {
 			r.setWait(&g.Track, WaitPaused, s.Reason)
 			continue
 		}
-		if g.Next == nil {
-			if g.Wait == WaitPM {
-				continue
-			}
-			if g.Started {
-				// A started group always has a next step or a wait; if not, the pm decides.
-				r.toPM(&g.Track, g, fmt.Sprintf("group %s had nothing left to do but is not merged; decide", g.ID))
-				continue
-			}
+		if g.Next == nil && g.Wait == WaitPM {
+			continue
+		}
+		if !g.Started {
+			// Every path that gives a group work (the plan, a pm CONTINUE, a
+			// human retry) goes through this gate: a group starts only in its
+			// phase and after its dependencies merged.
 			if g.Phase > phase {
 				r.setWait(&g.Track, WaitPhase, fmt.Sprintf("phase %d starts after phase %d", g.Phase, phase))
 				continue
@@ -64,10 +62,16 @@ func (r *reconciler) schedule() {
 				r.setWait(&g.Track, WaitDependencies, "waits for "+strings.Join(open, ", ")+" to merge")
 				continue
 			}
-			r.want(&g.Track, g, StepSpec{Role: r.implementer(g), Purpose: PurposeImplement})
+			if g.Next == nil {
+				r.want(&g.Track, g, StepSpec{Role: r.implementer(g), Purpose: PurposeImplement})
+			}
 			if g.Next == nil {
 				continue
 			}
+		} else if g.Next == nil {
+			// A started group always has a next step or a wait; if not, the pm decides.
+			r.toPM(&g.Track, g, fmt.Sprintf("group %s had nothing left to do but is not merged; decide", g.ID))
+			continue
 		}
 		switch n := g.Next; {
 		case n.Role.IsImplementer():
@@ -96,10 +100,12 @@ func (r *reconciler) schedule() {
 		}
 		r.dispatch(&g.Track, g)
 	}
-	r.scheduleLead(paused)
+	r.scheduleLead(paused, impl, limit)
 }
 
-func (r *reconciler) scheduleLead(paused bool) {
+// scheduleLead runs the session lead. Its developer diagnostics take an
+// implementation slot like any group's step.
+func (r *reconciler) scheduleLead(paused bool, impl, limit int) {
 	s := &r.s
 	l := &s.Lead
 	if l.InFlight != "" {
@@ -127,6 +133,10 @@ func (r *reconciler) scheduleLead(paused bool) {
 			r.setWait(l, WaitGroups, fmt.Sprintf("%d group(s) at work", r.openGroups()))
 			return
 		}
+	}
+	if l.Next.Role.IsImplementer() && impl >= limit {
+		r.setWait(l, WaitCap, fmt.Sprintf("%d of %d implementation slots busy", impl, limit))
+		return
 	}
 	if l.Next.Role == RolePM {
 		if s.PMStreak >= r.pmLimit() {
@@ -255,21 +265,6 @@ func (r *reconciler) dispatch(t *Track, g *Group) {
 				g.Branch = BranchName(s.ID, g.ID)
 			}
 			r.add(Action{Kind: ActionEnsureBranch, ID: "branch/" + s.ID + "/" + g.ID, Group: g.ID, Branch: g.Branch, Base: s.Base})
-		}
-	}
-	if spec.Attempt <= 1 {
-		c := &t.Counters
-		switch {
-		case spec.Role.IsImplementer():
-			c.Iterations++
-		case spec.Role == RoleQA:
-			c.QAAttempts++
-		case spec.Role == RoleTechLead && spec.Purpose == PurposeReview:
-			c.ReviewAttempts++
-		case spec.Role == RoleTechLead:
-			c.GuidanceSteps++
-		case spec.Role == RoleInvestigator:
-			c.InvestigationIterations++
 		}
 	}
 	// Step numbers count every step of the session, so they stay unique

@@ -84,10 +84,16 @@ type Group struct {
 	Started bool `json:"started,omitempty"`
 	// Escalated groups go to a senior from then on.
 	Escalated bool `json:"escalated,omitempty"`
-	// Approvals are the logins of humans whose latest review approves the group PR.
-	Approvals   []string `json:"approvals,omitempty"`
-	ApprovedRev int      `json:"approved_rev,omitempty"`
-	Label       string   `json:"label,omitempty"`
+	// Approvals are the logins of humans whose latest review approves the
+	// group's current code: a result that may change the code clears them, and
+	// an approval of a commit other than Head is not counted.
+	Approvals []string `json:"approvals,omitempty"`
+	// ApprovedRev is the session revision at which the tech lead last approved.
+	ApprovedRev int `json:"approved_rev,omitempty"`
+	// Head is the group branch's head commit as the executor last reported it
+	// (Event.Commit of a step result); empty when unknown.
+	Head  string `json:"head,omitempty"`
+	Label string `json:"label,omitempty"`
 	Track
 }
 
