@@ -2,7 +2,6 @@ package pipeline
 
 import (
 	"fmt"
-	"math/rand/v2"
 	"testing"
 	"time"
 )
@@ -72,8 +71,8 @@ func BenchmarkSimulatedSessions(b *testing.B) {
 
 // playSessionQuiet plays a session without the test's per-call checks.
 func playSessionQuiet(t *testing.T, seed uint64, stats *simStats) {
-	rng := rand.New(rand.NewPCG(seed, seed*7919+1))
-	sim := &simulator{rng: rng, cfg: simConfig(rng), now: t0, dispatch: map[string]bool{}, merged: map[string]int{}, silent: map[string]bool{}, quiet: true}
+	sim := newSimulator(seed)
+	sim.quiet = true
 	sim.play(t, seed)
 	stats.sessions++
 	stats.steps += len(sim.s.Steps)

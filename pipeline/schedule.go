@@ -29,6 +29,7 @@ func (r *reconciler) schedule() {
 	if s.Mode == ModeSimple {
 		limit = 1
 	}
+	var ready []*Group // groups whose next step goes out now
 	for _, i := range r.groupOrder() {
 		g := &s.Groups[i]
 		if g.Stage.Finished() {
@@ -98,27 +99,41 @@ func (r *reconciler) schedule() {
 			}
 			merging++
 		}
+		ready = append(ready, g)
+	}
+	// The lead decides before anything is sent: a pm out of rounds ends the
+	// session, and an ended session sends nothing.
+	lead := r.scheduleLead(paused, impl, limit)
+	if s.Status.Terminal() {
+		for _, g := range ready {
+			r.setWait(&g.Track, WaitEnded, "session "+s.Status.String())
+		}
+		return
+	}
+	for _, g := range ready {
 		r.dispatch(&g.Track, g)
 	}
-	r.scheduleLead(paused, impl, limit)
+	if lead {
+		r.dispatch(&s.Lead, nil)
+	}
 }
 
 // scheduleLead runs the session lead. Its developer diagnostics take an
 // implementation slot like any group's step.
-func (r *reconciler) scheduleLead(paused bool, impl, limit int) {
+func (r *reconciler) scheduleLead(paused bool, impl, limit int) (dispatch bool) {
 	s := &r.s
 	l := &s.Lead
 	if l.InFlight != "" {
 		r.setWait(l, WaitNone, "")
-		return
+		return false
 	}
 	if paused {
 		r.setWait(l, WaitPaused, s.Reason)
-		return
+		return false
 	}
 	if s.Clarification != nil {
 		r.setWait(l, WaitClarification, s.Clarification.Question)
-		return
+		return false
 	}
 	if l.Next == nil {
 		switch {
@@ -131,24 +146,24 @@ func (r *reconciler) scheduleLead(paused bool, impl, limit int) {
 			r.want(l, nil, StepSpec{Role: RolePM, Purpose: PurposePlan})
 		default:
 			r.setWait(l, WaitGroups, fmt.Sprintf("%d group(s) at work", r.openGroups()))
-			return
+			return false
 		}
 	}
 	if l.Next.Role.IsImplementer() && impl >= limit {
 		r.setWait(l, WaitCap, fmt.Sprintf("%d of %d implementation slots busy", impl, limit))
-		return
+		return false
 	}
 	if l.Next.Role == RolePM {
 		if s.PMStreak >= r.pmLimit() {
 			r.end(SessionFailed, fmt.Sprintf("the pm made no progress in %d rounds; /bazinga resume to give it more", s.PMStreak))
 			r.setWait(l, WaitEnded, "session failed")
-			return
+			return false
 		}
 		s.PMStreak++
 		l.Next.Notes = append(l.Next.Notes, s.Inbox...)
 		s.Inbox = nil
 	}
-	r.dispatch(l, nil)
+	return true
 }
 
 func hasUrgent(inbox []Note) bool {
@@ -298,7 +313,7 @@ func (r *reconciler) finish() {
 	if s.Status == SessionNew {
 		return
 	}
-	if r.resend {
+	if r.resend && s.Status != SessionPaused && !s.Status.Terminal() {
 		// A step sent again gets its full time again.
 		for i := range s.Steps {
 			if st := &s.Steps[i]; st.State == StepInFlight && !r.dispatchedNow(st.ID) {
