@@ -247,16 +247,77 @@ func (r *reconciler) inFlightCounts() (impl, research, merging int) {
 }
 
 // groupOrder gives started groups the first claim on free slots (work in
-// progress finishes before new work starts), each in plan order.
+// progress finishes before new work starts); within each kind, the group
+// with the longest chain of unfinished work behind it goes first, so the
+// critical path starts early; ties keep plan order.
 func (r *reconciler) groupOrder() []int {
-	order := make([]int, len(r.s.Groups))
+	gs := r.s.Groups
+	chain := remainingChains(gs)
+	order := make([]int, len(gs))
 	for i := range order {
 		order[i] = i
 	}
 	sort.SliceStable(order, func(a, b int) bool {
-		return r.s.Groups[order[a]].Started && !r.s.Groups[order[b]].Started
+		ga, gb := &gs[order[a]], &gs[order[b]]
+		if ga.Started != gb.Started {
+			return ga.Started
+		}
+		return chain[order[a]] > chain[order[b]]
 	})
 	return order
+}
+
+// remainingChains gives, for each unfinished group, the number of groups on
+// the longest chain of unfinished groups that starts with it: a group waits
+// for the ones it depends on and for every group of an earlier phase. The
+// engine does not know how long a group takes, so each counts as one.
+func remainingChains(gs []Group) []int {
+	chain := make([]int, len(gs))
+	state := make([]byte, len(gs)) // 0 new, 1 visiting, 2 done
+	index := make(map[string]int, len(gs))
+	for i := range gs {
+		index[gs[i].ID] = i
+	}
+	// dependents[i] lists the unfinished groups that name group i.
+	dependents := make([][]int, len(gs))
+	for j := range gs {
+		if gs[j].Stage.Finished() {
+			continue
+		}
+		for _, d := range gs[j].DependsOn {
+			if i, ok := index[d]; ok {
+				dependents[i] = append(dependents[i], j)
+			}
+		}
+	}
+	var visit func(i int) int
+	visit = func(i int) int {
+		switch state[i] {
+		case 1:
+			return 0 // a cycle (refused at planning); do not loop
+		case 2:
+			return chain[i]
+		}
+		state[i] = 1
+		best := 0
+		for _, j := range dependents[i] {
+			best = max(best, visit(j))
+		}
+		for j := range gs {
+			if !gs[j].Stage.Finished() && gs[j].Phase > gs[i].Phase {
+				best = max(best, visit(j))
+			}
+		}
+		chain[i] = 1 + best
+		state[i] = 2
+		return chain[i]
+	}
+	for i := range gs {
+		if !gs[i].Stage.Finished() {
+			visit(i)
+		}
+	}
+	return chain
 }
 
 func (r *reconciler) setWait(t *Track, w WaitReason, detail string) {
