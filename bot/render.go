@@ -137,7 +137,7 @@ func renderTracking(st *State, repoURL string, logN int, block string) string {
 				pr = fmt.Sprintf("#%d", n)
 			}
 			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", cell(g.ID+": "+g.Name), pr, g.Stage,
-				cell(waitText(g.Track)), cell(attempts(g.Counters)), cell(groupCapsule(s, g.Track)))
+				cell(waitText(g.Track)), cell(attempts(s.Progress(g.Track))), cell(groupCapsule(s, g.Track)))
 		}
 	}
 	if lead := groupCapsule(s, s.Lead); lead != "" {

@@ -210,6 +210,9 @@ func TestOnlyResultsCountAsIterations(t *testing.T) {
 		}
 		assert.Equal(t, 0, h.group("A").Counters.QAAttempts)
 		assert.Equal(t, RoleQA, h.inFlight("A").Role)
+		progress := h.s.Progress(h.group("A").Track)
+		assert.Equal(t, 1, progress.QAAttempts, "views count the QA step that runs")
+		assert.Equal(t, 1, progress.Iterations)
 		h.report("A", StatusFail, "")
 		h.report("A", StatusReadyForQA, "")
 		assert.Equal(t, RoleQA, h.inFlight("A").Role, "one QA failure is far from the limit")

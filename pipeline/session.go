@@ -405,3 +405,14 @@ func (s Session) Snapshot(keep int) Session {
 	c.Steps = out
 	return c
 }
+
+// Progress is a track's counters with its step in flight counted, as a
+// status view or a prompt shows them ("QA attempt 2" while it runs). The
+// engine itself counts a step only when its result arrives.
+func (s *Session) Progress(t Track) Counters {
+	c := t.Counters
+	if st := s.Step(t.InFlight); st != nil {
+		countResult(&c, st.StepSpec)
+	}
+	return c
+}

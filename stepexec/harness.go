@@ -26,10 +26,9 @@ func (e *Executor) promptInput(s pipeline.Session, st pipeline.Step, g *pipeline
 	}
 	if g != nil {
 		in.GroupName, in.Task, in.Branch = g.Name, g.Task, g.Branch
-		c := g.Counters
+		c := s.Progress(g.Track)
 		if st.Role.IsImplementer() && st.Purpose != pipeline.PurposeDiagnostic {
-			// The engine counts iterations when their results arrive: this step is the next one.
-			in.Purpose = strings.TrimSpace(in.Purpose + fmt.Sprintf(" Implementation iteration %d of at most %d.", c.Iterations+1, e.Config.Limits.DeveloperIterations))
+			in.Purpose = strings.TrimSpace(in.Purpose + fmt.Sprintf(" Implementation iteration %d of at most %d.", c.Iterations, e.Config.Limits.DeveloperIterations))
 		}
 	}
 	if prev := s.Step(st.From); prev != nil && prev.Result != nil {
