@@ -30,6 +30,8 @@ type transition struct {
 //     dispatched before the group's dependencies merged;
 //   - a paused or ended session dispatches nothing and does not come back to
 //     life until a human resumes (or retries) it;
+//   - a group is abandoned only by a closed PR or a pm result that decided
+//     something (a bare CONTINUE decides nothing);
 //   - stuck-detection counters grow only by results of the track's own steps;
 //   - no step is dispatched past a limit: step attempts, implementation
 //     iterations, QA attempts, reviews, guidance, investigations, pm rounds.
@@ -50,6 +52,22 @@ func checkTransition(tr transition) error {
 	live := func(s SessionStatus) bool { return s != SessionNew && s != SessionPaused && !s.Terminal() }
 	if b.Status != SessionNew && !live(b.Status) && live(a.Status) && !humanRestart {
 		fail("session went from %s to %s without a resume", b.Status, a.Status)
+	}
+	// A pause or stop holds against every later event of the same call but a resume.
+	held := ""
+	for _, ev := range tr.events {
+		if ev.Kind != EventCommand || ev.Command == nil {
+			continue
+		}
+		switch ev.Command.Kind {
+		case CommandPause, CommandStop:
+			held = ev.Command.Kind.String()
+		case CommandResume, CommandRetry:
+			held = ""
+		}
+	}
+	if held != "" && b.Status != SessionNew && live(a.Status) {
+		fail("session is %s after a %s with no resume after it", a.Status, held)
 	}
 
 	var dispatched []Step
@@ -110,6 +128,38 @@ func checkTransition(tr transition) error {
 			fail("step %s dispatched after %d investigation iterations, limit %d", st.ID, c.InvestigationIterations, lim.InvestigationIterations)
 		case st.Role == RolePM && a.PMStreak > 2*lim.DeveloperIterations+len(a.Groups):
 			fail("pm step %s dispatched at streak %d, limit %d", st.ID, a.PMStreak, 2*lim.DeveloperIterations+len(a.Groups))
+		}
+	}
+
+	// A group is given up only by a human closing its PR or by a pm result
+	// that decided something; never by a CONTINUE that names nothing.
+	decided := false
+	for _, st := range a.Steps {
+		if st.Role != RolePM || st.State != StepDone || st.Result == nil {
+			continue
+		}
+		if old := b.Step(st.ID); old != nil && old.State == StepDone {
+			continue
+		}
+		switch st.Result.Status {
+		case StatusPlanningComplete:
+			decided = true
+		case StatusContinue:
+			d, err := parseContinue(st.Result.Handoff)
+			decided = decided || err == nil && !d.bare()
+		}
+	}
+	for _, g := range a.Groups {
+		old := b.Group(g.ID)
+		if g.Stage != StageAbandoned || old == nil || old.Stage == StageAbandoned || decided {
+			continue
+		}
+		closed := false
+		for _, ev := range tr.events {
+			closed = closed || ev.Kind == EventPRClosed && ev.Group == g.ID
+		}
+		if !closed {
+			fail("group %s abandoned without a PR closure or a pm decision", g.ID)
 		}
 	}
 
@@ -180,7 +230,7 @@ var limitMarks = []struct{ name, text string }{
 // commandNames are the human inputs the simulator must use.
 var commandNames = []string{"stop", "pause", "resume", "retry", "retry_group", "answer",
 	"review_approved", "review_approved_stale", "review_changes_requested", "review_dismissed",
-	"pr_closed", "pr_merged", "lead_diagnostic"}
+	"pr_closed", "pr_merged", "lead_diagnostic", "paused_bazinga", "paused_reject"}
 
 func (cv *coverage) record(tr transition) {
 	for _, st := range tr.after.Steps {
@@ -188,6 +238,26 @@ func (cv *coverage) record(tr transition) {
 		if st.State == StepDone && st.Result != nil && (old == nil || old.State != StepDone) {
 			if i := lookupIndex(st.Role, st.Result.Status, st.Purpose); i >= 0 {
 				cv.rows[i]++
+			}
+		}
+	}
+	// Results that arrived while a human pause held (before this call or
+	// earlier in its events).
+	paused := tr.before.Status == SessionPaused
+	for _, ev := range tr.events {
+		switch {
+		case ev.Kind == EventCommand && ev.Command != nil && ev.Command.Kind == CommandPause:
+			paused = true
+		case ev.Kind == EventCommand && ev.Command != nil && (ev.Command.Kind == CommandResume || ev.Command.Kind == CommandRetry):
+			paused = false
+		case ev.Kind == EventStepResult && paused:
+			if st := tr.after.Step(ev.Step); st != nil && st.Result != nil {
+				switch st.Result.Status {
+				case StatusBazinga:
+					cv.commands["paused_bazinga"]++
+				case StatusReject:
+					cv.commands["paused_reject"]++
+				}
 			}
 		}
 	}

@@ -36,6 +36,12 @@ type simulator struct {
 	silent   map[string]bool // steps that will never report
 	quiet    bool            // benchmarks: skip the per-call checks
 	cov      *coverage       // what the session reached (nil: not recorded)
+	// The code of each group as humans see it: a version that every
+	// implementation result moves on, the head commit the executor reported,
+	// and the version each reviewer's standing approval was for.
+	version  map[string]int
+	head     map[string]string
+	approved map[string]map[string]int
 	// The session's temperament: how often agents make progress, whether the
 	// pm is unable to produce a usable result, how often merges fail.
 	progress  int // in 12ths
@@ -75,7 +81,8 @@ func simConfig(rng *rand.Rand) Config {
 func newSimulator(seed uint64) *simulator {
 	rng := rand.New(rand.NewPCG(seed, seed*7919+1))
 	sim := &simulator{rng: rng, cfg: simConfig(rng), now: t0, dispatch: map[string]bool{}, merged: map[string]int{},
-		silent: map[string]bool{}, progress: 8, mergeFail: 5}
+		silent: map[string]bool{}, progress: 8, mergeFail: 5,
+		version: map[string]int{}, head: map[string]string{}, approved: map[string]map[string]int{}}
 	switch rng.IntN(10) {
 	case 0:
 		sim.progress = 2 // hard work: agents rarely finish
@@ -130,6 +137,7 @@ func (sim *simulator) reconcile(t *testing.T, seed uint64, events []Event) []Act
 			t.Fatalf("seed %d: Reconcile is not deterministic", seed)
 		}
 	}
+	sim.checkApprovals(t, seed, before, events, s2, acts)
 	resumed := false
 	for _, ev := range events {
 		if ev.Kind == EventCommand && (ev.Command.Kind == CommandResume || ev.Command.Kind == CommandRetry && ev.Command.Group == "") {
@@ -162,6 +170,52 @@ func (sim *simulator) reconcile(t *testing.T, seed uint64, events []Event) []Act
 	}
 	sim.s = s2
 	return acts
+}
+
+// checkApprovals replays the call's events against the simulator's own view
+// of each group's code and fails when a merge is dispatched without enough
+// approvals of the code as it is now.
+func (sim *simulator) checkApprovals(t *testing.T, seed uint64, before Session, events []Event, after Session, acts []Action) {
+	t.Helper()
+	applied := map[string]bool{}
+	for _, ev := range events {
+		switch ev.Kind {
+		case EventStepResult:
+			st := before.Step(ev.Step)
+			if st == nil || st.State != StepInFlight || applied[st.ID] || st.Group == LeadGroup {
+				continue
+			}
+			applied[st.ID] = true
+			if st.Role.IsImplementer() || ev.Commit != "" && ev.Commit != sim.head[st.Group] {
+				sim.version[st.Group]++
+				sim.head[st.Group] = ev.Commit
+			}
+		case EventHumanReview:
+			if sim.approved[ev.Group] == nil {
+				sim.approved[ev.Group] = map[string]int{}
+			}
+			delete(sim.approved[ev.Group], ev.Actor)
+			stale := ev.Commit != "" && sim.head[ev.Group] != "" && ev.Commit != sim.head[ev.Group]
+			if ev.Review == ReviewApproved && !stale {
+				sim.approved[ev.Group][ev.Actor] = sim.version[ev.Group]
+			}
+		}
+	}
+	for _, a := range acts {
+		if a.Kind != ActionDispatch || a.Role != RoleMerge {
+			continue
+		}
+		n := 0
+		for _, v := range sim.approved[a.Group] {
+			if v == sim.version[a.Group] {
+				n++
+			}
+		}
+		if n < sim.cfg.Merge.RequiredApprovals {
+			t.Fatalf("seed %d: merge of %s dispatched with %d approval(s) of its current code, %d required (engine: %v)",
+				seed, a.Group, n, sim.cfg.Merge.RequiredApprovals, after.Group(a.Group).Approvals)
+		}
+	}
 }
 
 func (sim *simulator) pick(list []Status) Status { return list[sim.rng.IntN(len(list))] }
@@ -368,6 +422,13 @@ func (sim *simulator) humanEvents() []Event {
 	if s.Clarification != nil && rng.IntN(2) == 0 {
 		evs = append(evs, CommandEvent(s.ID, "alice", Command{Kind: CommandAnswer, Text: "postgres"}))
 	}
+	if st := s.Step(s.Lead.InFlight); st != nil && (st.Purpose == PurposeFinalCheck || st.Role == RoleValidate) &&
+		sim.commands < 8 && rng.IntN(12) == 0 {
+		// A human pauses while the session is about to finish: the pause must
+		// hold against BAZINGA and against a rejected validation.
+		sim.commands++
+		evs = append(evs, CommandEvent(s.ID, "bob", Command{Kind: CommandPause, Text: "label removed by bob"}))
+	}
 	if sim.commands < 8 && rng.IntN(50) == 0 {
 		sim.commands++
 		var c Command
@@ -419,7 +480,11 @@ func (sim *simulator) play(t *testing.T, seed uint64) {
 	rng := sim.rng
 	sim.reconcile(t, seed, []Event{Started("sim", "build it", "main")})
 	for {
-		if sim.s.Status.Terminal() || sim.s.Status == SessionPaused {
+		reporting := false // a paused session's steps in flight still report
+		for _, st := range sim.s.InFlight() {
+			reporting = reporting || !sim.silent[st.ID]
+		}
+		if sim.s.Status.Terminal() || sim.s.Status == SessionPaused && !reporting {
 			// Humans sometimes pick a paused or stopped session up again.
 			if sim.s.Status != SessionDone && sim.commands < 8 && rng.IntN(3) == 0 {
 				sim.commands++
