@@ -279,3 +279,38 @@ func TestInvalidConfigurationIsRefused(t *testing.T) {
 	require.Len(t, acts, 1)
 	assert.Contains(t, acts[0].Text, "limits.developer_iterations")
 }
+
+// Found by the shared checker: a pm out of rounds ended the session after
+// group steps of the same call had been sent (and cancelled at once).
+func TestSessionEndingInACallSendsNothing(t *testing.T) {
+	h := newHarness(t, DefaultConfig())
+	h.plan(pg("A", 1), pg("B", 1))
+	h.s.PMStreak = 2*DefaultConfig().Limits.DeveloperIterations + 2 // the pm's rounds are used up
+	a := h.inFlight("A")
+	acts := h.reconcile(
+		StepResult("s1", a.ID, Result{Status: StatusReadyForQA}),
+		Event{Kind: EventPRClosed, Session: "s1", Group: "B", Actor: "carol"}, // the pm must hear of it
+	)
+	assert.Equal(t, SessionFailed, h.s.Status)
+	for _, act := range acts {
+		assert.NotEqual(t, ActionDispatch, act.Kind, "nothing is sent by a call that ends the session: %+v", act)
+	}
+	assert.Equal(t, WaitEnded, h.group("A").Wait)
+	require.NotNil(t, h.group("A").Next, "resume redoes A's QA")
+	assert.Equal(t, RoleQA, h.group("A").Next.Role)
+}
+
+// Found by the shared checker: a resume on a live session followed by a pause
+// in the same call re-sent the steps in flight.
+func TestResumeThenPauseInOneCallSendsNothing(t *testing.T) {
+	h := newHarness(t, DefaultConfig())
+	h.plan(pg("A", 1))
+	acts := h.reconcile(
+		CommandEvent("s1", "alice", Command{Kind: CommandResume}),
+		CommandEvent("s1", "bob", Command{Kind: CommandPause, Text: "label removed by bob"}),
+	)
+	assert.Equal(t, SessionPaused, h.s.Status)
+	for _, act := range acts {
+		assert.NotEqual(t, ActionDispatch, act.Kind)
+	}
+}
