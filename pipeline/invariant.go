@@ -8,8 +8,10 @@ import (
 // CheckLiveness verifies the liveness invariant of DESIGN §3 on a session that
 // Reconcile returned: every group that is not merged or abandoned has exactly
 // one step in flight or a named reason to wait; a live session always has
-// something in flight or waits on a human; the caps hold. Front-ends may call
-// it too; the tests call it after every Reconcile.
+// something in flight or waits on a human; the caps hold (the session lead's
+// developer diagnostics count against max_parallel). A configuration Reconcile
+// refuses is an error here too. Front-ends may call it too; the tests call it
+// after every Reconcile.
 func CheckLiveness(s Session, cfg Config) error {
 	if err := cfg.engineError(); err != nil {
 		return err

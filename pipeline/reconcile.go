@@ -14,6 +14,9 @@ const StepGrace = 10 * time.Minute
 // call, the time and the configuration, it returns the next session and every
 // action all tracks need. It is pure and deterministic: no I/O, no clock, no
 // map iteration in what it produces, and the input session is not modified.
+// A configuration with values the file would refuse (max_parallel 0, a limit
+// out of range, a timeout that is not positive) is refused: the session comes
+// back as it was, with one report action naming the values.
 func Reconcile(in Session, events []Event, now time.Time, cfg Config) (Session, []Action) {
 	if err := cfg.engineError(); err != nil {
 		// The file and the command line refuse such values; a hand-built
