@@ -139,7 +139,7 @@ func renderTracking(st *codec.State, repoURL string, logN int, block string) str
 				pr = fmt.Sprintf("#%d", n)
 			}
 			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", cell(g.ID+": "+g.Name), pr, g.Stage,
-				cell(waitText(g.Track)), cell(attempts(g.Counters)), cell(groupCapsule(s, g.Track)))
+				cell(waitText(g.Track)), cell(attempts(s.Progress(g.Track))), cell(groupCapsule(s, g.Track)))
 		}
 	}
 	if g := planGraph(s); g != "" {

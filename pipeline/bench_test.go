@@ -2,13 +2,14 @@ package pipeline
 
 import (
 	"fmt"
-	"math/rand/v2"
 	"testing"
 	"time"
 )
 
 // bigSession builds a running session of 16 groups whose history holds about
-// `steps` finished steps, every group with one step in flight.
+// `steps` finished steps, every group with one step in flight. The history
+// comes first, numbered as a long-lived session numbers it, so the session
+// is one UnmarshalSession accepts (the setup checks it).
 func bigSession(tb testing.TB, steps int) Session {
 	cfg := DefaultConfig()
 	cfg.MaxParallel = 16
@@ -18,20 +19,58 @@ func bigSession(tb testing.TB, steps int) Session {
 		groups = append(groups, pg(fmt.Sprintf("G%02d", i), 1))
 	}
 	h.plan(groups...)
-	// Cycle each group between developer and QA: PARTIAL would escalate, so
-	// drive READY_FOR_QA / FAIL and restart counters through the pm... simpler:
-	// append finished history directly, as a long-lived session would have it.
 	s := h.s
-	for i := 0; len(s.Steps) < steps; i++ {
+	// Earlier rounds of QA failures, one per group in turn, before the steps
+	// the plan dispatched: renumber those after the history.
+	hist := steps - len(s.Steps)
+	renamed := map[string]string{}
+	for i := range s.Steps {
+		st := &s.Steps[i]
+		st.N += hist
+		old := st.ID
+		st.ID = StepID(s.ID, st.Group, st.Role, st.N)
+		renamed[old] = st.ID
+	}
+	rename := func(id *string) {
+		if n, ok := renamed[*id]; ok {
+			*id = n
+		}
+	}
+	for i := range s.Steps {
+		rename(&s.Steps[i].From)
+	}
+	for _, t := range append([]*Track{&s.Lead}, func() []*Track {
+		var ts []*Track
+		for i := range s.Groups {
+			ts = append(ts, &s.Groups[i].Track)
+		}
+		return ts
+	}()...) {
+		rename(&t.InFlight)
+		rename(&t.Last)
+		if t.Next != nil {
+			rename(&t.Next.From)
+		}
+	}
+	history := make([]Step, 0, hist)
+	for i := 0; i < hist; i++ {
 		g := s.Groups[i%16]
-		st := Step{ID: StepID(s.ID, g.ID, RoleQA, 1000+i), Group: g.ID, N: 1000 + i,
-			StepSpec:     StepSpec{Role: RoleQA, Purpose: PurposeTest, Model: "sonnet", Attempt: 1, From: g.InFlight},
+		n := i + 1
+		history = append(history, Step{ID: StepID(s.ID, g.ID, RoleQA, n), Group: g.ID, N: n,
+			StepSpec:     StepSpec{Role: RoleQA, Purpose: PurposeTest, Model: "sonnet", Attempt: 1},
 			State:        StepDone,
 			DispatchedAt: t0, EndedAt: t0,
 			Result: &Result{Status: StatusFail, Summary: []string{"2 tests fail", "cache race", "see handoff"}},
-			Routed: "developer"}
-		// Keep the in-flight steps last-dispatched-looking by inserting history before them.
-		s.Steps = append(s.Steps, st)
+			Routed: "developer"})
+	}
+	s.Steps = append(history, s.Steps...)
+	s.StepSeq += hist
+	b, err := s.Marshal()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if _, err := UnmarshalSession(b); err != nil {
+		tb.Fatalf("the benchmark session is not valid: %v", err)
 	}
 	assertLive(tb, s, cfg)
 	return s
@@ -72,8 +111,8 @@ func BenchmarkSimulatedSessions(b *testing.B) {
 
 // playSessionQuiet plays a session without the test's per-call checks.
 func playSessionQuiet(t *testing.T, seed uint64, stats *simStats) {
-	rng := rand.New(rand.NewPCG(seed, seed*7919+1))
-	sim := &simulator{rng: rng, cfg: simConfig(rng), now: t0, dispatch: map[string]bool{}, merged: map[string]int{}, silent: map[string]bool{}, quiet: true}
+	sim := newSimulator(seed)
+	sim.quiet = true
 	sim.play(t, seed)
 	stats.sessions++
 	stats.steps += len(sim.s.Steps)

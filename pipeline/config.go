@@ -1,6 +1,11 @@
 package pipeline
 
-import "time"
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
 
 // Config is the parsed form of .github/bazinga.yml (DESIGN §8). Every key is
 // optional; DefaultConfig gives the values used when a key is absent.
@@ -152,4 +157,36 @@ func DefaultConfig() Config {
 			JobIdentity:   "github-actions[bot]",
 		},
 	}
+}
+
+// engineError reports the values the engine cannot run with, in the words of
+// the file's keys. The file and the command line refuse them on the way in; a
+// hand-built Config with one of them is refused by Reconcile and
+// CheckLiveness alike rather than silently replaced by a default.
+func (c Config) engineError() error {
+	var problems []string
+	intIn := func(key string, v, lo, hi int) {
+		if v < lo || v > hi {
+			problems = append(problems, fmt.Sprintf("%s is %d; it must be %d to %d", key, v, lo, hi))
+		}
+	}
+	positive := func(key string, d Duration) {
+		if d <= 0 {
+			problems = append(problems, fmt.Sprintf("%s is %s; it must be positive", key, d))
+		}
+	}
+	positive("agent.timeout", c.Agent.Timeout)
+	positive("tests.timeout", c.Tests.Timeout)
+	intIn("max_parallel", c.MaxParallel, 1, 64)
+	intIn("merge.required_approvals", c.Merge.RequiredApprovals, 0, 10)
+	positive("clarification_timeout", c.ClarificationTimeout)
+	intIn("limits.developer_iterations", c.Limits.DeveloperIterations, 1, 20)
+	intIn("limits.qa_attempts", c.Limits.QAAttempts, 1, 20)
+	intIn("limits.review_attempts", c.Limits.ReviewAttempts, 1, 20)
+	intIn("limits.investigation_iterations", c.Limits.InvestigationIterations, 0, 20)
+	intIn("limits.step_attempts", c.Limits.StepAttempts, 1, 20)
+	if len(problems) == 0 {
+		return nil
+	}
+	return errors.New("invalid configuration: " + strings.Join(problems, "; "))
 }

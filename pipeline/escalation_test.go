@@ -92,7 +92,7 @@ func TestStepWithoutResultIsRetriedThenPauses(t *testing.T) {
 	second := h.inFlight("A")
 	assert.Equal(t, 2, second.Attempt)
 	assert.Equal(t, first.Purpose, second.Purpose)
-	assert.Equal(t, 1, h.group("A").Counters.Iterations, "a retry is not another iteration")
+	assert.Equal(t, 0, h.group("A").Counters.Iterations, "a retry is not another iteration (only results count)")
 	// The third attempt never reports: the tick after its deadline fails it.
 	h.reconcile(StepFailure("s1", second.ID, "runner lost"))
 	third := h.inFlight("A")

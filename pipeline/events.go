@@ -20,6 +20,10 @@ type Event struct {
 	// Review is set for EventHumanReview; Body carries its text.
 	Review ReviewState `json:"review,omitempty"`
 	Body   string      `json:"body,omitempty"`
+	// Commit is the group branch's head commit the event is about: the commit
+	// a human review was submitted on, or the head after a step (set by the
+	// executor when it knows it). Approvals count only for the head that merges.
+	Commit string `json:"commit,omitempty"`
 	// Merged is set for EventPRClosed when the PR was merged.
 	Merged bool `json:"merged,omitempty"`
 	// Requirements and Base start a session (EventStarted).

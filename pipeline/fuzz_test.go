@@ -36,8 +36,14 @@ func runProgram(t *testing.T, program []byte) {
 			*i++
 			return b
 		}
-		s, _ = Reconcile(s, []Event{Started("fz", "requirements", "main")}, now, cfg)
-		check(t, s, cfg)
+		step := func(evs []Event) {
+			s2, acts := Reconcile(s, evs, now, cfg)
+			if err := checkTransition(transition{before: s, events: evs, now: now, cfg: cfg, after: s2, acts: acts}); err != nil {
+				t.Fatalf("promise broken: %v\nevents: %+v", err, evs)
+			}
+			s = s2
+		}
+		step([]Event{Started("fz", "requirements", "main")})
 		for i := 0; i < len(program); {
 			op := next(&i)
 			var evs []Event
@@ -45,8 +51,7 @@ func runProgram(t *testing.T, program []byte) {
 				evs = append(evs, fuzzEvent(s, op, next(&i), next(&i)))
 			}
 			now = now.Add(time.Duration(next(&i)) * time.Minute * 3)
-			s, _ = Reconcile(s, evs, now, cfg)
-			check(t, s, cfg)
+			step(evs)
 			b, err := s.Marshal()
 			if err != nil {
 				t.Fatal(err)
@@ -55,13 +60,6 @@ func runProgram(t *testing.T, program []byte) {
 				t.Fatalf("session does not read back: %v", err)
 			}
 		}
-	}
-}
-
-func check(t *testing.T, s Session, cfg Config) {
-	t.Helper()
-	if err := CheckLiveness(s, cfg); err != nil {
-		t.Fatalf("invariant: %v", err)
 	}
 }
 

@@ -213,29 +213,50 @@ func findCycle(existing, added []Group) string {
 type continueHandoff struct {
 	Groups   []json.RawMessage `json:"groups"`
 	Feedback map[string]string `json:"feedback"`
+	// Drop names waiting groups the pm gives up, for a CONTINUE that
+	// continues nothing else.
+	Drop []string `json:"drop"`
 }
 
-func parseContinue(handoff json.RawMessage) (named []string, added []PlanGroup, feedback map[string]string, err error) {
+// continueDecision is a parsed CONTINUE handoff.
+type continueDecision struct {
+	named    []string
+	added    []PlanGroup
+	dropped  []string
+	feedback map[string]string
+}
+
+// bare says the pm decided nothing: no group named, added or dropped.
+func (d continueDecision) bare() bool {
+	return len(d.named) == 0 && len(d.added) == 0 && len(d.dropped) == 0
+}
+
+func parseContinue(handoff json.RawMessage) (continueDecision, error) {
+	var d continueDecision
 	if len(handoff) == 0 {
-		return nil, nil, nil, nil
+		return d, nil
 	}
 	var h continueHandoff
 	if err := json.Unmarshal(handoff, &h); err != nil {
-		return nil, nil, nil, fmt.Errorf("CONTINUE handoff is not valid: %w", err)
+		return d, fmt.Errorf("CONTINUE handoff is not valid: %w", err)
 	}
 	for i, raw := range h.Groups {
 		var id string
 		if json.Unmarshal(raw, &id) == nil {
-			named = append(named, strings.TrimSpace(id))
+			d.named = append(d.named, strings.TrimSpace(id))
 			continue
 		}
 		var pg PlanGroup
 		if err := json.Unmarshal(raw, &pg); err != nil {
-			return nil, nil, nil, fmt.Errorf("CONTINUE groups[%d] is neither an id nor a group: %w", i, err)
+			return continueDecision{}, fmt.Errorf("CONTINUE groups[%d] is neither an id nor a group: %w", i, err)
 		}
-		added = append(added, pg)
+		d.added = append(d.added, pg)
 	}
-	return named, added, h.Feedback, nil
+	for _, id := range h.Drop {
+		d.dropped = append(d.dropped, strings.TrimSpace(id))
+	}
+	d.feedback = h.Feedback
+	return d, nil
 }
 
 // Clarification handoff of NEEDS_CLARIFICATION.

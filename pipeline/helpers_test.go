@@ -30,7 +30,10 @@ func newHarness(t testing.TB, cfg Config) *harness {
 func (h *harness) reconcile(events ...Event) []Action {
 	h.t.Helper()
 	s2, acts := Reconcile(h.s, events, h.now, h.cfg)
-	assertLive(h.t, s2, h.cfg)
+	if err := checkTransition(transition{before: h.s, events: events, now: h.now, cfg: h.cfg, after: s2, acts: acts}); err != nil {
+		b, _ := json.MarshalIndent(s2, "", "  ")
+		h.t.Fatalf("promise broken: %v\nevents: %+v\nsession: %s", err, events, b)
+	}
 	h.s = s2
 	h.actions = acts
 	h.all = append(h.all, acts...)

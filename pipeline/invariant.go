@@ -8,16 +8,20 @@ import (
 // CheckLiveness verifies the liveness invariant of DESIGN §3 on a session that
 // Reconcile returned: every group that is not merged or abandoned has exactly
 // one step in flight or a named reason to wait; a live session always has
-// something in flight or waits on a human; the caps hold. Front-ends may call
-// it too; the tests call it after every Reconcile.
+// something in flight or waits on a human; the caps hold (the session lead's
+// developer diagnostics count against max_parallel). A configuration Reconcile
+// refuses is an error here too. Front-ends may call it too; the tests call it
+// after every Reconcile.
 func CheckLiveness(s Session, cfg Config) error {
+	if err := cfg.engineError(); err != nil {
+		return err
+	}
 	if s.Status == SessionNew {
 		if len(s.Steps) > 0 || len(s.Groups) > 0 {
 			return errors.New("a session that has not started has steps or groups")
 		}
 		return nil
 	}
-	cfg = effective(cfg)
 	var errs []error
 	fail := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 
@@ -105,6 +109,9 @@ func CheckLiveness(s Session, cfg Config) error {
 		}
 	}
 	checkTrack("the session lead", LeadGroup, s.Lead)
+	if s.Lead.Wait == WaitCap && impl == 0 {
+		fail("the session lead waits on the cap with no implementation step in flight")
+	}
 	if total == 0 && !humanWait {
 		fail("session %s has nothing in flight and waits on no human", s.Status)
 	}

@@ -14,8 +14,18 @@ const StepGrace = 10 * time.Minute
 // call, the time and the configuration, it returns the next session and every
 // action all tracks need. It is pure and deterministic: no I/O, no clock, no
 // map iteration in what it produces, and the input session is not modified.
+// A configuration with values the file would refuse (max_parallel 0, a limit
+// out of range, a timeout that is not positive) is refused: the session comes
+// back as it was, with one report action naming the values.
 func Reconcile(in Session, events []Event, now time.Time, cfg Config) (Session, []Action) {
-	r := &reconciler{s: in.Clone(), now: now.UTC(), cfg: effective(cfg), rev: in.Rev + 1}
+	if err := cfg.engineError(); err != nil {
+		// The file and the command line refuse such values; a hand-built
+		// configuration is refused the same way, leaving the session as it was.
+		r := &reconciler{s: in, rev: in.Rev + 1}
+		r.report("refused to reconcile: %v", err)
+		return in, r.actions
+	}
+	r := &reconciler{s: in.Clone(), now: now.UTC(), cfg: cfg, rev: in.Rev + 1}
 	for _, ev := range events {
 		r.apply(ev)
 	}
@@ -35,38 +45,6 @@ type reconciler struct {
 	nActs   int
 	// resend asks finish to send every step in flight again (resume on a live session).
 	resend bool
-}
-
-// effective fills values a hand-built configuration may lack, so a bad
-// configuration slows a session down but never wedges it.
-func effective(cfg Config) Config {
-	d := DefaultConfig()
-	if cfg.MaxParallel < 1 {
-		cfg.MaxParallel = d.MaxParallel
-	}
-	if cfg.Agent.Timeout <= 0 {
-		cfg.Agent.Timeout = d.Agent.Timeout
-	}
-	if cfg.Tests.Timeout <= 0 {
-		cfg.Tests.Timeout = d.Tests.Timeout
-	}
-	if cfg.ClarificationTimeout <= 0 {
-		cfg.ClarificationTimeout = d.ClarificationTimeout
-	}
-	l := &cfg.Limits
-	for _, p := range []struct {
-		v   *int
-		def int
-	}{{&l.DeveloperIterations, d.Limits.DeveloperIterations}, {&l.QAAttempts, d.Limits.QAAttempts},
-		{&l.ReviewAttempts, d.Limits.ReviewAttempts}, {&l.StepAttempts, d.Limits.StepAttempts}} {
-		if *p.v < 1 {
-			*p.v = p.def
-		}
-	}
-	if l.InvestigationIterations < 0 {
-		l.InvestigationIterations = 0
-	}
-	return cfg
 }
 
 // pmLimit is how many pm steps may follow one another without a group
@@ -126,7 +104,7 @@ func (r *reconciler) apply(ev Event) {
 			r.report("ignored result for step %s: it carries no result", ev.Step)
 			return
 		}
-		r.result(ev.Step, *ev.Result)
+		r.result(ev.Step, *ev.Result, ev.Commit)
 	case EventStepFailed:
 		r.failed(ev.Step, ev.Reason)
 	case EventCommand:
@@ -189,8 +167,11 @@ func (r *reconciler) inFlight(id, what string) (*Step, *Track, *Group, bool) {
 	return st, t, g, true
 }
 
-func (r *reconciler) result(id string, res Result) {
-	st, t, g, ok := r.inFlight(id, "the result")
+func (r *reconciler) result(id string, res Result, commit string) {
+	st, t, g, ok := r.lateMerge(id)
+	if !ok {
+		st, t, g, ok = r.inFlight(id, "the result")
+	}
 	if !ok {
 		return
 	}
@@ -211,7 +192,67 @@ func (r *reconciler) result(id string, res Result) {
 	st.EndedAt = r.now
 	t.InFlight = ""
 	t.Last = st.ID
+	countResult(&t.Counters, st.StepSpec)
+	if g != nil {
+		r.headAfter(g, st.Role, commit)
+	}
 	st.Routed = r.route(t, g, st)
+}
+
+// countResult counts a result against the stuck-detection limits. Only
+// results count: a step cancelled by stop or retry, or one that ended without
+// a result, did no iteration; a diagnostic is not an implementation iteration.
+func countResult(c *Counters, spec StepSpec) {
+	switch {
+	case spec.Role.IsImplementer():
+		if spec.Purpose != PurposeDiagnostic {
+			c.Iterations++
+		}
+	case spec.Role == RoleQA:
+		c.QAAttempts++
+	case spec.Role == RoleTechLead && spec.Purpose == PurposeReview:
+		c.ReviewAttempts++
+	case spec.Role == RoleTechLead:
+		c.GuidanceSteps++
+	case spec.Role == RoleInvestigator:
+		c.InvestigationIterations++
+	}
+}
+
+// headAfter keeps human approvals bound to the group's code: a result naming
+// a new head, or an implementation result naming none (the code may have
+// changed), makes earlier approvals stale.
+func (r *reconciler) headAfter(g *Group, role Role, commit string) {
+	switch {
+	case commit != "" && commit != g.Head:
+		g.Head = commit
+	case commit == "" && role.IsImplementer():
+		g.Head = ""
+	default:
+		return
+	}
+	if len(g.Approvals) > 0 {
+		r.s.Inbox = append(r.s.Inbox, Note{Group: g.ID, Text: fmt.Sprintf("The human approvals of group %s (%s) were for older code; they no longer count.",
+			g.ID, strings.Join(g.Approvals, ", "))})
+		g.Approvals = nil
+	}
+}
+
+// lateMerge finds a merge step cancelled (by stop or retry) whose redo has not
+// been sent yet: its result is the truth about the base, so it is applied
+// rather than dropped and the merge is not sent again.
+func (r *reconciler) lateMerge(id string) (*Step, *Track, *Group, bool) {
+	st := r.step(id)
+	if st == nil || st.State != StepCancelled || st.Role != RoleMerge {
+		return nil, nil, nil, false
+	}
+	t, g := r.track(st)
+	if g == nil || g.Stage.Finished() || t.InFlight != "" || t.Next == nil || t.Next.Role != RoleMerge {
+		return nil, nil, nil, false
+	}
+	t.Next = nil
+	st.Note += "; its result arrived after the cancellation and was applied"
+	return st, t, g, true
 }
 
 func (r *reconciler) failed(id, reason string) {
@@ -425,8 +466,19 @@ func (r *reconciler) retryCommand(who, group string) {
 		}
 	case g.Next != nil:
 		g.Next.Attempt = 1
-	default: // waiting on the pm: a human overrides
-		r.want(&g.Track, g, StepSpec{Role: r.implementer(g), Purpose: PurposeRevise,
+	default:
+		// Waiting on the pm, its phase or its dependencies. A human overrides the
+		// pm (the counters restart, abandoned dependencies are dropped as the pm
+		// would), never the order: schedule starts the group in its turn.
+		if g.Wait == WaitPM {
+			g.Counters = Counters{}
+		}
+		g.DependsOn = r.liveDeps(g)
+		purpose := PurposeRevise
+		if !g.Started {
+			purpose = PurposeImplement
+		}
+		r.want(&g.Track, g, StepSpec{Role: r.implementer(g), Purpose: purpose,
 			Feedback: who + " asked to retry the group."})
 	}
 	if s.Status == SessionPaused || s.Status == SessionStopped || s.Status == SessionFailed {
@@ -463,6 +515,10 @@ func (r *reconciler) humanReview(ev Event) {
 	g.Approvals = removeString(g.Approvals, ev.Actor)
 	switch ev.Review {
 	case ReviewApproved:
+		if ev.Commit != "" && g.Head != "" && ev.Commit != g.Head {
+			r.report("approval of group %s by %s not counted: it is for commit %s, the head is %s", g.ID, ev.Actor, ev.Commit, g.Head)
+			return
+		}
 		g.Approvals = insertSorted(g.Approvals, ev.Actor)
 	case ReviewChangesRequested:
 		if g.Stage.Finished() || g.InFlight != "" {

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -159,7 +160,9 @@ func (r *reconciler) route(t *Track, g *Group, st *Step) string {
 		r.end(SessionDone, "BAZINGA verified")
 		return "done"
 	case RouteRejected:
-		r.s.Status = SessionRunning
+		if r.s.Status == SessionValidating {
+			r.s.Status = SessionRunning
+		}
 		r.s.Inbox = append(r.s.Inbox, Note{Urgent: true, Text: "Validation rejected BAZINGA: " + feedback + handoffText(res.Handoff)})
 		return "pm"
 	}
@@ -282,7 +285,7 @@ func (r *reconciler) want(t *Track, g *Group, spec StepSpec) string {
 			Feedback: fmt.Sprintf("(a %s step was asked for at session level) %s", spec.Role, spec.Feedback)})
 	}
 	switch {
-	case spec.Role.IsImplementer() && c.Iterations >= lim.DeveloperIterations:
+	case spec.Role.IsImplementer() && spec.Purpose != PurposeDiagnostic && c.Iterations >= lim.DeveloperIterations:
 		return r.toPM(t, g, fmt.Sprintf("group %s is stuck after %d implementation iterations; split or simplify it", groupName(g), c.Iterations))
 	case spec.Role == RoleQA && c.QAAttempts >= lim.QAAttempts:
 		t.Blocked = r.implementer(g)
@@ -379,7 +382,7 @@ func (r *reconciler) routePlan(st *Step) string {
 	plan, err := ParsePlan(st.Result.Handoff)
 	if err == nil && len(s.Groups) > 0 {
 		// A new plan mid-session adds groups; it cannot rewrite merged work.
-		return r.applyContinue(st, nil, plan.Groups, nil)
+		return r.applyContinue(st, continueDecision{added: plan.Groups})
 	}
 	var groups []Group
 	if err == nil {
@@ -408,23 +411,43 @@ func (r *reconciler) routePlan(st *Step) string {
 }
 
 func (r *reconciler) routeContinue(st *Step) string {
-	named, added, feedback, err := parseContinue(st.Result.Handoff)
+	d, err := parseContinue(st.Result.Handoff)
 	if err != nil {
 		r.returnNotes(st)
 		return r.want(&r.s.Lead, nil, StepSpec{Role: RolePM, Purpose: st.Purpose, From: st.ID,
 			Feedback: err.Error() + `; send {"groups": ["A", {"id": "D", "task": "…"}], "feedback": {"A": "…"}}`})
 	}
-	return r.applyContinue(st, named, added, feedback)
+	if waiting := r.waitingOn(st); d.bare() && len(waiting) > 0 {
+		// A CONTINUE that decides nothing leaves the waiting groups waiting:
+		// dropping them would lose work the pm never chose to give up.
+		r.returnNotes(st)
+		return r.want(&r.s.Lead, nil, StepSpec{Role: RolePM, Purpose: st.Purpose, From: st.ID,
+			Feedback: fmt.Sprintf(`CONTINUE named no group, but %s wait(s) on your decision: send {"groups": ["%s"]} to continue them `+
+				`(with "feedback" for each), add groups, or {"drop": ["%s"]} to give them up.`,
+				strings.Join(waiting, ", "), strings.Join(waiting, `", "`), strings.Join(waiting, `", "`))})
+	}
+	return r.applyContinue(st, d)
+}
+
+// waitingOn lists the groups parked on the pm step st, in the order it heard of them.
+func (r *reconciler) waitingOn(st *Step) []string {
+	var out []string
+	for _, n := range st.Notes {
+		if g := r.s.Group(n.Group); g != nil && g.Wait == WaitPM && g.Next == nil && !slices.Contains(out, g.ID) {
+			out = append(out, g.ID)
+		}
+	}
+	return out
 }
 
 // applyContinue dispatches the groups the pm names and adds the ones it plans.
 // Groups that waited on this pm step and are not named are dropped: the pm
 // decided their fate.
-func (r *reconciler) applyContinue(st *Step, named []string, added []PlanGroup, feedback map[string]string) string {
+func (r *reconciler) applyContinue(st *Step, d continueDecision) string {
 	s := &r.s
 	var went []string
-	if len(added) > 0 {
-		groups, err := buildGroups(s.ID, s.Groups, added, r.currentPhase())
+	if len(d.added) > 0 {
+		groups, err := buildGroups(s.ID, s.Groups, d.added, r.currentPhase())
 		if err != nil {
 			r.returnNotes(st)
 			return r.want(&s.Lead, nil, StepSpec{Role: RolePM, Purpose: PurposeCoordinate, From: st.ID,
@@ -435,13 +458,13 @@ func (r *reconciler) applyContinue(st *Step, named []string, added []PlanGroup, 
 			went = append(went, "+"+g.ID)
 		}
 	}
-	for _, id := range named {
+	for _, id := range d.named {
 		g := s.Group(id)
 		if g == nil {
 			r.report("pm named unknown group %q", id)
 			continue
 		}
-		fb := feedback[id]
+		fb := d.feedback[id]
 		switch {
 		case g.Stage.Finished():
 			r.report("pm named group %s, which is %s", id, g.Stage)
@@ -453,10 +476,27 @@ func (r *reconciler) applyContinue(st *Step, named []string, added []PlanGroup, 
 		case g.Wait == WaitPM || (g.Next == nil && g.Started):
 			g.Counters = Counters{}
 			g.DependsOn = r.liveDeps(g)
-			r.want(&g.Track, g, StepSpec{Role: r.implementer(g), Purpose: PurposeRevise, From: st.ID, Feedback: fb})
+			purpose := PurposeRevise
+			if !g.Started {
+				purpose = PurposeImplement
+			}
+			r.want(&g.Track, g, StepSpec{Role: r.implementer(g), Purpose: purpose, From: st.ID, Feedback: fb})
 			went = append(went, g.ID)
 		case g.Next != nil && fb != "":
 			g.Next.Feedback = strings.TrimSpace(g.Next.Feedback + "\nFrom the pm: " + fb)
+		}
+	}
+	drop := func(g *Group) {
+		g.Stage = StageAbandoned
+		g.Wait = WaitNone
+		g.WaitDetail = ""
+		went = append(went, "-"+g.ID)
+	}
+	for _, id := range d.dropped {
+		if g := s.Group(id); g != nil && g.Wait == WaitPM && g.Next == nil {
+			drop(g)
+		} else {
+			r.report("pm asked to drop group %q, which does not wait on it", id)
 		}
 	}
 	// Groups that waited on this pm step and were not named are dropped.
@@ -465,10 +505,7 @@ func (r *reconciler) applyContinue(st *Step, named []string, added []PlanGroup, 
 		if g == nil || g.Wait != WaitPM || g.Next != nil {
 			continue
 		}
-		g.Stage = StageAbandoned
-		g.Wait = WaitNone
-		g.WaitDetail = ""
-		went = append(went, "-"+g.ID)
+		drop(g)
 	}
 	if s.Status == SessionPlanning && len(s.Groups) > 0 {
 		s.Status = SessionRunning
@@ -506,7 +543,10 @@ func (r *reconciler) routeBazinga(st *Step) string {
 		s.Inbox = append(s.Inbox, Note{Text: "BAZINGA refused: not all groups are merged: " + strings.Join(open, ", ")})
 		return "refused: groups still open"
 	}
-	s.Status = SessionValidating
+	if s.Status != SessionPaused {
+		// A paused session stays paused; resume finds the validate step queued.
+		s.Status = SessionValidating
+	}
 	return r.want(&s.Lead, nil, StepSpec{Role: RoleValidate, Purpose: PurposeValidate, From: st.ID})
 }
 

@@ -154,7 +154,16 @@ var RoutingTable = []RoutingRow{
 // Lookup finds the route for a role's canonical status and the step's purpose.
 // Rows bound to a purpose win over general rows.
 func Lookup(role Role, status Status, purpose Purpose) (RoutingRow, bool) {
-	var general *RoutingRow
+	i := lookupIndex(role, status, purpose)
+	if i < 0 {
+		return RoutingRow{}, false
+	}
+	return RoutingTable[i], true
+}
+
+// lookupIndex is Lookup's row index in RoutingTable, -1 when none applies.
+func lookupIndex(role Role, status Status, purpose Purpose) int {
+	general := -1
 	for i := range RoutingTable {
 		row := &RoutingTable[i]
 		if !slices.Contains(row.Roles, role) || (row.Statuses != nil && !slices.Contains(row.Statuses, status)) {
@@ -162,16 +171,13 @@ func Lookup(role Role, status Status, purpose Purpose) (RoutingRow, bool) {
 		}
 		if row.Purposes != nil {
 			if slices.Contains(row.Purposes, purpose) {
-				return *row, true
+				return i
 			}
 			continue
 		}
-		if general == nil {
-			general = row
+		if general < 0 {
+			general = i
 		}
 	}
-	if general == nil {
-		return RoutingRow{}, false
-	}
-	return *general, true
+	return general
 }

@@ -233,7 +233,7 @@ func TestPMRows(t *testing.T) {
 		h.report(LeadGroup, StatusContinue, `{"groups":["A",{"id":"D","task":"the split-off part"}],"feedback":{"A":"only the parser"}}`)
 		a := h.inFlight("A")
 		assert.Equal(t, "only the parser", a.Feedback)
-		assert.Equal(t, 1, h.group("A").Counters.Iterations, "counters restart after the pm re-plans")
+		assert.Equal(t, Counters{}, h.group("A").Counters, "counters restart after the pm re-plans")
 		assert.Equal(t, RoleSenior, a.Role, "an escalated group stays with a senior")
 		assert.Equal(t, RoleDeveloper, h.inFlight("D").Role)
 	})

@@ -29,6 +29,7 @@ func (r *reconciler) schedule() {
 	if s.Mode == ModeSimple {
 		limit = 1
 	}
+	var ready []*Group // groups whose next step goes out now
 	for _, i := range r.groupOrder() {
 		g := &s.Groups[i]
 		if g.Stage.Finished() {
@@ -43,15 +44,13 @@ func (r *reconciler) schedule() {
 			r.setWait(&g.Track, WaitPaused, s.Reason)
 			continue
 		}
-		if g.Next == nil {
-			if g.Wait == WaitPM {
-				continue
-			}
-			if g.Started {
-				// A started group always has a next step or a wait; if not, the pm decides.
-				r.toPM(&g.Track, g, fmt.Sprintf("group %s had nothing left to do but is not merged; decide", g.ID))
-				continue
-			}
+		if g.Next == nil && g.Wait == WaitPM {
+			continue
+		}
+		if !g.Started {
+			// Every path that gives a group work (the plan, a pm CONTINUE, a
+			// human retry) goes through this gate: a group starts only in its
+			// phase and after its dependencies merged.
 			if g.Phase > phase {
 				r.setWait(&g.Track, WaitPhase, fmt.Sprintf("phase %d starts after phase %d", g.Phase, phase))
 				continue
@@ -64,10 +63,16 @@ func (r *reconciler) schedule() {
 				r.setWait(&g.Track, WaitDependencies, "waits for "+strings.Join(open, ", ")+" to merge")
 				continue
 			}
-			r.want(&g.Track, g, StepSpec{Role: r.implementer(g), Purpose: PurposeImplement})
+			if g.Next == nil {
+				r.want(&g.Track, g, StepSpec{Role: r.implementer(g), Purpose: PurposeImplement})
+			}
 			if g.Next == nil {
 				continue
 			}
+		} else if g.Next == nil {
+			// A started group always has a next step or a wait; if not, the pm decides.
+			r.toPM(&g.Track, g, fmt.Sprintf("group %s had nothing left to do but is not merged; decide", g.ID))
+			continue
 		}
 		switch n := g.Next; {
 		case n.Role.IsImplementer():
@@ -94,25 +99,41 @@ func (r *reconciler) schedule() {
 			}
 			merging++
 		}
+		ready = append(ready, g)
+	}
+	// The lead decides before anything is sent: a pm out of rounds ends the
+	// session, and an ended session sends nothing.
+	lead := r.scheduleLead(paused, impl, limit)
+	if s.Status.Terminal() {
+		for _, g := range ready {
+			r.setWait(&g.Track, WaitEnded, "session "+s.Status.String())
+		}
+		return
+	}
+	for _, g := range ready {
 		r.dispatch(&g.Track, g)
 	}
-	r.scheduleLead(paused)
+	if lead {
+		r.dispatch(&s.Lead, nil)
+	}
 }
 
-func (r *reconciler) scheduleLead(paused bool) {
+// scheduleLead runs the session lead. Its developer diagnostics take an
+// implementation slot like any group's step.
+func (r *reconciler) scheduleLead(paused bool, impl, limit int) (dispatch bool) {
 	s := &r.s
 	l := &s.Lead
 	if l.InFlight != "" {
 		r.setWait(l, WaitNone, "")
-		return
+		return false
 	}
 	if paused {
 		r.setWait(l, WaitPaused, s.Reason)
-		return
+		return false
 	}
 	if s.Clarification != nil {
 		r.setWait(l, WaitClarification, s.Clarification.Question)
-		return
+		return false
 	}
 	if l.Next == nil {
 		switch {
@@ -125,20 +146,24 @@ func (r *reconciler) scheduleLead(paused bool) {
 			r.want(l, nil, StepSpec{Role: RolePM, Purpose: PurposePlan})
 		default:
 			r.setWait(l, WaitGroups, fmt.Sprintf("%d group(s) at work", r.openGroups()))
-			return
+			return false
 		}
+	}
+	if l.Next.Role.IsImplementer() && impl >= limit {
+		r.setWait(l, WaitCap, fmt.Sprintf("%d of %d implementation slots busy", impl, limit))
+		return false
 	}
 	if l.Next.Role == RolePM {
 		if s.PMStreak >= r.pmLimit() {
 			r.end(SessionFailed, fmt.Sprintf("the pm made no progress in %d rounds; /bazinga resume to give it more", s.PMStreak))
 			r.setWait(l, WaitEnded, "session failed")
-			return
+			return false
 		}
 		s.PMStreak++
 		l.Next.Notes = append(l.Next.Notes, s.Inbox...)
 		s.Inbox = nil
 	}
-	r.dispatch(l, nil)
+	return true
 }
 
 func hasUrgent(inbox []Note) bool {
@@ -222,16 +247,77 @@ func (r *reconciler) inFlightCounts() (impl, research, merging int) {
 }
 
 // groupOrder gives started groups the first claim on free slots (work in
-// progress finishes before new work starts), each in plan order.
+// progress finishes before new work starts); within each kind, the group
+// with the longest chain of unfinished work behind it goes first, so the
+// critical path starts early; ties keep plan order.
 func (r *reconciler) groupOrder() []int {
-	order := make([]int, len(r.s.Groups))
+	gs := r.s.Groups
+	chain := remainingChains(gs)
+	order := make([]int, len(gs))
 	for i := range order {
 		order[i] = i
 	}
 	sort.SliceStable(order, func(a, b int) bool {
-		return r.s.Groups[order[a]].Started && !r.s.Groups[order[b]].Started
+		ga, gb := &gs[order[a]], &gs[order[b]]
+		if ga.Started != gb.Started {
+			return ga.Started
+		}
+		return chain[order[a]] > chain[order[b]]
 	})
 	return order
+}
+
+// remainingChains gives, for each unfinished group, the number of groups on
+// the longest chain of unfinished groups that starts with it: a group waits
+// for the ones it depends on and for every group of an earlier phase. The
+// engine does not know how long a group takes, so each counts as one.
+func remainingChains(gs []Group) []int {
+	chain := make([]int, len(gs))
+	state := make([]byte, len(gs)) // 0 new, 1 visiting, 2 done
+	index := make(map[string]int, len(gs))
+	for i := range gs {
+		index[gs[i].ID] = i
+	}
+	// dependents[i] lists the unfinished groups that name group i.
+	dependents := make([][]int, len(gs))
+	for j := range gs {
+		if gs[j].Stage.Finished() {
+			continue
+		}
+		for _, d := range gs[j].DependsOn {
+			if i, ok := index[d]; ok {
+				dependents[i] = append(dependents[i], j)
+			}
+		}
+	}
+	var visit func(i int) int
+	visit = func(i int) int {
+		switch state[i] {
+		case 1:
+			return 0 // a cycle (refused at planning); do not loop
+		case 2:
+			return chain[i]
+		}
+		state[i] = 1
+		best := 0
+		for _, j := range dependents[i] {
+			best = max(best, visit(j))
+		}
+		for j := range gs {
+			if !gs[j].Stage.Finished() && gs[j].Phase > gs[i].Phase {
+				best = max(best, visit(j))
+			}
+		}
+		chain[i] = 1 + best
+		state[i] = 2
+		return chain[i]
+	}
+	for i := range gs {
+		if !gs[i].Stage.Finished() {
+			visit(i)
+		}
+	}
+	return chain
 }
 
 func (r *reconciler) setWait(t *Track, w WaitReason, detail string) {
@@ -254,21 +340,6 @@ func (r *reconciler) dispatch(t *Track, g *Group) {
 			if g.Branch == "" {
 				g.Branch = BranchName(s.ID, g.ID)
 			}
-		}
-	}
-	if spec.Attempt <= 1 {
-		c := &t.Counters
-		switch {
-		case spec.Role.IsImplementer():
-			c.Iterations++
-		case spec.Role == RoleQA:
-			c.QAAttempts++
-		case spec.Role == RoleTechLead && spec.Purpose == PurposeReview:
-			c.ReviewAttempts++
-		case spec.Role == RoleTechLead:
-			c.GuidanceSteps++
-		case spec.Role == RoleInvestigator:
-			c.InvestigationIterations++
 		}
 	}
 	// Step numbers count every step of the session, so they stay unique
@@ -302,7 +373,7 @@ func (r *reconciler) finish() {
 	if s.Status == SessionNew {
 		return
 	}
-	if r.resend {
+	if r.resend && s.Status != SessionPaused && !s.Status.Terminal() {
 		// A step sent again gets its full time again.
 		for i := range s.Steps {
 			if st := &s.Steps[i]; st.State == StepInFlight && !r.dispatchedNow(st.ID) {

@@ -93,9 +93,15 @@ type Group struct {
 	Started bool `json:"started,omitempty"`
 	// Escalated groups go to a senior from then on.
 	Escalated bool `json:"escalated,omitempty"`
-	// Approvals are the logins of humans whose latest review approves the group PR.
-	Approvals   []string `json:"approvals,omitempty"`
-	ApprovedRev int      `json:"approved_rev,omitempty"`
+	// Approvals are the logins of humans whose latest review approves the
+	// group's current code: a result that may change the code clears them, and
+	// an approval of a commit other than Head is not counted.
+	Approvals []string `json:"approvals,omitempty"`
+	// ApprovedRev is the session revision at which the tech lead last approved.
+	ApprovedRev int `json:"approved_rev,omitempty"`
+	// Head is the group branch's head commit as the executor last reported it
+	// (Event.Commit of a step result); empty when unknown.
+	Head string `json:"head,omitempty"`
 	Track
 }
 
@@ -405,5 +411,16 @@ func (s Session) Snapshot(keep int) Session {
 		out = append(out, st)
 	}
 	c.Steps = out
+	return c
+}
+
+// Progress is a track's counters with its step in flight counted, as a
+// status view or a prompt shows them ("QA attempt 2" while it runs). The
+// engine itself counts a step only when its result arrives.
+func (s *Session) Progress(t Track) Counters {
+	c := t.Counters
+	if st := s.Step(t.InFlight); st != nil {
+		countResult(&c, st.StepSpec)
+	}
 	return c
 }

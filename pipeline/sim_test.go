@@ -4,7 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"reflect"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -32,6 +35,18 @@ type simulator struct {
 	recs     int
 	silent   map[string]bool // steps that will never report
 	quiet    bool            // benchmarks: skip the per-call checks
+	cov      *coverage       // what the session reached (nil: not recorded)
+	// The code of each group as humans see it: a version that every
+	// implementation result moves on, the head commit the executor reported,
+	// and the version each reviewer's standing approval was for.
+	version  map[string]int
+	head     map[string]string
+	approved map[string]map[string]int
+	// The session's temperament: how often agents make progress, whether the
+	// pm is unable to produce a usable result, how often merges fail.
+	progress  int // in 12ths
+	lazyPM    bool
+	mergeFail int // in 20ths
 }
 
 func simConfig(rng *rand.Rand) Config {
@@ -44,7 +59,42 @@ func simConfig(rng *rand.Rand) Config {
 	if rng.IntN(6) == 0 {
 		cfg.Limits.InvestigationIterations = 0
 	}
+	switch rng.IntN(16) {
+	case 0:
+		// Generous limits: with the defaults the review limit sends a group to
+		// the pm before its 4th merge failure can.
+		cfg.Limits = Limits{DeveloperIterations: 10, QAAttempts: 8, ReviewAttempts: 8, InvestigationIterations: 2, StepAttempts: 3}
+	case 1, 2, 3, 4:
+		// Other limits, so that each threshold is reached in its turn.
+		l := &cfg.Limits
+		l.DeveloperIterations = 2 + rng.IntN(5)
+		l.QAAttempts = 1 + rng.IntN(4)
+		l.ReviewAttempts = 1 + rng.IntN(5)
+		l.StepAttempts = 1 + rng.IntN(3)
+		if l.InvestigationIterations > 0 {
+			l.InvestigationIterations = 1 + rng.IntN(5)
+		}
+	}
 	return cfg
+}
+
+func newSimulator(seed uint64) *simulator {
+	rng := rand.New(rand.NewPCG(seed, seed*7919+1))
+	sim := &simulator{rng: rng, cfg: simConfig(rng), now: t0, dispatch: map[string]bool{}, merged: map[string]int{},
+		silent: map[string]bool{}, progress: 8, mergeFail: 5,
+		version: map[string]int{}, head: map[string]string{}, approved: map[string]map[string]int{}}
+	switch rng.IntN(10) {
+	case 0:
+		sim.progress = 2 // hard work: agents rarely finish
+		sim.mergeFail = 14
+	case 1:
+		sim.progress = 5
+	}
+	if sim.cfg.Limits.ReviewAttempts == 8 {
+		sim.mergeFail = 16
+	}
+	sim.lazyPM = rng.IntN(30) == 0
+	return sim
 }
 
 // bound is the step bound derived from the limits: per group and pm round,
@@ -72,21 +122,22 @@ func (sim *simulator) reconcile(t *testing.T, seed uint64, events []Event) []Act
 		sim.s = s2
 		return acts
 	}
-	if err := CheckLiveness(s2, sim.cfg); err != nil {
+	tr := transition{before: before, events: events, now: sim.now, cfg: sim.cfg, after: s2, acts: acts}
+	if err := checkTransition(tr); err != nil {
 		b, _ := json.MarshalIndent(s2, "", " ")
-		t.Fatalf("seed %d: invariant: %v\nevents: %+v\nsession: %s", seed, err, events, b)
+		t.Fatalf("seed %d: %v\nevents: %+v\nsession: %s", seed, err, events, b)
+	}
+	if sim.cov != nil {
+		sim.cov.record(tr)
 	}
 	// Determinism: the same inputs give byte-identical outputs.
 	if sim.recs%41 == 0 {
 		s3, acts3 := Reconcile(before, events, sim.now, sim.cfg)
-		a, _ := json.Marshal(s2)
-		b, _ := json.Marshal(s3)
-		c, _ := json.Marshal(acts)
-		d, _ := json.Marshal(acts3)
-		if string(a) != string(b) || string(c) != string(d) {
+		if !reflect.DeepEqual(s2, s3) || !reflect.DeepEqual(acts, acts3) {
 			t.Fatalf("seed %d: Reconcile is not deterministic", seed)
 		}
 	}
+	sim.checkApprovals(t, seed, before, events, s2, acts)
 	resumed := false
 	for _, ev := range events {
 		if ev.Kind == EventCommand && (ev.Command.Kind == CommandResume || ev.Command.Kind == CommandRetry && ev.Command.Group == "") {
@@ -121,6 +172,52 @@ func (sim *simulator) reconcile(t *testing.T, seed uint64, events []Event) []Act
 	return acts
 }
 
+// checkApprovals replays the call's events against the simulator's own view
+// of each group's code and fails when a merge is dispatched without enough
+// approvals of the code as it is now.
+func (sim *simulator) checkApprovals(t *testing.T, seed uint64, before Session, events []Event, after Session, acts []Action) {
+	t.Helper()
+	applied := map[string]bool{}
+	for _, ev := range events {
+		switch ev.Kind {
+		case EventStepResult:
+			st := before.Step(ev.Step)
+			if st == nil || st.State != StepInFlight || applied[st.ID] || st.Group == LeadGroup {
+				continue
+			}
+			applied[st.ID] = true
+			if st.Role.IsImplementer() || ev.Commit != "" && ev.Commit != sim.head[st.Group] {
+				sim.version[st.Group]++
+				sim.head[st.Group] = ev.Commit
+			}
+		case EventHumanReview:
+			if sim.approved[ev.Group] == nil {
+				sim.approved[ev.Group] = map[string]int{}
+			}
+			delete(sim.approved[ev.Group], ev.Actor)
+			stale := ev.Commit != "" && sim.head[ev.Group] != "" && ev.Commit != sim.head[ev.Group]
+			if ev.Review == ReviewApproved && !stale {
+				sim.approved[ev.Group][ev.Actor] = sim.version[ev.Group]
+			}
+		}
+	}
+	for _, a := range acts {
+		if a.Kind != ActionDispatch || a.Role != RoleMerge {
+			continue
+		}
+		n := 0
+		for _, v := range sim.approved[a.Group] {
+			if v == sim.version[a.Group] {
+				n++
+			}
+		}
+		if n < sim.cfg.Merge.RequiredApprovals {
+			t.Fatalf("seed %d: merge of %s dispatched with %d approval(s) of its current code, %d required (engine: %v)",
+				seed, a.Group, n, sim.cfg.Merge.RequiredApprovals, after.Group(a.Group).Approvals)
+		}
+	}
+}
+
 func (sim *simulator) pick(list []Status) Status { return list[sim.rng.IntN(len(list))] }
 
 // outcome invents a result for a step the way a random agent might.
@@ -141,11 +238,11 @@ func (sim *simulator) outcome(st Step) (Result, bool) {
 		return sim.pmOutcome(st), true
 	case RoleMerge:
 		switch n := rng.IntN(20); {
-		case n < 15:
+		case n >= sim.mergeFail:
 			return Result{Status: StatusMergeSuccess, Summary: []string{"merged"}}, true
-		case n < 17:
+		case n%3 == 0:
 			return Result{Status: StatusMergeConflict, Handoff: json.RawMessage(`{"conflicts":["a.go"]}`)}, true
-		case n < 19:
+		case n%3 == 1 || rng.IntN(3) != 0:
 			return Result{Status: StatusMergeTestFailure}, true
 		default:
 			return Result{Status: StatusMergeBlocked}, true
@@ -155,6 +252,14 @@ func (sim *simulator) outcome(st Step) (Result, bool) {
 			return Result{Status: StatusReject, Summary: []string{"criterion 1 lacks evidence"}}, true
 		}
 		return Result{Status: StatusAccept}, true
+	}
+	switch {
+	case st.Group == LeadGroup && st.Role == RoleInvestigator && rng.IntN(3) == 0:
+		// The pm's investigator asks for a diagnostic: it needs an implementation slot.
+		return Result{Status: StatusNeedDeveloperDiagnostic, Handoff: json.RawMessage(`{"diagnostic_request":"profile it"}`)}, true
+	case st.Role == RoleTechLead && sim.progress < 8 && rng.IntN(3) == 0:
+		// A demanding tech lead in a hard session.
+		return Result{Status: StatusChangesRequested, Summary: []string{"not yet"}}, true
 	}
 	allowed := AllowedStatuses(st.Role)
 	// Lean towards progress so most sessions finish, but visit every status.
@@ -166,7 +271,7 @@ func (sim *simulator) outcome(st Step) (Result, bool) {
 		RoleTechLead:     {StatusApproved, StatusApprovedWithNotes, StatusUnblockingGuidance},
 		RoleInvestigator: {StatusRootCauseFound},
 	}[st.Role]
-	if rng.IntN(3) != 0 && len(progress) > 0 {
+	if rng.IntN(12) < sim.progress && len(progress) > 0 {
 		return Result{Status: sim.pick(progress), Summary: []string{"progress"}}, true
 	}
 	s := sim.pick(allowed)
@@ -191,6 +296,10 @@ func (sim *simulator) outcome(st Step) (Result, bool) {
 func (sim *simulator) pmOutcome(st Step) Result {
 	rng := sim.rng
 	s := &sim.s
+	if sim.lazyPM && rng.IntN(10) != 0 {
+		// A pm that cannot produce a usable result: the no-progress limit ends it.
+		return Result{Status: StatusUnknown, Summary: []string{"malformed output"}}
+	}
 	if len(s.Groups) == 0 {
 		switch n := rng.IntN(20); {
 		case n == 0:
@@ -207,13 +316,33 @@ func (sim *simulator) pmOutcome(st Step) Result {
 	if sim.allFinished() && rng.IntN(5) != 0 {
 		return Result{Status: StatusBazinga, Handoff: json.RawMessage(`{"criteria":[{"criterion":"it works","met":true,"evidence":"ok"}]}`)}
 	}
-	if rng.IntN(12) == 0 {
+	switch rng.IntN(40) {
+	case 0, 1, 2:
 		return Result{Status: StatusNeedsClarification, Handoff: json.RawMessage(`{"question":"more?","fallback":"no"}`)}
+	case 3, 4, 9, 10:
+		// The pm wants to understand something first; its investigator may ask
+		// for a developer diagnostic at session level.
+		return Result{Status: StatusInvestigationNeeded, Summary: []string{"why is B slow?"}}
+	case 5:
+		return Result{Status: StatusInvestigationOnly, Summary: []string{"nothing to build"}}
+	case 6:
+		return Result{Status: StatusBazinga}
+	case 7, 8:
+		return Result{Status: StatusContinue} // bare: decides nothing
 	}
 	// CONTINUE: name the groups that wait, sometimes drop one, sometimes add one.
 	var named []any
+	var dropped []string
 	for _, n := range st.Notes {
-		if n.Group != "" && rng.IntN(8) != 0 {
+		if n.Group == "" {
+			continue
+		}
+		switch rng.IntN(8) {
+		case 0:
+			// left out: dropped
+		case 1:
+			dropped = append(dropped, n.Group)
+		default:
 			named = append(named, n.Group)
 		}
 	}
@@ -221,7 +350,7 @@ func (sim *simulator) pmOutcome(st Step) Result {
 		sim.added++
 		named = append(named, PlanGroup{ID: fmt.Sprintf("X%d", sim.added), Task: "extra work"})
 	}
-	b, _ := json.Marshal(map[string]any{"groups": named, "feedback": map[string]string{"A": "smaller steps"}})
+	b, _ := json.Marshal(map[string]any{"groups": named, "drop": dropped, "feedback": map[string]string{"A": "smaller steps"}})
 	return Result{Status: StatusContinue, Handoff: b}
 }
 
@@ -238,10 +367,14 @@ func (sim *simulator) randomPlan() json.RawMessage {
 	rng := sim.rng
 	n := 1 + rng.IntN(8)
 	phases := 1 + rng.IntN(3)
+	research := 5
+	if rng.IntN(10) == 0 {
+		research = 2 // a research-heavy plan meets the research cap
+	}
 	var groups []PlanGroup
 	for i := 0; i < n; i++ {
 		g := PlanGroup{ID: string(rune('A' + i)), Task: "task", Phase: 1 + rng.IntN(phases)}
-		if rng.IntN(5) == 0 {
+		if rng.IntN(research) == 0 {
 			g.Type = "research"
 		}
 		if rng.IntN(4) == 0 {
@@ -269,23 +402,46 @@ func (sim *simulator) humanEvents() []Event {
 	var evs []Event
 	for _, g := range s.Groups {
 		if g.Wait == WaitHumanReview && rng.IntN(2) == 0 {
-			evs = append(evs, Event{Kind: EventHumanReview, Session: s.ID, Group: g.ID, Actor: "alice", Review: ReviewApproved})
+			ev := Event{Kind: EventHumanReview, Session: s.ID, Group: g.ID, Actor: "alice", Review: ReviewApproved, Commit: g.Head}
+			switch rng.IntN(8) {
+			case 0:
+				ev.Review = ReviewChangesRequested
+				ev.Body = "rename it"
+			case 1:
+				ev.Review = ReviewDismissed
+			case 2:
+				ev.Commit = "c0" // a review of an older head
+			}
+			evs = append(evs, ev)
+		}
+		if g.Started && !g.Stage.Finished() && g.Wait != WaitHumanReview && rng.IntN(80) == 0 {
+			// An early approval: the fix that follows makes it stale.
+			evs = append(evs, Event{Kind: EventHumanReview, Session: s.ID, Group: g.ID, Actor: "erin", Review: ReviewApproved, Commit: g.Head})
 		}
 	}
 	if s.Clarification != nil && rng.IntN(2) == 0 {
 		evs = append(evs, CommandEvent(s.ID, "alice", Command{Kind: CommandAnswer, Text: "postgres"}))
 	}
-	if sim.commands < 6 && rng.IntN(60) == 0 {
+	if st := s.Step(s.Lead.InFlight); st != nil && (st.Purpose == PurposeFinalCheck || st.Role == RoleValidate) &&
+		sim.commands < 8 && rng.IntN(12) == 0 {
+		// A human pauses while the session is about to finish: the pause must
+		// hold against BAZINGA and against a rejected validation.
+		sim.commands++
+		evs = append(evs, CommandEvent(s.ID, "bob", Command{Kind: CommandPause, Text: "label removed by bob"}))
+	}
+	if sim.commands < 8 && rng.IntN(50) == 0 {
 		sim.commands++
 		var c Command
-		switch rng.IntN(5) {
+		switch rng.IntN(7) {
 		case 0:
 			c = Command{Kind: CommandStop}
-		case 1, 2:
+		case 1:
+			c = Command{Kind: CommandPause, Text: "label removed by bob"}
+		case 2, 3:
 			c = Command{Kind: CommandResume}
-		case 3:
+		case 4:
 			c = Command{Kind: CommandRetry}
-			if len(s.Groups) > 0 {
+			if len(s.Groups) > 0 && rng.IntN(4) != 0 {
 				c.Group = s.Groups[rng.IntN(len(s.Groups))].ID
 			}
 		default:
@@ -296,15 +452,16 @@ func (sim *simulator) humanEvents() []Event {
 	if len(s.Groups) > 0 && rng.IntN(150) == 0 {
 		g := s.Groups[rng.IntN(len(s.Groups))]
 		if g.Started {
-			evs = append(evs, Event{Kind: EventPRClosed, Session: s.ID, Group: g.ID, Actor: "carol"})
+			// Closed by a human; now and then merged by one.
+			evs = append(evs, Event{Kind: EventPRClosed, Session: s.ID, Group: g.ID, Actor: "carol", Merged: rng.IntN(4) == 0})
 		}
 	}
 	return evs
 }
 
-func playSession(t *testing.T, seed uint64, stats *simStats) {
-	rng := rand.New(rand.NewPCG(seed, seed*7919+1))
-	sim := &simulator{rng: rng, cfg: simConfig(rng), now: t0, dispatch: map[string]bool{}, merged: map[string]int{}, silent: map[string]bool{}}
+func playSession(t *testing.T, seed uint64, stats *simStats, cov *coverage) {
+	sim := newSimulator(seed)
+	sim.cov = cov
 	sim.play(t, seed)
 	stats.sessions++
 	stats.steps += len(sim.s.Steps)
@@ -323,9 +480,13 @@ func (sim *simulator) play(t *testing.T, seed uint64) {
 	rng := sim.rng
 	sim.reconcile(t, seed, []Event{Started("sim", "build it", "main")})
 	for {
-		if sim.s.Status.Terminal() || sim.s.Status == SessionPaused {
+		reporting := false // a paused session's steps in flight still report
+		for _, st := range sim.s.InFlight() {
+			reporting = reporting || !sim.silent[st.ID]
+		}
+		if sim.s.Status.Terminal() || sim.s.Status == SessionPaused && !reporting {
 			// Humans sometimes pick a paused or stopped session up again.
-			if sim.s.Status != SessionDone && sim.commands < 6 && rng.IntN(3) == 0 {
+			if sim.s.Status != SessionDone && sim.commands < 8 && rng.IntN(3) == 0 {
 				sim.commands++
 				sim.now = sim.now.Add(time.Minute)
 				sim.reconcile(t, seed, []Event{CommandEvent(sim.s.ID, "dave", Command{Kind: CommandResume})})
@@ -366,9 +527,13 @@ func (sim *simulator) play(t *testing.T, seed uint64) {
 				events = append(events, StepFailure(sim.s.ID, st.ID, "runner crashed"))
 				continue
 			}
-			events = append(events, StepResult(sim.s.ID, st.ID, res))
+			ev := StepResult(sim.s.ID, st.ID, res)
+			if st.Role.IsImplementer() && st.Group != LeadGroup && rng.IntN(2) == 0 {
+				ev.Commit = fmt.Sprintf("c%d", st.N) // the executor knows the new head
+			}
+			events = append(events, ev)
 			if rng.IntN(20) == 0 {
-				events = append(events, StepResult(sim.s.ID, st.ID, res)) // duplicate delivery
+				events = append(events, ev) // duplicate delivery
 			}
 		}
 		if rng.IntN(50) == 0 {
@@ -378,11 +543,29 @@ func (sim *simulator) play(t *testing.T, seed uint64) {
 	}
 }
 
+// simSessions is how many sessions TestSimulatedSessions plays: 3,000 by
+// default (about 5 s of CPU), 1,000 under -short, or BAZINGA_SIM_SESSIONS
+// (BENCHMARKS.md quotes a run of 10,000).
+func simSessions(t *testing.T) int {
+	if v := os.Getenv("BAZINGA_SIM_SESSIONS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			t.Fatalf("BAZINGA_SIM_SESSIONS=%q: want a positive number of sessions", v)
+		}
+		return n
+	}
+	if testing.Short() {
+		return 1000
+	}
+	return 3000
+}
+
 func TestSimulatedSessions(t *testing.T) {
-	n := 10000
+	n := simSessions(t)
 	stats := &simStats{outcomes: map[string]int{}}
+	cov := newCoverage()
 	for seed := uint64(1); seed <= uint64(n); seed++ {
-		playSession(t, seed, stats)
+		playSession(t, seed, stats, cov)
 	}
 	var keys []string
 	for k := range stats.outcomes {
@@ -393,9 +576,14 @@ func TestSimulatedSessions(t *testing.T) {
 	for _, k := range keys {
 		parts = append(parts, fmt.Sprintf("%s=%d", k, stats.outcomes[k]))
 	}
-	t.Logf("simulated %d sessions, %d steps (max %d in one session), %d reconciles; outcomes: %s",
-		stats.sessions, stats.steps, stats.maxSteps, stats.reconciles, strings.Join(parts, " "))
-	if stats.outcomes["done"] == 0 {
-		t.Fatal("no simulated session reached a verified BAZINGA")
+	t.Logf("simulated %d sessions, %d steps (max %d in one session), %d reconciles; outcomes: %s\ncoverage:%s",
+		stats.sessions, stats.steps, stats.maxSteps, stats.reconciles, strings.Join(parts, " "), cov.report())
+	for _, want := range []string{"done", "failed", "stopped", "paused"} {
+		if stats.outcomes[want] == 0 {
+			t.Errorf("no simulated session ended %s", want)
+		}
+	}
+	if miss := cov.missing(); len(miss) > 0 {
+		t.Errorf("the simulation never reached:\n  %s", strings.Join(miss, "\n  "))
 	}
 }

@@ -26,8 +26,8 @@ func (e *Executor) promptInput(s pipeline.Session, st pipeline.Step, g *pipeline
 	}
 	if g != nil {
 		in.GroupName, in.Task, in.Branch = g.Name, g.Task, g.Branch
-		c := g.Counters
-		if st.Role.IsImplementer() {
+		c := s.Progress(g.Track)
+		if st.Role.IsImplementer() && st.Purpose != pipeline.PurposeDiagnostic {
 			in.Purpose = strings.TrimSpace(in.Purpose + fmt.Sprintf(" Implementation iteration %d of at most %d.", c.Iterations, e.Config.Limits.DeveloperIterations))
 		}
 	}
