@@ -564,7 +564,8 @@ func TestMarshalRoundTrip(t *testing.T) {
 	tricky.Tests.Command = "true"
 	tricky.Build.Command = "a: b # not a comment"
 	tricky.Agent.Command = `sh -c 'echo "{role}" > out' # {prompt_file}`
-	tricky.GitHub.JobIdentity = "12345"
+	tricky.GitHub.JobIdentity = "#not-a-comment[bot]"
+	tricky.Models.Investigator = "12345"
 	tricky.Models.PM = "null"
 	tricky.Models.QA = "yes"
 	tricky.Models.Senior = "~"
