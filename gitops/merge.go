@@ -75,19 +75,20 @@ func ThreeWayMergeWith(repo *git.Repository, ours, theirs plumbing.Hash, opts Me
 		return nil, errors.New("merge: nil repository")
 	}
 	opts = opts.withDefaults()
-	oc, err := repo.CommitObject(ours)
+	g := newCommitGraph(repo.Storer)
+	oc, err := g.commit(ours)
 	if err != nil {
 		return nil, fmt.Errorf("merge: reading commit %s (ours): %w", ours, err)
 	}
-	tc, err := repo.CommitObject(theirs)
+	tc, err := g.commit(theirs)
 	if err != nil {
 		return nil, fmt.Errorf("merge: reading commit %s (theirs): %w", theirs, err)
 	}
-	baseTree, baseHash, err := mergeBaseTree(repo.Storer, oc, tc, opts, 0)
+	baseTree, baseHash, err := mergeBaseTree(repo.Storer, g, oc, tc, opts, 0)
 	if err != nil {
 		return nil, err
 	}
-	res, err := mergeTrees(repo.Storer, baseTree, oc.TreeHash, tc.TreeHash, opts, false)
+	res, err := mergeTrees(repo.Storer, baseTree, oc.tree, tc.tree, opts, false)
 	if err != nil {
 		return nil, err
 	}
@@ -99,28 +100,28 @@ func ThreeWayMergeWith(repo *git.Repository, ours, theirs plumbing.Hash, opts Me
 // merge base that is its tree. With several (criss-cross history) it
 // merges them recursively into a virtual base, as git does, conflict
 // markers included where the bases themselves conflict.
-func mergeBaseTree(s storer.EncodedObjectStorer, a, b *object.Commit, opts MergeOptions, depth int) (plumbing.Hash, plumbing.Hash, error) {
-	bases, err := a.MergeBase(b)
+func mergeBaseTree(s storer.EncodedObjectStorer, g *commitGraph, a, b *mbCommit, opts MergeOptions, depth int) (plumbing.Hash, plumbing.Hash, error) {
+	bases, err := g.mergeBases(a, b)
 	if err != nil {
-		return plumbing.ZeroHash, plumbing.ZeroHash, fmt.Errorf("merge: finding merge base of %s and %s: %w", a.Hash, b.Hash, err)
+		return plumbing.ZeroHash, plumbing.ZeroHash, fmt.Errorf("merge: finding merge base of %s and %s: %w", a.hash, b.hash, err)
 	}
 	if len(bases) == 0 {
-		return plumbing.ZeroHash, plumbing.ZeroHash, fmt.Errorf("merge: %s and %s: %w", a.Hash, b.Hash, ErrUnrelatedHistories)
+		return plumbing.ZeroHash, plumbing.ZeroHash, fmt.Errorf("merge: %s and %s: %w", a.hash, b.hash, ErrUnrelatedHistories)
 	}
-	sort.Slice(bases, func(i, j int) bool { return bases[i].Hash.String() < bases[j].Hash.String() })
+	sort.Slice(bases, func(i, j int) bool { return bases[i].hash.String() < bases[j].hash.String() })
 	if len(bases) == 1 || depth > 8 {
-		return bases[0].TreeHash, bases[0].Hash, nil
+		return bases[0].tree, bases[0].hash, nil
 	}
-	virtual := bases[0].TreeHash
+	virtual := bases[0].tree
 	virtualOpts := MergeOptions{OursLabel: "Temporary merge branch 1", TheirsLabel: "Temporary merge branch 2"}
 	for _, next := range bases[1:] {
-		inner, _, err := mergeBaseTree(s, bases[0], next, opts, depth+1)
+		inner, _, err := mergeBaseTree(s, g, bases[0], next, opts, depth+1)
 		if err != nil {
-			return bases[0].TreeHash, bases[0].Hash, nil
+			return bases[0].tree, bases[0].hash, nil
 		}
-		r, err := mergeTrees(s, inner, virtual, next.TreeHash, virtualOpts, true)
+		r, err := mergeTrees(s, inner, virtual, next.tree, virtualOpts, true)
 		if err != nil {
-			return bases[0].TreeHash, bases[0].Hash, nil
+			return bases[0].tree, bases[0].hash, nil
 		}
 		virtual = r.Tree
 	}
