@@ -317,6 +317,10 @@ type pathInfo struct {
 	stages [3]*entry // base, ours, theirs
 	// basePath is where the base stage came from (a rename source).
 	basePath string
+	// sidePaths are the paths of base, ours and theirs when a rename put
+	// them at different paths; git then labels conflict markers
+	// branch:path. Empty otherwise.
+	sidePaths [3]string
 	// forced conflict from rename handling (rename/delete, rename/rename).
 	conflict bool
 	// resolved short-circuits the normal rules (a rename source).
@@ -716,6 +720,8 @@ func (m *treeMerger) applyRenames(oursRen, theirsRen []rename) {
 				dst.conflict = true
 			default:
 				dst.stages[other] = src.stages[other]
+				dst.sidePaths = [3]string{r.src, r.src, r.src}
+				dst.sidePaths[side] = r.dst
 			}
 		}
 	}
@@ -814,7 +820,12 @@ func (m *treeMerger) resolve(pi *pathInfo) error {
 			pi.result = &entry{Mode: mode, Hash: o.Hash}
 			return nil
 		}
-		tm := MergeText(baseData, od, td, m.opts.OursLabel, m.opts.TheirsLabel)
+		oursLabel, theirsLabel := m.opts.OursLabel, m.opts.TheirsLabel
+		if pi.sidePaths[0] != "" {
+			oursLabel += ":" + pi.sidePaths[1]
+			theirsLabel += ":" + pi.sidePaths[2]
+		}
+		tm := MergeText(baseData, od, td, oursLabel, theirsLabel)
 		if tm.Conflicts > 0 {
 			pi.clean = false
 		}

@@ -12,11 +12,14 @@ import "bytes"
 // ("zealous" conflict reduction). sergi/go-diff is a character-level
 // Myers/bisect diff with semantic cleanups and diff3 packages use LCS diffs
 // with their own hunk rules; neither places hunks as xdiff does. So this is
-// a Go implementation of the same algorithm git uses by default for merges:
-// Myers' O(ND) divide and conquer with xdiff's record pre-filtering and cost
-// heuristics, xdiff's hunk compaction (without the indent heuristic, which
-// merges do not enable), and the xdiff merge with ZEALOUS refinement. The
-// random oracle test in merge_oracle_test.go checks it against git.
+// a Go implementation of xdiff's algorithms: Myers' O(ND) divide and
+// conquer with xdiff's record pre-filtering and cost heuristics (here),
+// the histogram diff that git's ort merge uses (xhistogram.go; it falls
+// back to Myers), xdiff's hunk compaction (without the indent heuristic:
+// ort's merge options do not set it, diff.indentHeuristic only affects
+// diff output), and the xdiff merge with ZEALOUS refinement (xmerge.go).
+// merge_oracle_test.go, xhistogram_test.go and merge_real_test.go check
+// it against git.
 
 const (
 	xdlMaxEqLimit    = 1024
