@@ -75,7 +75,9 @@ func ThreeWayMergeWith(repo *git.Repository, ours, theirs plumbing.Hash, opts Me
 		return nil, errors.New("merge: nil repository")
 	}
 	opts = opts.withDefaults()
-	g := newCommitGraph(repo.Storer)
+	s, release := newMergeStore(repo.Storer)
+	defer release()
+	g := newCommitGraph(s)
 	oc, err := g.commit(ours)
 	if err != nil {
 		return nil, fmt.Errorf("merge: reading commit %s (ours): %w", ours, err)
@@ -84,11 +86,11 @@ func ThreeWayMergeWith(repo *git.Repository, ours, theirs plumbing.Hash, opts Me
 	if err != nil {
 		return nil, fmt.Errorf("merge: reading commit %s (theirs): %w", theirs, err)
 	}
-	baseTree, baseHash, err := mergeBaseTree(repo.Storer, g, oc, tc, opts, 0)
+	baseTree, baseHash, err := mergeBaseTree(s, g, oc, tc, opts, 0)
 	if err != nil {
 		return nil, err
 	}
-	res, err := mergeTrees(repo.Storer, baseTree, oc.tree, tc.tree, opts, false)
+	res, err := mergeTrees(s, baseTree, oc.tree, tc.tree, opts, false)
 	if err != nil {
 		return nil, err
 	}
