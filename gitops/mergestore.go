@@ -1,27 +1,21 @@
 package gitops
 
 import (
-	"errors"
 	"log/slog"
 
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/plumbing/storer"
 	"github.com/go-git/go-git/v5/storage/filesystem"
 )
 
-// mergeStore is the object store a merge reads through. A repository
-// opened the ordinary way (git.PlainOpen) reopens its pack file for every
-// object it reads: a stat, an open and a close per commit, tree and blob,
-// which on a deep history is most of a merge's time. For the merge's
-// duration, reads go through a second view of the same directory that
-// keeps its pack files open; writes (the merged trees and blobs) still go
-// through the caller's store. Anything the fast view cannot find (for
-// instance objects behind alternates it was not told about) is read from
-// the caller's store.
+// mergeStore is the object store a merge works with: reads come from the
+// repository's pack files through packReader when it has the object
+// (see packread.go for why), everything else — loose objects, alternates,
+// and every write (the merged trees and blobs) — goes through the
+// caller's store.
 type mergeStore struct {
-	*filesystem.Storage                            // reads
-	orig                storer.EncodedObjectStorer // writes, and the fallback
+	storer.EncodedObjectStorer // the caller's store
+	packs                      *packReader
 }
 
 // newMergeStore returns the store to merge with and a function releasing
@@ -31,41 +25,46 @@ func newMergeStore(s storer.EncodedObjectStorer) (storer.EncodedObjectStorer, fu
 	if !ok {
 		return s, func() {}
 	}
-	fast := filesystem.NewStorageWithOptions(fs.Filesystem(), cache.NewObjectLRUDefault(),
-		filesystem.Options{KeepDescriptors: true})
-	return &mergeStore{Storage: fast, orig: s}, func() {
-		if err := fast.Close(); err != nil {
-			// Read-only descriptors; nothing was written through them.
-			slog.Debug("merge: closing pack files", "err", err)
-		}
+	packs, err := openPackReader(fs.Filesystem())
+	if err != nil {
+		// Unreadable by us (an old index format, say): go-git reads it.
+		slog.Debug("merge: reading packs through go-git", "err", err)
+		return s, func() {}
 	}
+	if packs == nil {
+		return s, func() {}
+	}
+	return &mergeStore{EncodedObjectStorer: s, packs: packs}, packs.Close
 }
 
 func (m *mergeStore) EncodedObject(t plumbing.ObjectType, h plumbing.Hash) (plumbing.EncodedObject, error) {
-	obj, err := m.Storage.EncodedObject(t, h)
-	if errors.Is(err, plumbing.ErrObjectNotFound) {
-		return m.orig.EncodedObject(t, h)
+	obj, ok, err := m.packs.object(h)
+	if err != nil {
+		return nil, err
 	}
-	return obj, err
+	if !ok {
+		return m.EncodedObjectStorer.EncodedObject(t, h)
+	}
+	if t != plumbing.AnyObject && obj.Type() != t {
+		return nil, plumbing.ErrObjectNotFound
+	}
+	return obj, nil
 }
 
 func (m *mergeStore) HasEncodedObject(h plumbing.Hash) error {
-	if err := m.Storage.HasEncodedObject(h); !errors.Is(err, plumbing.ErrObjectNotFound) {
-		return err
+	if _, ok := m.packs.locate(h); ok {
+		return nil
 	}
-	return m.orig.HasEncodedObject(h)
+	return m.EncodedObjectStorer.HasEncodedObject(h)
 }
 
 func (m *mergeStore) EncodedObjectSize(h plumbing.Hash) (int64, error) {
-	n, err := m.Storage.EncodedObjectSize(h)
-	if errors.Is(err, plumbing.ErrObjectNotFound) {
-		return m.orig.EncodedObjectSize(h)
+	n, ok, err := m.packs.size(h)
+	if err != nil {
+		return 0, err
 	}
-	return n, err
-}
-
-func (m *mergeStore) NewEncodedObject() plumbing.EncodedObject { return m.orig.NewEncodedObject() }
-
-func (m *mergeStore) SetEncodedObject(obj plumbing.EncodedObject) (plumbing.Hash, error) {
-	return m.orig.SetEncodedObject(obj)
+	if !ok {
+		return m.EncodedObjectStorer.EncodedObjectSize(h)
+	}
+	return n, nil
 }
