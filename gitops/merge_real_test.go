@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
@@ -97,11 +98,17 @@ func ourContent(t *testing.T, repo *git.Repository, res *MergeResult, ours plumb
 
 // compareRealCase merges one case both ways; it returns "" when they
 // agree exactly, else what differs.
-func compareRealCase(t *testing.T, dir string, repo *git.Repository, c realCase) (string, bool) {
+// The times taken by both are added to *oursTime and *gitTime.
+func compareRealCase(t *testing.T, dir string, repo *git.Repository, c realCase, oursTime, gitTime *time.Duration) (string, bool) {
 	t.Helper()
+	start := time.Now()
 	res, err := ThreeWayMergeWith(repo, plumbing.NewHash(c.ours), plumbing.NewHash(c.theirs),
 		MergeOptions{OursLabel: c.ours, TheirsLabel: c.theirs})
-	if _, code, errOut := runGitCode(t, dir, "merge-tree", "--write-tree", "--name-only", c.ours, c.theirs); code > 1 {
+	*oursTime += time.Since(start)
+	start = time.Now()
+	_, code, errOut := runGitCode(t, dir, "merge-tree", "--write-tree", "--name-only", c.ours, c.theirs)
+	*gitTime += time.Since(start)
+	if code > 1 {
 		// Real histories hold merges of unrelated histories, which git
 		// refuses; so must we.
 		if strings.Contains(errOut, "unrelated histories") && errors.Is(err, ErrUnrelatedHistories) {
@@ -170,8 +177,9 @@ func TestThreeWayMergeAgreesWithGitOnRealHistory(t *testing.T) {
 			require.NoError(t, err)
 			cases := realCases(t, dir, merges, pairs)
 			n, ok, nc := 0, 0, 0
+			var oursTime, gitTime time.Duration
 			for _, c := range cases {
-				diff, gitClean := compareRealCase(t, dir, repo, c)
+				diff, gitClean := compareRealCase(t, dir, repo, c, &oursTime, &gitTime)
 				n++
 				if !gitClean {
 					nc++
@@ -182,7 +190,8 @@ func TestThreeWayMergeAgreesWithGitOnRealHistory(t *testing.T) {
 				}
 				t.Errorf("%s %s (ours %s, theirs %s) disagrees: %s", c.kind, c.mergeCommitID, c.ours, c.theirs, diff)
 			}
-			t.Logf("%s: %d of %d agree (%d conflicted in git)", name, ok, n, nc)
+			t.Logf("%s: %d of %d agree (%d conflicted in git); merge time ThreeWayMerge %v, git merge-tree %v (x%.2f)",
+				name, ok, n, nc, oursTime.Round(time.Millisecond), gitTime.Round(time.Millisecond), float64(oursTime)/float64(gitTime))
 			total, agree, conflicted = total+n, agree+ok, conflicted+nc
 		})
 	}
