@@ -293,7 +293,15 @@ func (r *treeReader) lookup(root plumbing.Hash, p string) (e *entry, isDir bool,
 }
 
 func (r *treeReader) blob(h plumbing.Hash) ([]byte, error) {
-	b, err := object.GetBlob(r.s, h)
+	obj, err := r.s.EncodedObject(plumbing.BlobObject, h)
+	if err != nil {
+		return nil, fmt.Errorf("reading blob %s: %w", h, err)
+	}
+	if p, ok := obj.(*packedObject); ok {
+		// Already in memory; the merge never modifies blob contents.
+		return p.data, nil
+	}
+	b, err := object.DecodeBlob(obj)
 	if err != nil {
 		return nil, fmt.Errorf("reading blob %s: %w", h, err)
 	}

@@ -103,11 +103,17 @@ func openPackReader(fs billy.Filesystem) (*packReader, error) {
 }
 
 func readPackIndex(fs billy.Filesystem, name string) (*packIndex, error) {
+	st, err := fs.Stat(name)
+	if err != nil {
+		return nil, fmt.Errorf("pack index %s: %w", name, err)
+	}
 	f, err := fs.Open(name)
 	if err != nil {
 		return nil, fmt.Errorf("pack index %s: %w", name, err)
 	}
-	data, err := io.ReadAll(f)
+	// Read in one piece: an index of a large repository is megabytes.
+	data := make([]byte, st.Size())
+	_, err = io.ReadFull(f, data)
 	f.Close()
 	if err != nil {
 		return nil, fmt.Errorf("pack index %s: %w", name, err)
