@@ -1,6 +1,7 @@
 package gitops
 
 import (
+	"context"
 	"fmt"
 	"math/rand"
 	"os"
@@ -191,4 +192,22 @@ func hunkHeader(sign string, start, count int) string {
 		return fmt.Sprintf("%s%d", sign, start+1)
 	}
 	return fmt.Sprintf("%s%d,%d", sign, start+1, count)
+}
+
+// TestLandStopsAtTheConflictGitReports: the landing never lands the
+// reordered-tests merge that only a Myers diff would call clean.
+func TestLandStopsAtTheConflictGitReports(t *testing.T) {
+	f := newRemote(t)
+	f.commitOn(t, "main", map[string]string{"x_test.go": goTestFile("A", "B", "C")})
+	f.commitOn(t, "bazinga/s1-A", map[string]string{"x_test.go": goTestFile("A", "B", "C", "New")})
+	f.commitOn(t, "main", map[string]string{"x_test.go": goTestFile("A", "C", "B")})
+	before := f.head(t, "main")
+	res, err := Land(context.Background(), LandRequest{
+		Remote: Remote{URL: f.bare}, Base: "main", Branch: "bazinga/s1-A",
+		Author: Identity{Name: "Dev", Email: "dev@example.com"}, StepID: "s1/A/merge/1",
+	})
+	require.NoError(t, err)
+	assert.Equal(t, MergeConflict, res.Outcome, res.Reason)
+	assert.Equal(t, []string{"x_test.go"}, res.Conflicts)
+	assert.Equal(t, before, f.head(t, "main"), "base must not move")
 }
