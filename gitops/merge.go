@@ -90,7 +90,7 @@ func ThreeWayMergeWith(repo *git.Repository, ours, theirs plumbing.Hash, opts Me
 	if err != nil {
 		return nil, err
 	}
-	res, err := mergeTrees(s, baseTree, oc.tree, tc.tree, opts, false)
+	res, err := mergeTrees(s, baseTree, oc.tree, tc.tree, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -98,37 +98,56 @@ func ThreeWayMergeWith(repo *git.Repository, ours, theirs plumbing.Hash, opts Me
 	return res, nil
 }
 
-// mergeBaseTree returns the tree to use as the common ancestor. With one
-// merge base that is its tree. With several (criss-cross history) it
-// merges them recursively into a virtual base, as git does, conflict
-// markers included where the bases themselves conflict.
+// mergeBaseTree returns the tree to use as the common ancestor of a and
+// b, as git's ort does. With one merge base that is its tree. With
+// several (criss-cross history) it merges them, oldest first, into a
+// virtual base: each step merges the bases merged so far with the next
+// one (recursively, with their own merge base), conflict markers
+// included where they conflict, and the result becomes a commit of its
+// own whose parents are the two it merged. depth is git's call depth.
 func mergeBaseTree(s storer.EncodedObjectStorer, g *commitGraph, a, b *mbCommit, opts MergeOptions, depth int) (plumbing.Hash, plumbing.Hash, error) {
 	bases, err := g.mergeBases(a, b)
 	if err != nil {
 		return plumbing.ZeroHash, plumbing.ZeroHash, fmt.Errorf("merge: finding merge base of %s and %s: %w", a.hash, b.hash, err)
 	}
 	if len(bases) == 0 {
-		return plumbing.ZeroHash, plumbing.ZeroHash, fmt.Errorf("merge: %s and %s: %w", a.hash, b.hash, ErrUnrelatedHistories)
+		if depth == 0 {
+			return plumbing.ZeroHash, plumbing.ZeroHash, fmt.Errorf("merge: %s and %s: %w", a.hash, b.hash, ErrUnrelatedHistories)
+		}
+		// Merging merge bases that share no history: git uses the
+		// empty tree as their base.
+		return plumbing.ZeroHash, plumbing.ZeroHash, nil
 	}
-	sort.Slice(bases, func(i, j int) bool { return bases[i].hash.String() < bases[j].hash.String() })
-	if len(bases) == 1 || depth > 8 {
+	if len(bases) == 1 {
 		return bases[0].tree, bases[0].hash, nil
 	}
-	virtual := bases[0].tree
-	virtualOpts := MergeOptions{OursLabel: "Temporary merge branch 1", TheirsLabel: "Temporary merge branch 2"}
-	for _, next := range bases[1:] {
-		inner, _, err := mergeBaseTree(s, g, bases[0], next, opts, depth+1)
-		if err != nil {
-			return bases[0].tree, bases[0].hash, nil
-		}
-		r, err := mergeTrees(s, inner, virtual, next.tree, virtualOpts, true)
-		if err != nil {
-			return bases[0].tree, bases[0].hash, nil
-		}
-		virtual = r.Tree
+	// mergeBases lists the newest first; git merges the oldest first.
+	for i, j := 0, len(bases)-1; i < j; i, j = i+1, j-1 {
+		bases[i], bases[j] = bases[j], bases[i]
 	}
-	return virtual, plumbing.ZeroHash, nil
+	virtualOpts := MergeOptions{OursLabel: "Temporary merge branch 1", TheirsLabel: "Temporary merge branch 2"}
+	merged := bases[0]
+	for _, next := range bases[1:] {
+		if depth >= maxVirtualDepth {
+			// A history this tangled is beyond reason; the newest base
+			// stands in for all (the merge may then differ from git's).
+			return bases[len(bases)-1].tree, bases[len(bases)-1].hash, nil
+		}
+		inner, _, err := mergeBaseTree(s, g, merged, next, opts, depth+1)
+		if err != nil {
+			return plumbing.ZeroHash, plumbing.ZeroHash, err
+		}
+		r, err := mergeTreesAt(s, inner, merged.tree, next.tree, virtualOpts, depth+1)
+		if err != nil {
+			return plumbing.ZeroHash, plumbing.ZeroHash, fmt.Errorf("merge: building the virtual merge base: %w", err)
+		}
+		merged = g.virtual(r.Tree, merged.hash, next.hash)
+	}
+	return merged.tree, plumbing.ZeroHash, nil
 }
+
+// maxVirtualDepth bounds the recursion of virtual merge bases.
+const maxVirtualDepth = 8
 
 // entry is a tree entry below the root: a file, symlink or gitlink.
 type entry struct {
@@ -341,13 +360,16 @@ type pathInfo struct {
 }
 
 type treeMerger struct {
-	r      *treeReader
-	opts   MergeOptions
-	trees  [3]plumbing.Hash
-	infos  map[string]*pathInfo
-	blobs  map[plumbing.Hash][]byte
-	spans  map[plumbing.Hash][]spanCount
-	extras []string // extra conflicting paths (rename/rename sources)
+	// markerSize is the length of conflict markers (7, longer in
+	// virtual merge bases).
+	markerSize int
+	r          *treeReader
+	opts       MergeOptions
+	trees      [3]plumbing.Hash
+	infos      map[string]*pathInfo
+	blobs      map[plumbing.Hash][]byte
+	spans      map[plumbing.Hash][]spanCount
+	extras     []string // extra conflicting paths (rename/rename sources)
 	// unclean marks a conflict that no single path carries.
 	unclean bool
 }
@@ -387,16 +409,25 @@ func (m *treeMerger) spansOf(h plumbing.Hash) ([]spanCount, error) {
 }
 
 // mergeTrees merges trees ours and theirs with base as their ancestor.
-// Building a virtual merge base, it skips directory renames and writes
-// the tree even with conflicts, as git does.
-func mergeTrees(s storer.EncodedObjectStorer, base, ours, theirs plumbing.Hash, opts MergeOptions, virtualBase bool) (*MergeResult, error) {
+func mergeTrees(s storer.EncodedObjectStorer, base, ours, theirs plumbing.Hash, opts MergeOptions) (*MergeResult, error) {
+	return mergeTreesAt(s, base, ours, theirs, opts, 0)
+}
+
+// mergeTreesAt is mergeTrees at git's call depth: 0 for the merge asked
+// for, more for the merges building a virtual merge base, whose conflict
+// markers git makes two characters longer per level. Building a virtual
+// merge base, it skips directory renames and writes the tree even with
+// conflicts, as git does.
+func mergeTreesAt(s storer.EncodedObjectStorer, base, ours, theirs plumbing.Hash, opts MergeOptions, depth int) (*MergeResult, error) {
+	virtualBase := depth > 0
 	m := &treeMerger{
-		r:     newTreeReader(s),
-		opts:  opts,
-		trees: [3]plumbing.Hash{base, ours, theirs},
-		infos: map[string]*pathInfo{},
-		blobs: map[plumbing.Hash][]byte{},
-		spans: map[plumbing.Hash][]spanCount{},
+		markerSize: defaultMarkerSize + 2*depth,
+		r:          newTreeReader(s),
+		opts:       opts,
+		trees:      [3]plumbing.Hash{base, ours, theirs},
+		infos:      map[string]*pathInfo{},
+		blobs:      map[plumbing.Hash][]byte{},
+		spans:      map[plumbing.Hash][]spanCount{},
 	}
 	var oursCh, theirsCh []fileChange
 	if err := m.r.diff(base, ours, "", &oursCh); err != nil {
@@ -835,7 +866,7 @@ func (m *treeMerger) resolve(pi *pathInfo) error {
 			oursLabel += ":" + pi.sidePaths[1]
 			theirsLabel += ":" + pi.sidePaths[2]
 		}
-		tm := MergeText(baseData, od, td, oursLabel, theirsLabel)
+		tm := mergeTextWith(baseData, od, td, oursLabel, theirsLabel, algoHistogram, m.markerSize)
 		if tm.Conflicts > 0 {
 			pi.clean = false
 		}

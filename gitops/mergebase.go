@@ -3,6 +3,7 @@ package gitops
 import (
 	"bytes"
 	"container/heap"
+	"encoding/binary"
 	"fmt"
 	"io"
 	"strconv"
@@ -42,6 +43,8 @@ type commitGraph struct {
 	s       storer.EncodedObjectStorer
 	commits map[plumbing.Hash]*mbCommit
 	touched []*mbCommit // commits whose flags are set
+	// nvirtual counts virtual merge-base commits made so far.
+	nvirtual int
 }
 
 func newCommitGraph(s storer.EncodedObjectStorer) *commitGraph {
@@ -281,4 +284,19 @@ func (g *commitGraph) mergeBases(a, b *mbCommit) ([]*mbCommit, error) {
 		}
 	}
 	return out, nil
+}
+
+// virtual makes the commit git makes of a merged merge base: the tree,
+// the two commits merged as parents, no date. It gets a made-up name no
+// real object has, so that later searches can walk through it.
+func (g *commitGraph) virtual(tree plumbing.Hash, p1, p2 plumbing.Hash) *mbCommit {
+	g.nvirtual++
+	var h plumbing.Hash
+	for i := range h {
+		h[i] = 0xff
+	}
+	binary.BigEndian.PutUint64(h[12:], uint64(g.nvirtual))
+	c := &mbCommit{hash: h, tree: tree, parents: []plumbing.Hash{p1, p2}}
+	g.commits[h] = c
+	return c
 }

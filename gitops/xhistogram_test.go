@@ -54,7 +54,7 @@ func TestReorderedAdjacentTestsConflictAsGitReports(t *testing.T) {
 	theirs := goTestFile("A", "B", "C", "New")
 
 	// The two diff algorithms really do disagree on this input.
-	require.Zero(t, mergeTextWith([]byte(base), []byte(ours), []byte(theirs), "main", "topic", algoMyers).Conflicts,
+	require.Zero(t, mergeTextWith([]byte(base), []byte(ours), []byte(theirs), "main", "topic", algoMyers, defaultMarkerSize).Conflicts,
 		"Myers merges it cleanly")
 	dir := initRepo(t)
 	for name, c := range map[string]string{"base": base, "ours": ours, "theirs": theirs} {

@@ -38,10 +38,13 @@ func isBinary(data []byte) bool {
 // "merge" conflict style, zealous level). Conflicting regions are written
 // with markers labelled with oursLabel and theirsLabel.
 func MergeText(base, ours, theirs []byte, oursLabel, theirsLabel string) TextMerge {
-	return mergeTextWith(base, ours, theirs, oursLabel, theirsLabel, algoHistogram)
+	return mergeTextWith(base, ours, theirs, oursLabel, theirsLabel, algoHistogram, defaultMarkerSize)
 }
 
-func mergeTextWith(base, ours, theirs []byte, oursLabel, theirsLabel string, algo diffAlgo) TextMerge {
+// defaultMarkerSize is the length of git's conflict markers.
+const defaultMarkerSize = 7
+
+func mergeTextWith(base, ours, theirs []byte, oursLabel, theirsLabel string, algo diffAlgo, markerSize int) TextMerge {
 	b, o, t := splitLines(base), splitLines(ours), splitLines(theirs)
 	script1, env1 := diffLinesWith(b, o, algo)
 	script2, env2 := diffLinesWith(b, t, algo)
@@ -62,7 +65,7 @@ func mergeTextWith(base, ours, theirs []byte, oursLabel, theirsLabel string, alg
 		return TextMerge{Content: ours, Conflicts: 1}
 	}
 	hunks = simplifyNonConflicts(hunks)
-	out := m.fill(hunks, oursLabel, theirsLabel)
+	out := m.fill(hunks, oursLabel, theirsLabel, markerSize)
 	n := 0
 	for _, h := range hunks {
 		if h.mode == mmConflict {
@@ -235,23 +238,24 @@ func copyRecs(dst []byte, recs [][]byte, i, count int, addNL bool) []byte {
 	return dst
 }
 
-func (m *textMerger) fill(hs []mergeHunk, name1, name2 string) []byte {
+func (m *textMerger) fill(hs []mergeHunk, name1, name2 string, markerSize int) []byte {
 	var out []byte
 	i := 0
 	for _, h := range hs {
 		switch h.mode {
 		case mmConflict:
 			out = copyRecs(out, m.ours, i, h.i1-i, false)
-			out = append(out, "<<<<<<<"...)
+			out = append(out, bytes.Repeat([]byte{'<'}, markerSize)...)
 			if name1 != "" {
 				out = append(out, ' ')
 				out = append(out, name1...)
 			}
 			out = append(out, '\n')
 			out = copyRecs(out, m.ours, h.i1, h.chg1, true)
-			out = append(out, "=======\n"...)
+			out = append(out, bytes.Repeat([]byte{'='}, markerSize)...)
+			out = append(out, '\n')
 			out = copyRecs(out, m.theirs, h.i2, h.chg2, true)
-			out = append(out, ">>>>>>>"...)
+			out = append(out, bytes.Repeat([]byte{'>'}, markerSize)...)
 			if name2 != "" {
 				out = append(out, ' ')
 				out = append(out, name2...)
