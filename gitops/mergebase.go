@@ -60,14 +60,19 @@ func (g *commitGraph) commit(h plumbing.Hash) (*mbCommit, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading commit %s: %w", h, err)
 	}
-	rd, err := obj.Reader()
-	if err != nil {
-		return nil, fmt.Errorf("reading commit %s: %w", h, err)
-	}
-	data, err := io.ReadAll(rd)
-	rd.Close()
-	if err != nil {
-		return nil, fmt.Errorf("reading commit %s: %w", h, err)
+	var data []byte
+	if p, ok := obj.(*packedObject); ok {
+		data = p.data
+	} else {
+		rd, err := obj.Reader()
+		if err != nil {
+			return nil, fmt.Errorf("reading commit %s: %w", h, err)
+		}
+		data, err = io.ReadAll(rd)
+		rd.Close()
+		if err != nil {
+			return nil, fmt.Errorf("reading commit %s: %w", h, err)
+		}
 	}
 	c, err := parseCommitHeader(h, data)
 	if err != nil {

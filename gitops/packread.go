@@ -1,7 +1,6 @@
 package gitops
 
 import (
-	"bufio"
 	"bytes"
 	"compress/zlib"
 	"encoding/binary"
@@ -44,13 +43,14 @@ type packIndex struct {
 	large    []byte // 8 per large offset
 	pack     billy.File
 	packSize int64
+	windows  packWindows
 }
 
 // packReader reads objects from every pack of one repository.
 type packReader struct {
 	packs []*packIndex
 	zr    io.ReadCloser // reused zlib reader
-	br    *bufio.Reader
+	br    *packStream
 	cache map[packPos]*packedObject
 	order []packPos // cache insertion order, for eviction
 	bytes int
@@ -69,7 +69,7 @@ func openPackReader(fs billy.Filesystem) (*packReader, error) {
 	if err != nil {
 		return nil, nil // no pack directory: everything is loose
 	}
-	r := &packReader{cache: map[packPos]*packedObject{}, br: bufio.NewReaderSize(nil, 16<<10)}
+	r := &packReader{cache: map[packPos]*packedObject{}, br: &packStream{}}
 	var names []string
 	for _, fi := range infos {
 		if strings.HasSuffix(fi.Name(), ".idx") {
@@ -211,7 +211,7 @@ func (r *packReader) header(pos packPos) (t plumbing.ObjectType, size int64, bas
 	if pos.off < 12 || pos.off >= p.packSize {
 		return 0, 0, base, baseHash, fmt.Errorf("offset %d outside the pack", pos.off)
 	}
-	r.br.Reset(io.NewSectionReader(p.pack, pos.off, p.packSize-pos.off))
+	r.br.reset(p, pos.off)
 	c, err := r.br.ReadByte()
 	if err != nil {
 		return 0, 0, base, baseHash, err
@@ -313,7 +313,11 @@ func (r *packReader) at(pos packPos, depth int) (resolved, error) {
 		}
 		t, data = b.t, out
 	}
-	r.remember(pos, resolved{t: t, data: data})
+	if t != plumbing.CommitObject {
+		// Commits are seldom delta bases, and the merge keeps what it
+		// needs of them; trees and blobs often are.
+		r.remember(pos, resolved{t: t, data: data})
+	}
 	return resolved{t: t, data: data}, nil
 }
 
@@ -450,4 +454,95 @@ func (o *packedObject) Reader() (io.ReadCloser, error) {
 }
 func (o *packedObject) Writer() (io.WriteCloser, error) {
 	return nil, errors.New("packed objects are read-only")
+}
+
+// Pack data is read in fixed windows that stay cached for the merge, as
+// git maps its packs: the commits of a history walk sit next to each
+// other in a pack, so one read serves many of them, where a read per
+// object made system calls a large share of a deep merge.
+const (
+	packWindowSize = 64 << 10
+	packMaxWindows = 128 // per pack: 8 MiB
+)
+
+type packWindows struct {
+	wins  map[int64][]byte
+	order []int64
+}
+
+// window returns the cached window number i of pack p.
+func (p *packIndex) window(i int64) ([]byte, error) {
+	w := &p.windows
+	if b, ok := w.wins[i]; ok {
+		return b, nil
+	}
+	if w.wins == nil {
+		w.wins = map[int64][]byte{}
+	}
+	start := i * packWindowSize
+	n := min(int64(packWindowSize), p.packSize-start)
+	if n <= 0 {
+		return nil, io.ErrUnexpectedEOF
+	}
+	b := make([]byte, n)
+	if k, err := p.pack.ReadAt(b, start); k < len(b) {
+		if err == nil || errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF
+		}
+		return nil, fmt.Errorf("reading %s: %w", p.name, err)
+	}
+	if len(w.order) >= packMaxWindows {
+		delete(w.wins, w.order[0])
+		w.order = w.order[1:]
+	}
+	w.wins[i] = b
+	w.order = append(w.order, i)
+	return b, nil
+}
+
+// packStream reads a pack from an offset on, through its windows. It is
+// an io.ByteReader, so the inflater reads it without another buffer.
+type packStream struct {
+	p   *packIndex
+	off int64  // offset of cur[0]
+	cur []byte // rest of the current window
+}
+
+func (s *packStream) reset(p *packIndex, off int64) {
+	s.p, s.off, s.cur = p, off, nil
+}
+
+func (s *packStream) fill() error {
+	if len(s.cur) > 0 {
+		return nil
+	}
+	if s.off >= s.p.packSize {
+		return io.EOF
+	}
+	b, err := s.p.window(s.off / packWindowSize)
+	if err != nil {
+		return err
+	}
+	s.cur = b[s.off%packWindowSize:]
+	return nil
+}
+
+func (s *packStream) ReadByte() (byte, error) {
+	if err := s.fill(); err != nil {
+		return 0, err
+	}
+	c := s.cur[0]
+	s.cur = s.cur[1:]
+	s.off++
+	return c, nil
+}
+
+func (s *packStream) Read(b []byte) (int, error) {
+	if err := s.fill(); err != nil {
+		return 0, err
+	}
+	n := copy(b, s.cur)
+	s.cur = s.cur[n:]
+	s.off += int64(n)
+	return n, nil
 }
