@@ -24,9 +24,9 @@ import (
 // A merge of a deep history reads hundreds to thousands of commits and
 // then trees and blobs, so those costs made it many times slower than
 // git. This reader searches the .idx files in place (they are sorted),
-// keeps the packs open for the merge, inflates with one reused zlib
-// reader, resolves deltas with a small cache of bases, and hands out
-// objects whose hash is already known. Anything it cannot find (loose
+// keeps the packs open for the merge and reads them in cached windows,
+// inflates with one reused zlib reader, resolves deltas with a small
+// cache of bases, and hands out objects whose hash is already known. Anything it cannot find (loose
 // objects, alternates) is read through go-git.
 
 // packObjectCacheBytes bounds the cache of resolved objects (delta bases).

@@ -147,6 +147,12 @@ func histEdit(rng *rand.Rand, in []string) []string {
 // more than histMaxChain times.
 func TestHistogramDiffAgreesWithGit(t *testing.T) {
 	requireGit(t)
+	if gitVersionAtLeast(t, 2, 54) {
+		// git 2.54 re-diffs histogram change groups that compaction made
+		// overlap (commit e417277ae9); this implementation follows the
+		// git before it (2.39 to 2.53).
+		t.Skip("git >= 2.54 changed histogram compaction")
+	}
 	dir := t.TempDir()
 	rng := rand.New(rand.NewSource(64))
 	n := 120
@@ -210,4 +216,24 @@ func TestLandStopsAtTheConflictGitReports(t *testing.T) {
 	assert.Equal(t, MergeConflict, res.Outcome, res.Reason)
 	assert.Equal(t, []string{"x_test.go"}, res.Conflicts)
 	assert.Equal(t, before, f.head(t, "main"), "base must not move")
+}
+
+// gitVersionAtLeast reports whether the git CLI is at least major.minor.
+func gitVersionAtLeast(t *testing.T, major, minor int) bool {
+	t.Helper()
+	out := runGit(t, t.TempDir(), "version") // "git version 2.39.5"
+	f := strings.Fields(out)
+	if len(f) < 3 {
+		return false
+	}
+	parts := strings.SplitN(f[2], ".", 3)
+	if len(parts) < 2 {
+		return false
+	}
+	ma, err1 := strconv.Atoi(parts[0])
+	mi, err2 := strconv.Atoi(parts[1])
+	if err1 != nil || err2 != nil {
+		return false
+	}
+	return ma > major || (ma == major && mi >= minor)
 }
