@@ -256,9 +256,6 @@ func (r *packReader) header(pos packPos) (t plumbing.ObjectType, size int64, bas
 
 // inflate reads size bytes of zlib data from the reader's current place.
 func (r *packReader) inflate(size int64) ([]byte, error) {
-	if size > 1<<34 {
-		return nil, fmt.Errorf("object of %d bytes", size)
-	}
 	var err error
 	if r.zr == nil {
 		r.zr, err = zlib.NewReader(r.br)
@@ -291,6 +288,11 @@ func (r *packReader) at(pos packPos, depth int) (resolved, error) {
 	t, size, base, baseHash, err := r.header(pos)
 	if err != nil {
 		return resolved{}, err
+	}
+	// Deflate expands at most 1032:1; a larger claimed size is a corrupt
+	// pack, not a reason to allocate it.
+	if rest := r.packs[pos.pack].packSize - pos.off; size > rest*1032+64 {
+		return resolved{}, fmt.Errorf("object at %d claims %d bytes", pos.off, size)
 	}
 	data, err := r.inflate(size)
 	if err != nil {

@@ -139,3 +139,37 @@ func TestApplyDeltaRejectsBadDeltas(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "world!!!", string(out))
 }
+
+// TestPackReaderCorruptPack: a damaged object header is an error naming
+// the pack, not a panic or a huge allocation.
+func TestPackReaderCorruptPack(t *testing.T) {
+	requireGit(t)
+	dir := initRepo(t)
+	content := strings.Repeat("content\n", 100)
+	writeFiles(t, dir, map[string]string{"f.txt": content})
+	commitAll(t, dir, "one")
+	blob := hashObject(t, dir, content)
+	runGit(t, dir, "repack", "-adq")
+	packs, err := filepath.Glob(filepath.Join(dir, ".git", "objects", "pack", "*.pack"))
+	require.NoError(t, err)
+	require.Len(t, packs, 1)
+	data, err := os.ReadFile(packs[0])
+	require.NoError(t, err)
+	// Make the blob's header claim an enormous size.
+	r0, err := openPackReader(osfs.New(filepath.Join(dir, ".git")))
+	require.NoError(t, err)
+	pos, ok := r0.locate(plumbing.NewHash(blob))
+	r0.Close()
+	require.True(t, ok)
+	copy(data[pos.off:], []byte{0xbf, 0xff, 0xff, 0xff, 0xff, 0x7f})
+	require.NoError(t, os.Chmod(packs[0], 0o644))
+	require.NoError(t, os.WriteFile(packs[0], data, 0o644))
+
+	r, err := openPackReader(osfs.New(filepath.Join(dir, ".git")))
+	require.NoError(t, err)
+	defer r.Close()
+	_, ok, err = r.object(plumbing.NewHash(blob))
+	assert.True(t, ok)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), ".idx")
+}
