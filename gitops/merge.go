@@ -75,19 +75,22 @@ func ThreeWayMergeWith(repo *git.Repository, ours, theirs plumbing.Hash, opts Me
 		return nil, errors.New("merge: nil repository")
 	}
 	opts = opts.withDefaults()
-	oc, err := repo.CommitObject(ours)
+	s, release := newMergeStore(repo.Storer)
+	defer release()
+	g := newCommitGraph(s)
+	oc, err := g.commit(ours)
 	if err != nil {
 		return nil, fmt.Errorf("merge: reading commit %s (ours): %w", ours, err)
 	}
-	tc, err := repo.CommitObject(theirs)
+	tc, err := g.commit(theirs)
 	if err != nil {
 		return nil, fmt.Errorf("merge: reading commit %s (theirs): %w", theirs, err)
 	}
-	baseTree, baseHash, err := mergeBaseTree(repo.Storer, oc, tc, opts, 0)
+	baseTree, baseHash, err := mergeBaseTree(s, g, oc, tc, opts, 0)
 	if err != nil {
 		return nil, err
 	}
-	res, err := mergeTrees(repo.Storer, baseTree, oc.TreeHash, tc.TreeHash, opts, false)
+	res, err := mergeTrees(s, baseTree, oc.tree, tc.tree, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -95,37 +98,56 @@ func ThreeWayMergeWith(repo *git.Repository, ours, theirs plumbing.Hash, opts Me
 	return res, nil
 }
 
-// mergeBaseTree returns the tree to use as the common ancestor. With one
-// merge base that is its tree. With several (criss-cross history) it
-// merges them recursively into a virtual base, as git does, conflict
-// markers included where the bases themselves conflict.
-func mergeBaseTree(s storer.EncodedObjectStorer, a, b *object.Commit, opts MergeOptions, depth int) (plumbing.Hash, plumbing.Hash, error) {
-	bases, err := a.MergeBase(b)
+// mergeBaseTree returns the tree to use as the common ancestor of a and
+// b, as git's ort does. With one merge base that is its tree. With
+// several (criss-cross history) it merges them, oldest first, into a
+// virtual base: each step merges the bases merged so far with the next
+// one (recursively, with their own merge base), conflict markers
+// included where they conflict, and the result becomes a commit of its
+// own whose parents are the two it merged. depth is git's call depth.
+func mergeBaseTree(s storer.EncodedObjectStorer, g *commitGraph, a, b *mbCommit, opts MergeOptions, depth int) (plumbing.Hash, plumbing.Hash, error) {
+	bases, err := g.mergeBases(a, b)
 	if err != nil {
-		return plumbing.ZeroHash, plumbing.ZeroHash, fmt.Errorf("merge: finding merge base of %s and %s: %w", a.Hash, b.Hash, err)
+		return plumbing.ZeroHash, plumbing.ZeroHash, fmt.Errorf("merge: finding merge base of %s and %s: %w", a.hash, b.hash, err)
 	}
 	if len(bases) == 0 {
-		return plumbing.ZeroHash, plumbing.ZeroHash, fmt.Errorf("merge: %s and %s: %w", a.Hash, b.Hash, ErrUnrelatedHistories)
+		if depth == 0 {
+			return plumbing.ZeroHash, plumbing.ZeroHash, fmt.Errorf("merge: %s and %s: %w", a.hash, b.hash, ErrUnrelatedHistories)
+		}
+		// Merging merge bases that share no history: git uses the
+		// empty tree as their base.
+		return plumbing.ZeroHash, plumbing.ZeroHash, nil
 	}
-	sort.Slice(bases, func(i, j int) bool { return bases[i].Hash.String() < bases[j].Hash.String() })
-	if len(bases) == 1 || depth > 8 {
-		return bases[0].TreeHash, bases[0].Hash, nil
+	if len(bases) == 1 {
+		return bases[0].tree, bases[0].hash, nil
 	}
-	virtual := bases[0].TreeHash
+	// mergeBases lists the newest first; git merges the oldest first.
+	for i, j := 0, len(bases)-1; i < j; i, j = i+1, j-1 {
+		bases[i], bases[j] = bases[j], bases[i]
+	}
 	virtualOpts := MergeOptions{OursLabel: "Temporary merge branch 1", TheirsLabel: "Temporary merge branch 2"}
+	merged := bases[0]
 	for _, next := range bases[1:] {
-		inner, _, err := mergeBaseTree(s, bases[0], next, opts, depth+1)
-		if err != nil {
-			return bases[0].TreeHash, bases[0].Hash, nil
+		if depth >= maxVirtualDepth {
+			// A history this tangled is beyond reason; the newest base
+			// stands in for all (the merge may then differ from git's).
+			return bases[len(bases)-1].tree, bases[len(bases)-1].hash, nil
 		}
-		r, err := mergeTrees(s, inner, virtual, next.TreeHash, virtualOpts, true)
+		inner, _, err := mergeBaseTree(s, g, merged, next, opts, depth+1)
 		if err != nil {
-			return bases[0].TreeHash, bases[0].Hash, nil
+			return plumbing.ZeroHash, plumbing.ZeroHash, err
 		}
-		virtual = r.Tree
+		r, err := mergeTreesAt(s, inner, merged.tree, next.tree, virtualOpts, depth+1)
+		if err != nil {
+			return plumbing.ZeroHash, plumbing.ZeroHash, fmt.Errorf("merge: building the virtual merge base: %w", err)
+		}
+		merged = g.virtual(r.Tree, merged.hash, next.hash)
 	}
-	return virtual, plumbing.ZeroHash, nil
+	return merged.tree, plumbing.ZeroHash, nil
 }
+
+// maxVirtualDepth bounds the recursion of virtual merge bases.
+const maxVirtualDepth = 8
 
 // entry is a tree entry below the root: a file, symlink or gitlink.
 type entry struct {
@@ -290,7 +312,15 @@ func (r *treeReader) lookup(root plumbing.Hash, p string) (e *entry, isDir bool,
 }
 
 func (r *treeReader) blob(h plumbing.Hash) ([]byte, error) {
-	b, err := object.GetBlob(r.s, h)
+	obj, err := r.s.EncodedObject(plumbing.BlobObject, h)
+	if err != nil {
+		return nil, fmt.Errorf("reading blob %s: %w", h, err)
+	}
+	if p, ok := obj.(*packedObject); ok {
+		// Already in memory; the merge never modifies blob contents.
+		return p.data, nil
+	}
+	b, err := object.DecodeBlob(obj)
 	if err != nil {
 		return nil, fmt.Errorf("reading blob %s: %w", h, err)
 	}
@@ -316,6 +346,10 @@ type pathInfo struct {
 	stages [3]*entry // base, ours, theirs
 	// basePath is where the base stage came from (a rename source).
 	basePath string
+	// sidePaths are the paths of base, ours and theirs when a rename put
+	// them at different paths; git then labels conflict markers
+	// branch:path. Empty otherwise.
+	sidePaths [3]string
 	// forced conflict from rename handling (rename/delete, rename/rename).
 	conflict bool
 	// resolved short-circuits the normal rules (a rename source).
@@ -326,13 +360,16 @@ type pathInfo struct {
 }
 
 type treeMerger struct {
-	r      *treeReader
-	opts   MergeOptions
-	trees  [3]plumbing.Hash
-	infos  map[string]*pathInfo
-	blobs  map[plumbing.Hash][]byte
-	spans  map[plumbing.Hash][]spanCount
-	extras []string // extra conflicting paths (rename/rename sources)
+	// markerSize is the length of conflict markers (7, longer in
+	// virtual merge bases).
+	markerSize int
+	r          *treeReader
+	opts       MergeOptions
+	trees      [3]plumbing.Hash
+	infos      map[string]*pathInfo
+	blobs      map[plumbing.Hash][]byte
+	spans      map[plumbing.Hash][]spanCount
+	extras     []string // extra conflicting paths (rename/rename sources)
 	// unclean marks a conflict that no single path carries.
 	unclean bool
 }
@@ -372,16 +409,25 @@ func (m *treeMerger) spansOf(h plumbing.Hash) ([]spanCount, error) {
 }
 
 // mergeTrees merges trees ours and theirs with base as their ancestor.
-// Building a virtual merge base, it skips directory renames and writes
-// the tree even with conflicts, as git does.
-func mergeTrees(s storer.EncodedObjectStorer, base, ours, theirs plumbing.Hash, opts MergeOptions, virtualBase bool) (*MergeResult, error) {
+func mergeTrees(s storer.EncodedObjectStorer, base, ours, theirs plumbing.Hash, opts MergeOptions) (*MergeResult, error) {
+	return mergeTreesAt(s, base, ours, theirs, opts, 0)
+}
+
+// mergeTreesAt is mergeTrees at git's call depth: 0 for the merge asked
+// for, more for the merges building a virtual merge base, whose conflict
+// markers git makes two characters longer per level. Building a virtual
+// merge base, it skips directory renames and writes the tree even with
+// conflicts, as git does.
+func mergeTreesAt(s storer.EncodedObjectStorer, base, ours, theirs plumbing.Hash, opts MergeOptions, depth int) (*MergeResult, error) {
+	virtualBase := depth > 0
 	m := &treeMerger{
-		r:     newTreeReader(s),
-		opts:  opts,
-		trees: [3]plumbing.Hash{base, ours, theirs},
-		infos: map[string]*pathInfo{},
-		blobs: map[plumbing.Hash][]byte{},
-		spans: map[plumbing.Hash][]spanCount{},
+		markerSize: defaultMarkerSize + 2*depth,
+		r:          newTreeReader(s),
+		opts:       opts,
+		trees:      [3]plumbing.Hash{base, ours, theirs},
+		infos:      map[string]*pathInfo{},
+		blobs:      map[plumbing.Hash][]byte{},
+		spans:      map[plumbing.Hash][]spanCount{},
 	}
 	var oursCh, theirsCh []fileChange
 	if err := m.r.diff(base, ours, "", &oursCh); err != nil {
@@ -715,6 +761,8 @@ func (m *treeMerger) applyRenames(oursRen, theirsRen []rename) {
 				dst.conflict = true
 			default:
 				dst.stages[other] = src.stages[other]
+				dst.sidePaths = [3]string{r.src, r.src, r.src}
+				dst.sidePaths[side] = r.dst
 			}
 		}
 	}
@@ -813,7 +861,12 @@ func (m *treeMerger) resolve(pi *pathInfo) error {
 			pi.result = &entry{Mode: mode, Hash: o.Hash}
 			return nil
 		}
-		tm := MergeText(baseData, od, td, m.opts.OursLabel, m.opts.TheirsLabel)
+		oursLabel, theirsLabel := m.opts.OursLabel, m.opts.TheirsLabel
+		if pi.sidePaths[0] != "" {
+			oursLabel += ":" + pi.sidePaths[1]
+			theirsLabel += ":" + pi.sidePaths[2]
+		}
+		tm := mergeTextWith(baseData, od, td, oursLabel, theirsLabel, algoHistogram, m.markerSize)
 		if tm.Conflicts > 0 {
 			pi.clean = false
 		}

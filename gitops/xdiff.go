@@ -12,11 +12,14 @@ import "bytes"
 // ("zealous" conflict reduction). sergi/go-diff is a character-level
 // Myers/bisect diff with semantic cleanups and diff3 packages use LCS diffs
 // with their own hunk rules; neither places hunks as xdiff does. So this is
-// a Go implementation of the same algorithm git uses by default for merges:
-// Myers' O(ND) divide and conquer with xdiff's record pre-filtering and cost
-// heuristics, xdiff's hunk compaction (without the indent heuristic, which
-// merges do not enable), and the xdiff merge with ZEALOUS refinement. The
-// random oracle test in merge_oracle_test.go checks it against git.
+// a Go implementation of xdiff's algorithms: Myers' O(ND) divide and
+// conquer with xdiff's record pre-filtering and cost heuristics (here),
+// the histogram diff that git's ort merge uses (xhistogram.go; it falls
+// back to Myers), xdiff's hunk compaction (without the indent heuristic:
+// ort's merge options do not set it, diff.indentHeuristic only affects
+// diff output), and the xdiff merge with ZEALOUS refinement (xmerge.go).
+// merge_oracle_test.go, xhistogram_test.go and merge_real_test.go check
+// it against git.
 
 const (
 	xdlMaxEqLimit    = 1024
@@ -76,9 +79,16 @@ func bogosqrt(n int) int {
 // xdiffEnv is a prepared pair of files.
 type xdiffEnv struct {
 	f1, f2 *xfile
+	nclass int // number of distinct lines over both files
+	// failed: the histogram index overflowed, where xdiff's diff fails.
+	failed bool
 }
 
-func prepareEnv(a, b [][]byte) *xdiffEnv {
+// classifyEnv splits nothing: it gives every distinct line of a and b a
+// class number (equal lines, equal classes), as xdiff's classifier does.
+// Both algorithms start from this; Myers then prunes records (see
+// prepareEnv), histogram works on the whole files.
+func classifyEnv(a, b [][]byte) *xdiffEnv {
 	classes := make(map[string]int, len(a)+len(b))
 	classify := func(recs [][]byte) *xfile {
 		f := &xfile{recs: recs, class: make([]int, len(recs)), changed: make([]bool, len(recs)+2)}
@@ -94,6 +104,14 @@ func prepareEnv(a, b [][]byte) *xdiffEnv {
 		return f
 	}
 	env := &xdiffEnv{f1: classify(a), f2: classify(b)}
+	env.nclass = len(classes)
+	return env
+}
+
+// prepareEnv is classifyEnv plus the pruning xdiff does before Myers:
+// common ends trimmed, lines without a match (or with too many) set aside.
+func prepareEnv(a, b [][]byte) *xdiffEnv {
+	env := classifyEnv(a, b)
 	env.trimEnds()
 	env.cleanupRecords()
 	return env
@@ -421,10 +439,50 @@ type xchange struct {
 	i1, i2, chg1, chg2 int
 }
 
-// diffLines runs the whole pipeline (prepare, Myers, compaction) and
+// diffAlgo selects the line-matching algorithm; compaction and the
+// script are the same for both, as in xdiff.
+type diffAlgo int
+
+const (
+	// algoMyers is xdiff's default (git diff, git merge-file).
+	algoMyers diffAlgo = iota
+	// algoHistogram is what git's ort merge strategy diffs with.
+	algoHistogram
+)
+
+func (a diffAlgo) String() string {
+	switch a {
+	case algoMyers:
+		return "myers"
+	case algoHistogram:
+		return "histogram"
+	}
+	return "unknown"
+}
+
+// diffLines runs the whole Myers pipeline (prepare, Myers, compaction) and
 // returns the hunks in order.
 func diffLines(a, b [][]byte) ([]xchange, *xdiffEnv) {
-	env := prepareEnv(a, b)
+	return diffLinesWith(a, b, algoMyers)
+}
+
+// diffLinesWith is diffLines with a choice of algorithm.
+func diffLinesWith(a, b [][]byte, algo diffAlgo) ([]xchange, *xdiffEnv) {
+	var env *xdiffEnv
+	if algo == algoHistogram {
+		env = classifyEnv(a, b)
+		histogramDiff(env)
+	} else {
+		env = prepareEnv(a, b)
+		myersMark(env)
+	}
+	compact(env.f1, env.f2)
+	compact(env.f2, env.f1)
+	return buildScript(env), env
+}
+
+// myersMark runs Myers on a prepared env, marking changed lines.
+func myersMark(env *xdiffEnv) {
 	n1, n2 := len(env.f1.rindex), len(env.f2.rindex)
 	ndiags := n1 + n2 + 3
 	x := &xalgo{
@@ -434,9 +492,6 @@ func diffLines(a, b [][]byte) ([]xchange, *xdiffEnv) {
 		mxcost: max(bogosqrt(ndiags), xdlMaxCostMin),
 	}
 	x.compare(0, n1, 0, n2, false)
-	compact(env.f1, env.f2)
-	compact(env.f2, env.f1)
-	return buildScript(env), env
 }
 
 type xgroup struct{ start, end int }

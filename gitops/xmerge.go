@@ -34,24 +34,38 @@ func isBinary(data []byte) bool {
 }
 
 // MergeText merges the changes base→ours and base→theirs line by line,
-// exactly as git's default (xdiff, "merge" conflict style, zealous level)
-// merge does. Conflicting regions are written with markers labelled with
-// oursLabel and theirsLabel.
+// exactly as git's ort strategy does (xdiff with the histogram diff,
+// "merge" conflict style, zealous level). Conflicting regions are written
+// with markers labelled with oursLabel and theirsLabel.
 func MergeText(base, ours, theirs []byte, oursLabel, theirsLabel string) TextMerge {
+	return mergeTextWith(base, ours, theirs, oursLabel, theirsLabel, algoHistogram, defaultMarkerSize)
+}
+
+// defaultMarkerSize is the length of git's conflict markers.
+const defaultMarkerSize = 7
+
+func mergeTextWith(base, ours, theirs []byte, oursLabel, theirsLabel string, algo diffAlgo, markerSize int) TextMerge {
 	b, o, t := splitLines(base), splitLines(ours), splitLines(theirs)
-	script1, _ := diffLines(b, o)
-	script2, _ := diffLines(b, t)
+	script1, env1 := diffLinesWith(b, o, algo)
+	script2, env2 := diffLinesWith(b, t, algo)
+	if env1.failed || env2.failed {
+		// xdiff fails the whole content merge here, and git stops; never
+		// report such a file as merged.
+		return TextMerge{Content: ours, Conflicts: 1}
+	}
 	if len(script1) == 0 {
 		return TextMerge{Content: theirs}
 	}
 	if len(script2) == 0 {
 		return TextMerge{Content: ours}
 	}
-	m := &textMerger{base: b, ours: o, theirs: t}
-	hunks := m.merge(script1, script2)
-	hunks = m.refine(hunks)
+	m := &textMerger{base: b, ours: o, theirs: t, algo: algo}
+	hunks, ok := m.merge(script1, script2), true
+	if hunks, ok = m.refine(hunks); !ok {
+		return TextMerge{Content: ours, Conflicts: 1}
+	}
 	hunks = simplifyNonConflicts(hunks)
-	out := m.fill(hunks, oursLabel, theirsLabel)
+	out := m.fill(hunks, oursLabel, theirsLabel, markerSize)
 	n := 0
 	for _, h := range hunks {
 		if h.mode == mmConflict {
@@ -63,6 +77,7 @@ func MergeText(base, ours, theirs []byte, oursLabel, theirsLabel string) TextMer
 
 type textMerger struct {
 	base, ours, theirs [][]byte
+	algo               diffAlgo
 }
 
 func appendMerge(hs []mergeHunk, mode, i0, chg0, i1, chg1, i2, chg2 int) []mergeHunk {
@@ -153,7 +168,7 @@ func (m *textMerger) merge(x1, x2 []xchange) []mergeHunk {
 
 // refine diffs the two sides of every conflict against each other and keeps
 // only the lines that really differ as conflicts (xdiff's ZEALOUS level).
-func (m *textMerger) refine(hs []mergeHunk) []mergeHunk {
+func (m *textMerger) refine(hs []mergeHunk) ([]mergeHunk, bool) {
 	out := make([]mergeHunk, 0, len(hs))
 	for _, h := range hs {
 		if h.mode != mmConflict || h.chg1 == 0 || h.chg2 == 0 {
@@ -164,7 +179,10 @@ func (m *textMerger) refine(hs []mergeHunk) []mergeHunk {
 		// same records, so slicing is equivalent.
 		a := m.ours[h.i1 : h.i1+h.chg1]
 		b := m.theirs[h.i2 : h.i2+h.chg2]
-		script, _ := diffLines(a, b)
+		script, env := diffLinesWith(a, b, m.algo)
+		if env.failed {
+			return nil, false
+		}
 		if len(script) == 0 {
 			h.mode = mmIdentical
 			out = append(out, h)
@@ -180,7 +198,7 @@ func (m *textMerger) refine(hs []mergeHunk) []mergeHunk {
 			out = append(out, n)
 		}
 	}
-	return out
+	return out, true
 }
 
 // simplifyNonConflicts joins conflicts separated by at most three
@@ -220,23 +238,24 @@ func copyRecs(dst []byte, recs [][]byte, i, count int, addNL bool) []byte {
 	return dst
 }
 
-func (m *textMerger) fill(hs []mergeHunk, name1, name2 string) []byte {
+func (m *textMerger) fill(hs []mergeHunk, name1, name2 string, markerSize int) []byte {
 	var out []byte
 	i := 0
 	for _, h := range hs {
 		switch h.mode {
 		case mmConflict:
 			out = copyRecs(out, m.ours, i, h.i1-i, false)
-			out = append(out, "<<<<<<<"...)
+			out = append(out, bytes.Repeat([]byte{'<'}, markerSize)...)
 			if name1 != "" {
 				out = append(out, ' ')
 				out = append(out, name1...)
 			}
 			out = append(out, '\n')
 			out = copyRecs(out, m.ours, h.i1, h.chg1, true)
-			out = append(out, "=======\n"...)
+			out = append(out, bytes.Repeat([]byte{'='}, markerSize)...)
+			out = append(out, '\n')
 			out = copyRecs(out, m.theirs, h.i2, h.chg2, true)
-			out = append(out, ">>>>>>>"...)
+			out = append(out, bytes.Repeat([]byte{'>'}, markerSize)...)
 			if name2 != "" {
 				out = append(out, ' ')
 				out = append(out, name2...)
