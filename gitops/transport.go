@@ -288,10 +288,8 @@ func encodePack(w io.Writer, src storer.EncodedObjectStorer, objects []plumbing.
 // localWire is a repository on this machine (local mode, tests). A fetch
 // links (or copies) its object files, as `git clone --local` does, rather
 // than packing them; a push writes the new objects as a pack and moves each
-// ref under git's own lock file (<ref>.lock), refusing when the ref no longer
-// holds the value the pusher saw, so a person committing on the base while a
-// merge lands is not overwritten, and a git process working in the same
-// repository at the same time is excluded the same way. Unlike git's
+// ref only if it still holds the value the pusher saw (casRef), so a person
+// committing on the base while a merge lands is not overwritten. Unlike git's
 // receive-pack it lets a push update the branch checked out in a non-bare
 // repository; local mode then brings that checkout up to date itself.
 type localWire struct{ path string }
@@ -491,36 +489,28 @@ func (w *localWire) push(ctx context.Context, src storer.EncodedObjectStorer, ob
 		return err
 	}
 	for _, u := range updates {
-		if err := casRef(common, st, u); err != nil {
+		if err := casRef(ctx, common, st, u); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// casRef moves one ref from u.Old to u.New under git's lock file protocol:
-// create <ref>.lock exclusively, check the current value, write the new one
-// into the lock and rename it over the ref.
-func casRef(gitDir string, st storer.ReferenceStorer, u refUpdate) error {
-	path := filepath.Join(gitDir, filepath.FromSlash(u.Name.String()))
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return fmt.Errorf("updating %s: %w", u.Name, err)
-	}
-	lock := path + ".lock"
-	f, err := os.OpenFile(lock, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+// casRef moves one ref from u.Old to u.New. It holds the repository's
+// ref lock (lockRefs: a kernel lock that dies with its holder, so a killed
+// run never leaves the repository locked), respects a <ref>.lock a git
+// process holds, checks the current value and replaces the ref file
+// through a rename.
+func casRef(ctx context.Context, gitDir string, st storer.ReferenceStorer, u refUpdate) error {
+	unlock, err := lockRefs(ctx, gitDir)
 	if err != nil {
-		if errors.Is(err, fs.ErrExist) {
-			return fmt.Errorf("%s is locked by another process (%s): %w", u.Name.Short(), lock, errRefMoved)
-		}
-		return fmt.Errorf("updating %s: %w", u.Name, err)
+		return fmt.Errorf("locking the refs of %s: %w", gitDir, err)
 	}
-	committed := false
-	defer func() {
-		if !committed {
-			f.Close()
-			os.Remove(lock)
-		}
-	}()
+	defer unlock()
+	path := filepath.Join(gitDir, filepath.FromSlash(u.Name.String()))
+	if _, err := os.Stat(path + ".lock"); err == nil {
+		return fmt.Errorf("%s is locked by another process (%s.lock): %w", u.Name.Short(), path, errRefMoved)
+	}
 	var cur plumbing.Hash
 	ref, err := st.Reference(u.Name)
 	switch {
@@ -532,14 +522,9 @@ func casRef(gitDir string, st storer.ReferenceStorer, u refUpdate) error {
 	if cur != u.Old {
 		return fmt.Errorf("! [rejected] %s: %w", u.Name.Short(), errRefMoved)
 	}
-	_, werr := f.WriteString(u.New.String() + "\n")
-	if err := errors.Join(werr, f.Sync(), f.Close()); err != nil {
+	if err := WriteFileAtomic(gitDir, path, []byte(u.New.String()+"\n"), 0o644); err != nil {
 		return fmt.Errorf("updating %s: %w", u.Name, err)
 	}
-	if err := os.Rename(lock, path); err != nil {
-		return fmt.Errorf("updating %s: %w", u.Name, err)
-	}
-	committed = true
 	return nil
 }
 

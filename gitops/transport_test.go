@@ -2,9 +2,11 @@ package gitops
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
+	"sync"
 	"testing"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -30,7 +32,7 @@ func TestLocalPushChecksTheOldValue(t *testing.T) {
 	assert.Contains(t, err.Error(), "fetch first")
 	assert.Equal(t, main.String(), f.head(t, "main"), "the ref is untouched")
 
-	// A ref another process (git itself) holds locked is not touched either.
+	// A ref a git process holds locked is not touched either.
 	lock := filepath.Join(f.bare, "refs", "heads", "main.lock")
 	require.NoError(t, os.WriteFile(lock, []byte("x\n"), 0o644))
 	err = w.push(context.Background(), memory.NewStorage(), nil,
@@ -57,4 +59,36 @@ func TestGoGitProtocolsUntouched(t *testing.T) {
 	assert.Contains(t, err.Error(), "only local paths")
 	_, err = dial(Remote{})
 	require.Error(t, err)
+}
+
+// Pushes racing for one ref from the same old value: exactly one wins.
+func TestLocalPushesRaceForOneRef(t *testing.T) {
+	f := newRemote(t)
+	f.commitOn(t, "bazinga/s1-A", map[string]string{"c.txt": "new\n"})
+	main := plumbing.NewHash(f.head(t, "main"))
+	branch := plumbing.NewHash(f.head(t, "bazinga/s1-A"))
+	w, err := dial(Remote{URL: "file://" + f.bare})
+	require.NoError(t, err)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	wins, moved := 0, 0
+	for i := 0; i < 8; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := w.push(context.Background(), memory.NewStorage(), nil,
+				[]refUpdate{{Name: plumbing.NewBranchReferenceName("main"), Old: main, New: branch}})
+			mu.Lock()
+			defer mu.Unlock()
+			if err == nil {
+				wins++
+			} else if errors.Is(err, errRefMoved) {
+				moved++
+			}
+		}()
+	}
+	wg.Wait()
+	assert.Equal(t, 1, wins)
+	assert.Equal(t, 7, moved)
+	assert.Equal(t, branch.String(), f.head(t, "main"))
 }
