@@ -11,12 +11,15 @@ import (
 	"time"
 
 	"github.com/go-git/go-billy/v5"
+	"github.com/go-git/go-billy/v5/osfs"
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/plumbing/transport/http"
+	"github.com/go-git/go-git/v5/storage/filesystem"
 	"github.com/go-git/go-git/v5/storage/memory"
 )
 
@@ -192,7 +195,14 @@ func branchNames(refs map[plumbing.ReferenceName]plumbing.Hash) []string {
 // remote's URL (for the agent's convenience: bazinga itself never reads
 // it back, and the token is never written).
 func initWorkingCopy(dir string, remote Remote) (*git.Repository, *localRepo, error) {
-	repo, err := git.PlainInit(dir, false)
+	wt := osfs.New(dir)
+	dot, err := wt.Chroot(git.GitDirName)
+	if err != nil {
+		return nil, nil, err
+	}
+	// go-git's default object cache is 96 MiB; a working copy's reads
+	// (checkout, merge, push) are mostly one pass over a tree each.
+	repo, err := git.Init(filesystem.NewStorage(dot, cache.NewObjectLRU(workingCopyCache)), wt)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -205,6 +215,10 @@ func initWorkingCopy(dir string, remote Remote) (*git.Repository, *localRepo, er
 	}
 	return repo, local, nil
 }
+
+// workingCopyCache bounds the object cache of the repositories bazinga
+// makes (working copies, landing).
+const workingCopyCache = 16 * cache.MiByte
 
 // localOf finds where a repository opened from disk keeps its files.
 func localOf(repo *git.Repository) (*localRepo, error) {
