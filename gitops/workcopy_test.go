@@ -328,3 +328,65 @@ func TestCloneOverHTTP(t *testing.T) {
 	_, err = Clone(context.Background(), Remote{URL: f.url}, filepath.Join(t.TempDir(), "x"), CloneOptions{Branch: "nope"})
 	require.ErrorIs(t, err, ErrBranchNotFound)
 }
+
+// Criss-cross history deep below both tips: landing deepens until both
+// merge bases and the base of those are at hand, and merges as git does
+// (a virtual base made of the two).
+func TestLandOverHTTPCrissCross(t *testing.T) {
+	f := newRemote(t)
+	runGit(t, f.bare, "config", "http.receivepack", "true")
+	var s strings.Builder
+	mark, when := 0, 1700000000
+	commit := func(ref string, parents []string, files map[string]string) string {
+		mark++
+		when += 60
+		fmt.Fprintf(&s, "commit %s\nmark :%d\ncommitter T <t@example.com> %d +0000\ndata 1\nc\n", ref, mark, when)
+		for i, p := range parents {
+			if i == 0 {
+				fmt.Fprintf(&s, "from %s\n", p)
+			} else {
+				fmt.Fprintf(&s, "merge %s\n", p)
+			}
+		}
+		paths := make([]string, 0, len(files))
+		for p := range files {
+			paths = append(paths, p)
+		}
+		sort.Strings(paths)
+		for _, p := range paths {
+			fmt.Fprintf(&s, "M 100644 inline %s\ndata %d\n%s\n", p, len(files[p]), files[p])
+		}
+		return ":" + strconv.Itoa(mark)
+	}
+	text := func(a, b, c string) string { return "1\n2\n" + a + "\n4\n5\n6\n7\n" + b + "\n9\n10\n11\n12\n" + c + "\n14\n" }
+	root := commit("refs/heads/main", []string{f.head(t, "main")}, map[string]string{"m.txt": text("3", "8", "13")})
+	x1 := commit("refs/heads/main", []string{root}, map[string]string{"m.txt": text("3x", "8", "13")})
+	y1 := commit("refs/heads/bazinga/s1-A", []string{root}, map[string]string{"m.txt": text("3", "8", "13y")})
+	// Each side merges the other's first commit: two merge bases, x1 and y1.
+	x2 := commit("refs/heads/main", []string{x1, y1}, map[string]string{"m.txt": text("3x", "8", "13y")})
+	y2 := commit("refs/heads/bazinga/s1-A", []string{y1, x1}, map[string]string{"m.txt": text("3x", "8", "13y"), "y.txt": "y\n"})
+	tipX, tipY := x2, y2
+	for i := 0; i < 40; i++ {
+		tipX = commit("refs/heads/main", []string{tipX}, map[string]string{"x.txt": strings.Repeat("x\n", i+1)})
+	}
+	for i := 0; i < 12; i++ {
+		tipY = commit("refs/heads/bazinga/s1-A", []string{tipY}, map[string]string{"m.txt": text("3x", "8y"+strconv.Itoa(i), "13y")})
+	}
+	cmd := exec.Command("git", "fast-import", "--quiet")
+	cmd.Dir = f.bare
+	cmd.Env = gitEnv(f.bare)
+	cmd.Stdin = strings.NewReader(s.String())
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, string(out))
+	bases := strings.Fields(runGit(t, f.bare, "merge-base", "--all", "main", "bazinga/s1-A"))
+	require.Len(t, bases, 2, "criss-cross")
+	wantTree, clean, _ := gitMergeTree(t, f.bare, f.head(t, "main"), f.head(t, "bazinga/s1-A"))
+	require.True(t, clean)
+
+	srv := newGitServer(t, filepath.Dir(f.bare), "")
+	res, err := Land(context.Background(), LandRequest{Remote: Remote{URL: srv.URL + "/" + filepath.Base(f.bare)}, Base: "main", Branch: "bazinga/s1-A"})
+	require.NoError(t, err)
+	require.Equal(t, MergeSuccess, res.Outcome, res.Reason)
+	assert.Equal(t, wantTree+"\n", runGit(t, f.bare, "rev-parse", "main^{tree}"))
+	runGit(t, f.bare, "fsck", "--no-progress")
+}
