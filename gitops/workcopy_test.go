@@ -358,7 +358,9 @@ func TestLandOverHTTPCrissCross(t *testing.T) {
 		}
 		return ":" + strconv.Itoa(mark)
 	}
-	text := func(a, b, c string) string { return "1\n2\n" + a + "\n4\n5\n6\n7\n" + b + "\n9\n10\n11\n12\n" + c + "\n14\n" }
+	text := func(a, b, c string) string {
+		return "1\n2\n" + a + "\n4\n5\n6\n7\n" + b + "\n9\n10\n11\n12\n" + c + "\n14\n"
+	}
 	root := commit("refs/heads/main", []string{f.head(t, "main")}, map[string]string{"m.txt": text("3", "8", "13")})
 	x1 := commit("refs/heads/main", []string{root}, map[string]string{"m.txt": text("3x", "8", "13")})
 	y1 := commit("refs/heads/bazinga/s1-A", []string{root}, map[string]string{"m.txt": text("3", "8", "13y")})
