@@ -206,7 +206,8 @@ func serveBare(b *testing.B, bare string) string {
 // measured is one run of one side: wall time and peak RSS.
 type measured struct {
 	wall time.Duration
-	rss  int64 // bytes
+	cpu  time.Duration // user + system, the process and its children
+	rss  int64         // bytes
 }
 
 // measure runs cmd under GNU time and reads its wall time and peak RSS
@@ -220,7 +221,7 @@ func measure(b *testing.B, cmd *exec.Cmd) measured {
 		b.Skip("GNU time (/usr/bin/time) is needed to measure peak RSS")
 	}
 	report := filepath.Join(b.TempDir(), "time")
-	args := append([]string{"-f", "%e %M", "-o", report, cmd.Path}, cmd.Args[1:]...)
+	args := append([]string{"-f", "%e %M %U %S", "-o", report, cmd.Path}, cmd.Args[1:]...)
 	timed := exec.Command(timeBin, args...)
 	timed.Dir, timed.Env = cmd.Dir, cmd.Env
 	var out strings.Builder
@@ -232,21 +233,27 @@ func measure(b *testing.B, cmd *exec.Cmd) measured {
 	data, err := os.ReadFile(report)
 	require.NoError(b, err)
 	f := strings.Fields(string(data))
-	require.Len(b, f, 2, string(data))
+	require.Len(b, f, 4, string(data))
 	kb, err := strconv.ParseInt(f[1], 10, 64)
 	require.NoError(b, err)
-	return measured{wall: wall, rss: kb * 1024}
+	user, err := strconv.ParseFloat(f[2], 64)
+	require.NoError(b, err)
+	sys, err := strconv.ParseFloat(f[3], 64)
+	require.NoError(b, err)
+	return measured{wall: wall, rss: kb * 1024, cpu: time.Duration((user + sys) * float64(time.Second))}
 }
 
 func median(ms []measured) measured {
 	w := make([]time.Duration, len(ms))
+	c := make([]time.Duration, len(ms))
 	r := make([]int64, len(ms))
 	for i, m := range ms {
-		w[i], r[i] = m.wall, m.rss
+		w[i], c[i], r[i] = m.wall, m.cpu, m.rss
 	}
 	sort.Slice(w, func(i, j int) bool { return w[i] < w[j] })
+	sort.Slice(c, func(i, j int) bool { return c[i] < c[j] })
 	sort.Slice(r, func(i, j int) bool { return r[i] < r[j] })
-	return measured{wall: w[len(w)/2], rss: r[len(r)/2]}
+	return measured{wall: w[len(w)/2], cpu: c[len(c)/2], rss: r[len(r)/2]}
 }
 
 func benchRounds() int {
@@ -373,13 +380,53 @@ func BenchmarkLandProwShape(b *testing.B) {
 func report(b *testing.B, goSide, gitFull, gitShallow measured) {
 	mb := func(n int64) float64 { return float64(n) / (1 << 20) }
 	b.ReportMetric(goSide.wall.Seconds(), "go-s")
+	b.ReportMetric(goSide.cpu.Seconds(), "go-cpu-s")
 	b.ReportMetric(mb(goSide.rss), "go-MB")
 	b.ReportMetric(gitFull.wall.Seconds(), "git-s")
+	b.ReportMetric(gitFull.cpu.Seconds(), "git-cpu-s")
 	b.ReportMetric(mb(gitFull.rss), "git-MB")
 	b.ReportMetric(gitShallow.wall.Seconds(), "gitshallow-s")
+	b.ReportMetric(gitShallow.cpu.Seconds(), "gitshallow-cpu-s")
 	b.ReportMetric(mb(gitShallow.rss), "gitshallow-MB")
 	b.ReportMetric(goSide.wall.Seconds()/gitFull.wall.Seconds(), "time-x-git")
 	b.ReportMetric(float64(goSide.rss)/float64(gitFull.rss), "rss-x-git")
-	b.Logf("bazinga %.2fs %.0fMB | git %.2fs %.0fMB | git shallow %.2fs %.0fMB",
-		goSide.wall.Seconds(), mb(goSide.rss), gitFull.wall.Seconds(), mb(gitFull.rss), gitShallow.wall.Seconds(), mb(gitShallow.rss))
+	b.Logf("wall/cpu/peak RSS: bazinga %.2fs/%.2fs/%.0fMB | git %.2fs/%.2fs/%.0fMB | git shallow %.2fs/%.2fs/%.0fMB",
+		goSide.wall.Seconds(), goSide.cpu.Seconds(), mb(goSide.rss), gitFull.wall.Seconds(), gitFull.cpu.Seconds(), mb(gitFull.rss),
+		gitShallow.wall.Seconds(), gitShallow.cpu.Seconds(), mb(gitShallow.rss))
+}
+
+// BenchmarkWorkingCopyProwShapeLocal: the same step against the repository
+// on this machine (local mode): PrepareWorkingCopy links its object files;
+// git clone of a local path hard-links them too.
+func BenchmarkWorkingCopyProwShapeLocal(b *testing.B) {
+	bare := prowShape(b)
+	tmp := b.TempDir()
+	rounds := benchRounds()
+	run := 0
+	for i := 0; i < b.N; i++ {
+		var goSide, gitRuns []measured
+		for r := 0; r < rounds; r++ {
+			run++
+			d := filepath.Join(tmp, fmt.Sprintf("go-%d", run))
+			goSide = append(goSide, measure(b, child("prepare", "BAZINGA_BENCH_URL="+bare, "BAZINGA_BENCH_DIR="+d,
+				fmt.Sprintf("BAZINGA_BENCH_BRANCH=bazinga/bench-go-local-%d-%d", os.Getpid(), run))))
+			require.NoError(b, os.RemoveAll(d))
+			d = filepath.Join(tmp, fmt.Sprintf("git-%d", run))
+			br := fmt.Sprintf("bazinga/bench-git-local-%d-%d", os.Getpid(), run)
+			gitRuns = append(gitRuns, measure(b, gitSide(tmp, fmt.Sprintf(
+				`set -e; git clone -q %s %s; cd %s; git checkout -q -b %s; echo change > step.txt; git add step.txt; git commit -qm step; git push -q origin %s`,
+				bare, d, d, br, br))))
+			require.NoError(b, os.RemoveAll(d))
+		}
+		g, c := median(goSide), median(gitRuns)
+		mb := func(n int64) float64 { return float64(n) / (1 << 20) }
+		b.ReportMetric(g.wall.Seconds(), "go-s")
+		b.ReportMetric(g.cpu.Seconds(), "go-cpu-s")
+		b.ReportMetric(mb(g.rss), "go-MB")
+		b.ReportMetric(c.wall.Seconds(), "git-s")
+		b.ReportMetric(c.cpu.Seconds(), "git-cpu-s")
+		b.ReportMetric(mb(c.rss), "git-MB")
+		b.Logf("wall/cpu/peak RSS: bazinga %.2fs/%.2fs/%.0fMB | git %.2fs/%.2fs/%.0fMB",
+			g.wall.Seconds(), g.cpu.Seconds(), mb(g.rss), c.wall.Seconds(), c.cpu.Seconds(), mb(c.rss))
+	}
 }
