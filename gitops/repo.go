@@ -54,7 +54,9 @@ func (id Identity) signature(when time.Time) *object.Signature {
 // Remote says where a repository lives and how to authenticate. URL is a
 // local path or file:// URL, or an https URL used with Token. The token
 // only ever travels in memory as HTTP basic auth for user
-// "x-access-token"; it is never put in a URL, a config file or a log.
+// "x-access-token", to URL and nowhere else (no redirect is followed, and
+// no working copy's git configuration is read for a URL); it is never put
+// in a URL, a config file or a log.
 type Remote struct {
 	URL   string
 	Token string
