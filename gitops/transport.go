@@ -538,3 +538,16 @@ func hasObject(s storer.EncodedObjectStorer, h plumbing.Hash) (bool, error) {
 	}
 	return false, err
 }
+
+// LockRefs holds the ref lock of the repository at dir (a working tree or
+// a git directory) that local pushes take (see casRef) until unlock is
+// called: for code that must read a branch and write it back unchanged
+// (go-git's Reset rewrites the current branch) without undoing a push made
+// in between.
+func LockRefs(ctx context.Context, dir string) (unlock func(), err error) {
+	_, common, err := (&localWire{path: dir}).dirs()
+	if err != nil {
+		return nil, err
+	}
+	return lockRefs(ctx, common)
+}

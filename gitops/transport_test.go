@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/transport/client"
@@ -91,4 +92,33 @@ func TestLocalPushesRaceForOneRef(t *testing.T) {
 	assert.Equal(t, 1, wins)
 	assert.Equal(t, 7, moved)
 	assert.Equal(t, branch.String(), f.head(t, "main"))
+}
+
+// LockRefs holds off local pushes until released (local mode resets its
+// checkout under it, so a landing merge is not undone).
+func TestLockRefsHoldsOffPushes(t *testing.T) {
+	f := newRemote(t)
+	f.commitOn(t, "bazinga/s1-A", map[string]string{"c.txt": "new\n"})
+	main := plumbing.NewHash(f.head(t, "main"))
+	branch := plumbing.NewHash(f.head(t, "bazinga/s1-A"))
+	unlock, err := LockRefs(context.Background(), f.bare)
+	require.NoError(t, err)
+	w, err := dial(Remote{URL: f.bare})
+	require.NoError(t, err)
+	done := make(chan error, 1)
+	go func() {
+		done <- w.push(context.Background(), memory.NewStorage(), nil,
+			[]refUpdate{{Name: plumbing.NewBranchReferenceName("main"), Old: main, New: branch}})
+	}()
+	select {
+	case err := <-done:
+		t.Fatalf("the push did not wait for the lock: %v", err)
+	case <-time.After(200 * time.Millisecond):
+	}
+	assert.Equal(t, main.String(), f.head(t, "main"))
+	unlock()
+	require.NoError(t, <-done)
+	assert.Equal(t, branch.String(), f.head(t, "main"))
+	_, err = LockRefs(context.Background(), t.TempDir())
+	require.Error(t, err, "not a repository")
 }
