@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/go-git/go-git/v5"
-	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
 )
@@ -155,14 +154,22 @@ func landOnce(ctx context.Context, req LandRequest) (res LandResult, retry bool,
 		return res, false, err
 	}
 	defer os.RemoveAll(dir)
-	repo, err := git.PlainInit(dir, false)
+	w, err := dial(req.Remote)
 	if err != nil {
 		return res, false, err
 	}
-	if err := ensureOrigin(repo, req.Remote); err != nil {
+	all, err := w.refs(ctx)
+	if err != nil {
+		return res, false, fmt.Errorf("listing branches of %s: %w", req.Remote, req.Remote.redactErr(err))
+	}
+	repo, local, err := initWorkingCopy(dir, req.Remote)
+	if err != nil {
 		return res, false, err
 	}
-	if err := fetch(ctx, repo, req.Remote, req.Base, req.Branch); err != nil {
+	// Only the two branches, shallow at first: deepened below as far as
+	// the merge base needs. A few commits of each usually reach it.
+	const firstDepth = 8
+	if err := fetchBranches(ctx, w, req.Remote, local, all, []string{req.Base, req.Branch}, firstDepth); err != nil {
 		return res, false, err
 	}
 	baseHash, err := ResolveBranch(repo, req.Base)
@@ -173,6 +180,9 @@ func landOnce(ctx context.Context, req LandRequest) (res LandResult, retry bool,
 	if err != nil {
 		return res, false, err
 	}
+	if err := deepenUntilDecided(ctx, w, req.Remote, local, baseHash, branchHash, []plumbing.Hash{baseHash, branchHash}, firstDepth); err != nil {
+		return res, false, err
+	}
 	merged, err := IsMerged(repo, branchHash, baseHash)
 	if err != nil {
 		return res, false, err
@@ -180,7 +190,11 @@ func landOnce(ctx context.Context, req LandRequest) (res LandResult, retry bool,
 	if merged {
 		return LandResult{Outcome: MergeSuccess, AlreadyMerged: true}, false, nil
 	}
-	mr, err := ThreeWayMergeWith(repo, baseHash, branchHash, MergeOptions{OursLabel: req.Base, TheirsLabel: req.Branch})
+	view, err := grafted(repo)
+	if err != nil {
+		return res, false, err
+	}
+	mr, err := ThreeWayMergeWith(view, baseHash, branchHash, MergeOptions{OursLabel: req.Base, TheirsLabel: req.Branch})
 	if err != nil {
 		return res, false, err
 	}
@@ -262,22 +276,24 @@ func landOnce(ctx context.Context, req LandRequest) (res LandResult, retry bool,
 		res.Outcome, res.Commit, res.Reason = fr.Outcome, fr.Commit, fr.Reason
 		return res, false, nil
 	}
-	spec := config.RefSpec(fmt.Sprintf("%s:refs/heads/%s", landRef, req.Base))
-	require := config.RefSpec(fmt.Sprintf("%s:refs/heads/%s", baseHash, req.Base))
-	err = repo.PushContext(ctx, &git.PushOptions{
-		RemoteName:        "origin",
-		RefSpecs:          []config.RefSpec{spec},
-		RequireRemoteRefs: []config.RefSpec{require},
-		Auth:              req.Remote.auth(),
-	})
+	// Only the tested commit, and only if the base is still where it was
+	// tested: the update names the old value, and the remote refuses it
+	// when the base moved.
+	objects, err := objectsToSend(repo.Storer, []plumbing.Hash{mergeHash}, []plumbing.Hash{baseHash, branchHash})
+	if err != nil {
+		return res, false, fmt.Errorf("listing objects to send: %w", err)
+	}
+	upd := refUpdate{Name: plumbing.NewBranchReferenceName(req.Base), Old: baseHash, New: mergeHash}
+	err = w.push(ctx, repo.Storer, objects, []refUpdate{upd})
 	if err != nil {
 		if ctx.Err() != nil {
 			return res, false, ctx.Err()
 		}
 		msg := err.Error()
 		switch {
-		case strings.Contains(msg, "non-fast-forward") || strings.Contains(msg, "required to be") ||
-			strings.Contains(msg, "fetch first"):
+		case errors.Is(err, errRefMoved) || strings.Contains(msg, "non-fast-forward") ||
+			strings.Contains(msg, "fetch first") || strings.Contains(msg, "cannot lock ref") ||
+			strings.Contains(msg, "failed to lock"):
 			return res, true, nil
 		case strings.Contains(msg, "command error on") || strings.Contains(msg, "declined") ||
 			strings.Contains(msg, "protected") || strings.Contains(msg, "rejected"):

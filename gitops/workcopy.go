@@ -30,8 +30,46 @@ type WorkingMerge struct {
 // committed at once. Otherwise the merged files are written into the
 // working copy with standard conflict markers labelled with the two
 // branch names, and their list is returned; nothing is committed. The
-// working copy must be clean.
+// working copy must be clean. It uses the history at hand: when that is
+// shallow and does not reach a merge base, the error wraps
+// ErrShallowHistory (MergeRemoteIntoWorkingCopy fetches what is missing).
 func MergeIntoWorkingCopy(ctx context.Context, repo *git.Repository, branch string, author Identity) (*WorkingMerge, error) {
+	return mergeIntoWorkingCopy(ctx, repo, branch, author, nil)
+}
+
+// MergeRemoteIntoWorkingCopy is MergeIntoWorkingCopy of the remote's
+// current branch: it fetches the branch's tip from remote.URL into
+// origin/<branch> and deepens the working copy's history until the merge
+// base is in it (up to MaxHistoryDepth commits), then merges.
+func MergeRemoteIntoWorkingCopy(ctx context.Context, repo *git.Repository, remote Remote, branch string, author Identity) (*WorkingMerge, error) {
+	w, err := dial(remote)
+	if err != nil {
+		return nil, fmt.Errorf("merge %s into working copy: %w", branch, err)
+	}
+	refs, err := w.refs(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("merge %s into working copy: listing branches of %s: %w", branch, remote, remote.redactErr(err))
+	}
+	local, err := localOf(repo)
+	if err != nil {
+		return nil, fmt.Errorf("merge %s into working copy: %w", branch, err)
+	}
+	if err := fetchBranches(ctx, w, remote, local, refs, []string{branch}, 1); err != nil {
+		return nil, fmt.Errorf("merge %s into working copy: %w", branch, err)
+	}
+	deepen := func(head *plumbing.Reference, theirs plumbing.Hash) error {
+		tips := []plumbing.Hash{theirs}
+		// The working copy's own branch, as the remote has it now: its
+		// history is HEAD's below the commits made here.
+		if h, ok := refs[head.Name()]; ok && head.Name().IsBranch() && h != theirs {
+			tips = append(tips, h)
+		}
+		return deepenUntilDecided(ctx, w, remote, local, head.Hash(), theirs, tips, 1)
+	}
+	return mergeIntoWorkingCopy(ctx, repo, branch, author, deepen)
+}
+
+func mergeIntoWorkingCopy(ctx context.Context, repo *git.Repository, branch string, author Identity, deepen func(head *plumbing.Reference, theirs plumbing.Hash) error) (*WorkingMerge, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -54,6 +92,21 @@ func MergeIntoWorkingCopy(ctx context.Context, repo *git.Repository, branch stri
 	if err != nil {
 		return nil, fmt.Errorf("merge %s into working copy: %w", branch, err)
 	}
+	if deepen != nil {
+		if err := deepen(head, theirs); err != nil {
+			return nil, fmt.Errorf("merge %s into working copy: %w", branch, err)
+		}
+	}
+	g, err := newGraph(repo.Storer)
+	if err != nil {
+		return nil, fmt.Errorf("merge %s into working copy: %w", branch, err)
+	}
+	if ok, err := g.mergeDecided(head.Hash(), theirs, 0); err != nil || !ok {
+		if err == nil {
+			err = fmt.Errorf("no merge base of %s and %s in the history at hand: %w", head.Hash(), theirs, ErrShallowHistory)
+		}
+		return nil, fmt.Errorf("merge %s into working copy: %w", branch, err)
+	}
 	wm := &WorkingMerge{Theirs: theirs}
 	done, err := IsMerged(repo, theirs, head.Hash())
 	if err != nil {
@@ -63,8 +116,12 @@ func MergeIntoWorkingCopy(ctx context.Context, repo *git.Repository, branch stri
 		wm.UpToDate = true
 		return wm, nil
 	}
+	view, err := grafted(repo)
+	if err != nil {
+		return nil, fmt.Errorf("merge %s into working copy: %w", branch, err)
+	}
 	oursLabel := head.Name().Short()
-	res, err := ThreeWayMergeWith(repo, head.Hash(), theirs, MergeOptions{OursLabel: oursLabel, TheirsLabel: branch})
+	res, err := ThreeWayMergeWith(view, head.Hash(), theirs, MergeOptions{OursLabel: oursLabel, TheirsLabel: branch})
 	if err != nil {
 		return nil, fmt.Errorf("merge %s into working copy: %w", branch, err)
 	}
@@ -88,6 +145,19 @@ func MergeIntoWorkingCopy(ctx context.Context, repo *git.Repository, branch stri
 	}
 	wm.Commit = h
 	return wm, nil
+}
+
+// grafted is repo seen with its shallow commits as roots, for go-git's
+// history walks in the merge; objects written through it land in repo.
+func grafted(repo *git.Repository) (*git.Repository, error) {
+	st, err := newGraftStorage(repo.Storer)
+	if err != nil {
+		return nil, err
+	}
+	if st == repo.Storer {
+		return repo, nil
+	}
+	return git.Open(st, nil)
 }
 
 func writeMergedFile(repo *git.Repository, root string, f MergedFile) error {

@@ -1,6 +1,7 @@
 package local
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -116,6 +117,13 @@ func readConfig(repo *git.Repository, head plumbing.Hash) (pipeline.Config, erro
 // under it (merges are pushed into the repository), but only when every
 // difference is exactly the old checkout: a person's edits are never lost.
 func syncWorktree(dir, base string, old plumbing.Hash) (plumbing.Hash, error) {
+	// The reset below rewrites the base branch with the value read here:
+	// hold off local pushes (a merge landing meanwhile) until it is done.
+	unlock, err := gitops.LockRefs(context.Background(), dir)
+	if err != nil {
+		return old, fmt.Errorf("locking the refs of %s: %w", dir, err)
+	}
+	defer unlock()
 	repo, err := gitops.OpenWorktree(dir)
 	if err != nil {
 		return old, err

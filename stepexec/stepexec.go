@@ -171,7 +171,7 @@ func (e *Executor) agentStep(ctx context.Context, s pipeline.Session, st pipelin
 		repo, err = gitops.PrepareWorkingCopy(ctx, e.Remote, s.Base, g.Branch, dir)
 	} else {
 		// Session-level steps (pm, investigations) read the base; they push nothing.
-		repo, err = gitops.Clone(ctx, e.Remote, dir, gitops.CloneOptions{Branch: s.Base})
+		repo, err = gitops.Clone(ctx, e.Remote, dir, gitops.CloneOptions{Branch: s.Base, Shallow: true})
 	}
 	if err != nil {
 		return pipeline.Result{}, fmt.Errorf("preparing the working copy: %w", err)
@@ -180,7 +180,8 @@ func (e *Executor) agentStep(ctx context.Context, s pipeline.Session, st pipelin
 	in := e.promptInput(s, st, g)
 	var merge *gitops.WorkingMerge
 	if g != nil && st.Purpose == pipeline.PurposeFixMerge {
-		merge, err = gitops.MergeIntoWorkingCopy(ctx, repo, s.Base, e.author())
+		// Fetches the base's current tip and as much history as the merge base needs.
+		merge, err = gitops.MergeRemoteIntoWorkingCopy(ctx, repo, e.Remote, s.Base, e.author())
 		if err != nil {
 			return pipeline.Result{}, fmt.Errorf("merging %s into the working copy: %w", s.Base, err)
 		}
