@@ -145,14 +145,6 @@ var statusNames = []string{"",
 	"INCOMPLETE", "WAITING_FOR_RESULTS", "UNBLOCKING_GUIDANCE_PROVIDED", "FAIL_ESCALATE",
 }
 
-// Statuses lists every status in order, aliases last.
-func Statuses() []Status {
-	out := make([]Status, 0, len(statusNames)-1)
-	for i := 1; i < len(statusNames); i++ {
-		out = append(out, Status(i))
-	}
-	return out
-}
 
 func (s Status) String() string { return enumName(statusNames, int(s)) }
 

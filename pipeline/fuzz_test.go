@@ -88,7 +88,7 @@ func fuzzEvent(s Session, op, a, b byte) Event {
 	}
 	switch op % 8 {
 	case 0, 1, 2:
-		st := Statuses()
+		st := allStatuses()
 		status := st[int(b)%len(st)]
 		handoff := fuzzPlans[int(a^b)%len(fuzzPlans)]
 		r := Result{Status: status, Summary: []string{"x"}}

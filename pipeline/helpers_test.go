@@ -127,3 +127,12 @@ func (h *harness) through(group string, statuses ...Status) {
 		h.report(group, st, "", fmt.Sprintf("%s done", st))
 	}
 }
+
+// allStatuses lists every status in order, aliases last.
+func allStatuses() []Status {
+	out := make([]Status, 0, len(statusNames)-1)
+	for i := 1; i < len(statusNames); i++ {
+		out = append(out, Status(i))
+	}
+	return out
+}

@@ -37,7 +37,7 @@ func TestStatusAliasesNormalise(t *testing.T) {
 		assert.Equal(t, tt.want, got, "%s %s", tt.role, tt.in)
 		assert.Equal(t, tt.ok, ok, "%s %s", tt.role, tt.in)
 	}
-	for _, s := range Statuses() {
+	for _, s := range allStatuses() {
 		parsed, err := ParseStatus(s.String())
 		require.NoError(t, err)
 		assert.Equal(t, s, parsed)

@@ -39,8 +39,12 @@ func ValidGroupID(id string) bool {
 }
 
 func reservedGroupID(id string) bool {
-	r, err := ParseRole(strings.ToLower(id))
-	return err == nil && r != RoleUnknown
+	for _, r := range Roles() {
+		if strings.EqualFold(id, r.String()) {
+			return true
+		}
+	}
+	return false
 }
 
 // ValidSessionID reports whether id is a usable session id.

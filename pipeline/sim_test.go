@@ -231,7 +231,7 @@ func (sim *simulator) outcome(st Step) (Result, bool) {
 		if rng.IntN(2) == 0 {
 			return Result{Status: StatusUnknown, Summary: []string{"malformed output"}}, true
 		}
-		return Result{Status: Statuses()[rng.IntN(len(Statuses()))]}, true
+		return Result{Status: allStatuses()[rng.IntN(len(allStatuses()))]}, true
 	}
 	switch st.Role {
 	case RolePM:
