@@ -145,7 +145,6 @@ var statusNames = []string{"",
 	"INCOMPLETE", "WAITING_FOR_RESULTS", "UNBLOCKING_GUIDANCE_PROVIDED", "FAIL_ESCALATE",
 }
 
-
 func (s Status) String() string { return enumName(statusNames, int(s)) }
 
 // Canonical maps an alias to the status it stands for; others map to themselves.
