@@ -548,25 +548,19 @@ func (f *Fake) emitPush(r *Repo, ref, old, sha, sender string) {
 		Commits: []*github.HeadCommit{},
 	}
 	if sha != zeroSHA {
-		rng := sha
+		exclude := ""
 		if old != zeroSHA {
-			rng = old + ".." + sha
+			exclude = old
 		}
-		out, err := r.git("log", "--reverse", "--format=%H%x1f%T%x1f%an%x1f%ae%x1f%aI%x1f%cn%x1f%ce%x1f%B%x1e", "-n", "20", rng)
-		if err == nil {
-			for _, rec := range strings.Split(out, "\x1e") {
-				fl := strings.Split(strings.TrimSpace(rec), "\x1f")
-				if len(fl) < 8 {
-					continue
-				}
-				t, _ := time.Parse(time.RFC3339, fl[4])
+		if log, err := r.gs.log(exclude, sha, 20); err == nil {
+			for _, ci := range log {
 				hc := &github.HeadCommit{
-					ID: github.String(fl[0]), TreeID: github.String(fl[1]), Distinct: github.Bool(true),
-					Message:   github.String(strings.TrimSpace(fl[7])),
-					Timestamp: ts(t),
-					URL:       github.String(f.html("/" + r.FullName() + "/commit/" + fl[0])),
-					Author:    &github.CommitAuthor{Name: github.String(fl[2]), Email: github.String(fl[3])},
-					Committer: &github.CommitAuthor{Name: github.String(fl[5]), Email: github.String(fl[6])},
+					ID: github.String(ci.sha), TreeID: github.String(ci.tree), Distinct: github.Bool(true),
+					Message:   github.String(ci.message),
+					Timestamp: ts(ci.authorDate),
+					URL:       github.String(f.html("/" + r.FullName() + "/commit/" + ci.sha)),
+					Author:    &github.CommitAuthor{Name: github.String(ci.authorName), Email: github.String(ci.authorMail)},
+					Committer: &github.CommitAuthor{Name: github.String(ci.committerName), Email: github.String(ci.committerMail)},
 				}
 				ev.Commits = append(ev.Commits, hc)
 			}
