@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/go-git/go-billy/v5/osfs"
@@ -221,24 +222,45 @@ func (s *store) blob(h plumbing.Hash) ([]byte, error) {
 }
 
 // refs lists every ref under refs/ with the object it names (for-each-ref).
+// It reads the ref files directly (loose refs override packed-refs, as in
+// git): go-git's walk resolves every path component through its chroot,
+// and the fake lists refs for every pull request event it sends.
 func (s *store) refs() (map[string]string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	it, err := s.st.IterReferences()
+	m, err := s.packedRefs()
 	if err != nil {
-		return nil, fmt.Errorf("ghfake: listing refs of %s: %w", s.dir, err)
+		return nil, err
 	}
-	defer it.Close()
-	m := map[string]string{}
 	var sym []string
-	err = it.ForEach(func(r *plumbing.Reference) error {
-		name := r.Name().String()
-		if !strings.HasPrefix(name, "refs/") {
+	root := filepath.Join(s.dir, "refs")
+	err = filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, os.ErrNotExist) {
+				return nil // deleted while walking (a concurrent push)
+			}
+			return err
+		}
+		if d.IsDir() || strings.HasSuffix(p, ".lock") {
 			return nil
 		}
-		if r.Type() == plumbing.HashReference {
-			m[name] = r.Hash().String()
-		} else {
+		rel, err := filepath.Rel(s.dir, p)
+		if err != nil {
+			return err
+		}
+		name := filepath.ToSlash(rel)
+		b, err := os.ReadFile(p)
+		if errors.Is(err, os.ErrNotExist) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		v := strings.TrimSpace(string(b))
+		switch {
+		case hexRE.MatchString(v):
+			m[name] = v
+		case strings.HasPrefix(v, "ref:"):
 			sym = append(sym, name)
 		}
 		return nil
@@ -247,8 +269,27 @@ func (s *store) refs() (map[string]string, error) {
 		return nil, fmt.Errorf("ghfake: listing refs of %s: %w", s.dir, err)
 	}
 	for _, name := range sym {
+		delete(m, name)
 		if h, ok := s.refValue(name); ok {
 			m[name] = h.String()
+		}
+	}
+	return m, nil
+}
+
+// packedRefs parses packed-refs (absent: none). Caller holds s.mu.
+func (s *store) packedRefs() (map[string]string, error) {
+	m := map[string]string{}
+	b, err := os.ReadFile(filepath.Join(s.dir, "packed-refs"))
+	if errors.Is(err, os.ErrNotExist) {
+		return m, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("ghfake: reading packed-refs: %w", err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if sha, name, ok := strings.Cut(line, " "); ok && hexRE.MatchString(sha) && strings.HasPrefix(name, "refs/") {
+			m[name] = sha
 		}
 	}
 	return m, nil
@@ -258,6 +299,22 @@ func (s *store) refs() (map[string]string, error) {
 func (s *store) ref(name string) (string, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if validRefName(name) {
+		// The common case, read directly (see refs).
+		b, err := os.ReadFile(filepath.Join(s.dir, filepath.FromSlash(name)))
+		if err == nil {
+			if v := strings.TrimSpace(string(b)); hexRE.MatchString(v) {
+				return v, true
+			}
+		} else if errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+			m, err := s.packedRefs()
+			if err != nil {
+				return "", false
+			}
+			v, ok := m[name]
+			return v, ok
+		}
+	}
 	h, ok := s.refValue(name)
 	if !ok {
 		return "", false
