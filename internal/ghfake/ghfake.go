@@ -134,6 +134,7 @@ type Fake struct {
 	hookURL     string
 	hookSecret  string
 	hookClient  *http.Client
+	hookHandler http.Handler // SetWebhookHandler
 	qmu         sync.Mutex
 	qcond       *sync.Cond
 	queue       []*Delivery
@@ -191,8 +192,8 @@ func New(opts Options) (*Fake, error) {
 		faults:     map[int]Fault{},
 		buckets:    map[string]*bucket{},
 		contentLog: map[string][]time.Time{},
-		hookClient: &http.Client{Timeout: opts.WebhookTimeout},
 	}
+	f.hookClient = &http.Client{Timeout: opts.WebhookTimeout, Transport: hookTransport{f}}
 	if f.now == nil {
 		f.now = time.Now
 	}
@@ -266,9 +267,10 @@ func (f *Fake) InstallationID() int64 { return f.opts.InstallationID }
 func (f *Fake) AppID() int64 { return f.opts.AppID }
 
 // Client returns a go-github client for the fake authenticated with token
-// (none if empty), using the Enterprise URLs.
+// (none if empty), using the Enterprise URLs, over the in-process
+// Transport.
 func (f *Fake) Client(tok string) *github.Client {
-	c := github.NewClient(nil)
+	c := github.NewClient(&http.Client{Transport: f.Transport()})
 	if tok != "" {
 		c = c.WithAuthToken(tok)
 	}
