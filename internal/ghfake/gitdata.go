@@ -46,7 +46,7 @@ func (r *Repo) branchJSON(name, sha string) *github.Branch {
 }
 
 func (f *Fake) listBranches(c *rc) {
-	refs, err := c.repo.refs()
+	refs, err := c.repo.heads()
 	if err != nil {
 		c.fail(http.StatusInternalServerError, err.Error())
 		return

@@ -225,15 +225,24 @@ func (s *store) blob(h plumbing.Hash) ([]byte, error) {
 // It reads the ref files directly (loose refs override packed-refs, as in
 // git): go-git's walk resolves every path component through its chroot,
 // and the fake lists refs for every pull request event it sends.
-func (s *store) refs() (map[string]string, error) {
+func (s *store) refs() (map[string]string, error) { return s.refsUnder("refs/") }
+
+// refsUnder is refs for the refs whose names start with dir ("refs/heads/").
+func (s *store) refsUnder(dir string) (map[string]string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	m, err := s.packedRefs()
+	all, err := s.packedRefs()
 	if err != nil {
 		return nil, err
 	}
+	m := map[string]string{}
+	for name, sha := range all {
+		if strings.HasPrefix(name, dir) {
+			m[name] = sha
+		}
+	}
 	var sym []string
-	root := filepath.Join(s.dir, "refs")
+	root := filepath.Join(s.dir, filepath.FromSlash(strings.TrimSuffix(dir, "/")))
 	err = filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
 		if err != nil {
 			if errors.Is(err, os.ErrNotExist) {
@@ -669,11 +678,15 @@ func (s *store) updateRef(ref, sha, old string) error {
 		return fmt.Errorf("ghfake: update-ref %s: object %s: %w", ref, sha, err)
 	}
 	file := filepath.Join(s.dir, filepath.FromSlash(ref))
-	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
-		return fmt.Errorf("ghfake: update-ref %s: %w", ref, err)
-	}
 	lock := file + ".lock"
 	lf, err := os.OpenFile(lock, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if errors.Is(err, os.ErrNotExist) {
+		// The ref's directory is new (mkdir only then: it is slow).
+		if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+			return fmt.Errorf("ghfake: update-ref %s: %w", ref, err)
+		}
+		lf, err = os.OpenFile(lock, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	}
 	if err != nil {
 		return fmt.Errorf("ghfake: update-ref %s: cannot lock: %w", ref, err)
 	}

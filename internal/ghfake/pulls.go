@@ -58,7 +58,7 @@ func (f *Fake) createPull(c *rc) {
 		head = branch
 	}
 	base := *req.Base
-	refs, err := r.refs()
+	refs, err := r.heads()
 	if err != nil {
 		c.fail(http.StatusInternalServerError, err.Error())
 		return
@@ -103,7 +103,7 @@ func (f *Fake) getPull(c *rc) {
 	if is == nil {
 		return
 	}
-	refs, err := c.repo.refs()
+	refs, err := c.repo.heads()
 	if err != nil {
 		c.fail(http.StatusInternalServerError, err.Error())
 		return
@@ -146,7 +146,7 @@ func (f *Fake) listPulls(c *rc) {
 	}
 	sortIssues(list, q.Get("sort"), dir)
 	start, end := c.page(len(list))
-	refs, err := c.repo.refs()
+	refs, err := c.repo.heads()
 	if err != nil {
 		c.fail(http.StatusInternalServerError, err.Error())
 		return
@@ -213,7 +213,7 @@ func (f *Fake) editPull(c *rc) {
 	if req.State != nil {
 		f.setIssueState(c.repo, is, *req.State, "", c.login)
 	}
-	refs, _ := c.repo.refs()
+	refs, _ := c.repo.heads()
 	c.json(http.StatusOK, c.repo.prJSON(is, refs, false))
 }
 
@@ -464,7 +464,7 @@ func (f *Fake) review(r *Repo, is *issue, user, event, body string) (*review, in
 	}
 	is.pr.reviews = append(is.pr.reviews, rv)
 	if state != "PENDING" {
-		refs, _ := r.refs()
+		refs, _ := r.heads()
 		f.emit(r, "pull_request_review", "submitted", &github.PullRequestReviewEvent{
 			Action: github.String("submitted"), Review: r.reviewJSON(is, rv), PullRequest: r.prJSON(is, refs, false),
 			Repo: r.json(), Sender: f.userJSON(user), Installation: f.installationJSON(),

@@ -240,6 +240,9 @@ func (r *Repo) objectType(sha string) string { return r.gs.typeOf(sha) }
 // refs returns every ref and its value.
 func (r *Repo) refs() (map[string]string, error) { return r.gs.refs() }
 
+// heads returns the branches (refs/heads/*) and their values.
+func (r *Repo) heads() (map[string]string, error) { return r.gs.refsUnder("refs/heads/") }
+
 // ref returns a ref's value (exact name, e.g. "refs/heads/main").
 func (r *Repo) ref(name string) (string, bool) {
 	if !strings.HasPrefix(name, "refs/") {
