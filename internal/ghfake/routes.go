@@ -24,6 +24,7 @@ func (f *Fake) registerRoutes() {
 	f.add("GET /app/installations/{installation_id}", f.getInstallation, ro{app: true})
 	f.add("POST /app/installations/{installation_id}/access_tokens", f.createInstallationToken, ro{app: true})
 	f.add("GET "+repo+"/installation", f.getRepoInstallation, ro{app: true})
+	f.add("GET /installation/repositories", f.listInstallationRepos, ro{})
 
 	f.add("GET /rate_limit", f.getRateLimit, ro{open: true})
 	f.add("GET /user", f.getAuthUser, ro{})
