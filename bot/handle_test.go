@@ -23,17 +23,6 @@ func (h *coreHarness) botComments(n int) []string {
 	return out
 }
 
-func TestReadOnlyUserCannotStart(t *testing.T) {
-	h := newCoreHarness(t, coreOpts{groups: 1})
-	n, err := h.repo.CreateIssue("mallory", "Do it", "please")
-	require.NoError(t, err)
-	h.issue = n
-	require.NoError(t, h.repo.LabelIssue("mallory", n, "bazinga"))
-	h.drain()
-	require.Empty(t, h.botComments(n))
-	require.Empty(t, h.f.Runs())
-}
-
 func TestCommandAuthorisation(t *testing.T) {
 	h := newCoreHarness(t, coreOpts{groups: 2})
 	h.start()
@@ -262,18 +251,6 @@ func TestFailedRunRetriesStep(t *testing.T) {
 }
 
 func (h *coreHarness) botCommentsJoined() string { return strings.Join(h.botComments(h.issue), "\n") }
-
-func TestBadConfigNamesKeyAndLine(t *testing.T) {
-	h := newCoreHarness(t, coreOpts{groups: 1, config: "max_parallel: 4\nqa: maybe\n"})
-	h.start()
-	h.drain()
-	got := h.botComments(h.issue)
-	require.Len(t, got, 1)
-	require.Contains(t, got[0], "line 2")
-	require.Contains(t, got[0], "qa")
-	require.Empty(t, h.f.Runs())
-	_ = ghfake.ActionsLogin
-}
 
 // TestFailureReportCarriesReason: a job that ends without a result posts
 // its reason; the step fails with that reason (and is retried), and the
