@@ -619,7 +619,11 @@ func (f *fakeGitHub) DispatchWorkflow(_ context.Context, repo ghapi.RepoRef, wor
 		err = fmt.Errorf("dispatch %s on %s: 422 No ref found for: %s", workflow, repo, ref)
 	default:
 		f.runN++
-		f.runs = append(f.runs, &fakeRun{Run: ghapi.Run{ID: f.runN, Title: workflow, Status: "queued",
+		title := workflow
+		if step, ok := inputs["step"]; ok {
+			title = "bazinga " + step // bazinga-agent.yml's run-name
+		}
+		f.runs = append(f.runs, &fakeRun{Run: ghapi.Run{ID: f.runN, Title: title, Status: "queued",
 			URL: fmt.Sprintf("https://github.com/%s/actions/runs/%d", f.repo, f.runN)}, workflow: workflow, ref: ref, inputs: inputs})
 	}
 	return f.record("DispatchWorkflow", err, args...)

@@ -3,10 +3,13 @@ package bot
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/bazinga-bot/bazinga/codec"
 	"github.com/bazinga-bot/bazinga/ghapi"
+	"github.com/bazinga-bot/bazinga/pipeline"
 	"github.com/stretchr/testify/require"
 )
 
@@ -109,4 +112,86 @@ func TestBadConfigNamesKeyAndLine(t *testing.T) {
 	require.Contains(t, got[0], "line 2")
 	require.Contains(t, got[0], "qa")
 	require.Empty(t, h.gh.allRuns())
+}
+
+func TestPRClosedUnmergedAbandonsGroup(t *testing.T) {
+	s := newFakeSession(t, 2, "")
+	s.start()
+	for i := 0; i < 200 && len(s.prs()) == 0; i++ {
+		s.steps(1)
+	}
+	require.NotEmpty(t, s.prs())
+	pr := s.prs()[0]
+	s.closePR("alice", pr.Number, false)
+	s.drain()
+	st, _ := s.state()
+	_, group, _ := parseBranch(pr.Head)
+	require.Equal(t, pipeline.StageAbandoned, st.Session.Group(group).Stage)
+}
+
+func TestFailedRunRetriesStep(t *testing.T) {
+	s := newFakeSession(t, 1, "")
+	failed := ""
+	s.hold = func(step string) bool { return strings.Contains(step, "/qa/") && failed == "" }
+	s.start()
+	s.steps(60)
+	for _, r := range s.gh.runs {
+		if strings.Contains(r.inputs["step"], "/qa/") && r.Status != "completed" {
+			failed = r.inputs["step"]
+			s.ran[r.ID] = true
+			s.completeRun(r.ID, "failure")
+		}
+	}
+	require.NotEmpty(t, failed)
+	s.drain()
+	st, _ := s.state()
+	require.Equal(t, pipeline.StepFailed, st.Session.Step(failed).State)
+	require.Contains(t, s.botCommentsJoined(), "ended without a result")
+	require.Equal(t, pipeline.SessionDone, s.run(500))
+}
+
+// TestFailureReportCarriesReason: a job that ends without a result posts
+// its reason; the step fails with that reason (and is retried), and the
+// run's failure that follows changes nothing more. A failure report by
+// anyone but the job identity is ignored.
+func TestFailureReportCarriesReason(t *testing.T) {
+	s := newFakeSession(t, 1, "")
+	var qa string
+	s.hold = func(step string) bool { return strings.Contains(step, "/qa/") }
+	s.start()
+	s.steps(60)
+	var run *fakeRun
+	for _, r := range s.gh.runs {
+		if strings.Contains(r.inputs["step"], "/qa/") && r.Status != "completed" {
+			qa, run = r.inputs["step"], r
+		}
+	}
+	require.NotEmpty(t, qa)
+	ref, _ := codec.ParseStepID(qa)
+	pr := 0
+	for _, p := range s.prs() {
+		pr = p.Number
+	}
+	report := func(login string) {
+		body := codec.RenderFailureComment(codec.FailureRecord{Step: qa, Role: ref.Role, Group: ref.Group, Reason: "the agent timed out after 30m"})
+		s.comment(login, pr, body)
+		s.drain()
+	}
+	report("mallory")
+	st, _ := s.state()
+	require.Equal(t, pipeline.StepInFlight, st.Session.Step(qa).State, "a failure report by mallory is ignored")
+
+	report(actionsLogin)
+	st, _ = s.state()
+	require.Equal(t, pipeline.StepFailed, st.Session.Step(qa).State)
+	require.Contains(t, st.Session.Step(qa).Note, "the agent timed out after 30m")
+	require.Contains(t, s.botCommentsJoined(), "the agent timed out after 30m")
+	rev := st.Session.Rev
+	s.ran[run.ID] = true
+	s.completeRun(run.ID, "failure")
+	s.drain()
+	st, _ = s.state()
+	require.Equal(t, rev, st.Session.Rev, "the run's failure after the report changes nothing")
+	s.hold = nil
+	require.Equal(t, pipeline.SessionDone, s.run(500))
 }

@@ -7,8 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/bazinga-bot/bazinga/codec"
-	"github.com/bazinga-bot/bazinga/internal/ghfake"
 	"github.com/bazinga-bot/bazinga/pipeline"
 	"github.com/stretchr/testify/require"
 )
@@ -214,87 +212,4 @@ func TestUnlabelPausesAndReviewsAndClosures(t *testing.T) {
 	h.assertVerifiedBazinga()
 }
 
-func TestPRClosedUnmergedAbandonsGroup(t *testing.T) {
-	h := newCoreHarness(t, coreOpts{groups: 2})
-	h.start()
-	for i := 0; i < 200 && len(h.repo.PRs()) == 0; i++ {
-		h.steps(1)
-	}
-	require.NotEmpty(t, h.repo.PRs())
-	pr := h.repo.PRs()[0]
-	require.NoError(t, h.repo.ClosePR("alice", pr.GetNumber()))
-	h.drain()
-	st, _ := h.state()
-	_, group, _ := parseBranch(pr.GetHead().GetRef())
-	require.Equal(t, pipeline.StageAbandoned, st.Session.Group(group).Stage)
-}
-
-func TestFailedRunRetriesStep(t *testing.T) {
-	h := newCoreHarness(t, coreOpts{groups: 1})
-	failed := ""
-	h.hold = func(step string) bool { return strings.Contains(step, "/qa/") && failed == "" }
-	h.start()
-	h.steps(60)
-	for _, r := range h.f.Runs() {
-		if strings.Contains(r.Inputs["step"], "/qa/") && r.Status != "completed" {
-			failed = r.Inputs["step"]
-			h.ran[r.ID] = true
-			require.NoError(t, h.f.CompleteRun(r.ID, "failure"))
-		}
-	}
-	require.NotEmpty(t, failed)
-	h.drain()
-	st, _ := h.state()
-	require.Equal(t, pipeline.StepFailed, st.Session.Step(failed).State)
-	require.Contains(t, h.botCommentsJoined(), "ended without a result")
-	require.Equal(t, pipeline.SessionDone, h.run(500))
-}
-
 func (h *coreHarness) botCommentsJoined() string { return strings.Join(h.botComments(h.issue), "\n") }
-
-// TestFailureReportCarriesReason: a job that ends without a result posts
-// its reason; the step fails with that reason (and is retried), and the
-// run's failure that follows changes nothing more. A failure report by
-// anyone but the job identity is ignored.
-func TestFailureReportCarriesReason(t *testing.T) {
-	h := newCoreHarness(t, coreOpts{groups: 1})
-	var qa string
-	h.hold = func(step string) bool { return strings.Contains(step, "/qa/") }
-	h.start()
-	h.steps(60)
-	var run ghfake.Run
-	for _, r := range h.f.Runs() {
-		if strings.Contains(r.Inputs["step"], "/qa/") && r.Status != "completed" {
-			qa, run = r.Inputs["step"], r
-		}
-	}
-	require.NotEmpty(t, qa)
-	ref, _ := codec.ParseStepID(qa)
-	pr := 0
-	for _, p := range h.repo.PRs() {
-		pr = p.GetNumber()
-	}
-	report := func(login string) {
-		body := codec.RenderFailureComment(codec.FailureRecord{Step: qa, Role: ref.Role, Group: ref.Group, Reason: "the agent timed out after 30m"})
-		_, err := h.repo.Comment(login, pr, body)
-		require.NoError(t, err)
-		h.drain()
-	}
-	report("mallory")
-	st, _ := h.state()
-	require.Equal(t, pipeline.StepInFlight, st.Session.Step(qa).State, "a failure report by mallory is ignored")
-
-	report("github-actions[bot]")
-	st, _ = h.state()
-	require.Equal(t, pipeline.StepFailed, st.Session.Step(qa).State)
-	require.Contains(t, st.Session.Step(qa).Note, "the agent timed out after 30m")
-	require.Contains(t, h.botCommentsJoined(), "the agent timed out after 30m")
-	rev := st.Session.Rev
-	h.ran[run.ID] = true
-	require.NoError(t, h.f.CompleteRun(run.ID, "failure"))
-	h.drain()
-	st, _ = h.state()
-	require.Equal(t, rev, st.Session.Rev, "the run's failure after the report changes nothing")
-	h.hold = nil
-	require.Equal(t, pipeline.SessionDone, h.run(500))
-}
