@@ -195,3 +195,108 @@ func TestFailureReportCarriesReason(t *testing.T) {
 	s.hold = nil
 	require.Equal(t, pipeline.SessionDone, s.run(500))
 }
+
+func TestCommandAuthorisation(t *testing.T) {
+	s := newFakeSession(t, 2, "")
+	s.start()
+	s.steps(6)
+	runs := len(s.gh.allRuns())
+	before := len(s.botComments(s.issue))
+	// A bot and the bot itself are ignored without a reply.
+	for _, who := range []string{"dependabot[bot]", fakeBotLogin} {
+		s.comment(who, s.issue, "/bazinga stop")
+		s.drain()
+	}
+	require.Len(t, s.botComments(s.issue), before+1, "only the bot's own comment was added") // the one the bot "wrote"
+	// A read-only user gets a short refusal and no effect.
+	s.comment("mallory", s.issue, "/bazinga stop")
+	s.drain()
+	got := s.botComments(s.issue)
+	require.Contains(t, got[len(got)-1], "@mallory only people with write")
+	st, _ := s.state()
+	require.False(t, st.Session.Status.Terminal())
+	require.Len(t, s.gh.allRuns(), runs)
+	// alice may stop it.
+	s.comment("alice", s.issue, "/bazinga stop")
+	s.drain()
+	st, _ = s.state()
+	require.Equal(t, pipeline.SessionStopped, st.Session.Status)
+	require.Contains(t, s.labels(s.issue), "bazinga:stopped")
+	// help and unknown commands answer with the help text.
+	s.comment("alice", s.issue, "/bazinga frobnicate")
+	s.drain()
+	got = s.botComments(s.issue)
+	require.Contains(t, got[len(got)-1], "bazinga commands")
+	// status replies with the visible status; resume resumes.
+	s.comment("alice", s.issue, "/bazinga status\n/bazinga resume")
+	s.drain()
+	got = s.botComments(s.issue)
+	require.Contains(t, strings.Join(got, "\n"), "Resumed by alice")
+	require.Equal(t, pipeline.SessionDone, s.run(500))
+}
+
+func TestSameDeliveryTwiceOneEffect(t *testing.T) {
+	s := newFakeSession(t, 2, "")
+	s.start()
+	s.steps(30)
+	s.drain()
+	// Every delivery so far, again (as GitHub's redelivery would): nothing new.
+	runs, comments, prs := len(s.gh.allRuns()), len(s.gh.commentsOn(s.issue)), len(s.prs())
+	effects := len(s.gh.recorded(true))
+	again := append([]Delivery(nil), s.all...)
+	for _, d := range again {
+		s.process(d)
+	}
+	s.drain()
+	require.Equal(t, runs, len(s.gh.allRuns()), "no dispatch repeated")
+	require.Equal(t, comments, len(s.gh.commentsOn(s.issue)), "no comment repeated")
+	require.Equal(t, prs, len(s.prs()), "no PR repeated")
+	for _, c := range s.gh.recorded(true)[effects:] {
+		require.NotEqual(t, "CreateComment", c.Op, "no comment created: %s", c.Args)
+		require.NotEqual(t, "DispatchWorkflow", c.Op, "no dispatch: %s", c.Args)
+		require.NotEqual(t, "CreatePR", c.Op, "no PR: %s", c.Args)
+	}
+	// A restarted bot (nothing in memory) does not repeat them either.
+	s.restart()
+	for _, d := range again {
+		s.process(d)
+	}
+	s.drain()
+	require.Equal(t, runs, len(s.gh.allRuns()))
+	require.Equal(t, pipeline.SessionDone, s.run(500))
+	s.assertVerifiedBazinga()
+}
+
+func TestEventsOutOfOrder(t *testing.T) {
+	s := newFakeSession(t, 3, "")
+	s.start()
+	// Plan, then let every queued job run before the bot hears of any.
+	for i := 0; i < 200; i++ {
+		if d, ok := s.pop(); ok {
+			s.process(d)
+			if st, _ := s.state(); len(st.Session.InFlight()) >= 3 {
+				break
+			}
+			continue
+		}
+		if r, ok := s.nextRun(); ok {
+			s.job(r)
+		}
+	}
+	s.drain()
+	for {
+		r, ok := s.nextRun()
+		if !ok {
+			break
+		}
+		s.job(r)
+	}
+	// Deliver what queued in reverse order.
+	q := s.queue
+	s.queue = nil
+	for i := len(q) - 1; i >= 0; i-- {
+		s.process(q[i])
+	}
+	require.Equal(t, pipeline.SessionDone, s.run(500))
+	s.assertVerifiedBazinga()
+}

@@ -3,6 +3,7 @@ package bot
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -27,7 +28,10 @@ type fakeSession struct {
 	groups int
 	issue  int
 	queue  []Delivery
+	all    []Delivery // every delivery, for redelivery
 	ran    map[int64]bool
+	// dupClaims counts jobs that found their step claimed already.
+	dupClaims int
 	// hold, when set, keeps runs from being worked on (a job that never ends).
 	hold func(step string) bool
 }
@@ -50,8 +54,10 @@ func (s *fakeSession) enqueue(event, action, sender string, fill func(p *payload
 	b, err := json.Marshal(p)
 	require.NoError(s.t, err)
 	s.seq++
-	s.queue = append(s.queue, Delivery{ID: fmt.Sprintf("fake-%d", s.seq), Event: event, Action: action, Installation: 1,
-		Repo: coreOwner + "/" + coreRepo, Payload: b})
+	d := Delivery{ID: fmt.Sprintf("fake-%d", s.seq), Event: event, Action: action, Installation: 1,
+		Repo: coreOwner + "/" + coreRepo, Payload: b}
+	s.queue = append(s.queue, d)
+	s.all = append(s.all, d)
 }
 
 func (s *fakeSession) issuePayload(n int) func(p *payload) {
@@ -255,7 +261,7 @@ func (s *fakeSession) run(maxIter int) pipeline.SessionStatus {
 			continue
 		}
 		st, ok := s.state()
-		if ok && st.Session.Status.Terminal() && slices.Contains(s.labels(s.issue), IssueLabel(st.Session.Status)) {
+		if ok && s.settled(st) {
 			return st.Session.Status
 		}
 		idle++
@@ -283,6 +289,20 @@ func (s *fakeSession) job(r *fakeRun) {
 		s.completeRun(r.ID, "failure")
 		return
 	}
+	// Claim the step, as the job does (a ref per step id; GitHub's 422 on
+	// an existing ref makes the claim atomic).
+	base, err := s.gh.GetRef(context.Background(), s.gh.repo, "heads/main")
+	require.NoError(s.t, err)
+	err = s.gh.CreateRef(context.Background(), s.gh.repo, "refs/bazinga/claims/"+step, base)
+	s.gh.mu.Lock()
+	s.gh.calls = s.gh.calls[:len(s.gh.calls)-2] // the job's calls, not the bot's
+	s.gh.mu.Unlock()
+	if errors.Is(err, ghapi.ErrExists) {
+		s.dupClaims++
+		s.completeRun(r.ID, "success")
+		return
+	}
+	require.NoError(s.t, err)
 	branch := pipeline.BranchName(ref.Session, ref.Group)
 	var res pipeline.Result
 	switch ref.Role {
@@ -317,7 +337,18 @@ func (s *fakeSession) job(r *fakeRun) {
 		}
 		res = pipeline.Result{Status: pipeline.StatusMergeSuccess, Summary: []string{"Landed on main"}}
 	case pipeline.RoleValidate:
-		res = pipeline.Result{Status: pipeline.StatusAccept, Summary: []string{"All groups on main"}}
+		st, _ := s.state()
+		missing := []string{}
+		for _, g := range st.Session.Groups {
+			if _, ok := s.fileOnMain("group_" + g.ID + ".txt"); !ok {
+				missing = append(missing, g.ID)
+			}
+		}
+		if len(missing) == 0 && len(st.Session.Groups) == s.groups {
+			res = pipeline.Result{Status: pipeline.StatusAccept, Summary: []string{"All groups on main", "tests green"}}
+		} else {
+			res = pipeline.Result{Status: pipeline.StatusReject, Summary: []string{"missing groups " + strings.Join(missing, ",")}}
+		}
 	}
 	where := s.issue
 	if ref.Group != pipeline.LeadGroup {
@@ -334,3 +365,89 @@ func (s *fakeSession) job(r *fakeRun) {
 }
 
 func (s *fakeSession) botCommentsJoined() string { return strings.Join(s.botComments(s.issue), "\n") }
+
+// settled: the session ended and GitHub shows all of it (the issue's label
+// and state are the last effects carried out).
+func (s *fakeSession) settled(st codec.State) bool {
+	if !st.Session.Status.Terminal() || !slices.Contains(s.labels(s.issue), IssueLabel(st.Session.Status)) {
+		return false
+	}
+	s.gh.mu.Lock()
+	closed := s.gh.issues[s.issue].State == "closed"
+	s.gh.mu.Unlock()
+	return closed == (st.Session.Status == pipeline.SessionDone && st.Config.GitHub.CloseIssue)
+}
+
+func (s *fakeSession) fileOnMain(path string) (string, bool) {
+	s.gh.mu.Lock()
+	defer s.gh.mu.Unlock()
+	c, ok := s.gh.files[s.gh.refs["refs/heads/main"]][path]
+	return c, ok
+}
+
+// restart is a new bot process (nothing in memory).
+func (s *fakeSession) restart() {
+	b, err := New(Options{
+		Client:   func(context.Context, int64) (GitHub, error) { return s.gh, nil },
+		Login:    fakeBotLogin,
+		Now:      s.clock.Now,
+		StateKey: coreStateKey,
+	})
+	require.NoError(s.t, err)
+	s.bot = b
+}
+
+// assertVerifiedBazinga checks the end of a reference session on GitHub,
+// as coreHarness.assertVerifiedBazinga does.
+func (s *fakeSession) assertVerifiedBazinga() {
+	t := s.t
+	n := 0
+	for _, c := range s.gh.commentsOn(s.issue) {
+		if c.Author == fakeBotLogin && strings.Contains(c.Body, codec.StateMarker) {
+			n++
+		}
+	}
+	require.Equal(t, 1, n, "exactly one tracking comment")
+	st, _ := s.state()
+	require.Equal(t, pipeline.SessionDone, st.Session.Status, st.Session.Reason)
+	require.Equal(t, "BAZINGA verified", st.Session.Reason)
+	require.Len(t, st.Session.Groups, s.groups)
+	for _, g := range st.Session.Groups {
+		require.Equal(t, pipeline.StageMerged, g.Stage, "group %s", g.ID)
+		_, ok := s.fileOnMain("group_" + g.ID + ".txt")
+		require.True(t, ok, "group %s on main", g.ID)
+	}
+	s.gh.mu.Lock()
+	state := s.gh.issues[s.issue].State
+	s.gh.mu.Unlock()
+	require.Equal(t, "closed", state)
+	require.Contains(t, s.labels(s.issue), "bazinga:done")
+	require.NotContains(t, s.labels(s.issue), "bazinga:running")
+	require.Contains(t, s.labels(s.issue), "bazinga")
+	// No duplicates: one PR per group head, one run per step id, one
+	// completion summary.
+	heads := map[string]int{}
+	for _, pr := range s.prs() {
+		heads[pr.Head]++
+	}
+	for head, k := range heads {
+		require.Equal(t, 1, k, "PRs for %s", head)
+	}
+	steps := map[string]int{}
+	s.gh.mu.Lock()
+	for _, r := range s.gh.runs {
+		steps[r.inputs["step"]]++
+	}
+	s.gh.mu.Unlock()
+	for st, k := range steps {
+		require.Equal(t, 1, k, "dispatches of %s", st)
+	}
+	summaries := 0
+	for _, c := range s.gh.commentsOn(s.issue) {
+		if strings.Contains(c.Body, "✅ **BAZINGA**") {
+			summaries++
+		}
+	}
+	require.Equal(t, 1, summaries, "completion summaries")
+	require.Zero(t, s.dupClaims, "duplicate claims")
+}
