@@ -300,3 +300,37 @@ func TestEventsOutOfOrder(t *testing.T) {
 	require.Equal(t, pipeline.SessionDone, s.run(500))
 	s.assertVerifiedBazinga()
 }
+
+func TestUnlabelPausesAndReviewsAndClosures(t *testing.T) {
+	s := newFakeSession(t, 2, "merge:\n  required_approvals: 1\n")
+	s.start()
+	s.steps(40)
+	s.label("alice", s.issue, "bazinga", false)
+	s.drain()
+	st, _ := s.state()
+	require.Equal(t, pipeline.SessionPaused, st.Session.Status)
+	require.Contains(t, s.labels(s.issue), "bazinga:paused")
+	s.label("alice", s.issue, "bazinga", true)
+	s.drain()
+	st, _ = s.state()
+	require.False(t, st.Session.Status == pipeline.SessionPaused)
+	// Groups wait for a human approval; alice approves both PRs.
+	for i := 0; i < 200; i++ {
+		s.steps(1)
+		st, _ = s.state()
+		waiting := 0
+		for _, g := range st.Session.Groups {
+			if g.Wait == pipeline.WaitHumanReview {
+				waiting++
+			}
+		}
+		if waiting == 2 {
+			break
+		}
+	}
+	for _, pr := range s.prs() {
+		s.review("alice", pr.Number, "APPROVED")
+	}
+	require.Equal(t, pipeline.SessionDone, s.run(500))
+	s.assertVerifiedBazinga()
+}

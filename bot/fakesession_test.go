@@ -451,3 +451,57 @@ func (s *fakeSession) assertVerifiedBazinga() {
 	require.Equal(t, 1, summaries, "completion summaries")
 	require.Zero(t, s.dupClaims, "duplicate claims")
 }
+
+// label adds (or removes) a label on issue n as user, and its delivery.
+func (s *fakeSession) label(user string, n int, name string, add bool) {
+	s.gh.mu.Lock()
+	is := s.gh.issues[n]
+	if add {
+		is.Labels = labelSet(append(is.Labels, name))
+	} else {
+		is.Labels = slices.DeleteFunc(is.Labels, func(l string) bool { return l == name })
+	}
+	s.gh.mu.Unlock()
+	action := map[bool]string{true: "labeled", false: "unlabeled"}[add]
+	s.enqueue("issues", action, user, func(p *payload) {
+		s.issuePayload(n)(p)
+		p.Label = &struct {
+			Name string `json:"name"`
+		}{Name: name}
+	})
+}
+
+// review submits a review of pull request n as user, and its delivery.
+func (s *fakeSession) review(user string, n int, state string) {
+	s.gh.mu.Lock()
+	is := s.gh.issues[n]
+	s.gh.commentN++
+	rv := ghapi.Review{ID: s.gh.commentN, Author: user, AuthorType: "User", Association: "COLLABORATOR", State: state, SubmittedAt: s.clock.Now()}
+	is.reviews = append(is.reviews, rv)
+	pr := *is.pr
+	labels := slices.Clone(is.Labels)
+	s.gh.mu.Unlock()
+	s.enqueue("pull_request_review", "submitted", user, func(p *payload) {
+		p.Review = &struct {
+			ID    int64    `json:"id"`
+			State string   `json:"state"`
+			Body  string   `json:"body"`
+			User  hookUser `json:"user"`
+		}{ID: rv.ID, State: strings.ToLower(state), User: hookUser{Login: user, Type: "User"}}
+		p.PullRequest = &struct {
+			Number   int         `json:"number"`
+			Title    string      `json:"title"`
+			State    string      `json:"state"`
+			Merged   bool        `json:"merged"`
+			MergedBy *hookUser   `json:"merged_by"`
+			Labels   []hookLabel `json:"labels"`
+			Head     struct {
+				Ref string `json:"ref"`
+			} `json:"head"`
+		}{Number: pr.Number, Title: pr.Title, State: pr.State}
+		p.PullRequest.Head.Ref = pr.Head
+		for _, l := range labels {
+			p.PullRequest.Labels = append(p.PullRequest.Labels, hookLabel{Name: l})
+		}
+	})
+}

@@ -68,39 +68,4 @@ func TestReplayedPayloads(t *testing.T) {
 	}
 }
 
-func TestUnlabelPausesAndReviewsAndClosures(t *testing.T) {
-	h := newCoreHarness(t, coreOpts{groups: 2, config: "merge:\n  required_approvals: 1\n"})
-	h.start()
-	h.steps(40)
-	require.NoError(t, h.repo.UnlabelIssue("alice", h.issue, "bazinga"))
-	h.drain()
-	st, _ := h.state()
-	require.Equal(t, pipeline.SessionPaused, st.Session.Status)
-	require.Contains(t, h.repo.Labels(h.issue), "bazinga:paused")
-	require.NoError(t, h.repo.LabelIssue("alice", h.issue, "bazinga"))
-	h.drain()
-	st, _ = h.state()
-	require.False(t, st.Session.Status == pipeline.SessionPaused)
-	// Groups wait for a human approval; alice approves both PRs.
-	for i := 0; i < 200; i++ {
-		h.steps(1)
-		st, _ = h.state()
-		waiting := 0
-		for _, g := range st.Session.Groups {
-			if g.Wait == pipeline.WaitHumanReview {
-				waiting++
-			}
-		}
-		if waiting == 2 {
-			break
-		}
-	}
-	for _, pr := range h.repo.PRs() {
-		_, err := h.repo.SubmitReview("alice", pr.GetNumber(), "APPROVE", "")
-		require.NoError(t, err)
-	}
-	require.Equal(t, pipeline.SessionDone, h.run(500))
-	h.assertVerifiedBazinga()
-}
-
 func (h *coreHarness) botCommentsJoined() string { return strings.Join(h.botComments(h.issue), "\n") }
