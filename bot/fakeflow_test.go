@@ -334,3 +334,52 @@ func TestUnlabelPausesAndReviewsAndClosures(t *testing.T) {
 	require.Equal(t, pipeline.SessionDone, s.run(500))
 	s.assertVerifiedBazinga()
 }
+
+// TestForeignStateIgnored: a state block in someone else's comment is never
+// read, even when it would verify.
+func TestForeignStateIgnored(t *testing.T) {
+	s := newFakeSession(t, 2, "")
+	s.start()
+	s.steps(25)
+	_, body := s.trackingComment()
+	s.comment("mallory", s.issue, body)
+	s.restart()
+	ld, err := s.bot.load(context.Background(), s.gh, sessionRef{inst: 1, repo: s.gh.repo, issue: s.issue}, 0)
+	require.NoError(t, err)
+	require.False(t, ld.rebuilt, "the bot's own comment is found and verifies")
+	s.drain()
+	require.Equal(t, pipeline.SessionDone, s.run(500))
+	s.assertVerifiedBazinga()
+}
+
+// Action-only mode: a result comment written with a GITHUB_TOKEN starts no
+// workflow, and the reconcile that would have read it may be cancelled. The
+// next run or the sweep reads the log and applies it.
+func TestLoggedResultsAreAppliedWithoutTheirEvents(t *testing.T) {
+	s := newFakeSession(t, 1, "")
+	s.start()
+	s.drain()
+	r, ok := s.nextRun()
+	require.True(t, ok, "the pm step was dispatched")
+	s.job(r)      // posts the pm's PLANNING_COMPLETE as github-actions[bot]
+	s.queue = nil // every delivery about it is lost
+
+	before, ok := s.state()
+	require.True(t, ok)
+	require.Empty(t, before.Session.Groups)
+
+	n, err := s.bot.ApplyLoggedResults(context.Background(), 1, s.gh.repo, s.issue)
+	require.NoError(t, err)
+	require.Equal(t, 1, n, "one logged result applied")
+	after, _ := s.state()
+	require.Len(t, after.Session.Groups, 1)
+	require.Equal(t, pipeline.RoleDeveloper, after.Session.Step(after.Session.Groups[0].InFlight).Role)
+
+	// Applying again finds nothing new.
+	n, err = s.bot.ApplyLoggedResults(context.Background(), 1, s.gh.repo, s.issue)
+	require.NoError(t, err)
+	require.Zero(t, n)
+	// And the session still runs to a verified BAZINGA.
+	require.Equal(t, pipeline.SessionDone, s.run(400))
+	s.assertVerifiedBazinga()
+}

@@ -505,3 +505,13 @@ func (s *fakeSession) review(user string, n int, state string) {
 		}
 	})
 }
+
+// trackingComment is the bot's tracking comment (id and body).
+func (s *fakeSession) trackingComment() (int64, string) {
+	for _, c := range s.gh.commentsOn(s.issue) {
+		if c.Author == fakeBotLogin && strings.Contains(c.Body, codec.StateMarker) {
+			return c.ID, c.Body
+		}
+	}
+	return 0, ""
+}
