@@ -2,7 +2,11 @@
 // HTTP server that speaks the REST endpoints bazinga uses, backed by real bare
 // git repositories served over git smart HTTP, so that the real go-github
 // client and go-git talk to it exactly as they would to github.com or a
-// GitHub Enterprise Server.
+// GitHub Enterprise Server. The fake reads and writes the repositories
+// in-process with go-git (gitstore.go); git itself serves clones and pushes
+// (http-backend) and does merges, rebases and ref deletion. Tests may skip
+// sockets for the REST API and webhooks with Transport and
+// SetWebhookHandler.
 //
 // The fake records every API call, can inject faults into any call, and
 // delivers signed webhooks. Its state is guarded by a single mutex; webhook
