@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"sort"
 	"strconv"
@@ -106,7 +105,9 @@ func newCoreHarness(t testing.TB, o coreOpts) *coreHarness {
 		Inputs:  map[string]ghfake.WorkflowInput{"step": {Required: true}},
 	}))
 	h := &coreHarness{t: t, ctx: context.Background(), f: f, repo: repo, clock: clock, ran: map[int64]bool{}, groups: o.groups}
-	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	// Webhooks and API calls stay in the process (no sockets); the
+	// production transport chain is still the bot's.
+	f.SetWebhookHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		var p struct {
 			Action       string `json:"action"`
@@ -125,10 +126,8 @@ func newCoreHarness(t testing.TB, o coreOpts) *coreHarness {
 		h.all = append(h.all, d)
 		h.mu.Unlock()
 		w.WriteHeader(http.StatusAccepted)
-	}))
-	t.Cleanup(hook.Close)
-	f.SetWebhook(hook.URL, coreSecret)
-	h.tr = ghapi.NewTransport(http.DefaultTransport, ghapi.TransportOptions{MaxRetries: 2, BaseBackoff: time.Millisecond, MaxBackoff: 2 * time.Millisecond,
+	}), coreSecret)
+	h.tr = ghapi.NewTransport(f.Transport(), ghapi.TransportOptions{MaxRetries: 2, BaseBackoff: time.Millisecond, MaxBackoff: 2 * time.Millisecond,
 		MaxRateLimitWait: 5 * time.Millisecond, SecondaryWait: time.Millisecond, APIPrefix: "/api/v3", Identity: "core-bot"})
 	h.bot = h.newBot()
 	return h

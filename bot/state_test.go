@@ -111,24 +111,6 @@ func TestRebuild(t *testing.T) {
 	}
 }
 
-// TestForeignStateIgnored: a state block in someone else's comment is never
-// read, even when it would verify.
-func TestForeignStateIgnored(t *testing.T) {
-	h := newCoreHarness(t, coreOpts{groups: 2})
-	h.start()
-	h.steps(25)
-	_, body := h.trackingComment()
-	_, err := h.repo.Comment("mallory", h.issue, body)
-	require.NoError(t, err)
-	h.bot = h.newBot()
-	ld, err := h.bot.load(h.ctx, ghapi.New(h.botClient()), sessionRef{inst: 1, repo: ghapi.RepoRef{Owner: coreOwner, Name: coreRepo}, issue: h.issue}, 0)
-	require.NoError(t, err)
-	require.False(t, ld.rebuilt, "the bot's own comment is found and verifies")
-	h.drain()
-	require.Equal(t, pipeline.SessionDone, h.run(500))
-	h.assertVerifiedBazinga()
-}
-
 // TestTrackingFitsHoweverLong: a session with thousands of steps still fits
 // in one comment, with its state block.
 func TestTrackingFitsHoweverLong(t *testing.T) {

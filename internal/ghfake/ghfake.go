@@ -2,7 +2,11 @@
 // HTTP server that speaks the REST endpoints bazinga uses, backed by real bare
 // git repositories served over git smart HTTP, so that the real go-github
 // client and go-git talk to it exactly as they would to github.com or a
-// GitHub Enterprise Server.
+// GitHub Enterprise Server. The fake reads and writes the repositories
+// in-process with go-git (gitstore.go); git itself serves clones and pushes
+// (http-backend) and does merges, rebases and ref deletion. Tests may skip
+// sockets for the REST API and webhooks with Transport and
+// SetWebhookHandler.
 //
 // The fake records every API call, can inject faults into any call, and
 // delivers signed webhooks. Its state is guarded by a single mutex; webhook
@@ -136,6 +140,7 @@ type Fake struct {
 	hookURL     string
 	hookSecret  string
 	hookClient  *http.Client
+	hookHandler http.Handler // SetWebhookHandler
 	qmu         sync.Mutex
 	qcond       *sync.Cond
 	queue       []*Delivery
@@ -193,8 +198,8 @@ func New(opts Options) (*Fake, error) {
 		faults:     map[int]Fault{},
 		buckets:    map[string]*bucket{},
 		contentLog: map[string][]time.Time{},
-		hookClient: &http.Client{Timeout: opts.WebhookTimeout},
 	}
+	f.hookClient = &http.Client{Timeout: opts.WebhookTimeout, Transport: hookTransport{f}}
 	if f.now == nil {
 		f.now = time.Now
 	}
@@ -268,9 +273,10 @@ func (f *Fake) InstallationID() int64 { return f.opts.InstallationID }
 func (f *Fake) AppID() int64 { return f.opts.AppID }
 
 // Client returns a go-github client for the fake authenticated with token
-// (none if empty), using the Enterprise URLs.
+// (none if empty), using the Enterprise URLs, over the in-process
+// Transport.
 func (f *Fake) Client(tok string) *github.Client {
-	c := github.NewClient(nil)
+	c := github.NewClient(&http.Client{Transport: f.Transport()})
 	if tok != "" {
 		c = c.WithAuthToken(tok)
 	}

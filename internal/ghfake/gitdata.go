@@ -29,13 +29,10 @@ func (f *Fake) getBranch(c *rc) {
 func (r *Repo) branchJSON(name, sha string) *github.Branch {
 	f := r.f
 	commit := &github.Commit{SHA: github.String(sha), URL: github.String(f.api("/repos/" + r.FullName() + "/git/commits/" + sha))}
-	if out, err := r.git("show", "-s", "--format=%T%x1f%an%x1f%ae%x1f%aI%x1f%B", sha); err == nil {
-		if fl := strings.SplitN(out, "\x1f", 5); len(fl) == 5 {
-			t, _ := time.Parse(time.RFC3339, fl[3])
-			commit.Tree = &github.Tree{SHA: github.String(fl[0])}
-			commit.Author = &github.CommitAuthor{Name: github.String(fl[1]), Email: github.String(fl[2]), Date: ts(t)}
-			commit.Message = github.String(strings.TrimSpace(fl[4]))
-		}
+	if ci, err := r.gs.commitInfo(sha); err == nil {
+		commit.Tree = &github.Tree{SHA: github.String(ci.tree)}
+		commit.Author = &github.CommitAuthor{Name: github.String(ci.authorName), Email: github.String(ci.authorMail), Date: ts(ci.authorDate)}
+		commit.Message = github.String(ci.message)
 	}
 	return &github.Branch{
 		Name: github.String(name),
@@ -49,7 +46,7 @@ func (r *Repo) branchJSON(name, sha string) *github.Branch {
 }
 
 func (f *Fake) listBranches(c *rc) {
-	refs, err := c.repo.refs()
+	refs, err := c.repo.heads()
 	if err != nil {
 		c.fail(http.StatusInternalServerError, err.Error())
 		return
@@ -86,39 +83,19 @@ func (f *Fake) getContents(c *rc) {
 		return
 	}
 	p := strings.Trim(c.param("path"), "/")
-	spec := sha + ":" + p
-	typ := r.objectType(spec)
+	typ, blob, data, entries, err := r.gs.pathObject(sha, p)
+	if err != nil {
+		c.fail(http.StatusInternalServerError, err.Error())
+		return
+	}
 	switch typ {
 	case "blob":
-		data, err := r.f.gitRaw(r.path, "cat-file", "blob", spec)
-		if err != nil {
-			c.fail(http.StatusInternalServerError, err.Error())
-			return
-		}
-		blob, _ := r.git("rev-parse", spec)
 		c.json(http.StatusOK, r.contentJSON(p, "file", blob, ref, len(data), data))
 	case "tree":
-		out, err := r.git("ls-tree", "-l", spec)
-		if err != nil {
-			c.fail(http.StatusInternalServerError, err.Error())
-			return
-		}
 		list := []*github.RepositoryContent{}
-		for _, line := range strings.Split(out, "\n") {
-			meta, name, ok := strings.Cut(line, "\t")
-			if !ok {
-				continue
-			}
-			fl := strings.Fields(meta) // mode type sha size
-			if len(fl) < 4 {
-				continue
-			}
-			kind := map[string]string{"blob": "file", "tree": "dir", "commit": "submodule"}[fl[1]]
-			size := 0
-			if fl[1] == "blob" {
-				size, _ = strconv.Atoi(fl[3])
-			}
-			list = append(list, r.contentJSON(path.Join(p, name), kind, fl[2], ref, size, nil))
+		for _, e := range entries {
+			kind := map[string]string{"blob": "file", "tree": "dir", "commit": "submodule"}[e.kind]
+			list = append(list, r.contentJSON(path.Join(p, e.name), kind, e.sha, ref, e.size, nil))
 		}
 		c.json(http.StatusOK, list)
 	default:

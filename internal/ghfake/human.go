@@ -178,7 +178,7 @@ func (r *Repo) DeleteComment(user string, id int64) error {
 func (r *Repo) CreatePR(user, head, base, title, body string, draft bool) (int, error) {
 	var n int
 	err := r.do(user, func() error {
-		refs, err := r.refs()
+		refs, err := r.heads()
 		if err != nil {
 			return err
 		}
@@ -332,7 +332,7 @@ func (r *Repo) PR(n int) *github.PullRequest {
 	if is == nil || is.pr == nil {
 		return nil
 	}
-	refs, _ := r.refs()
+	refs, _ := r.heads()
 	return r.prJSON(is, refs, true)
 }
 
@@ -340,7 +340,7 @@ func (r *Repo) PR(n int) *github.PullRequest {
 func (r *Repo) PRs() []*github.PullRequest {
 	r.f.mu.Lock()
 	defer r.f.mu.Unlock()
-	refs, _ := r.refs()
+	refs, _ := r.heads()
 	var out []*github.PullRequest
 	for _, is := range r.sortedPulls() {
 		out = append(out, r.prJSON(is, refs, false))

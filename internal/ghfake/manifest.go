@@ -162,22 +162,6 @@ func (f *Fake) convertManifest(c *rc) {
 	c.json(http.StatusCreated, cfg)
 }
 
-// listInstallationRepos is GET /installation/repositories: the repositories
-// an installation token can reach (all of them: the fake's installation
-// has repository_selection "all").
-func (f *Fake) listInstallationRepos(c *rc) {
-	if c.tok == nil || !c.tok.install {
-		c.fail(http.StatusForbidden, "This endpoint requires you to authenticate as an installation.")
-		return
-	}
-	all := make([]*github.Repository, 0, len(f.repos))
-	for _, r := range f.repos {
-		all = append(all, r.json())
-	}
-	start, end := c.page(len(all))
-	c.json(http.StatusOK, &github.ListRepositories{TotalCount: github.Int(len(all)), Repositories: all[start:end]})
-}
-
 // text answers a web page's plain-text body.
 func (c *rc) text(status int, body string) {
 	c.status = status

@@ -58,7 +58,7 @@ func (f *Fake) createPull(c *rc) {
 		head = branch
 	}
 	base := *req.Base
-	refs, err := r.refs()
+	refs, err := r.heads()
 	if err != nil {
 		c.fail(http.StatusInternalServerError, err.Error())
 		return
@@ -103,7 +103,7 @@ func (f *Fake) getPull(c *rc) {
 	if is == nil {
 		return
 	}
-	refs, err := c.repo.refs()
+	refs, err := c.repo.heads()
 	if err != nil {
 		c.fail(http.StatusInternalServerError, err.Error())
 		return
@@ -146,7 +146,7 @@ func (f *Fake) listPulls(c *rc) {
 	}
 	sortIssues(list, q.Get("sort"), dir)
 	start, end := c.page(len(list))
-	refs, err := c.repo.refs()
+	refs, err := c.repo.heads()
 	if err != nil {
 		c.fail(http.StatusInternalServerError, err.Error())
 		return
@@ -213,7 +213,7 @@ func (f *Fake) editPull(c *rc) {
 	if req.State != nil {
 		f.setIssueState(c.repo, is, *req.State, "", c.login)
 	}
-	refs, _ := c.repo.refs()
+	refs, _ := c.repo.heads()
 	c.json(http.StatusOK, c.repo.prJSON(is, refs, false))
 }
 
@@ -464,7 +464,7 @@ func (f *Fake) review(r *Repo, is *issue, user, event, body string) (*review, in
 	}
 	is.pr.reviews = append(is.pr.reviews, rv)
 	if state != "PENDING" {
-		refs, _ := r.refs()
+		refs, _ := r.heads()
 		f.emit(r, "pull_request_review", "submitted", &github.PullRequestReviewEvent{
 			Action: github.String("submitted"), Review: r.reviewJSON(is, rv), PullRequest: r.prJSON(is, refs, false),
 			Repo: r.json(), Sender: f.userJSON(user), Installation: f.installationJSON(),
@@ -548,25 +548,19 @@ func (f *Fake) emitPush(r *Repo, ref, old, sha, sender string) {
 		Commits: []*github.HeadCommit{},
 	}
 	if sha != zeroSHA {
-		rng := sha
+		exclude := ""
 		if old != zeroSHA {
-			rng = old + ".." + sha
+			exclude = old
 		}
-		out, err := r.git("log", "--reverse", "--format=%H%x1f%T%x1f%an%x1f%ae%x1f%aI%x1f%cn%x1f%ce%x1f%B%x1e", "-n", "20", rng)
-		if err == nil {
-			for _, rec := range strings.Split(out, "\x1e") {
-				fl := strings.Split(strings.TrimSpace(rec), "\x1f")
-				if len(fl) < 8 {
-					continue
-				}
-				t, _ := time.Parse(time.RFC3339, fl[4])
+		if log, err := r.gs.log(exclude, sha, 20); err == nil {
+			for _, ci := range log {
 				hc := &github.HeadCommit{
-					ID: github.String(fl[0]), TreeID: github.String(fl[1]), Distinct: github.Bool(true),
-					Message:   github.String(strings.TrimSpace(fl[7])),
-					Timestamp: ts(t),
-					URL:       github.String(f.html("/" + r.FullName() + "/commit/" + fl[0])),
-					Author:    &github.CommitAuthor{Name: github.String(fl[2]), Email: github.String(fl[3])},
-					Committer: &github.CommitAuthor{Name: github.String(fl[5]), Email: github.String(fl[6])},
+					ID: github.String(ci.sha), TreeID: github.String(ci.tree), Distinct: github.Bool(true),
+					Message:   github.String(ci.message),
+					Timestamp: ts(ci.authorDate),
+					URL:       github.String(f.html("/" + r.FullName() + "/commit/" + ci.sha)),
+					Author:    &github.CommitAuthor{Name: github.String(ci.authorName), Email: github.String(ci.authorMail)},
+					Committer: &github.CommitAuthor{Name: github.String(ci.committerName), Email: github.String(ci.committerMail)},
 				}
 				ev.Commits = append(ev.Commits, hc)
 			}

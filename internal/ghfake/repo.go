@@ -10,6 +10,10 @@ import (
 	"regexp"
 	"strings"
 	"time"
+
+	gogit "github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
 )
 
 const zeroSHA = "0000000000000000000000000000000000000000"
@@ -22,6 +26,7 @@ type Repo struct {
 	owner, name   string
 	defaultBranch string
 	path          string
+	gs            *store // go-git on path
 
 	issues    []*issue // issues and pull requests, by number-1
 	labels    []*label
@@ -89,20 +94,31 @@ func (r *Repo) initDisk(seed string) error {
 	if err := os.MkdirAll(filepath.Dir(r.path), 0o755); err != nil {
 		return fmt.Errorf("ghfake: %w", err)
 	}
-	if _, err := r.f.git("", nil, nil, "init", "--bare", "--quiet", "--initial-branch="+r.defaultBranch, r.path); err != nil {
-		return err
+	// go-git makes the bare repository (git init --bare would be a
+	// process per repository); git's http-backend serves it as any other.
+	repo, err := gogit.PlainInitWithOptions(r.path, &gogit.PlainInitOptions{
+		Bare: true, InitOptions: gogit.InitOptions{DefaultBranch: plumbing.NewBranchReferenceName(r.defaultBranch)},
+	})
+	if err != nil {
+		return fmt.Errorf("ghfake: init %s: %w", r.path, err)
 	}
-	for _, kv := range [][2]string{
-		{"http.receivepack", "true"}, // pushes are authorised by the fake, not by http-backend
-		{"receive.autogc", "false"},  // keep pushes fast and deterministic
-		{"gc.auto", "0"},
-		{"uploadpack.allowReachableSHA1InWant", "true"},
-		{"uploadpack.allowAnySHA1InWant", "true"},
+	cfg, err := repo.Config()
+	if err != nil {
+		return fmt.Errorf("ghfake: init %s: %w", r.path, err)
+	}
+	for _, kv := range [][3]string{
+		{"http", "receivepack", "true"}, // pushes are authorised by the fake, not by http-backend
+		{"receive", "autogc", "false"},  // keep pushes fast and deterministic
+		{"gc", "auto", "0"},
+		{"uploadpack", "allowReachableSHA1InWant", "true"},
+		{"uploadpack", "allowAnySHA1InWant", "true"},
 	} {
-		if _, err := r.git("config", kv[0], kv[1]); err != nil {
-			return err
-		}
+		cfg.Raw.Section(kv[0]).SetOption(kv[1], kv[2])
 	}
+	if err := repo.SetConfig(cfg); err != nil {
+		return fmt.Errorf("ghfake: init %s: %w", r.path, err)
+	}
+	r.gs = newStore(r.path)
 	if seed == "" {
 		return nil
 	}
@@ -205,8 +221,12 @@ func (r *Repo) git(args ...string) (string, error) {
 	return r.f.git(r.path, nil, nil, args...)
 }
 
-// resolve returns the commit a revision names.
+// resolve returns the commit a revision names (rev-parse --verify
+// rev^{commit}); go-git answers full names and refs, git the rest.
 func (r *Repo) resolve(rev string) (string, bool) {
+	if sha, ok, handled := r.gs.resolveCommit(rev); handled {
+		return sha, ok
+	}
 	out, err := r.git("rev-parse", "--verify", "--quiet", rev+"^{commit}")
 	if err != nil || out == "" {
 		return "", false
@@ -215,39 +235,20 @@ func (r *Repo) resolve(rev string) (string, bool) {
 }
 
 // objectType is the type of an object ("commit", "tree", …) or "".
-func (r *Repo) objectType(sha string) string {
-	out, err := r.git("cat-file", "-t", sha)
-	if err != nil {
-		return ""
-	}
-	return out
-}
+func (r *Repo) objectType(sha string) string { return r.gs.typeOf(sha) }
 
 // refs returns every ref and its value.
-func (r *Repo) refs() (map[string]string, error) {
-	out, err := r.git("for-each-ref", "--format=%(objectname) %(refname)")
-	if err != nil {
-		return nil, err
-	}
-	m := map[string]string{}
-	for _, line := range strings.Split(out, "\n") {
-		if sha, name, ok := strings.Cut(line, " "); ok {
-			m[name] = sha
-		}
-	}
-	return m, nil
-}
+func (r *Repo) refs() (map[string]string, error) { return r.gs.refs() }
+
+// heads returns the branches (refs/heads/*) and their values.
+func (r *Repo) heads() (map[string]string, error) { return r.gs.refsUnder("refs/heads/") }
 
 // ref returns a ref's value (exact name, e.g. "refs/heads/main").
 func (r *Repo) ref(name string) (string, bool) {
 	if !strings.HasPrefix(name, "refs/") {
 		return "", false
 	}
-	out, err := r.git("show-ref", "--verify", "--hash", name)
-	if err != nil || out == "" {
-		return "", false
-	}
-	return out, true
+	return r.gs.ref(name)
 }
 
 // updateRef sets ref to sha if it currently is old ("" = must not exist),
@@ -256,21 +257,18 @@ func (r *Repo) updateRef(ref, sha, old string) error {
 	if old == "" {
 		old = zeroSHA
 	}
-	_, err := r.git("update-ref", ref, sha, old)
-	return err
+	return r.gs.updateRef(ref, sha, old)
 }
 
-// deleteRef deletes ref if it currently is old.
+// deleteRef deletes ref if it currently is old. git does it: a ref may
+// also be in packed-refs, which git rewrites under its own lock.
 func (r *Repo) deleteRef(ref, old string) error {
 	_, err := r.git("update-ref", "-d", ref, old)
 	return err
 }
 
 // isAncestor reports whether commit a is reachable from commit b.
-func (r *Repo) isAncestor(a, b string) bool {
-	_, err := r.git("merge-base", "--is-ancestor", a, b)
-	return err == nil
-}
+func (r *Repo) isAncestor(a, b string) bool { return r.gs.isAncestor(a, b) }
 
 // commitTree creates a commit as login (authored and committed now).
 func (r *Repo) commitTree(tree string, parents []string, msg, login string) (string, error) {
@@ -278,16 +276,11 @@ func (r *Repo) commitTree(tree string, parents []string, msg, login string) (str
 }
 
 func (r *Repo) commitTreeAs(tree string, parents []string, msg, author, committer string) (string, error) {
-	date := r.f.now().UTC().Format(time.RFC3339)
-	env := []string{
-		"GIT_AUTHOR_NAME=" + author, "GIT_AUTHOR_EMAIL=" + noreply(author), "GIT_AUTHOR_DATE=" + date,
-		"GIT_COMMITTER_NAME=" + committer, "GIT_COMMITTER_EMAIL=" + noreply(committer), "GIT_COMMITTER_DATE=" + date,
-	}
-	args := []string{"commit-tree", tree}
-	for _, p := range parents {
-		args = append(args, "-p", p)
-	}
-	return r.f.git(r.path, []byte(msg), env, append(args, "-F", "-")...)
+	// Seconds, in UTC, as GIT_*_DATE=RFC3339 gave git.
+	when := r.f.now().UTC().Truncate(time.Second)
+	return r.gs.commitTree(tree, parents, msg,
+		object.Signature{Name: author, Email: noreply(author), When: when},
+		object.Signature{Name: committer, Email: noreply(committer), When: when})
 }
 
 func noreply(login string) string {
@@ -315,25 +308,7 @@ func (r *Repo) mergeTree(base, head string) (tree string, conflict bool, err err
 // commitFiles writes a commit with files changed on top of parent ("" for a
 // root commit) and returns it.
 func (r *Repo) commitFiles(parent string, files map[string]string, msg, login string) (string, error) {
-	idx := filepath.Join(r.f.dir, fmt.Sprintf("index-%d-%d", r.id, time.Now().UnixNano()))
-	defer os.Remove(idx)
-	env := []string{"GIT_INDEX_FILE=" + idx}
-	if parent != "" {
-		if _, err := r.f.git(r.path, nil, env, "read-tree", parent); err != nil {
-			return "", err
-		}
-	}
-	names := sortedKeys(files)
-	for _, name := range names {
-		blob, err := r.f.git(r.path, []byte(files[name]), nil, "hash-object", "-w", "--stdin")
-		if err != nil {
-			return "", err
-		}
-		if _, err := r.f.git(r.path, nil, env, "update-index", "--add", "--cacheinfo", "100644,"+blob+","+name); err != nil {
-			return "", err
-		}
-	}
-	tree, err := r.f.git(r.path, nil, env, "write-tree")
+	tree, err := r.gs.treeWithFiles(parent, files)
 	if err != nil {
 		return "", err
 	}
@@ -385,6 +360,16 @@ func (r *Repo) Refs() []string {
 
 // ReadFile returns a file's content at a revision.
 func (r *Repo) ReadFile(rev, path string) ([]byte, error) {
+	// go-git when rev names a commit; git for the rest (a tree's name,
+	// revision syntax).
+	if sha, ok, handled := r.gs.resolveCommit(rev); handled && (ok || !hexRE.MatchString(rev)) {
+		if ok {
+			if data, ok := r.gs.readFile(sha, path); ok {
+				return data, nil
+			}
+		}
+		return nil, fmt.Errorf("%s:%s: %w", rev, path, ErrNotFound)
+	}
 	out, err := r.f.gitRaw(r.path, "cat-file", "blob", rev+":"+path)
 	if err != nil {
 		return nil, fmt.Errorf("%s:%s: %w", rev, path, ErrNotFound)

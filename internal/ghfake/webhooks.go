@@ -320,7 +320,7 @@ func (f *Fake) emitIssue(r *Repo, is *issue, action, sender string, lbl *label, 
 }
 
 func (f *Fake) emitPR(r *Repo, is *issue, action, sender string, lbl *label, changes *github.EditChange, before, after string) {
-	refs, _ := r.refs()
+	refs, _ := r.heads()
 	ev := &github.PullRequestEvent{
 		Action: github.String(action), Number: github.Int(is.number), PullRequest: r.prJSON(is, refs, false),
 		Changes: changes, Repo: r.json(), Sender: f.userJSON(sender), Installation: f.installationJSON(),

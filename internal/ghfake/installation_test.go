@@ -1,0 +1,42 @@
+package ghfake
+
+import (
+	"net/http"
+	"testing"
+
+	"github.com/google/go-github/v66/github"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// GET /installation/repositories answers an installation token with every
+// repository, paged, and refuses other tokens as GitHub does.
+func TestListInstallationRepositories(t *testing.T) {
+	f := Start(t, Options{})
+	for _, name := range []string{"widgets", "gadgets", "gizmos"} {
+		_, err := f.CreateRepo("acme", name, "main")
+		require.NoError(t, err)
+	}
+	f.AddToken("ghp_alice", "alice", User)
+	// An installation token, as ghinstallation gets one (see TestGhinstallation).
+	f.mu.Lock()
+	f.tokens["ghs_install"] = &token{value: "ghs_install", login: f.BotLogin(), kind: Bot, install: true}
+	f.mu.Unlock()
+
+	gh := f.Client("ghs_install")
+	list, resp, err := gh.Apps.ListRepos(t.Context(), &github.ListOptions{PerPage: 2})
+	require.NoError(t, err)
+	assert.Equal(t, 3, list.GetTotalCount())
+	require.Len(t, list.Repositories, 2)
+	assert.Equal(t, "acme/widgets", list.Repositories[0].GetFullName())
+	assert.Equal(t, "acme/gadgets", list.Repositories[1].GetFullName())
+	require.Equal(t, 2, resp.NextPage)
+	list, _, err = gh.Apps.ListRepos(t.Context(), &github.ListOptions{PerPage: 2, Page: 2})
+	require.NoError(t, err)
+	require.Len(t, list.Repositories, 1)
+	assert.Equal(t, "acme/gizmos", list.Repositories[0].GetFullName())
+
+	_, resp, err = f.Client("ghp_alice").Apps.ListRepos(t.Context(), nil)
+	require.Error(t, err)
+	assert.Equal(t, http.StatusForbidden, resp.StatusCode)
+}
