@@ -75,9 +75,15 @@ func ThreeWayMergeWith(repo *git.Repository, ours, theirs plumbing.Hash, opts Me
 		return nil, errors.New("merge: nil repository")
 	}
 	opts = opts.withDefaults()
+	// In a shallow working copy the boundary commits are roots, as in
+	// git: the caller has fetched enough history to decide the merge.
+	shallow, err := repo.Storer.Shallow()
+	if err != nil {
+		return nil, fmt.Errorf("merge: reading the shallow list: %w", err)
+	}
 	s, release := newMergeStore(repo.Storer)
 	defer release()
-	g := newCommitGraph(s)
+	g := newCommitGraph(s, shallow)
 	oc, err := g.commit(ours)
 	if err != nil {
 		return nil, fmt.Errorf("merge: reading commit %s (ours): %w", ours, err)
@@ -106,7 +112,7 @@ func ThreeWayMergeWith(repo *git.Repository, ours, theirs plumbing.Hash, opts Me
 // included where they conflict, and the result becomes a commit of its
 // own whose parents are the two it merged. depth is git's call depth.
 func mergeBaseTree(s storer.EncodedObjectStorer, g *commitGraph, a, b *mbCommit, opts MergeOptions, depth int) (plumbing.Hash, plumbing.Hash, error) {
-	bases, err := g.mergeBases(a, b)
+	bases, _, err := g.mergeBases(a, b)
 	if err != nil {
 		return plumbing.ZeroHash, plumbing.ZeroHash, fmt.Errorf("merge: finding merge base of %s and %s: %w", a.hash, b.hash, err)
 	}

@@ -370,11 +370,11 @@ var historyDepthLimit = MaxHistoryDepth
 // how deep the history at hand is.
 func deepenUntilDecided(ctx context.Context, w wire, remote Remote, local *localRepo, a, b plumbing.Hash, tips []plumbing.Hash, depth int) error {
 	for {
-		g, err := newGraph(local.st)
+		g, err := newHistoryGraph(local.st)
 		if err != nil {
 			return err
 		}
-		ok, err := g.mergeDecided(a, b, 0)
+		ok, err := g.mergeDecidedHashes(a, b)
 		if err != nil {
 			return err
 		}
@@ -585,7 +585,7 @@ func Push(ctx context.Context, repo *git.Repository, remote Remote, base, branch
 		}
 	}
 	if !old.IsZero() && old != ref.Hash() {
-		g, err := newGraph(repo.Storer)
+		g, err := newHistoryGraph(repo.Storer)
 		if err != nil {
 			return fmt.Errorf("push %s: %w", branch, err)
 		}
@@ -629,7 +629,7 @@ func IsMerged(repo *git.Repository, branch, base plumbing.Hash) (bool, error) {
 	if branch == base {
 		return true, nil
 	}
-	g, err := newGraph(repo.Storer)
+	g, err := newHistoryGraph(repo.Storer)
 	if err != nil {
 		return false, fmt.Errorf("merged check: %w", err)
 	}

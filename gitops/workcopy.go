@@ -97,11 +97,11 @@ func mergeIntoWorkingCopy(ctx context.Context, repo *git.Repository, branch stri
 			return nil, fmt.Errorf("merge %s into working copy: %w", branch, err)
 		}
 	}
-	g, err := newGraph(repo.Storer)
+	g, err := newHistoryGraph(repo.Storer)
 	if err != nil {
 		return nil, fmt.Errorf("merge %s into working copy: %w", branch, err)
 	}
-	if ok, err := g.mergeDecided(head.Hash(), theirs, 0); err != nil || !ok {
+	if ok, err := g.mergeDecidedHashes(head.Hash(), theirs); err != nil || !ok {
 		if err == nil {
 			err = fmt.Errorf("no merge base of %s and %s in the history at hand: %w", head.Hash(), theirs, ErrShallowHistory)
 		}
@@ -116,12 +116,8 @@ func mergeIntoWorkingCopy(ctx context.Context, repo *git.Repository, branch stri
 		wm.UpToDate = true
 		return wm, nil
 	}
-	view, err := grafted(repo)
-	if err != nil {
-		return nil, fmt.Errorf("merge %s into working copy: %w", branch, err)
-	}
 	oursLabel := head.Name().Short()
-	res, err := ThreeWayMergeWith(view, head.Hash(), theirs, MergeOptions{OursLabel: oursLabel, TheirsLabel: branch})
+	res, err := ThreeWayMergeWith(repo, head.Hash(), theirs, MergeOptions{OursLabel: oursLabel, TheirsLabel: branch})
 	if err != nil {
 		return nil, fmt.Errorf("merge %s into working copy: %w", branch, err)
 	}
@@ -145,19 +141,6 @@ func mergeIntoWorkingCopy(ctx context.Context, repo *git.Repository, branch stri
 	}
 	wm.Commit = h
 	return wm, nil
-}
-
-// grafted is repo seen with its shallow commits as roots, for go-git's
-// history walks in the merge; objects written through it land in repo.
-func grafted(repo *git.Repository) (*git.Repository, error) {
-	st, err := newGraftStorage(repo.Storer)
-	if err != nil {
-		return nil, err
-	}
-	if st == repo.Storer {
-		return repo, nil
-	}
-	return git.Open(st, nil)
 }
 
 func writeMergedFile(repo *git.Repository, root string, f MergedFile) error {
