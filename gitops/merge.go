@@ -60,16 +60,12 @@ func (o MergeOptions) withDefaults() MergeOptions {
 	return o
 }
 
-// ThreeWayMerge merges commit theirs into commit ours as git's default
-// (ort) strategy does: it finds the merge base, detects renames on each
-// side (exact, and similar at 50% or more), merges the trees path by path
-// and text files line by line. A clean result's tree is written to the
-// object store; otherwise Conflicts lists the conflicting paths.
-func ThreeWayMerge(repo *git.Repository, ours, theirs plumbing.Hash) (*MergeResult, error) {
-	return ThreeWayMergeWith(repo, ours, theirs, MergeOptions{})
-}
-
-// ThreeWayMergeWith is ThreeWayMerge with side labels.
+// ThreeWayMergeWith merges commit theirs into commit ours as git's
+// default (ort) strategy does: it finds the merge base, detects renames on
+// each side (exact, and similar at 50% or more), merges the trees path by
+// path and text files line by line, labelling conflict markers as opts
+// says. A clean result's tree is written to the object store; otherwise
+// Conflicts lists the conflicting paths.
 func ThreeWayMergeWith(repo *git.Repository, ours, theirs plumbing.Hash, opts MergeOptions) (*MergeResult, error) {
 	if repo == nil {
 		return nil, errors.New("merge: nil repository")

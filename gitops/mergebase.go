@@ -338,7 +338,7 @@ func (g *commitGraph) mergeBases(a, b *mbCommit) (bases []*mbCommit, decided boo
 }
 
 // mergeDecided tells whether the history at hand decides the merge of a
-// and b as ThreeWayMerge computes it (mergeBaseTree): their merge bases,
+// and b as ThreeWayMergeWith computes it (mergeBaseTree): their merge bases,
 // and for several (criss-cross), oldest first, the merge bases of the
 // bases merged so far (a virtual commit) and the next, recursively.
 func (g *commitGraph) mergeDecided(a, b *mbCommit, depth int) (bool, error) {

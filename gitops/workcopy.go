@@ -25,22 +25,15 @@ type WorkingMerge struct {
 	Conflicts []string
 }
 
-// MergeIntoWorkingCopy merges branch (local or origin/ remote-tracking;
-// usually the base) into the working copy's HEAD. A clean merge is
+// MergeRemoteIntoWorkingCopy merges the remote's current branch (usually
+// the base) into the working copy's HEAD: it fetches the branch's tip from
+// remote.URL into origin/<branch> and deepens the working copy's history
+// until the merge base is in it (up to MaxHistoryDepth commits; past that
+// the error wraps ErrShallowHistory), then merges. A clean merge is
 // committed at once. Otherwise the merged files are written into the
 // working copy with standard conflict markers labelled with the two
 // branch names, and their list is returned; nothing is committed. The
-// working copy must be clean. It uses the history at hand: when that is
-// shallow and does not reach a merge base, the error wraps
-// ErrShallowHistory (MergeRemoteIntoWorkingCopy fetches what is missing).
-func MergeIntoWorkingCopy(ctx context.Context, repo *git.Repository, branch string, author Identity) (*WorkingMerge, error) {
-	return mergeIntoWorkingCopy(ctx, repo, branch, author, nil)
-}
-
-// MergeRemoteIntoWorkingCopy is MergeIntoWorkingCopy of the remote's
-// current branch: it fetches the branch's tip from remote.URL into
-// origin/<branch> and deepens the working copy's history until the merge
-// base is in it (up to MaxHistoryDepth commits), then merges.
+// working copy must be clean.
 func MergeRemoteIntoWorkingCopy(ctx context.Context, repo *git.Repository, remote Remote, branch string, author Identity) (*WorkingMerge, error) {
 	w, err := dial(remote)
 	if err != nil {
