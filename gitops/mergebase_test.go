@@ -25,7 +25,9 @@ func TestMergeBaseOnShallowHistory(t *testing.T) {
 	crissCross(t, dir, map[string]string{"a.txt": "a\n"},
 		map[string]string{"a.txt": "ours\n"}, map[string]string{"b.txt": "theirs\n"},
 		map[string]string{"c.txt": "ours 2\n"}, map[string]string{"d.txt": "theirs 2\n"})
-	rev := func(name string) plumbing.Hash { return plumbing.NewHash(strings.TrimSpace(runGit(t, dir, "rev-parse", name))) }
+	rev := func(name string) plumbing.Hash {
+		return plumbing.NewHash(strings.TrimSpace(runGit(t, dir, "rev-parse", name)))
+	}
 	o3, t3 := rev("ours"), rev("theirs")
 	o1, t1 := rev("ours~1^1"), rev("theirs~1^1")
 	wantBases := strings.Fields(runGit(t, dir, "merge-base", "--all", "ours", "theirs"))
