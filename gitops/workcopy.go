@@ -85,19 +85,9 @@ func mergeIntoWorkingCopy(ctx context.Context, repo *git.Repository, branch stri
 	if err != nil {
 		return nil, fmt.Errorf("merge %s into working copy: %w", branch, err)
 	}
-	if deepen != nil {
-		if err := deepen(head, theirs); err != nil {
-			return nil, fmt.Errorf("merge %s into working copy: %w", branch, err)
-		}
-	}
-	g, err := newHistoryGraph(repo.Storer)
-	if err != nil {
-		return nil, fmt.Errorf("merge %s into working copy: %w", branch, err)
-	}
-	if ok, err := g.mergeDecidedHashes(head.Hash(), theirs); err != nil || !ok {
-		if err == nil {
-			err = fmt.Errorf("no merge base of %s and %s in the history at hand: %w", head.Hash(), theirs, ErrShallowHistory)
-		}
+	// deepen fetches until the history at hand decides the merge, or
+	// fails with ErrShallowHistory.
+	if err := deepen(head, theirs); err != nil {
 		return nil, fmt.Errorf("merge %s into working copy: %w", branch, err)
 	}
 	wm := &WorkingMerge{Theirs: theirs}
