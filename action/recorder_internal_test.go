@@ -59,7 +59,7 @@ func TestProtectedPathsFromTheMergedBase(t *testing.T) {
 	runGit(t, dir, "checkout", "-q", "group")
 	runGit(t, dir, "merge", "-q", "--no-edit", "main")
 	merged := runGit(t, dir, "rev-parse", "HEAD")
-	repo, err := gitops.Open(dir)
+	repo, err := gitops.OpenWorktree(dir)
 	require.NoError(t, err)
 	policy := gitops.PathPolicy{}
 

@@ -31,7 +31,7 @@ func mergeVsGit(b *testing.B, dir string, ours, theirs plumbing.Hash) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		res, err := ThreeWayMerge(repo, ours, theirs)
+		res, err := ThreeWayMergeWith(repo, ours, theirs, MergeOptions{})
 		if err != nil || res.Clean != clean || (clean && res.Tree.String() != want) {
 			b.Fatalf("merge: %v clean=%v (git %v) tree %s (git %s)", err, res != nil && res.Clean, clean, res.Tree, want)
 		}

@@ -96,7 +96,7 @@ func setupBenchRepo(b *testing.B) benchRepo {
 }
 
 // BenchmarkMerge10kGoGit merges two branches that each change 100 files
-// of a 10,000-file repository with ThreeWayMerge.
+// of a 10,000-file repository with ThreeWayMergeWith.
 func BenchmarkMerge10kGoGit(b *testing.B) {
 	r := setupBenchRepo(b)
 	repo, err := git.PlainOpen(r.dir)
@@ -107,7 +107,7 @@ func BenchmarkMerge10kGoGit(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		res, err := ThreeWayMerge(repo, r.ours, r.theirs)
+		res, err := ThreeWayMergeWith(repo, r.ours, r.theirs, MergeOptions{})
 		if err != nil || !res.Clean || res.Tree.String() != want {
 			b.Fatalf("merge: %v %+v", err, res)
 		}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -74,7 +75,7 @@ func TestTreeChangesRebuildTheCommit(t *testing.T) {
 	head := commitAll(t, dir, "change")
 	wantTree := strings.TrimSpace(runGit(t, dir, "rev-parse", head+"^{tree}"))
 
-	src, err := Open(dir)
+	src, err := OpenWorktree(dir)
 	require.NoError(t, err)
 	changes, err := TreeChanges(src, plumbing.NewHash(base), plumbing.NewHash(head))
 	require.NoError(t, err)
@@ -89,7 +90,7 @@ func TestTreeChangesRebuildTheCommit(t *testing.T) {
 	clone := t.TempDir()
 	runGit(t, clone, "init", "-q", "--bare")
 	runGit(t, dir, "push", "-q", clone, base+":refs/heads/main")
-	dst, err := Open(clone)
+	dst, err := git.PlainOpen(clone)
 	require.NoError(t, err)
 	var files []NewFile
 	for _, c := range changes {
@@ -129,7 +130,7 @@ func TestTreeChangesRefusesASubmodule(t *testing.T) {
 	runGit(t, dir, "update-index", "--add", "--cacheinfo", "160000,"+base+",vendor/sub")
 	runGit(t, dir, "commit", "-q", "-m", "gitlink")
 	head := strings.TrimSpace(runGit(t, dir, "rev-parse", "HEAD"))
-	repo, err := Open(dir)
+	repo, err := OpenWorktree(dir)
 	require.NoError(t, err)
 	_, err = TreeChanges(repo, plumbing.NewHash(base), plumbing.NewHash(head))
 	assert.ErrorIs(t, err, ErrSubmodule)

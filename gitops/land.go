@@ -190,11 +190,7 @@ func landOnce(ctx context.Context, req LandRequest) (res LandResult, retry bool,
 	if merged {
 		return LandResult{Outcome: MergeSuccess, AlreadyMerged: true}, false, nil
 	}
-	view, err := grafted(repo)
-	if err != nil {
-		return res, false, err
-	}
-	mr, err := ThreeWayMergeWith(view, baseHash, branchHash, MergeOptions{OursLabel: req.Base, TheirsLabel: req.Branch})
+	mr, err := ThreeWayMergeWith(repo, baseHash, branchHash, MergeOptions{OursLabel: req.Base, TheirsLabel: req.Branch})
 	if err != nil {
 		return res, false, err
 	}

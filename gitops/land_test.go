@@ -18,6 +18,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/bazinga-bot/bazinga/pipeline"
 )
 
 // remoteFixture is a bare "remote" with main and a group branch, plus a
@@ -260,7 +262,7 @@ func TestRemoteThatHangsTimesOut(t *testing.T) {
 func TestWorkingCopyCommitPushAndMergeBase(t *testing.T) {
 	f := newRemote(t)
 	ctx := context.Background()
-	branch := BranchName("s1", "A")
+	branch := pipeline.BranchName("s1", "A")
 	assert.Equal(t, "bazinga/s1-A", branch)
 
 	dir := filepath.Join(t.TempDir(), "wc")
@@ -298,13 +300,12 @@ func TestWorkingCopyCommitPushAndMergeBase(t *testing.T) {
 
 	// The base changes the same line: merging it in leaves markers.
 	f.commitOn(t, "main", map[string]string{"a.txt": "one\ntwo\nthree\nbase\n"})
-	require.NoError(t, fetch(ctx, repo, Remote{URL: f.bare}, "main"))
 	writeFiles(t, dir, map[string]string{"dirty.txt": "x\n"})
-	_, err = MergeIntoWorkingCopy(ctx, repo, "main", Identity{})
+	_, err = MergeRemoteIntoWorkingCopy(ctx, repo, Remote{URL: f.bare}, "main", Identity{})
 	require.ErrorIs(t, err, ErrDirtyWorkingCopy)
 	require.NoError(t, os.Remove(filepath.Join(dir, "dirty.txt")))
 
-	wm, err := MergeIntoWorkingCopy(ctx, repo, "main", Identity{})
+	wm, err := MergeRemoteIntoWorkingCopy(ctx, repo, Remote{URL: f.bare}, "main", Identity{})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"a.txt"}, wm.Conflicts)
 	data, err := os.ReadFile(filepath.Join(dir, "a.txt"))
@@ -332,11 +333,11 @@ func TestThreeWayMergeBadInput(t *testing.T) {
 	repo, err := git.PlainOpen(dir)
 	require.NoError(t, err)
 
-	_, err = ThreeWayMerge(repo, plumbing.NewHash(a), plumbing.NewHash(b))
+	_, err = ThreeWayMergeWith(repo, plumbing.NewHash(a), plumbing.NewHash(b), MergeOptions{})
 	require.ErrorIs(t, err, ErrUnrelatedHistories)
-	_, err = ThreeWayMerge(repo, plumbing.NewHash(a), plumbing.NewHash(strings.Repeat("1", 40)))
+	_, err = ThreeWayMergeWith(repo, plumbing.NewHash(a), plumbing.NewHash(strings.Repeat("1", 40)), MergeOptions{})
 	require.ErrorIs(t, err, plumbing.ErrObjectNotFound)
-	_, err = ThreeWayMerge(nil, plumbing.ZeroHash, plumbing.ZeroHash)
+	_, err = ThreeWayMergeWith(nil, plumbing.ZeroHash, plumbing.ZeroHash, MergeOptions{})
 	require.Error(t, err)
 
 	// A corrupt object: overwrite the loose blob of a.txt with garbage.
@@ -352,7 +353,7 @@ func TestThreeWayMergeBadInput(t *testing.T) {
 	require.NoError(t, os.WriteFile(obj, []byte("not zlib at all"), 0o644))
 	repo, err = git.PlainOpen(dir)
 	require.NoError(t, err)
-	_, err = ThreeWayMerge(repo, plumbing.NewHash(o), plumbing.NewHash(th))
+	_, err = ThreeWayMergeWith(repo, plumbing.NewHash(o), plumbing.NewHash(th), MergeOptions{})
 	require.Error(t, err)
 	assert.True(t, strings.Contains(err.Error(), blob) || errors.Is(err, plumbing.ErrObjectNotFound), err.Error())
 }

@@ -60,24 +60,26 @@ func (o MergeOptions) withDefaults() MergeOptions {
 	return o
 }
 
-// ThreeWayMerge merges commit theirs into commit ours as git's default
-// (ort) strategy does: it finds the merge base, detects renames on each
-// side (exact, and similar at 50% or more), merges the trees path by path
-// and text files line by line. A clean result's tree is written to the
-// object store; otherwise Conflicts lists the conflicting paths.
-func ThreeWayMerge(repo *git.Repository, ours, theirs plumbing.Hash) (*MergeResult, error) {
-	return ThreeWayMergeWith(repo, ours, theirs, MergeOptions{})
-}
-
-// ThreeWayMergeWith is ThreeWayMerge with side labels.
+// ThreeWayMergeWith merges commit theirs into commit ours as git's
+// default (ort) strategy does: it finds the merge base, detects renames on
+// each side (exact, and similar at 50% or more), merges the trees path by
+// path and text files line by line, labelling conflict markers as opts
+// says. A clean result's tree is written to the object store; otherwise
+// Conflicts lists the conflicting paths.
 func ThreeWayMergeWith(repo *git.Repository, ours, theirs plumbing.Hash, opts MergeOptions) (*MergeResult, error) {
 	if repo == nil {
 		return nil, errors.New("merge: nil repository")
 	}
 	opts = opts.withDefaults()
+	// In a shallow working copy the boundary commits are roots, as in
+	// git: the caller has fetched enough history to decide the merge.
+	shallow, err := repo.Storer.Shallow()
+	if err != nil {
+		return nil, fmt.Errorf("merge: reading the shallow list: %w", err)
+	}
 	s, release := newMergeStore(repo.Storer)
 	defer release()
-	g := newCommitGraph(s)
+	g := newCommitGraph(s, shallow)
 	oc, err := g.commit(ours)
 	if err != nil {
 		return nil, fmt.Errorf("merge: reading commit %s (ours): %w", ours, err)
@@ -106,7 +108,7 @@ func ThreeWayMergeWith(repo *git.Repository, ours, theirs plumbing.Hash, opts Me
 // included where they conflict, and the result becomes a commit of its
 // own whose parents are the two it merged. depth is git's call depth.
 func mergeBaseTree(s storer.EncodedObjectStorer, g *commitGraph, a, b *mbCommit, opts MergeOptions, depth int) (plumbing.Hash, plumbing.Hash, error) {
-	bases, err := g.mergeBases(a, b)
+	bases, _, err := g.mergeBases(a, b)
 	if err != nil {
 		return plumbing.ZeroHash, plumbing.ZeroHash, fmt.Errorf("merge: finding merge base of %s and %s: %w", a.hash, b.hash, err)
 	}

@@ -424,7 +424,7 @@ func writeState(t testing.TB, dir string, s genState) {
 }
 
 // TestThreeWayMergeAgreesWithGit generates random merge scenarios on real
-// repositories and checks ThreeWayMerge against git merge-tree: the same
+// repositories and checks ThreeWayMergeWith against git merge-tree: the same
 // verdict always, the same tree for clean merges, the same conflicting
 // paths otherwise.
 func TestThreeWayMergeAgreesWithGit(t *testing.T) {
@@ -475,7 +475,7 @@ func TestThreeWayMergeAgreesWithGit(t *testing.T) {
 
 				repo, err := git.PlainOpen(dir)
 				require.NoError(t, err)
-				res, err := ThreeWayMerge(repo, plumbing.NewHash(oursHash), plumbing.NewHash(theirsHash))
+				res, err := ThreeWayMergeWith(repo, plumbing.NewHash(oursHash), plumbing.NewHash(theirsHash), MergeOptions{})
 				require.NoError(t, err)
 				require.Equal(t, wantClean, res.Clean, "verdict; git conflicts %v, ours %v", wantConflicts, res.Conflicts)
 				mu.Lock()

@@ -151,7 +151,7 @@ func compareRealCase(t *testing.T, dir string, repo *git.Repository, c realCase,
 }
 
 // TestThreeWayMergeAgreesWithGitOnRealHistory replays real merges through
-// ThreeWayMerge and git merge-tree --write-tree and requires exact
+// ThreeWayMergeWith and git merge-tree --write-tree and requires exact
 // agreement: the same tree for clean merges; for conflicts, the same
 // paths and the same file contents, markers included. It needs bare
 // repositories with real history, named (colon-separated) in

@@ -248,7 +248,7 @@ func TestThreeWayMergeCasesAgreeWithGit(t *testing.T) {
 			require.NoError(t, err)
 			ours := strings.TrimSpace(runGit(t, dir, "rev-parse", "ours"))
 			theirs := strings.TrimSpace(runGit(t, dir, "rev-parse", "theirs"))
-			res, err := ThreeWayMerge(repo, plumbing.NewHash(ours), plumbing.NewHash(theirs))
+			res, err := ThreeWayMergeWith(repo, plumbing.NewHash(ours), plumbing.NewHash(theirs), MergeOptions{})
 			require.NoError(t, err)
 			t.Logf("git: clean %v, conflicts %v\n%s", wantClean, wantConflicts, msgs)
 			require.Equal(t, wantClean, res.Clean, "verdict; git says:\n%s\nconflicts %v, ours %v", msgs, wantConflicts, res.Conflicts)

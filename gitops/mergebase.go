@@ -6,10 +6,12 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/storer"
+	"github.com/go-git/go-git/v5/storage"
 )
 
 // Merge-base search the way git does it (commit-reach.c, without a
@@ -21,6 +23,12 @@ import (
 // repository of tens of thousands of commits costs seconds per merge.
 // Following git's order exactly also gives git's answer when committer
 // dates are skewed.
+//
+// A working copy holds only part of the history: each branch is fetched
+// shallow and deepened when a question needs more. The walk reads a
+// commit at the shallow boundary as a root (as git does) and says when
+// the answer could change with more history (decided), so the caller
+// fetches more and asks again.
 
 const (
 	mbParent1 uint8 = 1 << iota
@@ -40,15 +48,42 @@ type mbCommit struct {
 
 // commitGraph reads commits once and keeps them for the merge.
 type commitGraph struct {
-	s       storer.EncodedObjectStorer
+	s storer.EncodedObjectStorer
+	// shallow are the commits at the shallow boundary: their parents
+	// are not in the repository.
+	shallow map[plumbing.Hash]bool
 	commits map[plumbing.Hash]*mbCommit
 	touched []*mbCommit // commits whose flags are set
 	// nvirtual counts virtual merge-base commits made so far.
 	nvirtual int
 }
 
-func newCommitGraph(s storer.EncodedObjectStorer) *commitGraph {
-	return &commitGraph{s: s, commits: map[plumbing.Hash]*mbCommit{}}
+// newCommitGraph reads commits from s; shallow lists the commits whose
+// parents s lacks.
+func newCommitGraph(s storer.EncodedObjectStorer, shallow []plumbing.Hash) *commitGraph {
+	g := &commitGraph{s: s, shallow: map[plumbing.Hash]bool{}, commits: map[plumbing.Hash]*mbCommit{}}
+	for _, h := range shallow {
+		g.shallow[h] = true
+	}
+	return g
+}
+
+// newHistoryGraph is the commit graph of a possibly shallow repository.
+func newHistoryGraph(st storage.Storer) (*commitGraph, error) {
+	sh, err := st.Shallow()
+	if err != nil {
+		return nil, fmt.Errorf("reading the shallow list: %w", err)
+	}
+	return newCommitGraph(st, sh), nil
+}
+
+// parents are a commit's parents as far as the history goes: none for a
+// commit at the shallow boundary.
+func (g *commitGraph) parents(c *mbCommit) []plumbing.Hash {
+	if g.shallow[c.hash] {
+		return nil
+	}
+	return c.parents
 }
 
 // commit reads (once) the commit h.
@@ -172,6 +207,7 @@ func (q *dateQueue) put(c *mbCommit) {
 	heap.Push(q, dateItem{c: c, ctr: q.ctr})
 	q.ctr++
 }
+func (q *dateQueue) pop() *mbCommit { return heap.Pop(q).(dateItem).c }
 
 func (q *dateQueue) hasNonStale() bool {
 	for _, it := range q.items {
@@ -196,11 +232,13 @@ func insertByDate(list []*mbCommit, c *mbCommit) []*mbCommit {
 
 // paintDown marks what one reaches PARENT1 and what twos reach PARENT2,
 // and returns the commits reached from both (newest first), some of which
-// may later turn out stale.
-func (g *commitGraph) paintDown(one *mbCommit, twos []*mbCommit) ([]*mbCommit, error) {
+// may later turn out stale. decided is false when the walk reached the
+// shallow boundary on a path only one side had painted: more history
+// could hold a common ancestor (or a better one).
+func (g *commitGraph) paintDown(one *mbCommit, twos []*mbCommit) (result []*mbCommit, decided bool, err error) {
 	g.mark(one, mbParent1)
 	if len(twos) == 0 {
-		return []*mbCommit{one}, nil
+		return []*mbCommit{one}, true, nil
 	}
 	q := &dateQueue{}
 	q.put(one)
@@ -208,9 +246,9 @@ func (g *commitGraph) paintDown(one *mbCommit, twos []*mbCommit) ([]*mbCommit, e
 		g.mark(t, mbParent2)
 		q.put(t)
 	}
-	var result []*mbCommit
+	decided = true
 	for q.hasNonStale() {
-		c := heap.Pop(q).(dateItem).c
+		c := q.pop()
 		flags := c.flags & (mbParent1 | mbParent2 | mbStale)
 		if flags == mbParent1|mbParent2 {
 			if c.flags&mbResult == 0 {
@@ -219,10 +257,14 @@ func (g *commitGraph) paintDown(one *mbCommit, twos []*mbCommit) ([]*mbCommit, e
 			}
 			flags |= mbStale
 		}
-		for _, ph := range c.parents {
+		if flags&mbStale == 0 && g.shallow[c.hash] {
+			// Painted by one side only, and its parents are not here.
+			decided = false
+		}
+		for _, ph := range g.parents(c) {
 			p, err := g.commit(ph)
 			if err != nil {
-				return nil, err
+				return nil, false, err
 			}
 			if p.flags&flags == flags {
 				continue
@@ -231,19 +273,20 @@ func (g *commitGraph) paintDown(one *mbCommit, twos []*mbCommit) ([]*mbCommit, e
 			q.put(p)
 		}
 	}
-	return result, nil
+	return result, decided, nil
 }
 
 // mergeBases returns the best common ancestors of a and b, newest first,
-// as git's get_merge_bases does.
-func (g *commitGraph) mergeBases(a, b *mbCommit) ([]*mbCommit, error) {
+// as git's get_merge_bases does, within the history at hand; decided is
+// false when more history could change the answer.
+func (g *commitGraph) mergeBases(a, b *mbCommit) (bases []*mbCommit, decided bool, err error) {
 	defer g.clearMarks()
 	if a == b {
-		return []*mbCommit{a}, nil
+		return []*mbCommit{a}, true, nil
 	}
-	list, err := g.paintDown(a, []*mbCommit{b})
+	list, decided, err := g.paintDown(a, []*mbCommit{b})
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	var result []*mbCommit
 	for _, c := range list {
@@ -252,8 +295,11 @@ func (g *commitGraph) mergeBases(a, b *mbCommit) ([]*mbCommit, error) {
 		}
 	}
 	g.clearMarks()
+	if len(result) == 0 && len(g.shallow) > 0 {
+		decided = false // the common history may lie below the boundary
+	}
 	if len(result) <= 1 {
-		return result, nil
+		return result, decided, nil
 	}
 	// Several candidates: drop those reachable from another.
 	redundant := make([]bool, len(result))
@@ -269,8 +315,8 @@ func (g *commitGraph) mergeBases(a, b *mbCommit) ([]*mbCommit, error) {
 				idx = append(idx, j)
 			}
 		}
-		if _, err := g.paintDown(result[i], work); err != nil {
-			return nil, err
+		if _, _, err := g.paintDown(result[i], work); err != nil {
+			return nil, false, err
 		}
 		if result[i].flags&mbParent2 != 0 {
 			redundant[i] = true
@@ -288,7 +334,77 @@ func (g *commitGraph) mergeBases(a, b *mbCommit) ([]*mbCommit, error) {
 			out = insertByDate(out, c)
 		}
 	}
-	return out, nil
+	return out, decided, nil
+}
+
+// mergeDecided tells whether the history at hand decides the merge of a
+// and b as ThreeWayMergeWith computes it (mergeBaseTree): their merge bases,
+// and for several (criss-cross), oldest first, the merge bases of the
+// bases merged so far (a virtual commit) and the next, recursively.
+func (g *commitGraph) mergeDecided(a, b *mbCommit, depth int) (bool, error) {
+	bases, decided, err := g.mergeBases(a, b)
+	if err != nil || !decided {
+		return false, err
+	}
+	if len(bases) < 2 {
+		return true, nil
+	}
+	slices.Reverse(bases)
+	merged := bases[0]
+	for _, next := range bases[1:] {
+		if depth >= maxVirtualDepth {
+			return true, nil // the merge stops here too
+		}
+		ok, err := g.mergeDecided(merged, next, depth+1)
+		if err != nil || !ok {
+			return false, err
+		}
+		// The tree is not needed to decide, only the parents.
+		merged = g.virtual(plumbing.ZeroHash, merged.hash, next.hash)
+	}
+	return true, nil
+}
+
+// mergeDecidedHashes is mergeDecided for two commits by name.
+func (g *commitGraph) mergeDecidedHashes(a, b plumbing.Hash) (bool, error) {
+	ca, err := g.commit(a)
+	if err != nil {
+		return false, err
+	}
+	cb, err := g.commit(b)
+	if err != nil {
+		return false, err
+	}
+	return g.mergeDecided(ca, cb, 0)
+}
+
+// isAncestor tells whether a is an ancestor of (or equal to) b. When the
+// history at hand does not decide it, the error wraps ErrShallowHistory.
+func (g *commitGraph) isAncestor(a, b plumbing.Hash) (bool, error) {
+	if a == b {
+		return true, nil
+	}
+	ca, err := g.commit(a)
+	if err != nil {
+		return false, err
+	}
+	cb, err := g.commit(b)
+	if err != nil {
+		return false, err
+	}
+	bases, decided, err := g.mergeBases(ca, cb)
+	if err != nil {
+		return false, err
+	}
+	for _, c := range bases {
+		if c == ca {
+			return true, nil
+		}
+	}
+	if !decided {
+		return false, fmt.Errorf("is %s an ancestor of %s: %w", a, b, ErrShallowHistory)
+	}
+	return false, nil
 }
 
 // virtual makes the commit git makes of a merged merge base: the tree,

@@ -87,21 +87,6 @@ func (r Remote) redactErr(err error) error {
 
 var branchPart = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
 
-// BranchName is the branch of a task group: bazinga/<session>-<group>.
-func BranchName(session, group string) string {
-	clean := func(s string) string { return strings.Trim(branchPart.ReplaceAllString(s, "-"), "-.") }
-	return "bazinga/" + clean(session) + "-" + clean(group)
-}
-
-// Open opens the repository at dir (a working copy or a bare repository).
-func Open(dir string) (*git.Repository, error) {
-	repo, err := git.PlainOpenWithOptions(dir, &git.PlainOpenOptions{EnableDotGitCommonDir: true})
-	if err != nil {
-		return nil, fmt.Errorf("opening repository %s: %w", dir, err)
-	}
-	return repo, nil
-}
-
 // CloneOptions choose what to clone.
 type CloneOptions struct {
 	// Branch to check out; empty means the remote's default branch.
@@ -283,19 +268,6 @@ func checkoutBranch(repo *git.Repository, branch string, head plumbing.Hash, noC
 	return nil
 }
 
-// remoteRefs lists the branches of a remote.
-func remoteRefs(ctx context.Context, remote Remote) (map[string]plumbing.Hash, error) {
-	w, err := dial(remote)
-	if err != nil {
-		return nil, err
-	}
-	refs, err := w.refs(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("listing branches of %s: %w", remote, remote.redactErr(err))
-	}
-	return branchHeads(refs), nil
-}
-
 func branchHeads(refs map[plumbing.ReferenceName]plumbing.Hash) map[string]plumbing.Hash {
 	out := map[string]plumbing.Hash{}
 	for name, h := range refs {
@@ -304,20 +276,6 @@ func branchHeads(refs map[plumbing.ReferenceName]plumbing.Hash) map[string]plumb
 		}
 	}
 	return out
-}
-
-// EnsureBranch creates branch on the remote from base when it is missing,
-// and returns the branch's head. An existing branch is left as it is.
-func EnsureBranch(ctx context.Context, remote Remote, base, branch string) (plumbing.Hash, error) {
-	w, err := dial(remote)
-	if err != nil {
-		return plumbing.ZeroHash, err
-	}
-	refs, err := w.refs(ctx)
-	if err != nil {
-		return plumbing.ZeroHash, fmt.Errorf("listing branches of %s: %w", remote, remote.redactErr(err))
-	}
-	return ensureBranch(ctx, w, remote, refs, base, branch)
 }
 
 func ensureBranch(ctx context.Context, w wire, remote Remote, refs map[plumbing.ReferenceName]plumbing.Hash, base, branch string) (plumbing.Hash, error) {
@@ -337,24 +295,6 @@ func ensureBranch(ctx context.Context, w wire, remote Remote, refs map[plumbing.
 	return baseHash, nil
 }
 
-// fetch updates refs/remotes/origin/<branch> for each branch, fetching
-// their tips (one commit deep when the repository is shallow).
-func fetch(ctx context.Context, repo *git.Repository, remote Remote, branches ...string) error {
-	w, err := dial(remote)
-	if err != nil {
-		return err
-	}
-	refs, err := w.refs(ctx)
-	if err != nil {
-		return fmt.Errorf("fetching %v from %s: %w", branches, remote, remote.redactErr(err))
-	}
-	local, err := localOf(repo)
-	if err != nil {
-		return err
-	}
-	return fetchBranches(ctx, w, remote, local, refs, branches, 1)
-}
-
 // MaxHistoryDepth bounds how deep a shallow working copy is deepened to
 // find a merge base (commits from each tip).
 const MaxHistoryDepth = 16384
@@ -370,11 +310,11 @@ var historyDepthLimit = MaxHistoryDepth
 // how deep the history at hand is.
 func deepenUntilDecided(ctx context.Context, w wire, remote Remote, local *localRepo, a, b plumbing.Hash, tips []plumbing.Hash, depth int) error {
 	for {
-		g, err := newGraph(local.st)
+		g, err := newHistoryGraph(local.st)
 		if err != nil {
 			return err
 		}
-		ok, err := g.mergeDecided(a, b, 0)
+		ok, err := g.mergeDecidedHashes(a, b)
 		if err != nil {
 			return err
 		}
@@ -585,7 +525,7 @@ func Push(ctx context.Context, repo *git.Repository, remote Remote, base, branch
 		}
 	}
 	if !old.IsZero() && old != ref.Hash() {
-		g, err := newGraph(repo.Storer)
+		g, err := newHistoryGraph(repo.Storer)
 		if err != nil {
 			return fmt.Errorf("push %s: %w", branch, err)
 		}
@@ -629,7 +569,7 @@ func IsMerged(repo *git.Repository, branch, base plumbing.Hash) (bool, error) {
 	if branch == base {
 		return true, nil
 	}
-	g, err := newGraph(repo.Storer)
+	g, err := newHistoryGraph(repo.Storer)
 	if err != nil {
 		return false, fmt.Errorf("merged check: %w", err)
 	}

@@ -25,22 +25,15 @@ type WorkingMerge struct {
 	Conflicts []string
 }
 
-// MergeIntoWorkingCopy merges branch (local or origin/ remote-tracking;
-// usually the base) into the working copy's HEAD. A clean merge is
+// MergeRemoteIntoWorkingCopy merges the remote's current branch (usually
+// the base) into the working copy's HEAD: it fetches the branch's tip from
+// remote.URL into origin/<branch> and deepens the working copy's history
+// until the merge base is in it (up to MaxHistoryDepth commits; past that
+// the error wraps ErrShallowHistory), then merges. A clean merge is
 // committed at once. Otherwise the merged files are written into the
 // working copy with standard conflict markers labelled with the two
 // branch names, and their list is returned; nothing is committed. The
-// working copy must be clean. It uses the history at hand: when that is
-// shallow and does not reach a merge base, the error wraps
-// ErrShallowHistory (MergeRemoteIntoWorkingCopy fetches what is missing).
-func MergeIntoWorkingCopy(ctx context.Context, repo *git.Repository, branch string, author Identity) (*WorkingMerge, error) {
-	return mergeIntoWorkingCopy(ctx, repo, branch, author, nil)
-}
-
-// MergeRemoteIntoWorkingCopy is MergeIntoWorkingCopy of the remote's
-// current branch: it fetches the branch's tip from remote.URL into
-// origin/<branch> and deepens the working copy's history until the merge
-// base is in it (up to MaxHistoryDepth commits), then merges.
+// working copy must be clean.
 func MergeRemoteIntoWorkingCopy(ctx context.Context, repo *git.Repository, remote Remote, branch string, author Identity) (*WorkingMerge, error) {
 	w, err := dial(remote)
 	if err != nil {
@@ -92,19 +85,9 @@ func mergeIntoWorkingCopy(ctx context.Context, repo *git.Repository, branch stri
 	if err != nil {
 		return nil, fmt.Errorf("merge %s into working copy: %w", branch, err)
 	}
-	if deepen != nil {
-		if err := deepen(head, theirs); err != nil {
-			return nil, fmt.Errorf("merge %s into working copy: %w", branch, err)
-		}
-	}
-	g, err := newGraph(repo.Storer)
-	if err != nil {
-		return nil, fmt.Errorf("merge %s into working copy: %w", branch, err)
-	}
-	if ok, err := g.mergeDecided(head.Hash(), theirs, 0); err != nil || !ok {
-		if err == nil {
-			err = fmt.Errorf("no merge base of %s and %s in the history at hand: %w", head.Hash(), theirs, ErrShallowHistory)
-		}
+	// deepen fetches until the history at hand decides the merge, or
+	// fails with ErrShallowHistory.
+	if err := deepen(head, theirs); err != nil {
 		return nil, fmt.Errorf("merge %s into working copy: %w", branch, err)
 	}
 	wm := &WorkingMerge{Theirs: theirs}
@@ -116,12 +99,8 @@ func mergeIntoWorkingCopy(ctx context.Context, repo *git.Repository, branch stri
 		wm.UpToDate = true
 		return wm, nil
 	}
-	view, err := grafted(repo)
-	if err != nil {
-		return nil, fmt.Errorf("merge %s into working copy: %w", branch, err)
-	}
 	oursLabel := head.Name().Short()
-	res, err := ThreeWayMergeWith(view, head.Hash(), theirs, MergeOptions{OursLabel: oursLabel, TheirsLabel: branch})
+	res, err := ThreeWayMergeWith(repo, head.Hash(), theirs, MergeOptions{OursLabel: oursLabel, TheirsLabel: branch})
 	if err != nil {
 		return nil, fmt.Errorf("merge %s into working copy: %w", branch, err)
 	}
@@ -145,19 +124,6 @@ func mergeIntoWorkingCopy(ctx context.Context, repo *git.Repository, branch stri
 	}
 	wm.Commit = h
 	return wm, nil
-}
-
-// grafted is repo seen with its shallow commits as roots, for go-git's
-// history walks in the merge; objects written through it land in repo.
-func grafted(repo *git.Repository) (*git.Repository, error) {
-	st, err := newGraftStorage(repo.Storer)
-	if err != nil {
-		return nil, err
-	}
-	if st == repo.Storer {
-		return repo, nil
-	}
-	return git.Open(st, nil)
 }
 
 func writeMergedFile(repo *git.Repository, root string, f MergedFile) error {

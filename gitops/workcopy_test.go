@@ -164,7 +164,10 @@ func TestShallowWorkingCopyOverHTTP(t *testing.T) {
 	assert.Empty(t, runGit(t, dir, "status", "--porcelain"), "the checkout matches HEAD")
 
 	// Without more history there is no merge base to merge with.
-	_, err = MergeIntoWorkingCopy(ctx, repo, "main", Identity{})
+	old := historyDepthLimit
+	historyDepthLimit = 1
+	_, err = MergeRemoteIntoWorkingCopy(ctx, repo, remote, "main", Identity{})
+	historyDepthLimit = old
 	require.ErrorIs(t, err, ErrShallowHistory)
 
 	wm, err := MergeRemoteIntoWorkingCopy(ctx, repo, remote, "main", Identity{Name: "Dev", Email: "dev@example.com"})
@@ -301,7 +304,7 @@ func TestRedirectIsNotFollowedWithTheToken(t *testing.T) {
 	_, err := Clone(context.Background(), remote, filepath.Join(t.TempDir(), "c"), CloneOptions{Branch: "main", Shallow: true})
 	require.Error(t, err)
 	assert.NotContains(t, err.Error(), "s3cr3t")
-	_, err = EnsureBranch(context.Background(), remote, "main", "bazinga/s1-A")
+	_, err = PrepareWorkingCopy(context.Background(), remote, "main", "bazinga/s1-A", filepath.Join(t.TempDir(), "wc"))
 	require.Error(t, err)
 	assert.Empty(t, evil.requests())
 }

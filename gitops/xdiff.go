@@ -450,23 +450,8 @@ const (
 	algoHistogram
 )
 
-func (a diffAlgo) String() string {
-	switch a {
-	case algoMyers:
-		return "myers"
-	case algoHistogram:
-		return "histogram"
-	}
-	return "unknown"
-}
-
-// diffLines runs the whole Myers pipeline (prepare, Myers, compaction) and
-// returns the hunks in order.
-func diffLines(a, b [][]byte) ([]xchange, *xdiffEnv) {
-	return diffLinesWith(a, b, algoMyers)
-}
-
-// diffLinesWith is diffLines with a choice of algorithm.
+// diffLinesWith runs the whole pipeline (prepare, Myers or histogram,
+// compaction) and returns the hunks in order.
 func diffLinesWith(a, b [][]byte, algo diffAlgo) ([]xchange, *xdiffEnv) {
 	var env *xdiffEnv
 	if algo == algoHistogram {

@@ -33,17 +33,14 @@ func isBinary(data []byte) bool {
 	return bytes.IndexByte(data, 0) >= 0
 }
 
-// MergeText merges the changes base→ours and base→theirs line by line,
-// exactly as git's ort strategy does (xdiff with the histogram diff,
-// "merge" conflict style, zealous level). Conflicting regions are written
-// with markers labelled with oursLabel and theirsLabel.
-func MergeText(base, ours, theirs []byte, oursLabel, theirsLabel string) TextMerge {
-	return mergeTextWith(base, ours, theirs, oursLabel, theirsLabel, algoHistogram, defaultMarkerSize)
-}
-
 // defaultMarkerSize is the length of git's conflict markers.
 const defaultMarkerSize = 7
 
+// mergeTextWith merges the changes base→ours and base→theirs line by line
+// as git's xdiff does ("merge" conflict style, zealous level) with the
+// diff algorithm algo (ort uses histogram). Conflicting regions are
+// written with markers of markerSize characters labelled with oursLabel
+// and theirsLabel.
 func mergeTextWith(base, ours, theirs []byte, oursLabel, theirsLabel string, algo diffAlgo, markerSize int) TextMerge {
 	b, o, t := splitLines(base), splitLines(ours), splitLines(theirs)
 	script1, env1 := diffLinesWith(b, o, algo)
