@@ -534,27 +534,6 @@ func (f *Fake) Runs() []Run {
 
 // --- handlers ---
 
-func (f *Fake) listWorkflows(c *rc) {
-	var wfs []*workflow
-	for _, wf := range c.repo.workflows {
-		wfs = append(wfs, wf)
-	}
-	sort.Slice(wfs, func(i, j int) bool { return wfs[i].id < wfs[j].id })
-	out := []*github.Workflow{}
-	for _, wf := range wfs {
-		out = append(out, c.repo.workflowJSON(wf))
-	}
-	c.json(http.StatusOK, &github.Workflows{TotalCount: github.Int(len(out)), Workflows: out})
-}
-
-func (f *Fake) getWorkflow(c *rc) {
-	if wf := c.workflowParam(); wf != nil {
-		c.json(http.StatusOK, c.repo.workflowJSON(wf))
-	}
-}
-
-func (f *Fake) listRuns(c *rc) { f.listRunsOf(c, nil) }
-
 func (f *Fake) listWorkflowRuns(c *rc) {
 	if wf := c.workflowParam(); wf != nil {
 		f.listRunsOf(c, wf)
@@ -614,26 +593,6 @@ func (f *Fake) getRun(c *rc) {
 	if ru := c.runParam(); ru != nil {
 		c.json(http.StatusOK, c.repo.runJSON(ru))
 	}
-}
-
-func (f *Fake) listRunJobs(c *rc) {
-	if ru := c.runParam(); ru != nil {
-		c.json(http.StatusOK, &github.Jobs{TotalCount: github.Int(1), Jobs: []*github.WorkflowJob{c.repo.jobJSON(ru)}})
-	}
-}
-
-func (f *Fake) getJob(c *rc) {
-	id, ok := c.intParam("job_id")
-	if !ok {
-		return
-	}
-	for _, ru := range c.repo.runs {
-		if ru.JobID == id {
-			c.json(http.StatusOK, c.repo.jobJSON(ru))
-			return
-		}
-	}
-	c.notFound()
 }
 
 // cancelRun answers 202 like GitHub and completes the run as cancelled.

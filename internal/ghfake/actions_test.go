@@ -87,16 +87,14 @@ func TestDispatch(t *testing.T) {
 	assert.Error(t, e.f.CompleteRun(r.ID, "success"), "already completed")
 	assert.Error(t, e.f.CompleteRun(r.ID+1000, "success"))
 
-	list, _, err := e.gh.Actions.ListRepositoryWorkflowRuns(e.ctx, owner, repoName, &github.ListWorkflowRunsOptions{Status: "completed"})
+	assert.Equal(t, "completed", je.GetWorkflowJob().GetStatus())
+
+	list, _, err := e.gh.Actions.ListWorkflowRunsByFileName(e.ctx, owner, repoName, "bazinga-agent.yml", &github.ListWorkflowRunsOptions{Status: "completed"})
 	require.NoError(t, err)
 	assert.Equal(t, 1, list.GetTotalCount())
 	list, _, err = e.gh.Actions.ListWorkflowRunsByFileName(e.ctx, owner, repoName, "bazinga-agent.yml", &github.ListWorkflowRunsOptions{Status: "queued"})
 	require.NoError(t, err)
 	assert.Equal(t, 0, list.GetTotalCount())
-	jobs, _, err := e.gh.Actions.ListWorkflowJobs(e.ctx, owner, repoName, r.ID, nil)
-	require.NoError(t, err)
-	require.Len(t, jobs.Jobs, 1)
-	assert.Equal(t, "completed", jobs.Jobs[0].GetStatus())
 }
 
 func TestEventTriggeredWorkflows(t *testing.T) {

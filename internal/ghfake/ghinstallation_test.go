@@ -29,16 +29,20 @@ func TestGhinstallation(t *testing.T) {
 	atr.BaseURL = f.URL() + "/api/v3"
 	app, err := github.NewClient(&http.Client{Transport: atr}).WithEnterpriseURLs(f.APIURL(), f.APIURL())
 	require.NoError(t, err)
-	inst, _, err := app.Apps.FindRepositoryInstallation(t.Context(), "acme", "widgets")
+	insts, _, err := app.Apps.ListInstallations(t.Context(), nil)
 	require.NoError(t, err)
+	require.Len(t, insts, 1)
+	inst := insts[0]
 	assert.Equal(t, int64(7), inst.GetID())
 
 	itr := ghinstallation.NewFromAppsTransport(atr, inst.GetID())
 	gh, err := github.NewClient(&http.Client{Transport: itr}).WithEnterpriseURLs(f.APIURL(), f.APIURL())
 	require.NoError(t, err)
-	is, _, err := gh.Issues.Create(t.Context(), "acme", "widgets", &github.IssueRequest{Title: github.String("from the app")})
+	n, err := f.CreateIssue("alice", "task", "")
 	require.NoError(t, err)
-	assert.Equal(t, "bazinga[bot]", is.GetUser().GetLogin())
+	c, _, err := gh.Issues.CreateComment(t.Context(), "acme", "widgets", n, &github.IssueComment{Body: github.String("from the app")})
+	require.NoError(t, err)
+	assert.Equal(t, "bazinga[bot]", c.GetUser().GetLogin())
 	tok, err := itr.Token(t.Context())
 	require.NoError(t, err)
 	// The same token clones over git smart HTTP (x-access-token).

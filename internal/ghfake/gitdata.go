@@ -16,60 +16,6 @@ import (
 
 func (f *Fake) getRepo(c *rc) { c.json(http.StatusOK, c.repo.json()) }
 
-func (f *Fake) getBranch(c *rc) {
-	name := c.param("branch")
-	sha, ok := c.repo.ref("refs/heads/" + name)
-	if !ok {
-		c.fail(http.StatusNotFound, "Branch not found")
-		return
-	}
-	c.json(http.StatusOK, c.repo.branchJSON(name, sha))
-}
-
-func (r *Repo) branchJSON(name, sha string) *github.Branch {
-	f := r.f
-	commit := &github.Commit{SHA: github.String(sha), URL: github.String(f.api("/repos/" + r.FullName() + "/git/commits/" + sha))}
-	if ci, err := r.gs.commitInfo(sha); err == nil {
-		commit.Tree = &github.Tree{SHA: github.String(ci.tree)}
-		commit.Author = &github.CommitAuthor{Name: github.String(ci.authorName), Email: github.String(ci.authorMail), Date: ts(ci.authorDate)}
-		commit.Message = github.String(ci.message)
-	}
-	return &github.Branch{
-		Name: github.String(name),
-		Commit: &github.RepositoryCommit{
-			SHA: github.String(sha), Commit: commit,
-			URL:     github.String(f.api("/repos/" + r.FullName() + "/commits/" + sha)),
-			HTMLURL: github.String(f.html("/" + r.FullName() + "/commit/" + sha)),
-		},
-		Protected: github.Bool(r.protected[name]),
-	}
-}
-
-func (f *Fake) listBranches(c *rc) {
-	refs, err := c.repo.heads()
-	if err != nil {
-		c.fail(http.StatusInternalServerError, err.Error())
-		return
-	}
-	var names []string
-	for _, ref := range sortedKeys(refs) {
-		if b, ok := strings.CutPrefix(ref, "refs/heads/"); ok {
-			names = append(names, b)
-		}
-	}
-	start, end := c.page(len(names))
-	out := []*github.Branch{}
-	for _, b := range names[start:end] {
-		sha := refs["refs/heads/"+b]
-		out = append(out, &github.Branch{
-			Name:      github.String(b),
-			Commit:    &github.RepositoryCommit{SHA: github.String(sha), URL: github.String(f.api("/repos/" + c.repo.FullName() + "/commits/" + sha))},
-			Protected: github.Bool(c.repo.protected[b]),
-		})
-	}
-	c.json(http.StatusOK, out)
-}
-
 // getContents serves files (base64, as GitHub does) and directory listings.
 func (f *Fake) getContents(c *rc) {
 	r := c.repo
@@ -162,30 +108,6 @@ func (f *Fake) getRef(c *rc) {
 	c.json(http.StatusOK, c.repo.refJSON(name, sha))
 }
 
-func (f *Fake) matchingRefs(c *rc) {
-	prefix := "refs/" + strings.TrimPrefix(c.param("ref"), "refs/")
-	if c.param("ref") == "" {
-		prefix = "refs/"
-	}
-	refs, err := c.repo.refs()
-	if err != nil {
-		c.fail(http.StatusInternalServerError, err.Error())
-		return
-	}
-	var names []string
-	for _, n := range sortedKeys(refs) {
-		if strings.HasPrefix(n, prefix) {
-			names = append(names, n)
-		}
-	}
-	start, end := c.page(len(names))
-	out := []*github.Reference{}
-	for _, n := range names[start:end] {
-		out = append(out, c.repo.refJSON(n, refs[n]))
-	}
-	c.json(http.StatusOK, out)
-}
-
 type refRequest struct {
 	Ref   *string `json:"ref"`
 	SHA   *string `json:"sha"`
@@ -245,62 +167,6 @@ func (f *Fake) createRef(c *rc) {
 	c.json(http.StatusCreated, c.repo.refJSON(name, sha))
 }
 
-func (f *Fake) updateRef(c *rc) {
-	name := "refs/" + strings.TrimPrefix(c.param("ref"), "refs/")
-	var req refRequest
-	if !c.decode(&req) {
-		return
-	}
-	if req.SHA == nil {
-		c.invalid(fieldError{Resource: "Reference", Field: "sha", Code: "missing_field"})
-		return
-	}
-	old, ok := c.repo.ref(name)
-	if !ok {
-		c.fail(http.StatusUnprocessableEntity, "Reference does not exist")
-		return
-	}
-	sha := *req.SHA
-	if len(sha) != 40 || c.repo.objectType(sha) == "" {
-		c.fail(http.StatusUnprocessableEntity, "Object does not exist")
-		return
-	}
-	if c.repo.isProtected(name) {
-		c.fail(http.StatusUnprocessableEntity, "Protected branch update failed for "+name+".")
-		return
-	}
-	force := req.Force != nil && *req.Force
-	if !force && old != sha && !c.repo.isAncestor(old, sha) {
-		c.fail(http.StatusUnprocessableEntity, "Update is not a fast forward")
-		return
-	}
-	if err := c.repo.updateRef(name, sha, old); err != nil {
-		c.fail(http.StatusUnprocessableEntity, "Reference cannot be updated")
-		return
-	}
-	f.refChanged(c.repo, name, old, sha, c.login)
-	c.json(http.StatusOK, c.repo.refJSON(name, sha))
-}
-
-func (f *Fake) deleteRef(c *rc) {
-	name := "refs/" + strings.TrimPrefix(c.param("ref"), "refs/")
-	old, ok := c.repo.ref(name)
-	if !ok {
-		c.fail(http.StatusUnprocessableEntity, "Reference does not exist")
-		return
-	}
-	if c.repo.isProtected(name) {
-		c.fail(http.StatusUnprocessableEntity, "Protected branch update failed for "+name+".")
-		return
-	}
-	if err := c.repo.deleteRef(name, old); err != nil {
-		c.fail(http.StatusUnprocessableEntity, "Reference cannot be deleted")
-		return
-	}
-	f.refChanged(c.repo, name, old, "", c.login)
-	c.noContent()
-}
-
 // --- collaborators, users, apps, rate limit ---
 
 func (f *Fake) getPermission(c *rc) {
@@ -320,24 +186,6 @@ func (f *Fake) getPermission(c *rc) {
 	}
 	u.RoleName = github.String(role)
 	c.json(http.StatusOK, &github.RepositoryPermissionLevel{Permission: github.String(legacy), RoleName: github.String(role), User: u})
-}
-
-func (f *Fake) getAuthUser(c *rc) {
-	if c.kind == Bot && c.tok != nil && c.tok.install {
-		// Installation tokens may not read /user on GitHub.
-		c.fail(http.StatusForbidden, "Resource not accessible by integration")
-		return
-	}
-	c.json(http.StatusOK, f.userJSON(c.login))
-}
-
-func (f *Fake) getUser(c *rc) {
-	a, ok := f.users[strings.ToLower(c.param("username"))]
-	if !ok {
-		c.notFound()
-		return
-	}
-	c.json(http.StatusOK, f.userJSON(a.login))
 }
 
 func (f *Fake) appJSON() *github.App {
@@ -380,20 +228,6 @@ func allPermissions() *github.InstallationPermissions {
 func (f *Fake) listInstallations(c *rc) {
 	c.json(http.StatusOK, []*github.Installation{f.fullInstallationJSON()})
 }
-
-func (f *Fake) getInstallation(c *rc) {
-	id, ok := c.intParam("installation_id")
-	if !ok {
-		return
-	}
-	if id != f.opts.InstallationID {
-		c.notFound()
-		return
-	}
-	c.json(http.StatusOK, f.fullInstallationJSON())
-}
-
-func (f *Fake) getRepoInstallation(c *rc) { c.json(http.StatusOK, f.fullInstallationJSON()) }
 
 type tokenRequest struct {
 	Permissions map[string]string `json:"permissions"`
@@ -443,16 +277,4 @@ func (f *Fake) createInstallationToken(c *rc) {
 		}
 	}
 	c.json(http.StatusCreated, &github.InstallationToken{Token: github.String(tok.value), ExpiresAt: ts(tok.expires), Permissions: perms})
-}
-
-func (f *Fake) getRateLimit(c *rc) {
-	b := f.bucketFor(c)
-	core := &github.Rate{Limit: b.limit, Remaining: b.remaining(), Reset: github.Timestamp{Time: b.reset}}
-	other := func(limit int) *github.Rate {
-		return &github.Rate{Limit: limit, Remaining: limit, Reset: github.Timestamp{Time: b.reset}}
-	}
-	c.json(http.StatusOK, map[string]any{
-		"resources": &github.RateLimits{Core: core, Search: other(30), GraphQL: other(5000), IntegrationManifest: other(5000)},
-		"rate":      core,
-	})
 }

@@ -373,20 +373,6 @@ func infoOf(c *object.Commit) commitInfo {
 	}
 }
 
-// commitInfo reads one commit.
-func (s *store) commitInfo(sha string) (commitInfo, error) {
-	if !hexRE.MatchString(sha) {
-		return commitInfo{}, fmt.Errorf("ghfake: bad commit name %q", sha)
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	c, err := s.commit(plumbing.NewHash(sha))
-	if err != nil {
-		return commitInfo{}, fmt.Errorf("ghfake: commit %s: %w", sha, err)
-	}
-	return infoOf(c), nil
-}
-
 // log returns the commits reachable from head but not from exclude (""
 // for none), at most max of them, oldest first: git log --reverse -n max
 // exclude..head. The walk is git's default order: newest committer date

@@ -17,6 +17,10 @@ func TestInProcessTransportMatchesTCP(t *testing.T) {
 	e := newEnv(t)
 	n, err := e.f.CreateIssue("alice", "task", "body")
 	require.NoError(t, err)
+	for _, body := range []string{"one", "two"} {
+		_, err := e.f.Comment("alice", n, body)
+		require.NoError(t, err)
+	}
 	tcp := &http.Client{}
 	mem := &http.Client{Transport: e.f.Transport()}
 	tests := []struct {
@@ -24,7 +28,7 @@ func TestInProcessTransportMatchesTCP(t *testing.T) {
 	}{
 		{"issue", http.MethodGet, "/api/v3/repos/acme/widgets/issues/1", "", botTok},
 		{"missing", http.MethodGet, "/api/v3/repos/acme/widgets/issues/99", "", botTok},
-		{"paged", http.MethodGet, "/api/v3/repos/acme/widgets/git/matching-refs/heads?per_page=1", "", botTok},
+		{"paged", http.MethodGet, "/api/v3/repos/acme/widgets/issues/1/comments?per_page=1", "", botTok},
 		{"contents", http.MethodGet, "/api/v3/repos/acme/widgets/contents/src/a.txt?ref=main", "", botTok},
 		{"unauthenticated", http.MethodGet, "/api/v3/repos/acme/widgets/issues/1", "", "bad"},
 		{"bad json", http.MethodPost, "/api/v3/repos/acme/widgets/issues/1/comments", "{", botTok},
@@ -45,6 +49,9 @@ func TestInProcessTransportMatchesTCP(t *testing.T) {
 			r1, b1 := do(tcp)
 			r2, b2 := do(mem)
 			assert.Equal(t, r1.StatusCode, r2.StatusCode)
+			if tt.name == "paged" {
+				assert.NotEmpty(t, r1.Header.Get("Link"), "the paged case pages")
+			}
 			assert.Equal(t, b1, b2)
 			for _, h := range []string{"Content-Type", "ETag", "Link", "X-RateLimit-Limit", "X-GitHub-Media-Type"} {
 				assert.Equal(t, r1.Header.Get(h), r2.Header.Get(h), h)

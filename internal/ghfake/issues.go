@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -133,40 +132,6 @@ type issueRequest struct {
 	State       *string          `json:"state"`
 	StateReason *string          `json:"state_reason"`
 	Labels      *json.RawMessage `json:"labels"`
-}
-
-func (f *Fake) createIssue(c *rc) {
-	var req issueRequest
-	if !c.decode(&req) {
-		return
-	}
-	if req.Title == nil || strings.TrimSpace(*req.Title) == "" {
-		c.invalid(fieldError{Resource: "Issue", Field: "title", Code: "missing_field"})
-		return
-	}
-	body := ""
-	if req.Body != nil {
-		body = *req.Body
-	}
-	if tooLong(body) {
-		c.invalid(fieldError{Resource: "Issue", Field: "body", Code: "custom", Message: "body is too long (maximum is 65536 characters)"})
-		return
-	}
-	var labels []string
-	if req.Labels != nil {
-		var ok bool
-		if labels, ok = parseLabelNames(*req.Labels); !ok {
-			c.invalid(fieldError{Resource: "Issue", Field: "labels", Code: "invalid"})
-			return
-		}
-		// GitHub silently drops labels set by users who may not triage.
-		if c.kind == User && !roleAtLeast(f.roleOf(c.repo, c.login), "triage") {
-			labels = nil
-		}
-	}
-	is := f.newIssue(c.repo, c.login, *req.Title, body)
-	f.openedWithLabels(c.repo, is, labels, c.login)
-	c.json(http.StatusCreated, c.repo.issueJSON(is))
 }
 
 // openedWithLabels emits "opened" with the labels the issue was created
@@ -338,30 +303,6 @@ func (c *rc) sinceParam() (time.Time, bool) {
 	return t, true
 }
 
-// listRepoComments lists every issue comment of the repository, by id.
-func (f *Fake) listRepoComments(c *rc) {
-	since, ok := c.sinceParam()
-	if !ok {
-		return
-	}
-	var list []*comment
-	for _, cm := range c.repo.comments {
-		if since.IsZero() || !cm.updated.Before(since) {
-			list = append(list, cm)
-		}
-	}
-	sort.Slice(list, func(i, j int) bool { return list[i].id < list[j].id })
-	if c.r.URL.Query().Get("direction") == "desc" {
-		sort.Slice(list, func(i, j int) bool { return list[i].id > list[j].id })
-	}
-	start, end := c.page(len(list))
-	out := []*github.IssueComment{}
-	for _, cm := range list[start:end] {
-		out = append(out, c.repo.commentJSON(cm))
-	}
-	c.json(http.StatusOK, out)
-}
-
 type commentRequest struct {
 	Body *string `json:"body"`
 }
@@ -456,15 +397,6 @@ func (f *Fake) changeComment(r *Repo, cm *comment, body, sender string) {
 	old := cm.body
 	cm.body, cm.updated = body, f.now()
 	f.emitComment(r, r.issue(cm.issue), cm, "edited", sender, &github.EditChange{Body: &github.EditBody{From: github.String(old)}})
-}
-
-func (f *Fake) deleteComment(c *rc) {
-	cm := c.commentParam()
-	if cm == nil || !c.mayChangeComment(cm) {
-		return
-	}
-	f.removeComment(c.repo, cm, c.login)
-	c.noContent()
 }
 
 // removeComment deletes a comment and emits issue_comment.deleted. Caller
@@ -576,17 +508,8 @@ func (f *Fake) setLabels(r *Repo, is *issue, names []string, sender string, repl
 	}
 }
 
-func (f *Fake) listIssueLabels(c *rc) {
-	if is := c.issueParam(); is != nil {
-		start, end := c.page(len(is.labels))
-		c.json(http.StatusOK, c.repo.labelsJSON(is.labels[start:end]))
-	}
-}
-
-func (f *Fake) addIssueLabels(c *rc)     { f.changeIssueLabels(c, false) }
-func (f *Fake) replaceIssueLabels(c *rc) { f.changeIssueLabels(c, true) }
-
-func (f *Fake) changeIssueLabels(c *rc, replace bool) {
+// replaceIssueLabels sets an issue's labels; an empty body clears them.
+func (f *Fake) replaceIssueLabels(c *rc) {
 	is := c.issueParam()
 	if is == nil {
 		return
@@ -598,170 +521,7 @@ func (f *Fake) changeIssueLabels(c *rc, replace bool) {
 			c.invalid(fieldError{Resource: "Label", Field: "labels", Code: "invalid"})
 			return
 		}
-	} else if !replace {
-		c.invalid(fieldError{Resource: "Label", Field: "labels", Code: "missing_field"})
-		return
 	}
-	f.setLabels(c.repo, is, names, c.login, replace)
+	f.setLabels(c.repo, is, names, c.login, true)
 	c.json(http.StatusOK, c.repo.labelsJSON(is.labels))
-}
-
-func (f *Fake) removeIssueLabel(c *rc) {
-	is := c.issueParam()
-	if is == nil {
-		return
-	}
-	name := c.param("name")
-	has := false
-	for _, l := range is.labels {
-		if strings.EqualFold(l, name) {
-			has = true
-		}
-	}
-	if !has {
-		c.fail(http.StatusNotFound, "Label does not exist")
-		return
-	}
-	var rest []string
-	for _, l := range is.labels {
-		if !strings.EqualFold(l, name) {
-			rest = append(rest, l)
-		}
-	}
-	f.setLabels(c.repo, is, rest, c.login, true)
-	c.json(http.StatusOK, c.repo.labelsJSON(is.labels))
-}
-
-func (f *Fake) removeAllIssueLabels(c *rc) {
-	if is := c.issueParam(); is != nil {
-		f.setLabels(c.repo, is, nil, c.login, true)
-		c.noContent()
-	}
-}
-
-func (f *Fake) listRepoLabels(c *rc) {
-	labels := append([]*label(nil), c.repo.labels...)
-	sort.Slice(labels, func(i, j int) bool { return labels[i].id < labels[j].id })
-	start, end := c.page(len(labels))
-	out := []*github.Label{}
-	for _, l := range labels[start:end] {
-		out = append(out, c.repo.labelJSON(l))
-	}
-	c.json(http.StatusOK, out)
-}
-
-type labelRequest struct {
-	Name        *string `json:"name"`
-	NewName     *string `json:"new_name"`
-	Color       *string `json:"color"`
-	Description *string `json:"description"`
-}
-
-func validColor(s string) bool {
-	if len(s) != 6 {
-		return false
-	}
-	_, err := strconv.ParseUint(s, 16, 32)
-	return err == nil
-}
-
-func (f *Fake) createRepoLabel(c *rc) {
-	var req labelRequest
-	if !c.decode(&req) {
-		return
-	}
-	if req.Name == nil || strings.TrimSpace(*req.Name) == "" {
-		c.invalid(fieldError{Resource: "Label", Field: "name", Code: "missing_field"})
-		return
-	}
-	if c.repo.labelByName(*req.Name) != nil {
-		c.invalid(fieldError{Resource: "Label", Field: "name", Code: "already_exists"})
-		return
-	}
-	color := "ededed"
-	if req.Color != nil {
-		color = strings.TrimPrefix(*req.Color, "#")
-		if !validColor(color) {
-			c.invalid(fieldError{Resource: "Label", Field: "color", Code: "invalid"})
-			return
-		}
-	}
-	l := &label{id: f.id("label"), name: *req.Name, color: strings.ToLower(color)}
-	if req.Description != nil {
-		l.description = *req.Description
-	}
-	c.repo.labels = append(c.repo.labels, l)
-	c.json(http.StatusCreated, c.repo.labelJSON(l))
-}
-
-func (f *Fake) getRepoLabel(c *rc) {
-	l := c.repo.labelByName(c.param("name"))
-	if l == nil {
-		c.notFound()
-		return
-	}
-	c.json(http.StatusOK, c.repo.labelJSON(l))
-}
-
-func (f *Fake) editRepoLabel(c *rc) {
-	l := c.repo.labelByName(c.param("name"))
-	if l == nil {
-		c.notFound()
-		return
-	}
-	var req labelRequest
-	if !c.decode(&req) {
-		return
-	}
-	if req.NewName != nil && *req.NewName != "" && !strings.EqualFold(*req.NewName, l.name) {
-		if c.repo.labelByName(*req.NewName) != nil {
-			c.invalid(fieldError{Resource: "Label", Field: "name", Code: "already_exists"})
-			return
-		}
-		old := l.name
-		for _, is := range c.repo.issues {
-			for i, n := range is.labels {
-				if strings.EqualFold(n, old) {
-					is.labels[i] = *req.NewName
-				}
-			}
-		}
-		l.name = *req.NewName
-	}
-	if req.Color != nil {
-		color := strings.TrimPrefix(*req.Color, "#")
-		if !validColor(color) {
-			c.invalid(fieldError{Resource: "Label", Field: "color", Code: "invalid"})
-			return
-		}
-		l.color = strings.ToLower(color)
-	}
-	if req.Description != nil {
-		l.description = *req.Description
-	}
-	c.json(http.StatusOK, c.repo.labelJSON(l))
-}
-
-func (f *Fake) deleteRepoLabel(c *rc) {
-	l := c.repo.labelByName(c.param("name"))
-	if l == nil {
-		c.notFound()
-		return
-	}
-	for _, is := range c.repo.issues {
-		var rest []string
-		for _, n := range is.labels {
-			if !strings.EqualFold(n, l.name) {
-				rest = append(rest, n)
-			}
-		}
-		is.labels = rest
-	}
-	for i, x := range c.repo.labels {
-		if x == l {
-			c.repo.labels = append(c.repo.labels[:i:i], c.repo.labels[i+1:]...)
-			break
-		}
-	}
-	c.noContent()
 }

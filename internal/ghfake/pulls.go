@@ -400,40 +400,6 @@ func (f *Fake) listReviews(c *rc) {
 	c.json(http.StatusOK, out)
 }
 
-type reviewRequest struct {
-	Body     *string `json:"body"`
-	Event    *string `json:"event"`
-	CommitID *string `json:"commit_id"`
-}
-
-func (f *Fake) createReview(c *rc) {
-	is := c.pullParam()
-	if is == nil {
-		return
-	}
-	var req reviewRequest
-	if !c.decode(&req) {
-		return
-	}
-	body, event := "", ""
-	if req.Body != nil {
-		body = *req.Body
-	}
-	if req.Event != nil {
-		event = *req.Event
-	}
-	rv, status, msg := f.review(c.repo, is, c.login, event, body)
-	if status != http.StatusOK {
-		if status == http.StatusUnprocessableEntity {
-			c.errorBody(status, map[string]any{"message": "Unprocessable Entity", "errors": []string{msg}, "documentation_url": docsURL, "status": "422"})
-			return
-		}
-		c.fail(status, msg)
-		return
-	}
-	c.json(http.StatusOK, c.repo.reviewJSON(is, rv))
-}
-
 // reviewStates maps review events (and states) to the state GitHub stores.
 var reviewStates = map[string]string{
 	"APPROVE": "APPROVED", "APPROVED": "APPROVED",

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/config"
 	"github.com/google/go-github/v66/github"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -105,11 +107,12 @@ func TestPullRequests(t *testing.T) {
 	assert.Equal(t, "APPROVED", revs[0].GetState())
 	assert.Equal(t, head, revs[0].GetCommitID())
 	assert.Equal(t, []string{"pull_request_review.submitted"}, e.hook.kinds())
-	_, _, err = e.gh.PullRequests.CreateReview(e.ctx, owner, repoName, pr.GetNumber(), &github.PullRequestReviewRequest{Event: github.String("REQUEST_CHANGES"), Body: github.String("fix")})
-	assert.Equal(t, http.StatusUnprocessableEntity, statusOf(err), "authors cannot request changes on their own PR")
-	rv, _, err := e.f.Client(aliceTok).PullRequests.CreateReview(e.ctx, owner, repoName, pr.GetNumber(), &github.PullRequestReviewRequest{Event: github.String("REQUEST_CHANGES"), Body: github.String("fix")})
+	_, err = e.f.SubmitReview("alice", pr.GetNumber(), "REQUEST_CHANGES", "fix")
 	require.NoError(t, err)
-	assert.Equal(t, "CHANGES_REQUESTED", rv.GetState())
+	revs, _, err = e.gh.PullRequests.ListReviews(e.ctx, owner, repoName, pr.GetNumber(), nil)
+	require.NoError(t, err)
+	require.Len(t, revs, 2)
+	assert.Equal(t, "CHANGES_REQUESTED", revs[1].GetState())
 	_, err = e.f.SubmitReview("bazinga[bot]", pr.GetNumber(), "APPROVE", "")
 	assert.Error(t, err, "authors cannot approve their own PR")
 
@@ -205,22 +208,23 @@ func TestPushToBaseMarksPRMerged(t *testing.T) {
 	head := e.branch(t, "g1", map[string]string{"g1.txt": "x\n"})
 	pr, err := e.repo.CreatePR("bazinga[bot]", "g1", "main", "G1", "", false)
 	require.NoError(t, err)
-	// Landing the branch by pushing base (as gitops does), not via the API.
-	main, _ := e.repo.Ref("refs/heads/main")
+	// Landing the branch by pushing base over git smart HTTP (as gitops
+	// does), not via the API.
 	e.hook.reset()
-	_, _, err = e.gh.Git.UpdateRef(e.ctx, owner, repoName, &github.Reference{Ref: github.String("refs/heads/main"), Object: &github.GitObject{SHA: github.String(head)}}, false)
-	require.NoError(t, err)
+	require.NoError(t, e.gitPush(t, "refs/remotes/origin/g1:refs/heads/main"))
+	main, _ := e.repo.Ref("refs/heads/main")
+	assert.Equal(t, head, main)
 	got := e.repo.PR(pr)
 	assert.True(t, got.GetMerged(), "GitHub marks a PR merged when its head lands on base")
 	assert.Equal(t, []string{"push", "pull_request.closed"}, e.hook.kinds())
-	_ = main
 
 	// Deleting the head branch of an open PR closes it.
 	e.branch(t, "g2", map[string]string{"g2.txt": "x\n"})
 	pr2, err := e.repo.CreatePR("bazinga[bot]", "g2", "main", "G2", "", false)
 	require.NoError(t, err)
-	_, err = e.gh.Git.DeleteRef(e.ctx, owner, repoName, "heads/g2")
-	require.NoError(t, err)
+	require.NoError(t, e.gitPush(t, ":refs/heads/g2"))
+	_, ok := e.repo.Ref("refs/heads/g2")
+	assert.False(t, ok)
 	assert.Equal(t, "closed", e.repo.PR(pr2).GetState())
 	assert.False(t, e.repo.PR(pr2).GetMerged())
 }
@@ -247,43 +251,9 @@ func TestRefs(t *testing.T) {
 	assert.Equal(t, main, ref.GetObject().GetSHA())
 	assert.Equal(t, "commit", ref.GetObject().GetType())
 
-	require.NoError(t, e.createRef(t, "refs/bazinga/claims/s2", main))
-	refs, _, err := e.gh.Git.ListMatchingRefs(e.ctx, owner, repoName, &github.ReferenceListOptions{Ref: "bazinga/claims/"})
-	require.NoError(t, err)
-	require.Len(t, refs, 2)
-	assert.Equal(t, "refs/bazinga/claims/s1", refs[0].GetRef())
-	none, _, err := e.gh.Git.ListMatchingRefs(e.ctx, owner, repoName, &github.ReferenceListOptions{Ref: "heads/zzz"})
-	require.NoError(t, err)
-	assert.Empty(t, none)
-
 	err = e.createRef(t, "refs/heads/bad", strings.Repeat("b", 40))
 	assert.Equal(t, http.StatusUnprocessableEntity, statusOf(err))
 	assert.Equal(t, "Object does not exist", messageOf(err))
-
-	// Fast-forward updates, force for the rest.
-	next := e.branch(t, "topic", map[string]string{"t.txt": "t\n"})
-	require.NoError(t, e.createRef(t, "refs/heads/ff", main))
-	_, _, err = e.gh.Git.UpdateRef(e.ctx, owner, repoName, &github.Reference{Ref: github.String("refs/heads/ff"), Object: &github.GitObject{SHA: github.String(next)}}, false)
-	require.NoError(t, err)
-	_, _, err = e.gh.Git.UpdateRef(e.ctx, owner, repoName, &github.Reference{Ref: github.String("refs/heads/ff"), Object: &github.GitObject{SHA: github.String(main)}}, false)
-	assert.Equal(t, http.StatusUnprocessableEntity, statusOf(err))
-	assert.Equal(t, "Update is not a fast forward", messageOf(err))
-	_, _, err = e.gh.Git.UpdateRef(e.ctx, owner, repoName, &github.Reference{Ref: github.String("refs/heads/ff"), Object: &github.GitObject{SHA: github.String(main)}}, true)
-	require.NoError(t, err)
-	_, _, err = e.gh.Git.UpdateRef(e.ctx, owner, repoName, &github.Reference{Ref: github.String("refs/heads/missing"), Object: &github.GitObject{SHA: github.String(main)}}, true)
-	assert.Equal(t, http.StatusUnprocessableEntity, statusOf(err))
-
-	_, err = e.gh.Git.DeleteRef(e.ctx, owner, repoName, "refs/bazinga/claims/s1")
-	require.NoError(t, err)
-	_, err = e.gh.Git.DeleteRef(e.ctx, owner, repoName, "refs/bazinga/claims/s1")
-	assert.Equal(t, http.StatusUnprocessableEntity, statusOf(err))
-	_, ok = e.repo.Ref("refs/bazinga/claims/s1")
-	assert.False(t, ok)
-
-	// Protected branches refuse ref updates too.
-	require.NoError(t, e.f.ProtectBranch(full, "main"))
-	_, _, err = e.gh.Git.UpdateRef(e.ctx, owner, repoName, &github.Reference{Ref: github.String("refs/heads/main"), Object: &github.GitObject{SHA: github.String(next)}}, false)
-	assert.Equal(t, http.StatusUnprocessableEntity, statusOf(err))
 }
 
 func TestMergeClosesLinkedIssues(t *testing.T) {
@@ -329,4 +299,13 @@ func TestConcurrentClaims(t *testing.T) {
 	}
 	assert.Equal(t, 1, won, "exactly one claim wins")
 	assert.Equal(t, n-1, lost)
+}
+
+// gitPush clones the repository as the bot over git smart HTTP and pushes
+// refspec, as gitops lands and deletes branches.
+func (e *env) gitPush(t *testing.T, refspec string) error {
+	t.Helper()
+	wc, err := git.PlainClone(t.TempDir(), true, &git.CloneOptions{URL: e.repo.CloneURL(), Auth: tokenAuth(botTok)})
+	require.NoError(t, err)
+	return wc.Push(&git.PushOptions{RemoteName: "origin", Auth: tokenAuth(botTok), RefSpecs: []config.RefSpec{config.RefSpec(refspec)}})
 }

@@ -260,13 +260,6 @@ func (r *Repo) updateRef(ref, sha, old string) error {
 	return r.gs.updateRef(ref, sha, old)
 }
 
-// deleteRef deletes ref if it currently is old. git does it: a ref may
-// also be in packed-refs, which git rewrites under its own lock.
-func (r *Repo) deleteRef(ref, old string) error {
-	_, err := r.git("update-ref", "-d", ref, old)
-	return err
-}
-
 // isAncestor reports whether commit a is reachable from commit b.
 func (r *Repo) isAncestor(a, b string) bool { return r.gs.isAncestor(a, b) }
 

@@ -88,7 +88,7 @@ func matchSegs(pat, segs []string) (map[string]string, bool) {
 	for i, ps := range pat {
 		if strings.HasPrefix(ps, "{") && strings.HasSuffix(ps, "...}") {
 			// A trailing wildcard takes the rest, possibly empty
-			// (GET /git/matching-refs/ lists every ref).
+			// (GET /contents/ lists the root directory).
 			p[ps[1:len(ps)-4]] = strings.Join(segs[min(i, len(segs)):], "/")
 			return p, true
 		}
@@ -255,8 +255,8 @@ func (f *Fake) run(c *rc) {
 			c.out = nil
 		}
 	}
-	// A 304 is free, as on GitHub; so is asking for the rate limit.
-	if c.status != http.StatusNotModified && (c.rt == nil || c.rt.tmpl != "GET /rate_limit") {
+	// A 304 is free, as on GitHub.
+	if c.status != http.StatusNotModified {
 		bk.used++
 	}
 	f.rateHeaders(c, bk)

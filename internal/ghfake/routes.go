@@ -21,51 +21,29 @@ func (f *Fake) registerRoutes() {
 	// Apps and installations (JWT).
 	f.add("GET /app", f.getApp, ro{app: true})
 	f.add("GET /app/installations", f.listInstallations, ro{app: true})
-	f.add("GET /app/installations/{installation_id}", f.getInstallation, ro{app: true})
 	f.add("POST /app/installations/{installation_id}/access_tokens", f.createInstallationToken, ro{app: true})
-	f.add("GET "+repo+"/installation", f.getRepoInstallation, ro{app: true})
 	f.add("GET /installation/repositories", f.listInstallationRepos, ro{})
 	f.add("POST /app-manifests/{code}/conversions", f.convertManifest, ro{open: true})
 	// The manifest flow's web pages (github.com, not the API).
 	f.add("POST /settings/apps/new", f.newAppFromManifest, ro{open: true})
 	f.add("POST /organizations/{org}/settings/apps/new", f.newAppFromManifest, ro{open: true})
 
-	f.add("GET /rate_limit", f.getRateLimit, ro{open: true})
-	f.add("GET /user", f.getAuthUser, ro{})
-	f.add("GET /users/{username}", f.getUser, ro{})
-
 	// Repository.
 	f.add("GET "+repo, f.getRepo, ro{})
-	f.add("GET "+repo+"/branches", f.listBranches, ro{perm: contentsR})
-	f.add("GET "+repo+"/branches/{branch...}", f.getBranch, ro{perm: contentsR})
 	f.add("GET "+repo+"/contents/{path...}", f.getContents, ro{perm: contentsR})
 	f.add("GET "+repo+"/collaborators/{username}/permission", f.getPermission, ro{})
 
 	// Issue comments (literal "comments" before {number}).
-	f.add("GET "+repo+"/issues/comments", f.listRepoComments, ro{perm: issuesRead})
 	f.add("GET "+repo+"/issues/comments/{comment_id}", f.getComment, ro{perm: issuesRead})
 	f.add("PATCH "+repo+"/issues/comments/{comment_id}", f.editComment, ro{creates: true, perm: issuesWrite, role: "read"})
-	f.add("DELETE "+repo+"/issues/comments/{comment_id}", f.deleteComment, ro{creates: true, perm: issuesWrite, role: "read"})
 
 	// Issues.
 	f.add("GET "+repo+"/issues", f.listIssues, ro{perm: issuesRead})
-	f.add("POST "+repo+"/issues", f.createIssue, ro{creates: true, perm: "issues=write", role: "read"})
 	f.add("GET "+repo+"/issues/{number}", f.getIssue, ro{perm: issuesRead})
 	f.add("PATCH "+repo+"/issues/{number}", f.editIssue, ro{creates: true, perm: issuesWrite, role: "read"})
 	f.add("GET "+repo+"/issues/{number}/comments", f.listComments, ro{perm: issuesRead})
 	f.add("POST "+repo+"/issues/{number}/comments", f.createComment, ro{creates: true, perm: issuesWrite, role: "read"})
-	f.add("GET "+repo+"/issues/{number}/labels", f.listIssueLabels, ro{perm: issuesRead})
-	f.add("POST "+repo+"/issues/{number}/labels", f.addIssueLabels, ro{creates: true, perm: issuesWrite, role: "triage"})
 	f.add("PUT "+repo+"/issues/{number}/labels", f.replaceIssueLabels, ro{creates: true, perm: issuesWrite, role: "triage"})
-	f.add("DELETE "+repo+"/issues/{number}/labels", f.removeAllIssueLabels, ro{creates: true, perm: issuesWrite, role: "triage"})
-	f.add("DELETE "+repo+"/issues/{number}/labels/{name}", f.removeIssueLabel, ro{creates: true, perm: issuesWrite, role: "triage"})
-
-	// Labels.
-	f.add("GET "+repo+"/labels", f.listRepoLabels, ro{perm: issuesRead})
-	f.add("POST "+repo+"/labels", f.createRepoLabel, ro{creates: true, perm: issuesWrite, role: "triage"})
-	f.add("GET "+repo+"/labels/{name}", f.getRepoLabel, ro{perm: issuesRead})
-	f.add("PATCH "+repo+"/labels/{name}", f.editRepoLabel, ro{creates: true, perm: issuesWrite, role: "triage"})
-	f.add("DELETE "+repo+"/labels/{name}", f.deleteRepoLabel, ro{creates: true, perm: issuesWrite, role: "triage"})
 
 	// Pull requests.
 	f.add("GET "+repo+"/pulls", f.listPulls, ro{perm: pullsRead})
@@ -74,23 +52,14 @@ func (f *Fake) registerRoutes() {
 	f.add("PATCH "+repo+"/pulls/{number}", f.editPull, ro{creates: true, perm: pullsWrite, role: "read"})
 	f.add("PUT "+repo+"/pulls/{number}/merge", f.mergePull, ro{creates: true, perm: contentsW})
 	f.add("GET "+repo+"/pulls/{number}/reviews", f.listReviews, ro{perm: pullsRead})
-	f.add("POST "+repo+"/pulls/{number}/reviews", f.createReview, ro{creates: true, perm: pullsWrite, role: "read"})
 
 	// Git references.
 	f.add("GET "+repo+"/git/ref/{ref...}", f.getRef, ro{perm: contentsR})
-	f.add("GET "+repo+"/git/matching-refs/{ref...}", f.matchingRefs, ro{perm: contentsR})
 	f.add("POST "+repo+"/git/refs", f.createRef, ro{creates: true, perm: contentsW})
-	f.add("PATCH "+repo+"/git/refs/{ref...}", f.updateRef, ro{creates: true, perm: contentsW})
-	f.add("DELETE "+repo+"/git/refs/{ref...}", f.deleteRef, ro{creates: true, perm: contentsW})
 
 	// Actions.
-	f.add("GET "+repo+"/actions/workflows", f.listWorkflows, ro{perm: actionsR})
-	f.add("GET "+repo+"/actions/workflows/{workflow_id}", f.getWorkflow, ro{perm: actionsR})
 	f.add("POST "+repo+"/actions/workflows/{workflow_id}/dispatches", f.dispatch, ro{creates: true, perm: actionsW})
 	f.add("GET "+repo+"/actions/workflows/{workflow_id}/runs", f.listWorkflowRuns, ro{perm: actionsR})
-	f.add("GET "+repo+"/actions/runs", f.listRuns, ro{perm: actionsR})
 	f.add("GET "+repo+"/actions/runs/{run_id}", f.getRun, ro{perm: actionsR})
-	f.add("GET "+repo+"/actions/runs/{run_id}/jobs", f.listRunJobs, ro{perm: actionsR})
 	f.add("POST "+repo+"/actions/runs/{run_id}/cancel", f.cancelRun, ro{creates: true, perm: actionsW})
-	f.add("GET "+repo+"/actions/jobs/{job_id}", f.getJob, ro{perm: actionsR})
 }
