@@ -466,6 +466,15 @@ func (w *world) assertVerified(issue int, trust codec.StateTrust) pipeline.Sessi
 	}
 	sort.Strings(heads)
 	assert.Equal(t, []string{"bazinga/1-A", "bazinga/1-B"}, heads)
+	// The jobs reported each group's head after its steps: the engine's head
+	// of a group is the head its PR merged at (human approvals bind to it).
+	for _, pr := range prs {
+		for _, g := range s.Groups {
+			if g.Branch == pr.GetHead().GetRef() {
+				assert.Equal(t, pr.GetHead().GetSHA(), g.Head, "group %s's head", g.ID)
+			}
+		}
+	}
 	// Result comments: one per step, by the job's identity; QA failed once.
 	results := map[string]codec.ResultRecord{}
 	where := []int{issue}

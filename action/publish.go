@@ -383,6 +383,9 @@ func (p *publisher) push(ctx context.Context) (codec.ResultRecord, error) {
 		return landed(rec, fr.Outcome, fr.Commit, fr.Reason), nil
 	}
 	if p.commit.IsZero() {
+		if !p.old.IsZero() && p.tested == nil {
+			rec.Head = p.old.String() // the step changed nothing: the head stays
+		}
 		return rec, nil
 	}
 	if err := gitops.PushCommit(ctx, p.repo, p.remote, p.commit, p.branch, p.old); err != nil {
@@ -392,6 +395,7 @@ func (p *publisher) push(ctx context.Context) (codec.ResultRecord, error) {
 	if p.tested != nil {
 		return landed(rec, gitops.MergeSuccess, p.commit, ""), nil
 	}
+	rec.Head = p.commit.String()
 	return rec, nil
 }
 

@@ -484,18 +484,21 @@ func (s *fakeSession) review(user string, n int, state string) {
 	s.gh.mu.Lock()
 	is := s.gh.issues[n]
 	s.gh.commentN++
-	rv := ghapi.Review{ID: s.gh.commentN, Author: user, AuthorType: "User", Association: "COLLABORATOR", State: state, SubmittedAt: s.clock.Now()}
+	// A review is submitted on the PR's current head, as GitHub records it.
+	rv := ghapi.Review{ID: s.gh.commentN, Author: user, AuthorType: "User", Association: "COLLABORATOR", State: state,
+		CommitID: s.gh.refs["refs/heads/"+is.pr.Head], SubmittedAt: s.clock.Now()}
 	is.reviews = append(is.reviews, rv)
 	pr := *is.pr
 	labels := slices.Clone(is.Labels)
 	s.gh.mu.Unlock()
 	s.enqueue("pull_request_review", "submitted", user, func(p *payload) {
 		p.Review = &struct {
-			ID    int64    `json:"id"`
-			State string   `json:"state"`
-			Body  string   `json:"body"`
-			User  hookUser `json:"user"`
-		}{ID: rv.ID, State: strings.ToLower(state), User: hookUser{Login: user, Type: "User"}}
+			ID       int64    `json:"id"`
+			State    string   `json:"state"`
+			Body     string   `json:"body"`
+			User     hookUser `json:"user"`
+			CommitID string   `json:"commit_id"`
+		}{ID: rv.ID, State: strings.ToLower(state), User: hookUser{Login: user, Type: "User"}, CommitID: rv.CommitID}
 		p.PullRequest = &struct {
 			Number   int         `json:"number"`
 			Title    string      `json:"title"`

@@ -215,7 +215,7 @@ func (b *Bot) rebuild(ctx context.Context, gh GitHub, ref sessionRef, issueComme
 				continue
 			}
 			entries = append(entries, logEntry{at: rv.SubmittedAt, order: rv.ID, events: []pipeline.Event{{Kind: pipeline.EventHumanReview,
-				Session: session, Group: group, Actor: rv.Author, Review: state, Body: rv.Body}}})
+				Session: session, Group: group, Actor: rv.Author, Review: state, Body: rv.Body, Commit: rv.CommitID}}})
 		}
 		if pr.State == "closed" {
 			if pr.Merged && b.ownMerge(pr.MergedBy, cfg) {
@@ -346,7 +346,9 @@ func resultEvent(s pipeline.Session, rec codec.ResultRecord, lenient bool) (pipe
 	if !ok {
 		return pipeline.Event{}, false
 	}
-	return pipeline.StepResult(s.ID, id, rec.Result), true
+	ev := pipeline.StepResult(s.ID, id, rec.Result)
+	ev.Commit = rec.Head
+	return ev, true
 }
 
 // readConfig reads .github/bazinga.yml on ref; absent means the defaults.

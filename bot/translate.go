@@ -69,6 +69,8 @@ type payload struct {
 		State string   `json:"state"`
 		Body  string   `json:"body"`
 		User  hookUser `json:"user"`
+		// CommitID is the head the review was submitted on.
+		CommitID string `json:"commit_id"`
 	} `json:"review"`
 	WorkflowRun *struct {
 		ID           int64  `json:"id"`
@@ -494,7 +496,7 @@ func (t translator) review(p *payload) (intent, error) {
 	reviewer := p.Review.User
 	it := intent{issue: n, in: input{pr: &prRef{number: p.PullRequest.Number, group: group},
 		events: []pipeline.Event{{Kind: pipeline.EventHumanReview, Session: strconv.Itoa(n), Group: group, Actor: reviewer.Login,
-			Review: state, Body: p.Review.Body}},
+			Review: state, Body: p.Review.Body, Commit: p.Review.CommitID}},
 		labels: map[int][]string{p.PullRequest.Number: labelNames(p.PullRequest.Labels)}}}
 	if state == pipeline.ReviewApproved || state == pipeline.ReviewChangesRequested {
 		// Only a writer's verdict counts; a bot's never does.

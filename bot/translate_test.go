@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -138,9 +139,11 @@ func TestTranslate(t *testing.T) {
 			edits: map[string]any{"workflow_run.conclusion": "action_required"}, ignored: "waits for approval"},
 		{name: "a PR of another branch", event: "pull_request", fixture: "core_pull_request_closed.json", edits: map[string]any{"pull_request.head.ref": "feature"}, ignored: "not a group PR"},
 		{name: "an approval needs a writer", event: "pull_request_review", fixture: "core_pull_request_closed.json",
-			edits: map[string]any{"action": "submitted", "review": map[string]any{"id": 1, "state": "approved", "user": map[string]any{"login": "carol", "type": "User"}}},
+			edits: map[string]any{"action": "submitted", "review": map[string]any{"id": 1, "state": "approved", "commit_id": "abc123",
+				"user": map[string]any{"login": "carol", "type": "User"}}},
 			check: func(t *testing.T, it intent) {
 				assert.Equal(t, pipeline.ReviewApproved, it.in.events[0].Review)
+				assert.Equal(t, "abc123", it.in.events[0].Commit, "an approval is for the head it was given on")
 				require.NotNil(t, it.actor)
 				assert.Equal(t, "carol", it.actor.Login)
 			}},
@@ -222,4 +225,15 @@ func TestBound(t *testing.T) {
 			assert.ErrorIs(t, err, ErrIgnored, tc.name)
 		}
 	}
+}
+
+// TestResultCarriesTheHead: the head a job reports after a step reaches the
+// engine, which counts approvals only for the code that merges.
+func TestResultCarriesTheHead(t *testing.T) {
+	s, _ := pipeline.Reconcile(pipeline.Session{}, []pipeline.Event{pipeline.Started("7", "r", "main")}, time.Now(), pipeline.DefaultConfig())
+	pm := s.InFlight()[0]
+	ev, ok := resultEvent(s, codec.ResultRecord{Step: pm.ID, Role: pm.Role, Group: pm.Group, Head: "def456",
+		Result: pipeline.Result{Status: pipeline.StatusContinue}}, false)
+	require.True(t, ok)
+	assert.Equal(t, "def456", ev.Commit)
 }

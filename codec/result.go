@@ -29,6 +29,9 @@ type ResultRecord struct {
 	RunURL string `json:"run_url,omitempty"`
 	// Note is a line shown in the details (e.g. "tests: 12/12 pass").
 	Note string `json:"note,omitempty"`
+	// Head is the group branch's head commit after the step, when the job
+	// knows it: human approvals count only for the code that merges.
+	Head string `json:"head,omitempty"`
 }
 
 const (

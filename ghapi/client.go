@@ -283,7 +283,7 @@ func (g *Client) ListReviews(ctx context.Context, repo RepoRef, number int) ([]R
 		}
 		for _, r := range list {
 			out = append(out, Review{ID: r.GetID(), Author: r.GetUser().GetLogin(), AuthorType: r.GetUser().GetType(),
-				Association: r.GetAuthorAssociation(), State: r.GetState(), Body: r.GetBody(), SubmittedAt: r.GetSubmittedAt().Time})
+				Association: r.GetAuthorAssociation(), State: r.GetState(), CommitID: r.GetCommitID(), Body: r.GetBody(), SubmittedAt: r.GetSubmittedAt().Time})
 		}
 		if resp.NextPage == 0 {
 			return out, nil

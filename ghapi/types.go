@@ -91,6 +91,8 @@ type Review struct {
 	Association string // OWNER, MEMBER, COLLABORATOR, CONTRIBUTOR, NONE, …
 	State       string // APPROVED, CHANGES_REQUESTED, COMMENTED, DISMISSED, PENDING
 	Body        string
+	// CommitID is the pull request head the review was submitted on.
+	CommitID    string
 	SubmittedAt time.Time
 }
 
