@@ -66,16 +66,7 @@ func (s *fakeSession) issuePayload(n int) func(p *payload) {
 		is := s.gh.issues[n].Issue
 		is.Labels = slices.Clone(is.Labels)
 		s.gh.mu.Unlock()
-		p.Issue = &struct {
-			Number      int             `json:"number"`
-			Title       string          `json:"title"`
-			Body        string          `json:"body"`
-			State       string          `json:"state"`
-			User        hookUser        `json:"user"`
-			Labels      []hookLabel     `json:"labels"`
-			PullRequest json.RawMessage `json:"pull_request"`
-			CreatedAt   time.Time       `json:"created_at"`
-		}{Number: n, Title: is.Title, Body: is.Body, State: is.State, User: hookUser{Login: is.Author, Type: "User"}, CreatedAt: is.CreatedAt}
+		p.Issue = &hookIssue{Number: n, Title: is.Title, Body: is.Body, State: is.State, User: hookUser{Login: is.Author, Type: "User"}, CreatedAt: is.CreatedAt}
 		if is.IsPR {
 			p.Issue.PullRequest = json.RawMessage(`{}`)
 		}
@@ -95,12 +86,7 @@ func (s *fakeSession) comment(user string, n int, body string) {
 	c := s.gh.addComment(user, n, body)
 	s.enqueue("issue_comment", "created", user, func(p *payload) {
 		s.issuePayload(n)(p)
-		p.Comment = &struct {
-			ID        int64     `json:"id"`
-			Body      string    `json:"body"`
-			User      hookUser  `json:"user"`
-			CreatedAt time.Time `json:"created_at"`
-		}{ID: c.ID, Body: c.Body, User: p.Sender, CreatedAt: c.CreatedAt}
+		p.Comment = &hookComment{ID: c.ID, Body: c.Body, User: p.Sender, CreatedAt: c.CreatedAt}
 	})
 }
 
@@ -116,16 +102,7 @@ func (s *fakeSession) completeRun(id int64, conclusion string) {
 	}
 	s.gh.mu.Unlock()
 	s.enqueue("workflow_run", "completed", actionsLogin, func(p *payload) {
-		p.WorkflowRun = &struct {
-			ID           int64  `json:"id"`
-			Name         string `json:"name"`
-			DisplayTitle string `json:"display_title"`
-			Path         string `json:"path"`
-			Event        string `json:"event"`
-			Status       string `json:"status"`
-			Conclusion   string `json:"conclusion"`
-			HTMLURL      string `json:"html_url"`
-		}{ID: run.ID, Name: "bazinga agent", DisplayTitle: run.Title, Path: run.Path, Event: run.Event, Status: "completed", Conclusion: conclusion, HTMLURL: run.URL}
+		p.WorkflowRun = &hookRun{ID: run.ID, Name: "bazinga agent", DisplayTitle: run.Title, Path: run.Path, Event: run.Event, Status: "completed", Conclusion: conclusion, HTMLURL: run.URL}
 	})
 }
 
@@ -145,27 +122,12 @@ func (s *fakeSession) closePR(user string, n int, merged bool) {
 	pr := *is.pr
 	s.gh.mu.Unlock()
 	s.enqueue("pull_request", "closed", user, func(p *payload) {
-		p.PullRequest = &struct {
-			Number   int         `json:"number"`
-			Title    string      `json:"title"`
-			State    string      `json:"state"`
-			Merged   bool        `json:"merged"`
-			MergedBy *hookUser   `json:"merged_by"`
-			Labels   []hookLabel `json:"labels"`
-			Head     struct {
-				Ref  string `json:"ref"`
-				Repo *struct {
-					FullName string `json:"full_name"`
-				} `json:"repo"`
-			} `json:"head"`
-		}{Number: pr.Number, Title: pr.Title, State: "closed", Merged: merged}
+		p.PullRequest = &hookPR{Number: pr.Number, Title: pr.Title, State: "closed", Merged: merged}
 		if merged {
 			p.PullRequest.MergedBy = &hookUser{Login: user, Type: "User"}
 		}
 		p.PullRequest.Head.Ref = pr.Head
-		p.PullRequest.Head.Repo = &struct {
-			FullName string `json:"full_name"`
-		}{FullName: pr.HeadRepo}
+		p.PullRequest.Head.Repo = &hookRepo{FullName: pr.HeadRepo}
 		for _, l := range s.gh.issues[n].Labels {
 			p.PullRequest.Labels = append(p.PullRequest.Labels, hookLabel{Name: l})
 		}
@@ -473,9 +435,7 @@ func (s *fakeSession) label(user string, n int, name string, add bool) {
 	action := map[bool]string{true: "labeled", false: "unlabeled"}[add]
 	s.enqueue("issues", action, user, func(p *payload) {
 		s.issuePayload(n)(p)
-		p.Label = &struct {
-			Name string `json:"name"`
-		}{Name: name}
+		p.Label = &hookLabel{Name: name}
 	})
 }
 
@@ -492,31 +452,10 @@ func (s *fakeSession) review(user string, n int, state string) {
 	labels := slices.Clone(is.Labels)
 	s.gh.mu.Unlock()
 	s.enqueue("pull_request_review", "submitted", user, func(p *payload) {
-		p.Review = &struct {
-			ID       int64    `json:"id"`
-			State    string   `json:"state"`
-			Body     string   `json:"body"`
-			User     hookUser `json:"user"`
-			CommitID string   `json:"commit_id"`
-		}{ID: rv.ID, State: strings.ToLower(state), User: hookUser{Login: user, Type: "User"}, CommitID: rv.CommitID}
-		p.PullRequest = &struct {
-			Number   int         `json:"number"`
-			Title    string      `json:"title"`
-			State    string      `json:"state"`
-			Merged   bool        `json:"merged"`
-			MergedBy *hookUser   `json:"merged_by"`
-			Labels   []hookLabel `json:"labels"`
-			Head     struct {
-				Ref  string `json:"ref"`
-				Repo *struct {
-					FullName string `json:"full_name"`
-				} `json:"repo"`
-			} `json:"head"`
-		}{Number: pr.Number, Title: pr.Title, State: pr.State}
+		p.Review = &hookReview{ID: rv.ID, State: strings.ToLower(state), User: hookUser{Login: user, Type: "User"}, CommitID: rv.CommitID}
+		p.PullRequest = &hookPR{Number: pr.Number, Title: pr.Title, State: pr.State}
 		p.PullRequest.Head.Ref = pr.Head
-		p.PullRequest.Head.Repo = &struct {
-			FullName string `json:"full_name"`
-		}{FullName: pr.HeadRepo}
+		p.PullRequest.Head.Repo = &hookRepo{FullName: pr.HeadRepo}
 		for _, l := range labels {
 			p.PullRequest.Labels = append(p.PullRequest.Labels, hookLabel{Name: l})
 		}

@@ -30,63 +30,73 @@ type payload struct {
 		DefaultBranch string `json:"default_branch"`
 		HTMLURL       string `json:"html_url"`
 	} `json:"repository"`
-	Sender hookUser `json:"sender"`
-	Label  *struct {
-		Name string `json:"name"`
-	} `json:"label"`
-	Issue *struct {
-		Number      int             `json:"number"`
-		Title       string          `json:"title"`
-		Body        string          `json:"body"`
-		State       string          `json:"state"`
-		User        hookUser        `json:"user"`
-		Labels      []hookLabel     `json:"labels"`
-		PullRequest json.RawMessage `json:"pull_request"`
-		CreatedAt   time.Time       `json:"created_at"`
-	} `json:"issue"`
-	Comment *struct {
-		ID        int64     `json:"id"`
-		Body      string    `json:"body"`
-		User      hookUser  `json:"user"`
-		CreatedAt time.Time `json:"created_at"`
-	} `json:"comment"`
-	PullRequest *struct {
-		Number   int         `json:"number"`
-		Title    string      `json:"title"`
-		State    string      `json:"state"`
-		Merged   bool        `json:"merged"`
-		MergedBy *hookUser   `json:"merged_by"`
-		Labels   []hookLabel `json:"labels"`
-		Head     struct {
-			Ref  string `json:"ref"`
-			Repo *struct {
-				FullName string `json:"full_name"`
-			} `json:"repo"`
-		} `json:"head"`
-	} `json:"pull_request"`
-	Review *struct {
-		ID    int64    `json:"id"`
-		State string   `json:"state"`
-		Body  string   `json:"body"`
-		User  hookUser `json:"user"`
-		// CommitID is the head the review was submitted on.
-		CommitID string `json:"commit_id"`
-	} `json:"review"`
-	WorkflowRun *struct {
-		ID           int64  `json:"id"`
-		Name         string `json:"name"`
-		DisplayTitle string `json:"display_title"`
-		Path         string `json:"path"`
-		Event        string `json:"event"`
-		Status       string `json:"status"`
-		Conclusion   string `json:"conclusion"`
-		HTMLURL      string `json:"html_url"`
-	} `json:"workflow_run"`
+	Sender      hookUser     `json:"sender"`
+	Label       *hookLabel   `json:"label"`
+	Issue       *hookIssue   `json:"issue"`
+	Comment     *hookComment `json:"comment"`
+	PullRequest *hookPR      `json:"pull_request"`
+	Review      *hookReview  `json:"review"`
+	WorkflowRun *hookRun     `json:"workflow_run"`
 	WorkflowJob *struct {
 		RunID      int64  `json:"run_id"`
 		Status     string `json:"status"`
 		Conclusion string `json:"conclusion"`
 	} `json:"workflow_job"`
+}
+
+type hookIssue struct {
+	Number      int             `json:"number"`
+	Title       string          `json:"title"`
+	Body        string          `json:"body"`
+	State       string          `json:"state"`
+	User        hookUser        `json:"user"`
+	Labels      []hookLabel     `json:"labels"`
+	PullRequest json.RawMessage `json:"pull_request"`
+	CreatedAt   time.Time       `json:"created_at"`
+}
+
+type hookComment struct {
+	ID        int64     `json:"id"`
+	Body      string    `json:"body"`
+	User      hookUser  `json:"user"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+type hookPR struct {
+	Number   int         `json:"number"`
+	Title    string      `json:"title"`
+	State    string      `json:"state"`
+	Merged   bool        `json:"merged"`
+	MergedBy *hookUser   `json:"merged_by"`
+	Labels   []hookLabel `json:"labels"`
+	Head     struct {
+		Ref  string    `json:"ref"`
+		Repo *hookRepo `json:"repo"`
+	} `json:"head"`
+}
+
+type hookRepo struct {
+	FullName string `json:"full_name"`
+}
+
+type hookReview struct {
+	ID    int64    `json:"id"`
+	State string   `json:"state"`
+	Body  string   `json:"body"`
+	User  hookUser `json:"user"`
+	// CommitID is the head the review was submitted on.
+	CommitID string `json:"commit_id"`
+}
+
+type hookRun struct {
+	ID           int64  `json:"id"`
+	Name         string `json:"name"`
+	DisplayTitle string `json:"display_title"`
+	Path         string `json:"path"`
+	Event        string `json:"event"`
+	Status       string `json:"status"`
+	Conclusion   string `json:"conclusion"`
+	HTMLURL      string `json:"html_url"`
 }
 
 type hookUser struct {
