@@ -5,30 +5,11 @@ import (
 	"crypto/rsa"
 	"crypto/x509"
 	"encoding/pem"
-	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
-
-var (
-	testKeyOnce sync.Once
-	testKeyPEM  []byte
-)
-
-// testPrivateKey returns a PEM RSA key (PKCS#1, as GitHub issues them).
-func testPrivateKey(t testing.TB) []byte {
-	t.Helper()
-	testKeyOnce.Do(func() {
-		k, err := rsa.GenerateKey(rand.Reader, 2048)
-		if err != nil {
-			panic(err)
-		}
-		testKeyPEM = pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(k)})
-	})
-	return testKeyPEM
-}
 
 func TestGitHubURLs(t *testing.T) {
 	tests := []struct{ in, web, api, upload string }{

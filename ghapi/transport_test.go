@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bazinga-bot/bazinga/internal/testkey"
 	"github.com/google/go-github/v66/github"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -354,7 +355,7 @@ func TestClientFactory(t *testing.T) {
 	defer srv.Close()
 	_, api, upload, err := GitHubURLs(srv.URL)
 	require.NoError(t, err)
-	f, err := NewClientFactory(App{ID: 7, PrivateKey: testPrivateKey(t), APIURL: api, UploadURL: upload}, nil, fastOpts())
+	f, err := NewClientFactory(App{ID: 7, PrivateKey: testkey.PEM(t), APIURL: api, UploadURL: upload}, nil, fastOpts())
 	require.NoError(t, err)
 
 	app, err := f.App()
@@ -403,7 +404,7 @@ func TestClientFactory(t *testing.T) {
 }
 
 func TestNewClientFactoryErrors(t *testing.T) {
-	_, err := NewClientFactory(App{PrivateKey: testPrivateKey(t)}, nil, TransportOptions{})
+	_, err := NewClientFactory(App{PrivateKey: testkey.PEM(t)}, nil, TransportOptions{})
 	assert.ErrorContains(t, err, "app id")
 	_, err = NewClientFactory(App{ID: 1, PrivateKey: []byte("nope")}, nil, TransportOptions{})
 	assert.ErrorContains(t, err, "private key")

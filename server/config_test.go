@@ -1,46 +1,24 @@
 package server
 
 import (
-	"crypto/rand"
-	"crypto/rsa"
-	"crypto/x509"
-	"encoding/pem"
 	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/bazinga-bot/bazinga/ghapi"
+	"github.com/bazinga-bot/bazinga/internal/testkey"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
-var (
-	testKeyOnce sync.Once
-	testKeyPEM  []byte
-)
-
-// testPrivateKey returns a PEM RSA key (PKCS#1, as GitHub issues them).
-func testPrivateKey(t testing.TB) []byte {
-	t.Helper()
-	testKeyOnce.Do(func() {
-		k, err := rsa.GenerateKey(rand.Reader, 2048)
-		if err != nil {
-			panic(err)
-		}
-		testKeyPEM = pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(k)})
-	})
-	return testKeyPEM
-}
-
 func envOf(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
 
 func TestConfigFromEnvDefaults(t *testing.T) {
-	key := testPrivateKey(t)
+	key := testkey.PEM(t)
 	c, err := ConfigFromEnv(envOf(map[string]string{
 		EnvAppID: "123", EnvPrivateKey: string(key), EnvWebhookSecret: "s3cret",
 	}))
@@ -59,7 +37,7 @@ func TestConfigFromEnvDefaults(t *testing.T) {
 
 func TestConfigFromEnvAll(t *testing.T) {
 	keyFile := filepath.Join(t.TempDir(), "app.pem")
-	require.NoError(t, os.WriteFile(keyFile, testPrivateKey(t), 0o600))
+	require.NoError(t, os.WriteFile(keyFile, testkey.PEM(t), 0o600))
 	c, err := ConfigFromEnv(envOf(map[string]string{
 		EnvAppID: "9", EnvPrivateKeyPath: keyFile, EnvWebhookSecret: "x",
 		EnvGitHubURL: "https://ghe.example.com/", EnvListen: "127.0.0.1:9000",
@@ -77,14 +55,14 @@ func TestConfigFromEnvAll(t *testing.T) {
 }
 
 func TestConfigFromEnvEscapedNewlines(t *testing.T) {
-	key := strings.ReplaceAll(string(testPrivateKey(t)), "\n", `\n`)
+	key := strings.ReplaceAll(string(testkey.PEM(t)), "\n", `\n`)
 	c, err := ConfigFromEnv(envOf(map[string]string{EnvAppID: "1", EnvPrivateKey: key, EnvWebhookSecret: "x"}))
 	require.NoError(t, err)
 	assert.NoError(t, ghapi.ValidatePrivateKey(c.PrivateKey))
 }
 
 func TestConfigFromEnvErrors(t *testing.T) {
-	key := string(testPrivateKey(t))
+	key := string(testkey.PEM(t))
 	valid := map[string]string{EnvAppID: "1", EnvPrivateKey: key, EnvWebhookSecret: "topsecret-value"}
 	with := func(k, v string) map[string]string {
 		m := map[string]string{}
@@ -137,7 +115,7 @@ func TestConfigFromEnvErrors(t *testing.T) {
 }
 
 func TestConfigNeverPrintsSecrets(t *testing.T) {
-	c := Config{AppID: 1, PrivateKey: testPrivateKey(t), WebhookSecret: []byte("topsecret-value")}
+	c := Config{AppID: 1, PrivateKey: testkey.PEM(t), WebhookSecret: []byte("topsecret-value")}
 	for _, s := range []string{c.String(), fmt.Sprintf("%v", c), fmt.Sprintf("%+v", c), c.LogValue().String()} {
 		assert.NotContains(t, s, "topsecret-value")
 		assert.NotContains(t, s, "PRIVATE KEY")
@@ -145,7 +123,7 @@ func TestConfigNeverPrintsSecrets(t *testing.T) {
 }
 
 func TestConfigFromCredentialsFile(t *testing.T) {
-	key := string(testPrivateKey(t))
+	key := string(testkey.PEM(t))
 	file := filepath.Join(t.TempDir(), "app.env")
 	require.NoError(t, WriteCredentials(file, Credentials{AppID: 31, Slug: "my-bazinga", PrivateKey: key,
 		WebhookSecret: `we"ird #secret\`, ClientID: "Iv1.abc", ClientSecret: "cs"}, time.Unix(0, 0)))
@@ -162,7 +140,7 @@ func TestConfigFromCredentialsFile(t *testing.T) {
 
 	// The environment wins, variable by variable.
 	keyFile := filepath.Join(t.TempDir(), "other.pem")
-	require.NoError(t, os.WriteFile(keyFile, testPrivateKey(t), 0o600))
+	require.NoError(t, os.WriteFile(keyFile, testkey.PEM(t), 0o600))
 	c, err = ConfigFromEnv(envOf(map[string]string{EnvCredentialsFile: file, EnvAppID: "32", EnvWebhookSecret: "from-env", EnvPrivateKeyPath: keyFile}))
 	require.NoError(t, err, "a key path in the environment replaces the file's key rather than clashing with it")
 	assert.Equal(t, int64(32), c.AppID)
