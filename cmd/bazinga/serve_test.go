@@ -3,10 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"crypto/rsa"
-	"crypto/x509"
-	"encoding/pem"
 	"html"
 	"io"
 	"log/slog"
@@ -24,6 +20,7 @@ import (
 
 	"github.com/bazinga-bot/bazinga/ghapi"
 	"github.com/bazinga-bot/bazinga/internal/ghfake"
+	"github.com/bazinga-bot/bazinga/internal/testkey"
 	"github.com/bazinga-bot/bazinga/server"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -180,15 +177,13 @@ func TestServeUnexpectedArgs(t *testing.T) {
 }
 
 func TestServeRunsAndStops(t *testing.T) {
-	k, err := rsa.GenerateKey(rand.Reader, 1024)
-	require.NoError(t, err)
 	// The App is read from (and the sweep lists installations in) the fake GitHub.
 	fake := ghfake.Start(t, ghfake.Options{})
 	web, api, upload, err := ghapi.GitHubURLs(fake.URL())
 	require.NoError(t, err)
 	cfg := server.Config{
 		AppID: 1, WebhookSecret: []byte("s"), Listen: "127.0.0.1:0",
-		PrivateKey: pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(k)}),
+		PrivateKey: testkey.PEM(t),
 		GitHubURL:  web, APIURL: api, UploadURL: upload,
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
@@ -197,16 +192,14 @@ func TestServeRunsAndStops(t *testing.T) {
 }
 
 func TestServeReportsAnUnreachableApp(t *testing.T) {
-	k, err := rsa.GenerateKey(rand.Reader, 1024)
-	require.NoError(t, err)
 	cfg := server.Config{
 		AppID: 1, WebhookSecret: []byte("s"), Listen: "127.0.0.1:0",
-		PrivateKey: pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(k)}),
+		PrivateKey: testkey.PEM(t),
 		GitHubURL:  "http://127.0.0.1:1", APIURL: "http://127.0.0.1:1/api/v3/", UploadURL: "http://127.0.0.1:1/api/uploads/",
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	err = serve(ctx, cfg, slog.New(slog.DiscardHandler))
+	err := serve(ctx, cfg, slog.New(slog.DiscardHandler))
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "check BAZINGA_APP_ID and the private key")
 }
