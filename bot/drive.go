@@ -79,6 +79,23 @@ func (b *Bot) Process(ctx context.Context, d Delivery) error {
 // a command on a PR (the group PR's head branch) or a failed job (its run's
 // title). Every event then carries the session's id.
 func (b *Bot) resolve(ctx context.Context, gh GitHub, it *intent, ref *sessionRef) error {
+	if it.label != nil {
+		// Label toggles coalesce: an event whose change a later toggle has
+		// undone is not applied (the later one's delivery follows), so a
+		// burst of toggles costs one acknowledgement, not one per toggle.
+		is, err := gh.GetIssue(ctx, ref.repo, ref.issue)
+		if err != nil {
+			return err
+		}
+		has := false
+		for _, l := range is.Labels {
+			has = has || strings.EqualFold(l, it.label.name)
+		}
+		if has != it.label.added {
+			return ignored("the %s label was changed again since", it.label.name)
+		}
+		it.in.labels = map[int][]string{ref.issue: is.Labels}
+	}
 	switch {
 	case it.viaPR != 0:
 		pr, err := gh.GetPR(ctx, ref.repo, it.viaPR)
@@ -321,6 +338,11 @@ func (b *Bot) drive(ctx context.Context, gh GitHub, ref sessionRef, in input) er
 	}
 	if in.status {
 		lines = append(lines, renderTracking(&st, st.RepoURL, 10, ""))
+	}
+	if len(lines) == 0 && next.Rev == prev.Rev && in.start == nil {
+		// Events that changed nothing need no record for a rebuild either:
+		// a repeated pause costs no comment.
+		record = nil
 	}
 	if len(lines) > 0 || len(record) > 0 {
 		var er *codec.EventRecord

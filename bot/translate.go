@@ -225,6 +225,14 @@ type intent struct {
 	refuse bool
 	// help is a reply that needs no session (help, unknown commands).
 	help string
+	// label is the start label's change an issues event reports: it counts
+	// only while the issue still shows it (a later toggle supersedes it).
+	label *labelChange
+}
+
+type labelChange struct {
+	name  string
+	added bool
 }
 
 var branchRE = regexp.MustCompile(`^bazinga/([0-9]+)-([A-Za-z0-9_-]{1,32})$`)
@@ -383,14 +391,15 @@ func (t translator) issues(p *payload) (intent, error) {
 		if base == "" {
 			base = "main"
 		}
-		return intent{issue: n, actor: &sender, in: input{labels: labels,
+		return intent{issue: n, actor: &sender, label: &labelChange{name: p.Label.Name, added: true}, in: input{labels: labels,
 			start: &startInfo{title: p.Issue.Title, body: p.Issue.Body, base: base, repoURL: p.Repository.HTMLURL},
 			// A label on a paused session resumes it.
 			events: []pipeline.Event{pipeline.CommandEvent(session, sender.Login, pipeline.Command{Kind: pipeline.CommandResume})}}}, nil
 	case "unlabeled":
 		ev := pipeline.CommandEvent(session, sender.Login, pipeline.Command{Kind: pipeline.CommandPause,
 			Text: "the " + t.startLabel + " label was removed by " + sender.Login})
-		return intent{issue: n, actor: &sender, in: input{labels: labels, events: []pipeline.Event{ev}, record: []pipeline.Event{ev}}}, nil
+		return intent{issue: n, actor: &sender, label: &labelChange{name: p.Label.Name, added: false},
+			in: input{labels: labels, events: []pipeline.Event{ev}, record: []pipeline.Event{ev}}}, nil
 	}
 	return intent{}, ignored("action %s", p.Action)
 }

@@ -81,3 +81,35 @@ func TestOneRefusalPerHour(t *testing.T) {
 	st, _ := h.state()
 	require.False(t, st.Session.Status.Terminal(), "no command of mallory's had an effect")
 }
+
+// TestLabelTogglesCoalesce: a burst of label toggles costs no more than its
+// final state: every toggle a later one undid is skipped, so a session left
+// labelled writes nothing, and one left unlabelled pauses once.
+func TestLabelTogglesCoalesce(t *testing.T) {
+	s := newFakeSession(t, 1, "")
+	s.start()
+	s.steps(4)
+	s.drain() // what the steps left to deliver
+	writes := len(s.gh.recorded(true))
+	for i := 0; i < 10; i++ {
+		s.label("alice", s.issue, "bazinga", i%2 == 1) // off, on, off, on, …: ends on
+	}
+	s.drain()
+	st, _ := s.state()
+	require.NotEqual(t, pipeline.SessionPaused, st.Session.Status)
+	require.Equal(t, writes, len(s.gh.recorded(true)), "ten toggles that end where they began write nothing")
+
+	for i := 0; i < 9; i++ {
+		s.label("alice", s.issue, "bazinga", i%2 == 1) // off, on, …, off: ends off
+	}
+	s.drain()
+	st, _ = s.state()
+	require.Equal(t, pipeline.SessionPaused, st.Session.Status)
+	comments := 0
+	for _, c := range s.gh.recorded(true)[writes:] {
+		if c.Op == "CreateComment" {
+			comments++
+		}
+	}
+	require.Equal(t, 1, comments, "one acknowledgement for nine toggles")
+}
