@@ -224,37 +224,73 @@ func (h *coreHarness) state() (codec.State, bool) {
 // run drives the session: deliveries first, then one job, then sweeps
 // (with time jumps past the step timeout when nothing moves).
 func (h *coreHarness) run(maxIter int) pipeline.SessionStatus {
+	h.t.Helper()
+	return sessionLoop{t: h.t,
+		deliver: func() bool {
+			d, ok := h.pop()
+			if ok {
+				_ = h.process(d)
+			}
+			return ok
+		},
+		work: func() bool {
+			r, ok := h.nextRun()
+			if ok {
+				h.clock.Advance(time.Second)
+				h.job(r)
+			}
+			return ok
+		},
+		state: h.state, settled: h.settled, advance: h.clock.Advance,
+		sweep: func() {
+			if err := h.bot.Sweep(h.ctx); err != nil {
+				h.botErrs = append(h.botErrs, err)
+			}
+		},
+	}.run(maxIter)
+}
+
+// sessionLoop drives a test session to its end the same way over either
+// fake: queued deliveries first, then one job, then sweeps, with time jumps
+// past the step timeout when nothing moves.
+type sessionLoop struct {
+	t       testing.TB
+	deliver func() bool // processes one queued delivery; false when none
+	work    func() bool // runs one pending job; false when none
+	state   func() (codec.State, bool)
+	settled func(codec.State) bool
+	advance func(time.Duration)
+	sweep   func()
+}
+
+func (l sessionLoop) run(maxIter int) pipeline.SessionStatus {
+	l.t.Helper()
 	idle := 0
 	for i := 0; i < maxIter; i++ {
-		if d, ok := h.pop(); ok {
-			_ = h.process(d)
+		if l.deliver() {
 			idle = 0
 			continue
 		}
-		if r, ok := h.nextRun(); ok {
-			h.clock.Advance(time.Second)
-			h.job(r)
+		if l.work() {
 			idle = 0
 			continue
 		}
-		st, ok := h.state()
-		if ok && h.settled(st) {
+		st, ok := l.state()
+		if ok && l.settled(st) {
 			return st.Session.Status
 		}
 		idle++
 		if idle > 8 {
-			h.t.Fatalf("session stuck: %+v", st.Session.Status)
+			l.t.Fatalf("session stuck: %v", st.Session.Status)
 		}
 		if idle > 3 {
-			h.clock.Advance(45 * time.Minute)
+			l.advance(45 * time.Minute)
 		} else {
-			h.clock.Advance(time.Minute)
+			l.advance(time.Minute)
 		}
-		if err := h.bot.Sweep(h.ctx); err != nil {
-			h.botErrs = append(h.botErrs, err)
-		}
+		l.sweep()
 	}
-	h.t.Fatalf("session did not end in %d iterations", maxIter)
+	l.t.Fatalf("session did not end in %d iterations", maxIter)
 	return 0
 }
 

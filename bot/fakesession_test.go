@@ -217,36 +217,26 @@ func (s *fakeSession) prs() []ghapi.PR {
 // run drives the session to its end, sweeping (with time jumps) when
 // nothing moves, as coreHarness.run does.
 func (s *fakeSession) run(maxIter int) pipeline.SessionStatus {
-	idle := 0
-	for i := 0; i < maxIter; i++ {
-		if d, ok := s.pop(); ok {
-			s.process(d)
-			idle = 0
-			continue
-		}
-		if r, ok := s.nextRun(); ok {
-			s.clock.Advance(time.Second)
-			s.job(r)
-			idle = 0
-			continue
-		}
-		st, ok := s.state()
-		if ok && s.settled(st) {
-			return st.Session.Status
-		}
-		idle++
-		if idle > 8 {
-			s.t.Fatalf("session stuck: %v", st.Session.Status)
-		}
-		if idle > 3 {
-			s.clock.Advance(45 * time.Minute)
-		} else {
-			s.clock.Advance(time.Minute)
-		}
-		_ = s.bot.Sweep(context.Background())
-	}
-	s.t.Fatalf("session did not end in %d iterations", maxIter)
-	return 0
+	s.t.Helper()
+	return sessionLoop{t: s.t,
+		deliver: func() bool {
+			d, ok := s.pop()
+			if ok {
+				s.process(d)
+			}
+			return ok
+		},
+		work: func() bool {
+			r, ok := s.nextRun()
+			if ok {
+				s.clock.Advance(time.Second)
+				s.job(r)
+			}
+			return ok
+		},
+		state: s.state, settled: s.settled, advance: s.clock.Advance,
+		sweep: func() { _ = s.bot.Sweep(context.Background()) },
+	}.run(maxIter)
 }
 
 // job plays one Actions job: do the step's work, post its result as
