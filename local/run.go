@@ -260,7 +260,7 @@ func (r *runner) resume() error {
 		return nil
 	}
 	r.view.started(s.ID, s.Base, o.Repo, true)
-	return r.apply([]pipeline.Event{pipeline.CommandEvent(s.ID, "local", pipeline.Command{Kind: pipeline.CommandResume})})
+	return r.apply([]pipeline.Event{pipeline.CommandEvent(s.ID, "local", pipeline.Command{Kind: pipeline.CommandResume, Restart: true})})
 }
 
 func (r *runner) setup() error {

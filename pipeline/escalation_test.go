@@ -130,10 +130,26 @@ func TestCommands(t *testing.T) {
 		h := newHarness(t, DefaultConfig())
 		h.plan(pg("A", 1))
 		a := h.inFlight("A")
+		// Sent a moment ago: left to run, and the reply says so.
+		h.reconcile(CommandEvent("s1", "alice", Command{Kind: CommandResume}))
+		assert.Empty(t, h.dispatched(), "a step sent less than ResendAfter ago is not sent again")
+		require.NotEmpty(t, h.notices())
+		assert.Contains(t, h.notices()[0].Text, a.ID+" were sent less than 1m0s ago")
+		// A minute later it is sent again, under the same id.
+		h.now = h.now.Add(ResendAfter)
 		h.reconcile(CommandEvent("s1", "alice", Command{Kind: CommandResume}))
 		require.Len(t, h.dispatched(), 1)
 		assert.Equal(t, "dispatch/"+a.ID, h.dispatched()[0].ID, "same id: executing it again is a no-op")
 		assert.Equal(t, a.ID, h.inFlight("A").ID)
+		// Repeated resumes do not start a job each.
+		for range 5 {
+			h.reconcile(CommandEvent("s1", "alice", Command{Kind: CommandResume}))
+			assert.Empty(t, h.dispatched())
+		}
+		// A restart (a local runner that was killed) knows the step is lost.
+		h.reconcile(CommandEvent("s1", "local", Command{Kind: CommandResume, Restart: true}))
+		require.Len(t, h.dispatched(), 1)
+		assert.Equal(t, "dispatch/"+a.ID, h.dispatched()[0].ID)
 	})
 	t.Run("retry group cancels its step and dispatches it afresh", func(t *testing.T) {
 		h := newHarness(t, DefaultConfig())

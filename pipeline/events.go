@@ -38,6 +38,12 @@ type Command struct {
 	Group string `json:"group,omitempty"`
 	// Text is the answer of answer, or the reason of pause.
 	Text string `json:"text,omitempty"`
+	// Restart marks a resume whose sender knows the steps in flight are
+	// lost (a local runner that was killed and started again): every one is
+	// sent again at once. A plain resume on a live session re-sends only the
+	// steps sent at least ResendAfter ago, so that repeated resumes do not
+	// start a job per step each time.
+	Restart bool `json:"restart,omitempty"`
 }
 
 // Started returns the event that begins a session.

@@ -104,6 +104,16 @@ func (h *harness) dispatched() []Action {
 	return out
 }
 
+func (h *harness) notices() []Action {
+	var out []Action
+	for _, a := range h.actions {
+		if a.Kind == ActionNotify {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
 func planJSON(groups ...PlanGroup) string {
 	b, _ := json.Marshal(map[string]any{"plan": Plan{Mode: "parallel", Groups: groups, SuccessCriteria: []string{"it works"}}})
 	return string(b)

@@ -43,8 +43,9 @@ type reconciler struct {
 	actions []Action
 	changed bool
 	nActs   int
-	// resend asks finish to send every step in flight again (resume on a live session).
-	resend bool
+	// resend asks finish to send the steps in flight again (resume on a live
+	// session); restart sends all of them, however recently they were sent.
+	resend, restart bool
 }
 
 // pmLimit is how many pm steps may follow one another without a group
@@ -365,6 +366,7 @@ func (r *reconciler) command(ev Event) {
 		}
 		r.pause(reason)
 	case CommandResume:
+		r.restart = c.Restart
 		r.resume(who)
 	case CommandRetry:
 		r.retryCommand(who, c.Group)
@@ -383,8 +385,14 @@ func (r *reconciler) command(ev Event) {
 	}
 }
 
+// ResendAfter is how long a step must have been in flight before a plain
+// resume sends it again: a step sent a moment ago is most likely still
+// starting, and every copy sent starts a job.
+const ResendAfter = time.Minute
+
 // resume restarts a paused, stopped or failed session; on a live session it
-// re-sends every step in flight (their ids make duplicates harmless).
+// re-sends the steps in flight that were sent at least ResendAfter ago, or
+// all of them on a restart (their ids make duplicates harmless).
 func (r *reconciler) resume(who string) {
 	s := &r.s
 	switch s.Status {
@@ -400,9 +408,20 @@ func (r *reconciler) resume(who string) {
 		r.freshAttempts()
 		r.notify(NoticeInfo, "Resumed by "+who+".")
 	default:
-		// finish sends every step still in flight again.
+		// finish sends the steps still in flight again.
 		r.resend = true
-		r.notify(NoticeInfo, fmt.Sprintf("Resumed by %s: the steps in flight are sent again.", who))
+		var recent []string
+		for _, st := range s.Steps {
+			if st.State == StepInFlight && !r.restart && r.now.Sub(st.DispatchedAt) < ResendAfter {
+				recent = append(recent, st.ID)
+			}
+		}
+		if len(recent) == 0 {
+			r.notify(NoticeInfo, fmt.Sprintf("Resumed by %s: the steps in flight are sent again.", who))
+			return
+		}
+		r.notify(NoticeInfo, fmt.Sprintf("Resumed by %s: the steps in flight for at least %s are sent again; %s were sent less than %s ago and are left to run.",
+			who, ResendAfter, strings.Join(recent, ", "), ResendAfter))
 	}
 }
 

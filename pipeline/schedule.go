@@ -376,11 +376,16 @@ func (r *reconciler) finish() {
 	if r.resend && s.Status != SessionPaused && !s.Status.Terminal() {
 		// A step sent again gets its full time again.
 		for i := range s.Steps {
-			if st := &s.Steps[i]; st.State == StepInFlight && !r.dispatchedNow(st.ID) {
-				st.DispatchedAt = r.now
-				r.changed = true
-				r.add(dispatchAction(*st))
+			st := &s.Steps[i]
+			if st.State != StepInFlight || r.dispatchedNow(st.ID) {
+				continue
 			}
+			if !r.restart && r.now.Sub(st.DispatchedAt) < ResendAfter {
+				continue
+			}
+			st.DispatchedAt = r.now
+			r.changed = true
+			r.add(dispatchAction(*st))
 		}
 	}
 	if !r.changed {
