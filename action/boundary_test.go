@@ -123,7 +123,9 @@ func TestPublishRefusesTamperedHandOvers(t *testing.T) {
 	require.Equal(t, "result", m["outcome"])
 	require.NotEmpty(t, m.files(), "the developer's change is handed over as files")
 	headBefore, _, _ := u.published(step)
-	require.NotEmpty(t, headBefore)
+	require.Empty(t, headBefore, "the group branch is created by its first step's push")
+	mainHead, ok := u.repo.Ref("refs/heads/main")
+	require.True(t, ok)
 
 	cases := []struct {
 		name   string
@@ -228,15 +230,16 @@ func TestPublishRefusesTamperedHandOvers(t *testing.T) {
 	got, err := u.repo.ReadFile("bazinga/1-A", "a.txt")
 	require.NoError(t, err)
 	assert.Equal(t, "ok\n", string(got))
-	// The commit is the harness's: parent the branch head the step started
-	// from, committed by bazinga, with the step trailer.
+	// The commit is the harness's: parent the commit the step started from
+	// (the base head: the branch did not exist), committed by bazinga, with
+	// the step trailer.
 	repo, _, err := gitops.FetchBare(context.Background(), gitops.Remote{URL: u.f.URL() + "/" + e2eFull + ".git", Token: u.f.RunToken(run)},
 		filepath.Join(t.TempDir(), "r"), "bazinga/1-A")
 	require.NoError(t, err)
 	c, err := repo.CommitObject(plumbing.NewHash(head))
 	require.NoError(t, err)
 	require.Len(t, c.ParentHashes, 1)
-	assert.Equal(t, headBefore, c.ParentHashes[0].String())
+	assert.Equal(t, mainHead, c.ParentHashes[0].String(), "a new group branch starts on the base")
 	assert.Equal(t, gitops.BotIdentity.Name, c.Committer.Name)
 	assert.Contains(t, c.Message, "Bazinga-Step: "+step)
 }
@@ -426,7 +429,12 @@ exec "$@"
 		assert.Positive(t, reads)
 		assert.Contains(t, text, "INPUT_GITHUB-TOKEN=ghs_ro", "the dump reached the agent's parent, which holds only the read token")
 		assert.Contains(t, text, "sk-test-model-key", "and the model key the agent is given")
-		assert.NotContains(t, text, "ghs_rw", "no write token of any run")
+		// No write token at all in the agent's own and its parent's
+		// environment. (Other processes' environments on a shared machine
+		// may hold other tests' tokens: there only this world's count,
+		// checked exactly above.)
+		own, _, _ := strings.Cut(text, "\n== /proc/")
+		assert.NotContains(t, own, "ghs_rw", "no write token of any run")
 		assert.NotContains(t, text, e2eBotTok, "not the App's token")
 		assert.NotContains(t, text, e2eActionSecret, "not the Action-only state secret")
 		assert.NotContains(t, text, hex.EncodeToString(e2eSigningKey.Seed()), "not the App's signing key")

@@ -392,8 +392,14 @@ func (h *coreHarness) job(r ghfake.Run) {
 			}
 		}
 	}
+	// As the publish job: a group step reports the branch's head after it
+	// (the branch exists once the first change is pushed).
+	head := ""
+	if ref.Group != pipeline.LeadGroup && ref.Role != pipeline.RoleMerge {
+		head, _ = h.repo.Ref("refs/heads/" + branch)
+	}
 	now := h.clock.Now()
-	body := codec.RenderResultComment(codec.ResultRecord{Step: step, Role: ref.Role, Group: ref.Group, Result: res, StartedAt: now.Add(-time.Minute), EndedAt: now,
+	body := codec.RenderResultComment(codec.ResultRecord{Step: step, Role: ref.Role, Group: ref.Group, Result: res, StartedAt: now.Add(-time.Minute), EndedAt: now, Head: head,
 		RunURL: h.f.URL() + "/" + coreOwner + "/" + coreRepo + "/actions/runs/" + strconv.FormatInt(r.ID, 10)})
 	if _, _, err := gh.Issues.CreateComment(ctx, coreOwner, coreRepo, where, &github.IssueComment{Body: github.String(body)}); err != nil {
 		h.jobFails++
@@ -502,11 +508,20 @@ func TestReferenceSessionEndsInVerifiedBazinga(t *testing.T) {
 	require.Equal(t, pipeline.SessionDone, h.run(500))
 	h.assertVerifiedBazinga()
 	require.Empty(t, h.botErrs)
-	// The PRs carry their group's history and the merged label.
+	// The PRs carry their group's history as result comments; their body is
+	// the one they were opened with, and no stage label was set on them.
 	for _, pr := range h.repo.PRs() {
 		require.True(t, pr.GetMerged(), "PR #%d merged", pr.GetNumber())
 		require.Contains(t, pr.GetTitle(), fmt.Sprintf("[bazinga #%d] Group ", h.issue))
-		require.Contains(t, pr.GetBody(), "MERGE_SUCCESS")
-		require.Contains(t, h.repo.Labels(pr.GetNumber()), "bazinga:merged")
+		require.Equal(t, prBody(h.issue, pipeline.Group{ID: strings.TrimPrefix(pr.GetHead().GetRef(), fmt.Sprintf("bazinga/%d-", h.issue)),
+			Task: "Build widget part " + strings.TrimPrefix(pr.GetHead().GetRef(), fmt.Sprintf("bazinga/%d-", h.issue)) + "."}), pr.GetBody())
+		require.Empty(t, h.repo.Labels(pr.GetNumber()))
+		history := ""
+		for _, c := range h.repo.Comments(pr.GetNumber()) {
+			history += c.GetBody()
+		}
+		for _, status := range []string{"PASS", "APPROVED", "MERGE_SUCCESS"} {
+			require.Contains(t, history, status, "PR #%d's result comments", pr.GetNumber())
+		}
 	}
 }

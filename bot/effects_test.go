@@ -92,7 +92,10 @@ func TestAPIBudget(t *testing.T) {
 		t.Logf("  %3d  %s", routes[r], r)
 	}
 	require.LessOrEqual(t, total, 150, "total calls of the bot")
-	// The content-creating target (40) is not met: 19 dispatches, 4 refs,
-	// 4 PRs and a tracking-comment write per reconcile already exceed it.
-	require.LessOrEqual(t, creating, 100, "content-creating calls of the bot")
+	// The target (40) is not met: per step one dispatch and one state write
+	// (19 + 19), plus 4 PRs, the tracking comment, the start record, the
+	// summary, 2 issue labels and the close make 48. Group branches are the
+	// jobs' pushes, PR bodies are written once and PRs carry no stage label.
+	// Below this needs several steps per dispatch (see BENCHMARKS.md).
+	require.LessOrEqual(t, creating, 48, "content-creating calls of the bot")
 }

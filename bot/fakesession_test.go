@@ -318,9 +318,17 @@ func (s *fakeSession) job(r *fakeRun) {
 			}
 		}
 	}
+	// As the publish job: a group step reports the branch's head after it
+	// (the branch exists once the first change is pushed).
+	head := ""
+	if ref.Group != pipeline.LeadGroup && ref.Role != pipeline.RoleMerge {
+		s.gh.mu.Lock()
+		head = s.gh.refs["refs/heads/"+branch]
+		s.gh.mu.Unlock()
+	}
 	now := s.clock.Now()
 	s.comment(actionsLogin, where, codec.RenderResultComment(codec.ResultRecord{Step: step, Role: ref.Role, Group: ref.Group, Result: res,
-		StartedAt: now.Add(-time.Minute), EndedAt: now}))
+		StartedAt: now.Add(-time.Minute), EndedAt: now, Head: head}))
 	s.completeRun(r.ID, "success")
 }
 

@@ -194,10 +194,6 @@ func (x *executor) carryOut(ctx context.Context) {
 			if !p.Failed && p.At.Before(x.now) && x.now.Sub(p.At) < dispatchGrace {
 				continue // sent by an earlier reconcile moments ago; its run may not show yet
 			}
-			if p.Group != pipeline.LeadGroup && p.Group != "" && !x.st.PR(p.Group).Branch {
-				blocked = true // the group branch comes first
-				continue
-			}
 			err = x.gh.DispatchWorkflow(ctx, x.ref.repo, x.workflow(), x.st.Session.Base, map[string]string{"step": p.Step})
 			if err == nil {
 				x.log.Info("dispatched", "step", p.Step)

@@ -204,9 +204,10 @@ func prTitle(issue int, g pipeline.Group) string {
 	return fmt.Sprintf("[bazinga #%d] Group %s: %s", issue, g.ID, codec.OneLine(g.Name))
 }
 
-// prBody is a group PR's body: the task, the link to the issue and the
-// group's capsule history (oldest first).
-func prBody(issue int, s pipeline.Session, g pipeline.Group) string {
+// prBody is a group PR's body: the task and the link to the issue. It is
+// written once: the stages are in the issue's tracking comment and the steps
+// in the result comments below the PR, so no stage change edits it.
+func prBody(issue int, g pipeline.Group) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Group **%s** of the bazinga session for #%d.\n\n", g.ID, issue)
 	b.WriteString("#### Task\n\n")
@@ -215,19 +216,7 @@ func prBody(issue int, s pipeline.Session, g pipeline.Group) string {
 		task = string(r[:20000]) + "…"
 	}
 	b.WriteString(task + "\n\n")
-	var hist []string
-	for _, st := range s.Steps {
-		if st.Group == g.ID {
-			hist = append(hist, "- "+codec.OneLine(pipeline.Capsule(st)))
-		}
-	}
-	if len(hist) > 0 {
-		if len(hist) > 60 {
-			hist = append([]string{fmt.Sprintf("- …%d earlier step(s)", len(hist)-60)}, hist[len(hist)-60:]...)
-		}
-		b.WriteString("#### History\n\n" + strings.Join(hist, "\n") + "\n\n")
-	}
-	fmt.Fprintf(&b, "<sub>Managed by bazinga: stage **%s**. Results are posted as comments here.</sub>\n", g.Stage)
+	fmt.Fprintf(&b, "<sub>Managed by bazinga: the session's progress is in #%d; each step's result is posted as a comment here.</sub>\n", issue)
 	return b.String()
 }
 

@@ -35,7 +35,7 @@ func TestGoldenRenders(t *testing.T) {
 	st, _ := h.state()
 	golden(t, "tracking_running.md", renderTracking(&st, "https://github.com/acme/widgets", 30, "<!-- state -->"))
 	g := st.Session.Groups[0]
-	golden(t, "pr_body.md", prTitle(h.issue, g)+"\n\n"+prBody(h.issue, st.Session, g))
+	golden(t, "pr_body.md", prTitle(h.issue, g)+"\n\n"+prBody(h.issue, g))
 	require.Equal(t, pipeline.SessionDone, h.run(500))
 	st, _ = h.state()
 	golden(t, "tracking_done.md", renderTracking(&st, "https://github.com/acme/widgets", 30, "<!-- state -->"))

@@ -90,6 +90,11 @@ func TestRebuild(t *testing.T) {
 			h := newCoreHarness(t, coreOpts{groups: 3})
 			h.start()
 			h.steps(40)
+			// Settle: every result posted so far is processed, so that the
+			// log the rebuild reads and the state it replaces agree.
+			for d, ok := h.pop(); ok; d, ok = h.pop() {
+				_ = h.process(d)
+			}
 			before, ok := h.state()
 			require.True(t, ok)
 			require.Equal(t, pipeline.SessionRunning, before.Session.Status)

@@ -35,24 +35,16 @@ func IssueLabel(st pipeline.SessionStatus) string {
 	return "bazinga:running"
 }
 
-// GroupLabel is a group PR's label for its stage.
+// GroupLabel is a group PR's label: only a group that needs a person
+// carries one. The stages are in the tracking comment's table and graph and
+// the steps in the PR's result comments; a label per stage cost a PR edit
+// per stage change (issue 14: the installation's content-creating budget).
 func GroupLabel(g *pipeline.Group) string {
 	switch g.Stage {
-	case pipeline.StageQA:
-		return "bazinga:qa"
-	case pipeline.StageReview:
-		return "bazinga:review"
-	case pipeline.StageApproved, pipeline.StageMerging:
-		return "bazinga:merging"
-	case pipeline.StageMerged:
-		return "bazinga:merged"
 	case pipeline.StageBlocked, pipeline.StageAbandoned:
 		return "bazinga:blocked"
 	}
-	if g.Wait == pipeline.WaitPM || g.Wait == pipeline.WaitPaused {
-		return "bazinga:blocked"
-	}
-	return "bazinga:dev"
+	return ""
 }
 
 // IssueLabels lists every label bazinga manages on issues, in order.
@@ -62,7 +54,7 @@ func IssueLabels() []string {
 
 // GroupLabels lists every label bazinga manages on group PRs, in order.
 func GroupLabels() []string {
-	return []string{"bazinga:dev", "bazinga:qa", "bazinga:review", "bazinga:merging", "bazinga:merged", "bazinga:blocked"}
+	return []string{"bazinga:blocked"}
 }
 
 // withLabel replaces the managed labels of current by label.
@@ -89,38 +81,20 @@ func hasOnlyLabel(current, managed []string, label string) bool {
 	return slices.Contains(current, label)
 }
 
-// groupViews converges every started group on its branch, its PR and the
-// PR's title, body and label.
+// groupViews converges every started group on its PR and the PR's title,
+// body and label. The group branch is the jobs' business: the first step
+// that changes anything pushes it (a git push, no API call), so the PR is
+// opened once a step has reported a head for the group, and tried again
+// after each later step while GitHub finds no commits on it.
 func (x *executor) groupViews(ctx context.Context) {
 	s := &x.st.Session
 	for i := range s.Groups {
 		g := &s.Groups[i]
-		if !g.Started {
+		if !g.Started || g.Head == "" {
 			continue
 		}
 		gp := x.st.PR(g.ID)
-		if !gp.Branch && g.Stage != pipeline.StageMerged && g.Stage != pipeline.StageAbandoned {
-			if x.baseSHA == "" {
-				sha, err := x.gh.GetRef(ctx, x.ref.repo, "heads/"+s.Base)
-				if err != nil {
-					x.fail(fmt.Errorf("group %s: %w", g.ID, err))
-					continue
-				}
-				x.baseSHA = sha
-			}
-			err := x.gh.CreateRef(ctx, x.ref.repo, "refs/heads/"+g.Branch, x.baseSHA)
-			switch {
-			case err == nil:
-				// A new branch at the base head has no commits: no PR yet.
-				gp.Branch, gp.Tried, gp.TriedLast = true, true, g.Last
-			case errors.Is(err, ghapi.ErrExists):
-				gp.Branch = true
-			default:
-				x.fail(fmt.Errorf("group %s: %w", g.ID, err))
-				continue
-			}
-		}
-		if gp.Branch && gp.Number == 0 && !g.Stage.Finished() && (!gp.Tried || gp.TriedLast != g.Last) {
+		if gp.Number == 0 && !g.Stage.Finished() && (!gp.Tried || gp.TriedLast != g.Last) {
 			x.openPR(ctx, g, gp)
 		}
 	}
@@ -129,7 +103,7 @@ func (x *executor) groupViews(ctx context.Context) {
 
 func (x *executor) openPR(ctx context.Context, g *pipeline.Group, gp *codec.GroupPR) {
 	s := &x.st.Session
-	title, body := prTitle(x.ref.issue, *g), prBody(x.ref.issue, *s, *g)
+	title, body := prTitle(x.ref.issue, *g), prBody(x.ref.issue, *g)
 	// Draft until merged by push; merge.method pull-request merges the PR
 	// through the API, which a draft refuses (and marking one ready takes GraphQL).
 	draft := x.st.Config.Merge.Method != pipeline.MergePullRequest
@@ -149,7 +123,7 @@ func (x *executor) openPR(ctx context.Context, g *pipeline.Group, gp *codec.Grou
 				gp.BodyHash = textHash(title, body)
 			}
 		}
-	case errors.Is(err, ghapi.ErrNoCommits):
+	case errors.Is(err, ghapi.ErrNoCommits), errors.Is(err, ghapi.ErrNoBranch):
 		gp.Tried, gp.TriedLast = true, g.Last
 	default:
 		x.fail(fmt.Errorf("group %s: %w", g.ID, err))
@@ -166,7 +140,7 @@ func (x *executor) prTexts(ctx context.Context) {
 		if gp.Number == 0 {
 			continue
 		}
-		title, body := prTitle(x.ref.issue, *g), prBody(x.ref.issue, *s, *g)
+		title, body := prTitle(x.ref.issue, *g), prBody(x.ref.issue, *g)
 		h := textHash(title, body)
 		label := GroupLabel(g)
 		if h == gp.BodyHash && label == gp.Label {

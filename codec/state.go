@@ -48,7 +48,8 @@ type GroupPR struct {
 	BodyHash string `json:"body_hash,omitempty"`
 	// Label is the bazinga label last set on the PR.
 	Label string `json:"label,omitempty"`
-	// Branch is set once the group branch exists.
+	// Branch is set once the group branch is known to exist (read back
+	// from older states and rebuilds; the jobs create the branch).
 	Branch bool `json:"branch,omitempty"`
 	// Tried is set when opening the PR was found pointless (the branch had
 	// no commits yet) at the group's step TriedLast; it is tried again once

@@ -38,6 +38,8 @@ func apiErr(op string, resp *github.Response, err error) error {
 			return fmt.Errorf("%s: %w: %v", op, ErrExists, err)
 		case code == http.StatusUnprocessableEntity && strings.Contains(msg, "No commits between"):
 			return fmt.Errorf("%s: %w: %v", op, ErrNoCommits, err)
+		case code == http.StatusUnprocessableEntity && invalidField(er, "head"):
+			return fmt.Errorf("%s: %w: %v", op, ErrNoBranch, err)
 		}
 	}
 	if resp != nil && resp.StatusCode == http.StatusNotFound {
@@ -335,4 +337,15 @@ func (g *Client) CancelRun(ctx context.Context, repo RepoRef, id int64) error {
 		return nil
 	}
 	return apiErr(fmt.Sprintf("cancel run %d of %s", id, repo), resp, err)
+}
+
+// invalidField reports whether a 422 names field as invalid: GitHub's answer
+// to a pull request whose head branch does not exist.
+func invalidField(er *github.ErrorResponse, field string) bool {
+	for _, e := range er.Errors {
+		if e.Field == field && e.Code == "invalid" {
+			return true
+		}
+	}
+	return false
 }

@@ -123,4 +123,6 @@ var (
 	ErrNotFound  = errors.New("github: not found")
 	ErrExists    = errors.New("github: already exists")
 	ErrNoCommits = errors.New("github: no commits between base and head")
+	// ErrNoBranch: a pull request's head branch does not exist (yet).
+	ErrNoBranch = errors.New("github: head branch does not exist")
 )
