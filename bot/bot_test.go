@@ -487,6 +487,9 @@ func (h *coreHarness) assertVerifiedBazinga() {
 	}
 	steps := map[string]int{}
 	for _, r := range h.f.Runs() {
+		if r.Actor != h.f.BotLogin() {
+			continue // a run someone else dispatched (trust tests)
+		}
 		steps[r.Inputs["step"]]++
 	}
 	for s, k := range steps {

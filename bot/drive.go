@@ -120,7 +120,7 @@ func (b *Bot) resolve(ctx context.Context, gh GitHub, it *intent, ref *sessionRe
 			return err
 		}
 		it.in.fail, ref.issue = failed.in.fail, failed.issue
-		it.in.run = &runRef{path: run.Path, event: run.Event}
+		it.in.run = &runRef{path: run.Path, event: run.Event, actor: run.Actor}
 	}
 	session := strconv.Itoa(ref.issue)
 	for i := range it.in.events {
@@ -388,7 +388,9 @@ func (b *Bot) drive(ctx context.Context, gh GitHub, ref sessionRef, in input) er
 // request event must be about the group's recorded PR (another PR whose head
 // branch has the group's name — a fork's, a second PR — is not), and a
 // failed run must be a workflow_dispatch run of the configured agent
-// workflow (any other workflow can be given a step id as its title).
+// workflow (any other workflow can be given a step id as its title) that
+// the orchestrator itself dispatched (a writer can dispatch the agent
+// workflow by hand with any step as its input).
 func (b *Bot) bound(st codec.State, in input) error {
 	if in.pr != nil {
 		if recorded := st.PRNumber(in.pr.group); recorded == 0 || recorded != in.pr.number {
@@ -402,6 +404,9 @@ func (b *Bot) bound(st codec.State, in input) error {
 		}
 		if path.Base(in.run.path) != wf || in.run.event != "workflow_dispatch" {
 			return ignored("a %s run of %s, not a dispatched run of %s", in.run.event, in.run.path, wf)
+		}
+		if !b.own(in.run.actor) {
+			return ignored("a run of %s dispatched by %q, not by %s", wf, in.run.actor, b.o.Login)
 		}
 	}
 	return nil

@@ -625,7 +625,7 @@ func (f *fakeGitHub) DispatchWorkflow(_ context.Context, repo ghapi.RepoRef, wor
 			title = "bazinga " + step // bazinga-agent.yml's run-name
 		}
 		f.runs = append(f.runs, &fakeRun{Run: ghapi.Run{ID: f.runN, Title: title, Event: "workflow_dispatch", Path: ".github/workflows/" + workflow, Status: "queued",
-			URL: fmt.Sprintf("https://github.com/%s/actions/runs/%d", f.repo, f.runN)}, workflow: workflow, ref: ref, inputs: inputs})
+			URL: fmt.Sprintf("https://github.com/%s/actions/runs/%d", f.repo, f.runN), Actor: f.login}, workflow: workflow, ref: ref, inputs: inputs})
 	}
 	return f.record("DispatchWorkflow", err, args...)
 }

@@ -102,7 +102,7 @@ func (s *fakeSession) completeRun(id int64, conclusion string) {
 	}
 	s.gh.mu.Unlock()
 	s.enqueue("workflow_run", "completed", actionsLogin, func(p *payload) {
-		p.WorkflowRun = &hookRun{ID: run.ID, Name: "bazinga agent", DisplayTitle: run.Title, Path: run.Path, Event: run.Event, Status: "completed", Conclusion: conclusion, HTMLURL: run.URL}
+		p.WorkflowRun = &hookRun{ID: run.ID, Name: "bazinga agent", DisplayTitle: run.Title, Path: run.Path, Event: run.Event, Status: "completed", Conclusion: conclusion, HTMLURL: run.URL, Actor: hookUser{Login: run.Actor, Type: "Bot"}}
 	})
 }
 

@@ -527,7 +527,7 @@ func (b *Bot) applyFailedRuns(ctx context.Context, gh GitHub, ref sessionRef) er
 		inFlight[step] = false
 		in := it.in
 		in.delivery = "run-" + strconv.FormatInt(r.ID, 10)
-		in.run = &runRef{path: r.Path, event: r.Event}
+		in.run = &runRef{path: r.Path, event: r.Event, actor: r.Actor}
 		if r.Path == "" {
 			in.run.path = ".github/workflows/" + wf // the list is of that workflow's runs
 		}

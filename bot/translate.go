@@ -97,6 +97,8 @@ type hookRun struct {
 	Status       string `json:"status"`
 	Conclusion   string `json:"conclusion"`
 	HTMLURL      string `json:"html_url"`
+	// Actor is who started the run: the dispatcher of a workflow_dispatch.
+	Actor hookUser `json:"actor"`
 }
 
 type hookUser struct {
@@ -193,7 +195,7 @@ type prRef struct {
 
 // runRef is a workflow run a failure came from.
 type runRef struct {
-	path, event string
+	path, event, actor string
 }
 
 type startInfo struct {
@@ -565,7 +567,7 @@ func (t translator) workflow(p *payload) (intent, error) {
 	case p.WorkflowRun != nil:
 		it, err := failedStep(p.WorkflowRun.DisplayTitle, p.WorkflowRun.Conclusion)
 		if err == nil {
-			it.in.run = &runRef{path: p.WorkflowRun.Path, event: p.WorkflowRun.Event}
+			it.in.run = &runRef{path: p.WorkflowRun.Path, event: p.WorkflowRun.Event, actor: p.WorkflowRun.Actor.Login}
 		}
 		return it, err
 	case p.WorkflowJob != nil:

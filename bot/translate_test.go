@@ -200,10 +200,10 @@ func TestParseDeliveryDecodesOnce(t *testing.T) {
 }
 
 // TestBound: a delivery's PR must be the group's recorded PR, and a failed
-// run a dispatched run of the agent workflow.
+// run a run of the agent workflow that the orchestrator dispatched.
 func TestBound(t *testing.T) {
 	st := codec.State{Config: pipeline.DefaultConfig(), PRs: []codec.GroupPR{{Group: "A", Number: 5}}}
-	b := &Bot{}
+	b := &Bot{o: Options{Login: "bazinga[bot]"}}
 	wf := ".github/workflows/" + st.Config.GitHub.AgentWorkflow
 	tests := []struct {
 		name string
@@ -213,9 +213,11 @@ func TestBound(t *testing.T) {
 		{"the group's PR", input{pr: &prRef{number: 5, group: "A"}}, true},
 		{"another PR with the group's branch name", input{pr: &prRef{number: 9, group: "A"}}, false},
 		{"a group without a PR yet", input{pr: &prRef{number: 5, group: "B"}}, false},
-		{"a dispatched run of the agent workflow", input{run: &runRef{path: wf, event: "workflow_dispatch"}}, true},
-		{"another workflow titled with a step id", input{run: &runRef{path: ".github/workflows/ci.yml", event: "workflow_dispatch"}}, false},
-		{"the agent workflow started by a push", input{run: &runRef{path: wf, event: "push"}}, false},
+		{"a dispatched run of the agent workflow", input{run: &runRef{path: wf, event: "workflow_dispatch", actor: "bazinga[bot]"}}, true},
+		{"another workflow titled with a step id", input{run: &runRef{path: ".github/workflows/ci.yml", event: "workflow_dispatch", actor: "bazinga[bot]"}}, false},
+		{"the agent workflow started by a push", input{run: &runRef{path: wf, event: "push", actor: "bazinga[bot]"}}, false},
+		{"the agent workflow dispatched by hand with a step's id", input{run: &runRef{path: wf, event: "workflow_dispatch", actor: "mallory"}}, false},
+		{"a run whose actor is unknown", input{run: &runRef{path: wf, event: "workflow_dispatch"}}, false},
 	}
 	for _, tc := range tests {
 		err := b.bound(st, tc.in)

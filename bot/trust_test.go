@@ -1,13 +1,16 @@
 package bot
 
 import (
+	"net/http"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/go-github/v66/github"
 	"github.com/stretchr/testify/require"
 
 	"github.com/bazinga-bot/bazinga/ghapi"
+	"github.com/bazinga-bot/bazinga/internal/ghfake"
 	"github.com/bazinga-bot/bazinga/pipeline"
 )
 
@@ -112,4 +115,43 @@ func TestLabelTogglesCoalesce(t *testing.T) {
 		}
 	}
 	require.Equal(t, 1, comments, "one acknowledgement for nine toggles")
+}
+
+// TestHandDispatchedRunDoesNotFailAStep: a writer dispatches the agent
+// workflow by hand with the id of a step in flight, and that run fails: the
+// step is not failed (only runs the orchestrator dispatched count), and the
+// session still ends in a verified BAZINGA.
+func TestHandDispatchedRunDoesNotFailAStep(t *testing.T) {
+	h := newCoreHarness(t, coreOpts{groups: 1})
+	h.start()
+	h.steps(6)
+	st, ok := h.state()
+	require.True(t, ok)
+	inFlight := st.Session.InFlight()
+	require.NotEmpty(t, inFlight)
+	step := inFlight[0].ID
+
+	h.f.AddToken("ghp_alice", "alice", ghfake.User)
+	alice := github.NewClient(&http.Client{Transport: h.f.Transport()}).WithAuthToken("ghp_alice")
+	alice, err := alice.WithEnterpriseURLs(h.f.APIURL(), h.f.URL()+"/api/uploads/")
+	require.NoError(t, err)
+	_, err = alice.Actions.CreateWorkflowDispatchEventByFileName(h.ctx, coreOwner, coreRepo, "bazinga-agent.yml",
+		github.CreateWorkflowDispatchEventRequest{Ref: "main", Inputs: map[string]any{"step": step}})
+	require.NoError(t, err)
+	var forged ghfake.Run
+	for _, r := range h.f.Runs() {
+		if r.Actor == "alice" {
+			forged = r
+		}
+	}
+	require.NotZero(t, forged.ID, "alice's run exists")
+	h.ran[forged.ID] = true
+	require.NoError(t, h.f.StartRun(forged.ID))
+	require.NoError(t, h.f.CompleteRun(forged.ID, "failure"))
+	h.drain()
+
+	st, _ = h.state()
+	require.Equal(t, pipeline.StepInFlight, st.Session.Step(step).State, "a run alice dispatched does not fail the step")
+	require.Equal(t, pipeline.SessionDone, h.run(500))
+	h.assertVerifiedBazinga()
 }

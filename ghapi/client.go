@@ -306,7 +306,7 @@ func (g *Client) DispatchWorkflow(ctx context.Context, repo RepoRef, workflow, r
 
 func runOf(r *github.WorkflowRun) Run {
 	return Run{ID: r.GetID(), Title: r.GetDisplayTitle(), Event: r.GetEvent(), Path: r.GetPath(), Status: r.GetStatus(),
-		Conclusion: r.GetConclusion(), URL: r.GetHTMLURL()}
+		Conclusion: r.GetConclusion(), URL: r.GetHTMLURL(), Actor: r.GetActor().GetLogin()}
 }
 
 func (g *Client) GetRun(ctx context.Context, repo RepoRef, id int64) (Run, error) {

@@ -116,6 +116,9 @@ type Run struct {
 	Status     string
 	Conclusion string
 	URL        string // html
+	// Actor is the login that started the run (for a dispatch, the
+	// dispatcher; a re-run keeps it).
+	Actor string
 }
 
 // Errors of the client: callers test them with errors.Is.
