@@ -62,7 +62,7 @@ func readUsage(stdout []byte, result json.RawMessage, notes *[]string) (*pipelin
 	}
 	u, err := usageFields(m, []string{"cost_usd", "total_cost_usd"},
 		usageKeys{input: []string{"input_tokens"}, output: []string{"output_tokens"},
-			cacheRead: []string{"cache_read_tokens", "cache_read_input_tokens"},
+			cacheRead:  []string{"cache_read_tokens", "cache_read_input_tokens"},
 			cacheWrite: []string{"cache_write_tokens", "cache_creation_input_tokens"}}, false)
 	if err != nil {
 		*notes = append(*notes, "usage in the result ignored: "+err.Error())

@@ -117,8 +117,8 @@ func TestUsageFromResult(t *testing.T) {
 		{name: "not an object", file: `{"status":"PASS","usage":[1,2]}`, wantNote: "not a JSON object"},
 		{name: "empty object", file: `{"status":"PASS","usage":{}}`, wantNote: "no cost or token counts"},
 		{
-			name:   "malformed claude result: noted, the result still parsed",
-			stdout: `{"type":"result","subtype":"success","is_error":false,"result":"Status: PASS","total_cost_usd":"free"}`,
+			name:     "malformed claude result: noted, the result still parsed",
+			stdout:   `{"type":"result","subtype":"success","is_error":false,"result":"Status: PASS","total_cost_usd":"free"}`,
 			wantNote: "usage in claude's result ignored",
 		},
 		{
