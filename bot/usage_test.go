@@ -111,7 +111,7 @@ func TestSessionCostLimitOnGitHub(t *testing.T) {
 // its job run.
 func TestGoldenResultWithUsage(t *testing.T) {
 	rec := codec.ResultRecord{Step: "12/A/developer/3", Role: pipeline.RoleDeveloper, Group: "A", Model: "haiku",
-		Result: pipeline.Result{Status: pipeline.StatusReadyForQA, Summary: []string{"Implemented JWT auth", "3 files", "12/12 tests pass"}},
+		Result:    pipeline.Result{Status: pipeline.StatusReadyForQA, Summary: []string{"Implemented JWT auth", "3 files", "12/12 tests pass"}},
 		StartedAt: time.Date(2025, 3, 1, 9, 0, 0, 0, time.UTC), EndedAt: time.Date(2025, 3, 1, 9, 4, 0, 0, time.UTC),
 		RunURL: "https://github.com/acme/widgets/actions/runs/77",
 		Usage:  &pipeline.Usage{Steps: 1, Priced: 1, CostMicros: 421_308, InputTokens: 12034, OutputTokens: 3201, CacheReadTokens: 40210, CacheWriteTokens: 8123}}
