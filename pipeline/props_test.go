@@ -257,7 +257,12 @@ func checkUsage(tr transition, fail func(string, ...any)) {
 			}
 		}
 	}
-	if overStep != "" && a.Status != SessionPaused && !a.Status.Terminal() {
+	resumed := false // a resume in the same call may lift the pause at once
+	for _, ev := range tr.events {
+		resumed = resumed || ev.Kind == EventCommand && ev.Command != nil &&
+			(ev.Command.Kind == CommandResume || ev.Command.Kind == CommandRetry)
+	}
+	if overStep != "" && !resumed && a.Status != SessionPaused && !a.Status.Terminal() {
 		fail("step %s cost more than limits.step_cost_usd but the session is %s", overStep, a.Status)
 	}
 }

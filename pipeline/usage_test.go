@@ -265,3 +265,54 @@ func TestCostLimitConfig(t *testing.T) {
 	_, acts := Reconcile(Session{}, []Event{Started("s1", "x", "main")}, t0, bad)
 	assert.Contains(t, reportTexts(acts), "limits.session_cost_usd is -3")
 }
+
+// TestCheckerCatchesCostPromises: the property checker fails a transition
+// that breaks a cost promise, so the simulator's silence means something.
+func TestCheckerCatchesCostPromises(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Limits.SessionCostUSD = 1
+	cfg.Limits.StepCostUSD = 0.5
+	h := newHarness(t, cfg)
+	h.plan(pg("A", 1))
+	dev := h.inFlight("A")
+	ev := StepResult(h.s.ID, dev.ID, Result{Status: StatusReadyForQA})
+	ev.Usage = stepUsage(400_000, 10, 10)
+	before := h.s
+	after, acts := Reconcile(before, []Event{ev}, h.now, cfg)
+	require.NoError(t, checkTransition(transition{before: before, events: []Event{ev}, now: h.now, cfg: cfg, after: after, acts: acts}))
+
+	for _, tc := range []struct {
+		name   string
+		mutate func(s *Session)
+		want   string
+	}{
+		{"total not summed", func(s *Session) { s.Usage = Usage{} }, "session usage"},
+		{"group total off", func(s *Session) { s.Groups[0].Usage.CostMicros++ }, "track A"},
+		{"usage rewritten", func(s *Session) {
+			st := s.Step(dev.ID)
+			u := *st.Usage
+			u.CostMicros = 1
+			st.Usage = &u
+		}, "session usage"},
+		{"dispatch over the session limit", func(s *Session) {
+			u := *s.Step(dev.ID).Usage
+			u.CostMicros = 2_000_000
+			s.Step(dev.ID).Usage = &u // a copy: the pointer is shared with the real session
+			s.Usage.CostMicros, s.Groups[0].Usage.CostMicros = 2_000_000, 2_000_000
+		}, "dispatched with"},
+		{"over the step limit, running on", func(s *Session) {
+			u := *s.Step(dev.ID).Usage
+			u.CostMicros = 900_000
+			s.Step(dev.ID).Usage = &u
+			s.Usage.CostMicros, s.Groups[0].Usage.CostMicros = 900_000, 900_000
+		}, "more than limits.step_cost_usd"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			bad := after.Clone()
+			tc.mutate(&bad)
+			err := checkTransition(transition{before: before, events: []Event{ev}, now: h.now, cfg: cfg, after: bad, acts: acts})
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tc.want)
+		})
+	}
+}
