@@ -155,3 +155,29 @@ func TestUsageHostileOutput(t *testing.T) {
 	p = ParseResult(pipeline.RoleQA, nil, []byte(strings.Repeat(`{"type":"turn.completed"`+"\n", 10000)))
 	assert.Nil(t, p.Usage)
 }
+
+// BenchmarkReadUsage reads usage from 1 MiB of output, the most the runner
+// keeps: a codex run of 1 MiB of events ending in turn.completed, and
+// hostile output where every line looks like a usage report but is not.
+func BenchmarkReadUsage(b *testing.B) {
+	var codex, hostile strings.Builder
+	for codex.Len() < 1<<20 {
+		codex.WriteString(`{"type":"item.completed","item":{"id":"item_1","type":"command_execution","command":"go test ./...","aggregated_output":"ok","exit_code":0,"status":"completed"}}` + "\n")
+	}
+	codex.WriteString(`{"type":"turn.completed","usage":{"input_tokens":24763,"cached_input_tokens":24448,"output_tokens":122}}` + "\n")
+	for hostile.Len() < 1<<20 {
+		hostile.WriteString(`{"type":"result","usage":{"input_tokens":"x"},"pad":"` + strings.Repeat("y", 200) + `"}` + "\n")
+	}
+	for _, bc := range []struct {
+		name string
+		out  []byte
+	}{{"codex-1MiB", []byte(codex.String())}, {"hostile-1MiB", []byte(hostile.String())}} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.SetBytes(int64(len(bc.out)))
+			for b.Loop() {
+				var notes []string
+				readUsage(bc.out, nil, &notes)
+			}
+		})
+	}
+}
