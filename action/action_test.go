@@ -25,6 +25,7 @@ import (
 	"github.com/bazinga-bot/bazinga/codec"
 	"github.com/bazinga-bot/bazinga/ghapi"
 	"github.com/bazinga-bot/bazinga/internal/ghfake"
+	"github.com/bazinga-bot/bazinga/pipeline"
 )
 
 // unit is a repository with a session whose pm step is in flight: the bot
@@ -179,6 +180,7 @@ func TestStepRunsAndReports(t *testing.T) {
 	assert.Contains(t, r.summary, "| Status | **PLANNING_COMPLETE** |")
 	assert.Contains(t, r.summary, "| Summary | 2 groups, one phase |")
 	assert.Contains(t, r.summary, "| Duration |")
+	assert.Contains(t, r.summary, "| Usage | $0.4200 · 12.8k tokens (in 12.0k, out 800) |")
 	assert.False(t, u.claimed("1/_/pm/1"), "the unprivileged job claims nothing")
 	assert.Zero(t, u.resultComments(), "and posts nothing")
 	// The privileged job publishes it.
@@ -200,6 +202,10 @@ func TestStepRunsAndReports(t *testing.T) {
 	assert.Equal(t, "PLANNING_COMPLETE", rec.Result.Status.String())
 	assert.Equal(t, u.f.URL()+"/acme/widgets/actions/runs/"+itoa(u.run.ID), rec.RunURL)
 	assert.False(t, rec.StartedAt.IsZero())
+	// The usage the agent reported crossed the hand-over into the record,
+	// and the privileged job's summary shows it.
+	assert.Equal(t, &pipeline.Usage{Steps: 1, Priced: 1, CostMicros: 420_000, InputTokens: 12000, OutputTokens: 800}, rec.Usage)
+	assert.Contains(t, r.summary, "| Usage | $0.4200 · 12.8k tokens (in 12.0k, out 800) |")
 
 	// The same step again: done now (the bot applied the result), so nothing to do.
 	r = u.action(u.env(map[string]string{"command": "agent", "step": "1/_/pm/1", "github-token": ro, "agent-command": u.agentCmd(t)}))

@@ -79,6 +79,7 @@ const e2eScenario = `{
  "steps": {
   "_/pm": [
    {"status": "PLANNING_COMPLETE", "summary": ["2 groups, one phase"],
+    "usage": {"cost_usd": 0.42, "input_tokens": 12000, "output_tokens": 800},
     "handoff": {"plan": {"mode": "parallel", "groups": [
       {"id": "A", "name": "file a", "task": "Write a.txt saying ok, with notes.", "phase": 1},
       {"id": "B", "name": "file b", "task": "Write b.txt saying ok.", "phase": 1}],
@@ -634,7 +635,13 @@ func (w *world) assertJobs(s pipeline.Session) {
 			want = []string{"validate", "publish"}
 		}
 		assert.Equal(t, want, perStep[st.ID], "jobs of %s", st.ID)
+		// Every finished step knows the job run that carried it out.
+		assert.Contains(t, st.RunURL, "/actions/runs/", "run of %s", st.ID)
 	}
+	// The planning step reported its usage: it reached the session's totals
+	// through the hand-over, the result comment and the orchestrator.
+	assert.Equal(t, pipeline.Usage{Steps: 1, Priced: 1, CostMicros: 420_000, InputTokens: 12000, OutputTokens: 800}, s.Usage)
+	assert.Equal(t, s.Usage, s.Lead.Usage)
 }
 
 func TestE2EActionOnlyMode(t *testing.T) {

@@ -55,6 +55,7 @@ func (j *job) publish(ctx context.Context) int {
 	if err != nil {
 		return j.refused(err)
 	}
+	j.checkUsage(&h)
 	switch h.Outcome {
 	case OutcomeSkipped, OutcomeDuplicate:
 		j.gha.Noticef("bazinga: the unprivileged job of %s reported %s; nothing to publish", in.step, h.Outcome)
@@ -134,7 +135,7 @@ func (j *job) publish(ctx context.Context) int {
 		State: pipeline.StepDone, Result: &res}))
 	j.log.Info("result posted", "status", res.Status.String(), "on", where)
 	j.out.set(in.step, res.Status.String(), res.Summary)
-	rep := stepexec.Report{Files: filesOf(res)}
+	rep := stepexec.Report{Files: filesOf(res), Usage: rec.Usage}
 	if t, ok := strings.CutPrefix(rec.Note, "tests: "); ok {
 		rep.Tests = t
 	}
@@ -157,6 +158,34 @@ func (j *job) wake(ctx context.Context, issue int, ref string) {
 		return
 	}
 	j.gha.Infof("dispatched the orchestrator (%s) for #%d", wf, issue)
+}
+
+// checkUsage drops a hand-over's usage that is out of bounds, with a
+// warning: what a step cost is reported, never a reason to refuse its work.
+func (j *job) checkUsage(h *HandOver) {
+	for _, u := range []**pipeline.Usage{usageOf(h.Result), usageOfFailure(h.Failure)} {
+		if u == nil || *u == nil {
+			continue
+		}
+		if err := (*u).Check(); err != nil {
+			j.gha.Warningf("bazinga: step %s: %v; the usage is left out", j.in.step, err)
+			*u = nil
+		}
+	}
+}
+
+func usageOf(r *codec.ResultRecord) **pipeline.Usage {
+	if r == nil {
+		return nil
+	}
+	return &r.Usage
+}
+
+func usageOfFailure(f *codec.FailureRecord) **pipeline.Usage {
+	if f == nil {
+		return nil
+	}
+	return &f.Usage
 }
 
 // refused reports a hand-over the job will not publish.

@@ -178,7 +178,7 @@ func (j *job) runStep(ctx context.Context) int {
 		// which retries the step; the run's failure alone would say only
 		// that the job failed.
 		ho.Outcome = OutcomeFailure
-		ho.Failure = &codec.FailureRecord{Step: in.step, Role: step.Role, Group: step.Group, Reason: ev.Reason, RunURL: in.runURL}
+		ho.Failure = &codec.FailureRecord{Step: in.step, Role: step.Role, Group: step.Group, Reason: ev.Reason, RunURL: in.runURL, Usage: ev.Usage}
 		if err := handOver(ho, nil); err != nil {
 			j.gha.Warningf("bazinga: could not hand over the failure of %s: %v", in.step, err)
 		}
@@ -191,7 +191,7 @@ func (j *job) runStep(ctx context.Context) int {
 	}
 	ho.Outcome = OutcomeResult
 	ho.Result = &codec.ResultRecord{Step: in.step, Role: step.Role, Group: step.Group, Model: step.Model, Result: res,
-		StartedAt: started, EndedAt: ended, RunURL: in.runURL, Note: note}
+		StartedAt: started, EndedAt: ended, RunURL: in.runURL, Note: note, Usage: ev.Usage}
 	ho.Base = baseHead
 	if rec.start != "" {
 		ho.Base, ho.BranchExisted = rec.start, rec.existed
@@ -303,6 +303,10 @@ func renderSummary(st pipeline.Step, rep stepexec.Report, res *pipeline.Result, 
 	row("Duration", ended.Sub(started).Round(time.Second).String())
 	if runURL != "" {
 		row("Run", runURL)
+	}
+	// --- usage (issue 13 item 5) ---
+	if rep.Usage != nil && !rep.Usage.IsZero() {
+		row("Usage", cell(rep.Usage.Detail()))
 	}
 	return b.String()
 }

@@ -124,5 +124,8 @@ func resultContract(role pipeline.Role, resultFile string) string {
 			fmt.Fprintf(&b, "  - `%s`\n", h.shape)
 		}
 	}
+	// --- usage (issue 13 item 5) ---
+	b.WriteString("- `usage` (optional): what this step cost, only if you know it and your CLI does not report it itself: " +
+		"`{\"cost_usd\": 0.0, \"input_tokens\": 0, \"output_tokens\": 0, \"cache_read_tokens\": 0, \"cache_write_tokens\": 0}`.\n")
 	return b.String()
 }

@@ -38,6 +38,12 @@ type Parsed struct {
 	Result pipeline.Result
 	Source Source
 	Notes  []string
+	// Usage is what the step cost, when the agent CLI or the result reported
+	// it (nil otherwise); UsageSource says which (UsageClaude, …).
+	Usage       *pipeline.Usage
+	UsageSource string
+	// rawUsage is the result object's own "usage", read by readUsage.
+	rawUsage json.RawMessage
 }
 
 // Bounds on the JSON search, so that hostile output costs linear time.
@@ -54,6 +60,7 @@ type rawResult struct {
 	status  string
 	summary json.RawMessage
 	handoff json.RawMessage
+	usage   json.RawMessage
 	known   bool // status names a known status
 }
 
@@ -63,8 +70,16 @@ type rawResult struct {
 // and inside ```json fences); else "Status: X" lines; else PARTIAL with the
 // summary "malformed output". The status is validated for the role: an
 // alias is normalised, an unknown or disallowed status becomes PARTIAL with a
-// note. It never panics.
+// note. It never panics. The step's usage is read too (readUsage): a
+// malformed one is a note, never a different result.
 func ParseResult(role pipeline.Role, resultFile []byte, stdout []byte) Parsed {
+	p := parseResult(role, resultFile, stdout)
+	p.Usage, p.UsageSource = readUsage(stdout, p.rawUsage, &p.Notes)
+	p.rawUsage = nil
+	return p
+}
+
+func parseResult(role pipeline.Role, resultFile []byte, stdout []byte) Parsed {
 	var notes []string
 	if len(bytes.TrimSpace(resultFile)) > 0 {
 		if raw, whole, ok := resultFromFile(resultFile); ok {
@@ -126,6 +141,7 @@ func decodeResult(b []byte) (r *rawResult, isObj bool) {
 	r = &rawResult{status: status}
 	r.summary, _ = lookupFold(m, "summary")
 	r.handoff, _ = lookupFold(m, "handoff")
+	r.usage, _ = lookupFold(m, "usage")
 	if parsed, err := pipeline.ParseStatus(status); err == nil && parsed != pipeline.StatusUnknown {
 		r.known = true
 	}
@@ -384,6 +400,7 @@ func finish(role pipeline.Role, raw rawResult, src Source, notes []string) Parse
 	p.Result.Status = validStatus(role, raw.status, &p.Notes)
 	p.Result.Summary = cleanSummary(raw.summary, &p.Notes)
 	p.Result.Handoff = cleanHandoff(raw.handoff, &p.Notes)
+	p.rawUsage = raw.usage
 	return p
 }
 

@@ -78,6 +78,8 @@ type coreHarness struct {
 	jobFails  int
 	// hold, when set, keeps runs from being worked on (a job that never ends).
 	hold func(step string) bool
+	// usage, when set, is what each job's agent reports it cost.
+	usage func(ref codec.StepRef) *pipeline.Usage
 }
 
 type coreOpts struct {
@@ -400,7 +402,7 @@ func (h *coreHarness) job(r ghfake.Run) {
 	}
 	now := h.clock.Now()
 	body := codec.RenderResultComment(codec.ResultRecord{Step: step, Role: ref.Role, Group: ref.Group, Result: res, StartedAt: now.Add(-time.Minute), EndedAt: now, Head: head,
-		RunURL: h.f.URL() + "/" + coreOwner + "/" + coreRepo + "/actions/runs/" + strconv.FormatInt(r.ID, 10)})
+		RunURL: h.f.URL() + "/" + coreOwner + "/" + coreRepo + "/actions/runs/" + strconv.FormatInt(r.ID, 10), Usage: h.jobUsage(ref)})
 	if _, _, err := gh.Issues.CreateComment(ctx, coreOwner, coreRepo, where, &github.IssueComment{Body: github.String(body)}); err != nil {
 		h.jobFails++
 		_ = h.f.CompleteRun(r.ID, "failure")

@@ -284,6 +284,7 @@ func (b *Bot) drive(ctx context.Context, gh GitHub, ref sessionRef, in input) er
 		record = append(record, *in.fail)
 	}
 
+	b.refreshCostLimits(ctx, gh, ref, &st, events, log)
 	now := b.o.Now().UTC()
 	x := &executor{b: b, gh: gh, ref: ref, st: &st, in: in, now: now, log: log, comments: map[int][]ghapi.Comment{}}
 	if ld.found {

@@ -138,15 +138,16 @@ func renderTracking(st *codec.State, repoURL string, logN int, block string) str
 			if n := st.PRNumber(g.ID); n > 0 {
 				pr = fmt.Sprintf("#%d", n)
 			}
-			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", cell(g.ID+": "+g.Name), pr, g.Stage,
-				cell(waitText(g.Track)), cell(attempts(s.Progress(g.Track))), cell(groupCapsule(s, g.Track)))
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s%s |\n", cell(g.ID+": "+g.Name), pr, g.Stage,
+				cell(waitText(g.Track)), cell(attempts(s.Progress(g.Track))), cell(groupCapsule(s, g.Track)), runLink(s, g.Track))
 		}
 	}
+	b.WriteString(usageBlock(st))
 	if g := planGraph(s); g != "" {
 		b.WriteString("\n" + g)
 	}
 	if lead := groupCapsule(s, s.Lead); lead != "" {
-		b.WriteString("\nSession lead: " + cell(lead) + "\n")
+		b.WriteString("\nSession lead: " + cell(lead) + runLink(s, s.Lead) + "\n")
 	}
 	var logLines []string
 	for i := len(s.Steps) - 1; i >= 0 && len(logLines) < logN; i-- {
@@ -264,4 +265,63 @@ func renderBotComment(lines []string, ev *codec.EventRecord) string {
 		}
 	}
 	return body
+}
+
+// --- usage and job runs (issue 13 items 5 and 6) ---
+
+// runLink links a track's last step to the job run that carried it out:
+// the step its capsule shows, or, while a step is in flight, the last one
+// that finished. The engine keeps only addresses that look like job runs
+// (pipeline.CleanRunURL), so the link cannot break out of the table.
+func runLink(s pipeline.Session, t pipeline.Track) string {
+	st := s.Step(t.Last)
+	if st == nil || st.RunURL == "" {
+		return ""
+	}
+	label := "job run"
+	if t.InFlight != "" {
+		label = "last job run"
+	}
+	return fmt.Sprintf(" · [%s](%s)", label, st.RunURL)
+}
+
+// usageBlock is what the session spent: its total with every token kind,
+// the cost limits, and each group's (and the session lead's) share. Nothing
+// when no step reported usage and no limit is set.
+func usageBlock(st *codec.State) string {
+	s := st.Session
+	lim := st.Config.Limits
+	if s.Usage.IsZero() && lim.SessionCostUSD == 0 && lim.StepCostUSD == 0 {
+		return ""
+	}
+	var b strings.Builder
+	total := s.Usage.Detail()
+	if total == "" {
+		total = "nothing reported yet"
+	}
+	b.WriteString("\n💰 **Usage:** " + total)
+	var limits []string
+	if lim.SessionCostUSD > 0 {
+		limits = append(limits, pipeline.FormatUSD(pipeline.USDMicros(lim.SessionCostUSD))+" per session")
+	}
+	if lim.StepCostUSD > 0 {
+		limits = append(limits, pipeline.FormatUSD(pipeline.USDMicros(lim.StepCostUSD))+" per step")
+	}
+	if len(limits) > 0 {
+		b.WriteString(" · limits: " + strings.Join(limits, ", "))
+	}
+	b.WriteString("\n")
+	var shares []string
+	for _, g := range s.Groups {
+		if !g.Usage.IsZero() {
+			shares = append(shares, codec.OneLine(g.ID)+": "+g.Usage.String())
+		}
+	}
+	if !s.Lead.Usage.IsZero() {
+		shares = append(shares, "session lead: "+s.Lead.Usage.String())
+	}
+	if len(shares) > 0 {
+		b.WriteString("\n<sub>By group: " + strings.Join(shares, " · ") + "</sub>\n")
+	}
+	return b.String()
 }

@@ -4,6 +4,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -33,12 +34,14 @@ func TestGoldenRenders(t *testing.T) {
 	h.start()
 	h.steps(24)
 	st, _ := h.state()
-	golden(t, "tracking_running.md", renderTracking(&st, "https://github.com/acme/widgets", 30, "<!-- state -->"))
+	// Job runs link to the fake GitHub, whose port changes: the goldens read github.com.
+	host := func(s string) string { return strings.ReplaceAll(s, h.f.URL(), "https://github.com") }
+	golden(t, "tracking_running.md", host(renderTracking(&st, "https://github.com/acme/widgets", 30, "<!-- state -->")))
 	g := st.Session.Groups[0]
 	golden(t, "pr_body.md", prTitle(h.issue, g)+"\n\n"+prBody(h.issue, g))
 	require.Equal(t, pipeline.SessionDone, h.run(500))
 	st, _ = h.state()
-	golden(t, "tracking_done.md", renderTracking(&st, "https://github.com/acme/widgets", 30, "<!-- state -->"))
+	golden(t, "tracking_done.md", host(renderTracking(&st, "https://github.com/acme/widgets", 30, "<!-- state -->")))
 	golden(t, "result_comment.md", codec.RenderResultComment(codec.ResultRecord{Step: "12/A/developer/3", Role: pipeline.RoleDeveloper, Group: "A", Model: "haiku",
 		Result: pipeline.Result{Status: pipeline.StatusReadyForQA, Summary: []string{"Implemented JWT auth", "3 files", "12/12 tests pass"},
 			Handoff: []byte(`{"files_changed":["jwt.go"]}`)}, StartedAt: time.Date(2025, 3, 1, 9, 0, 0, 0, time.UTC), EndedAt: time.Date(2025, 3, 1, 9, 4, 0, 0, time.UTC)}))

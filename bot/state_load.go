@@ -348,6 +348,7 @@ func resultEvent(s pipeline.Session, rec codec.ResultRecord, lenient bool) (pipe
 	}
 	ev := pipeline.StepResult(s.ID, id, rec.Result)
 	ev.Commit = rec.Head
+	ev.Usage, ev.RunURL = rec.Usage, rec.RunURL
 	return ev, true
 }
 
@@ -470,6 +471,7 @@ func (b *Bot) applyLoggedResults(ctx context.Context, gh GitHub, ref sessionRef)
 		if r.fail != nil {
 			sref, _ := codec.ParseStepID(r.fail.Step)
 			ev := pipeline.StepFailure(sref.Session, r.fail.Step, r.fail.Reason)
+			ev.Usage, ev.RunURL = r.fail.Usage, r.fail.RunURL
 			in.fail, in.failAuthor = &ev, r.c.Author
 		} else {
 			in.result = &resultIn{rec: r.rec, author: r.c.Author, number: r.number}

@@ -431,6 +431,7 @@ func (t translator) comment(p *payload) (intent, error) {
 			return intent{}, ignored("failure of step %s of no issue", rec.Step)
 		}
 		ev := pipeline.StepFailure(ref.Session, rec.Step, rec.Reason)
+		ev.Usage, ev.RunURL = rec.Usage, rec.RunURL
 		return intent{issue: n, in: input{labels: labels, fail: &ev, failAuthor: author.Login}}, nil
 	}
 	cmds := ParseCommands(p.Comment.Body)

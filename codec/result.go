@@ -32,6 +32,10 @@ type ResultRecord struct {
 	// Head is the group branch's head commit after the step, when the job
 	// knows it: human approvals count only for the code that merges.
 	Head string `json:"head,omitempty"`
+	// Usage is what the step cost as its agent reported it (issue 13): it
+	// reaches the orchestrator's totals through this record, and a rebuild
+	// from the comments reaches the same totals.
+	Usage *pipeline.Usage `json:"usage,omitempty"`
 }
 
 const (
@@ -89,7 +93,7 @@ func StepInText(s string) (string, StepRef, bool) {
 // folded, and the hidden machine-readable block.
 func RenderResultComment(r ResultRecord) string {
 	st := pipeline.Step{ID: r.Step, Group: r.Group, StepSpec: pipeline.StepSpec{Role: r.Role, Model: r.Model},
-		State: pipeline.StepDone, Result: &r.Result}
+		State: pipeline.StepDone, Result: &r.Result, Usage: r.Usage}
 	var b strings.Builder
 	b.WriteString(Text(pipeline.Capsule(st)))
 	b.WriteString("\n\n<details><summary>Details of step <code>")
@@ -104,6 +108,9 @@ func RenderResultComment(r ResultRecord) string {
 	if !r.StartedAt.IsZero() && !r.EndedAt.IsZero() {
 		fmt.Fprintf(&b, "\nRan %s (%s → %s).\n", r.EndedAt.Sub(r.StartedAt).Round(time.Second),
 			r.StartedAt.UTC().Format(time.RFC3339), r.EndedAt.UTC().Format(time.RFC3339))
+	}
+	if r.Usage != nil {
+		fmt.Fprintf(&b, "\nUsage: %s.\n", r.Usage.Detail())
 	}
 	if r.RunURL != "" {
 		fmt.Fprintf(&b, "\n[Job run](%s)\n", r.RunURL)
@@ -216,6 +223,8 @@ type FailureRecord struct {
 	Group  string        `json:"group"`
 	Reason string        `json:"reason"`
 	RunURL string        `json:"run_url,omitempty"`
+	// Usage is what the step cost before it failed, when reported.
+	Usage *pipeline.Usage `json:"usage,omitempty"`
 }
 
 // FailureMarker starts a failure block.

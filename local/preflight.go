@@ -113,6 +113,19 @@ func readConfig(repo *git.Repository, head plumbing.Hash) (pipeline.Config, erro
 	return cfg, nil
 }
 
+// refreshCostLimits takes limits.session_cost_usd and limits.step_cost_usd
+// from the base's configuration file into a resumed session's configuration
+// (nothing else: the session keeps the rest as it started).
+func refreshCostLimits(repo *git.Repository, head plumbing.Hash, cfg pipeline.Config) (pipeline.Config, error) {
+	fresh, err := readConfig(repo, head)
+	if err != nil {
+		return cfg, err
+	}
+	cfg.Limits.SessionCostUSD = fresh.Limits.SessionCostUSD
+	cfg.Limits.StepCostUSD = fresh.Limits.StepCostUSD
+	return cfg, nil
+}
+
 // syncWorktree brings the repository's working tree up to a base that moved
 // under it (merges are pushed into the repository), but only when every
 // difference is exactly the old checkout: a person's edits are never lost.

@@ -243,8 +243,17 @@ func (r *runner) resume() error {
 			return err
 		}
 	}
-	_, head, err := checkRepo(o.Repo, s.Base)
+	gitRepo, head, err := checkRepo(o.Repo, s.Base)
 	if err != nil {
+		return err
+	}
+	// The cost limits are read again from the base's .github/bazinga.yml
+	// (after the replay, which must follow the limits the run had): a session
+	// paused at its cost limit continues once the limit was raised.
+	if cfg, err = refreshCostLimits(gitRepo, head, cfg); err != nil {
+		return err
+	}
+	if err := store.SaveConfig(cfg); err != nil {
 		return err
 	}
 	r.opts.Base = s.Base

@@ -188,8 +188,23 @@ func WriteSummary(out io.Writer, s pipeline.Session) {
 	for _, st := range s.Steps {
 		steps[st.Group]++
 	}
+	// A USAGE column only when some step reported what it cost (issue 13).
+	withUsage := !s.Usage.IsZero()
+	usage := func(u pipeline.Usage) string {
+		if !withUsage {
+			return ""
+		}
+		if u.IsZero() {
+			return "\t—"
+		}
+		return "\t" + u.String()
+	}
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "GROUP\tNAME\tSTAGE\tSTEPS\tLAST")
+	header := "GROUP\tNAME\tSTAGE\tSTEPS\tLAST"
+	if withUsage {
+		header = "GROUP\tNAME\tSTAGE\tSTEPS\tUSAGE\tLAST"
+	}
+	fmt.Fprintln(tw, header)
 	for _, g := range s.Groups {
 		last := ""
 		if st := s.Step(g.Last); st != nil {
@@ -199,9 +214,12 @@ func WriteSummary(out io.Writer, s pipeline.Session) {
 		if g.Wait != pipeline.WaitNone && !g.Stage.Finished() {
 			stage += " (" + g.Wait.String() + ")"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", g.ID, g.Name, stage, steps[g.ID], last)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d%s\t%s\n", g.ID, g.Name, stage, steps[g.ID], usage(g.Usage), last)
 	}
-	fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", "_", "session", s.Status, steps[pipeline.LeadGroup], "")
+	fmt.Fprintf(tw, "%s\t%s\t%s\t%d%s\t%s\n", "_", "session", s.Status, steps[pipeline.LeadGroup], usage(s.Lead.Usage), "")
 	tw.Flush()
 	fmt.Fprintf(out, "%d steps in all.\n", len(s.Steps)+s.Pruned)
+	if withUsage {
+		fmt.Fprintf(out, "Usage: %s.\n", s.Usage.Detail())
+	}
 }

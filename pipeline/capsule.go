@@ -56,6 +56,9 @@ func Capsule(st Step) string {
 			}
 		}
 	}
+	if st.Usage != nil && !st.Usage.IsZero() {
+		b.WriteString(" | " + st.Usage.String())
+	}
 	if st.Routed != "" {
 		b.WriteString(" → " + st.Routed)
 	}

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 )
@@ -86,6 +87,10 @@ type Limits struct {
 	ReviewAttempts          int `json:"review_attempts"`
 	InvestigationIterations int `json:"investigation_iterations"`
 	StepAttempts            int `json:"step_attempts"`
+	// SessionCostUSD and StepCostUSD pause the session when the reported
+	// cost of the whole session, or of one step, goes past them; 0 is no limit.
+	SessionCostUSD float64 `json:"session_cost_usd,omitempty"`
+	StepCostUSD    float64 `json:"step_cost_usd,omitempty"`
 }
 
 // GitHubConfig holds the settings only GitHub mode reads.
@@ -185,6 +190,13 @@ func (c Config) engineError() error {
 	intIn("limits.review_attempts", c.Limits.ReviewAttempts, 1, 20)
 	intIn("limits.investigation_iterations", c.Limits.InvestigationIterations, 0, 20)
 	intIn("limits.step_attempts", c.Limits.StepAttempts, 1, 20)
+	usdIn := func(key string, v float64) {
+		if math.IsNaN(v) || v < 0 || v > MaxCostLimitUSD {
+			problems = append(problems, fmt.Sprintf("%s is %v; it must be 0 (no limit) to %d", key, v, MaxCostLimitUSD))
+		}
+	}
+	usdIn("limits.session_cost_usd", c.Limits.SessionCostUSD)
+	usdIn("limits.step_cost_usd", c.Limits.StepCostUSD)
 	if len(problems) == 0 {
 		return nil
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"regexp"
 	"sort"
 	"strconv"
@@ -253,6 +254,12 @@ var cfgKeys = []cfgKey{
 	cfgIntKey("limits.investigation_iterations", func(c *Config) *int { return &c.Limits.InvestigationIterations }, 0, 20,
 		" (0 disables investigation)", "0 disables investigation"),
 	cfgIntKey("limits.step_attempts", func(c *Config) *int { return &c.Limits.StepAttempts }, 1, 20, "", ""),
+	// --- cost limits (issue 13 item 5) ---
+	cfgUSDKey("limits.session_cost_usd", func(c *Config) *float64 { return &c.Limits.SessionCostUSD },
+		"pause when the session's reported cost reaches it; 0 = no limit"),
+	cfgUSDKey("limits.step_cost_usd", func(c *Config) *float64 { return &c.Limits.StepCostUSD },
+		"pause when one step's reported cost is over it; 0 = no limit"),
+	// --- end cost limits ---
 	cfgStringKey("github.agent_workflow", func(c *Config) *string { return &c.GitHub.AgentWorkflow }, cfgCheckWorkflow,
 		"workflow file dispatched for each step"),
 	cfgBoolKey("github.close_issue", func(c *Config) *bool { return &c.GitHub.CloseIssue },
@@ -405,6 +412,55 @@ func cfgBoolKey(path string, field func(*Config) *bool, comment string) cfgKey {
 		check: func(*Config) []string { return nil },
 		encode: func(c *Config) *yaml.Node {
 			return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!bool", Value: strconv.FormatBool(*field(c))}
+		},
+	}
+}
+
+// cfgUSDKey is an amount of US dollars: a plain number (0.5, 20, 1_000)
+// from 0 (no limit) to MaxCostLimitUSD, kept to the millionth the engine
+// counts in.
+func cfgUSDKey(path string, field func(*Config) *float64, comment string) cfgKey {
+	want := fmt.Sprintf("want an amount of US dollars from 0 (no limit) to %d, such as 5 or 2.50", MaxCostLimitUSD)
+	check := func(v float64) string {
+		if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 || v > MaxCostLimitUSD {
+			return fmt.Sprintf("%s, got %v", want, v)
+		}
+		return ""
+	}
+	return cfgKey{
+		path:    path,
+		comment: comment,
+		decode: func(c *Config, n *yaml.Node, path string) []*ConfigError {
+			if n.Kind != yaml.ScalarNode || (n.ShortTag() != "!!int" && n.ShortTag() != "!!float") {
+				hint := ""
+				if n.Kind == yaml.ScalarNode && strings.HasPrefix(strings.TrimSpace(n.Value), "$") {
+					hint = " (write the number without the $)"
+				}
+				return cfgErrs(n.Line, path, "%s, got %s%s", want, cfgDescribe(n), hint)
+			}
+			v, err := strconv.ParseFloat(strings.ReplaceAll(n.Value, "_", ""), 64)
+			if err != nil {
+				if i, ierr := cfgParseInt(n.Value); ierr == nil {
+					v, err = float64(i), nil
+				}
+			}
+			if err != nil {
+				return cfgErrs(n.Line, path, "%s, got %s", want, n.Value)
+			}
+			if msg := check(v); msg != "" {
+				return cfgErrs(n.Line, path, "%s", msg)
+			}
+			*field(c) = math.Round(v*1e6) / 1e6
+			return nil
+		},
+		check: func(c *Config) []string { return cfgMsgs(check(*field(c))) },
+		encode: func(c *Config) *yaml.Node {
+			v := *field(c)
+			tag := "!!float"
+			if v == math.Trunc(v) {
+				tag = "!!int"
+			}
+			return &yaml.Node{Kind: yaml.ScalarNode, Tag: tag, Value: strconv.FormatFloat(v, 'f', -1, 64)}
 		},
 	}
 }

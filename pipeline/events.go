@@ -29,6 +29,10 @@ type Event struct {
 	// Requirements and Base start a session (EventStarted).
 	Requirements string `json:"requirements,omitempty"`
 	Base         string `json:"base,omitempty"`
+	// Usage is what a step that ended (result or failure) cost, as its
+	// agent reported it; RunURL is the job run that carried it out.
+	Usage  *Usage `json:"usage,omitempty"`
+	RunURL string `json:"run_url,omitempty"`
 }
 
 // Command is a parsed human command.

@@ -25,6 +25,11 @@ func runProgram(t *testing.T, program []byte) {
 			cfg.MaxParallel = 1 + int(program[0]%4)
 			cfg.QA = program[0]&8 == 0
 			cfg.Merge.RequiredApprovals = int(program[0]>>4) % 2
+			// Cost limits (issue 13): none, $1 or $2 a session; $2 a step.
+			cfg.Limits.SessionCostUSD = float64(program[0] % 3)
+			if program[0]&4 != 0 {
+				cfg.Limits.StepCostUSD = 2
+			}
 		}
 		s := Session{}
 		now := t0
@@ -95,9 +100,13 @@ func fuzzEvent(s Session, op, a, b byte) Event {
 		if handoff != "" && json.Valid([]byte(handoff)) {
 			r.Handoff = json.RawMessage(handoff)
 		}
-		return StepResult(s.ID, pickStep(), r)
+		ev := StepResult(s.ID, pickStep(), r)
+		ev.Usage = fuzzUsage(a, b)
+		return ev
 	case 3:
-		return StepFailure(s.ID, pickStep(), "crash")
+		ev := StepFailure(s.ID, pickStep(), "crash")
+		ev.Usage = fuzzUsage(a, b)
+		return ev
 	case 4:
 		kinds := []CommandKind{CommandResume, CommandStop, CommandRetry, CommandAnswer, CommandPause, CommandKind(9)}
 		c := Command{Kind: kinds[int(a)%len(kinds)], Text: "t"}
@@ -115,4 +124,20 @@ func fuzzEvent(s Session, op, a, b byte) Event {
 		}
 		return Tick(s.ID)
 	}
+}
+
+// fuzzUsage is a step's reported usage: none, tokens only, priced (up to
+// $5.10, over the step limit), or malformed (refused by the engine).
+func fuzzUsage(a, b byte) *Usage {
+	if b%3 == 0 {
+		return nil
+	}
+	u := &Usage{Steps: 1, Priced: int(a % 2), InputTokens: int64(a) * 100, OutputTokens: int64(b)}
+	if u.Priced == 1 {
+		u.CostMicros = int64(a) * 20_000
+	}
+	if a == 254 {
+		u.InputTokens = -1
+	}
+	return u
 }

@@ -193,7 +193,78 @@ func checkTransition(tr transition) error {
 			checkCounters(g.ID, old.Counters, g.Counters)
 		}
 	}
+	checkUsage(tr, fail)
 	return errors.Join(errs...)
+}
+
+// checkUsage holds the cost promises (issue 13 item 5):
+//   - a step's usage, once recorded, never changes; the session's and each
+//     track's totals grow by exactly the usage newly recorded on their steps;
+//   - nothing is dispatched once the session's cost reached
+//     limits.session_cost_usd;
+//   - a step recorded over limits.step_cost_usd leaves the session paused (or
+//     ended): never running on as if nothing happened.
+func checkUsage(tr transition, fail func(string, ...any)) {
+	b, a, lim := &tr.before, &tr.after, tr.cfg.Limits
+	if b.Status == SessionNew {
+		return
+	}
+	var total Usage
+	tracks := map[string]Usage{}
+	overStep := ""
+	for _, st := range a.Steps {
+		old := b.Step(st.ID)
+		switch {
+		case old != nil && old.Usage != nil:
+			if st.Usage == nil || *st.Usage != *old.Usage {
+				fail("step %s: its usage changed from %+v to %+v", st.ID, *old.Usage, st.Usage)
+			}
+		case st.Usage != nil:
+			total.Add(*st.Usage)
+			u := tracks[st.Group]
+			u.Add(*st.Usage)
+			tracks[st.Group] = u
+			if l := USDMicros(lim.StepCostUSD); l > 0 && st.Usage.Priced > 0 && st.Usage.CostMicros > l {
+				overStep = st.ID
+			}
+		}
+	}
+	want := b.Usage
+	want.Add(total)
+	if a.Usage != want {
+		fail("session usage %+v, want %+v (before %+v plus the steps' new usage)", a.Usage, want, b.Usage)
+	}
+	checkTrack := func(name string, before, after Usage) {
+		w := before
+		w.Add(tracks[name])
+		if after != w {
+			fail("track %s: usage %+v, want %+v", name, after, w)
+		}
+	}
+	checkTrack(LeadGroup, b.Lead.Usage, a.Lead.Usage)
+	for _, g := range a.Groups {
+		var before Usage
+		if old := b.Group(g.ID); old != nil {
+			before = old.Usage
+		}
+		checkTrack(g.ID, before, g.Usage)
+	}
+	if l := USDMicros(lim.SessionCostUSD); l > 0 && a.Usage.CostMicros >= l {
+		for _, act := range tr.acts {
+			if act.Kind == ActionDispatch {
+				fail("step %s dispatched with %s spent, limits.session_cost_usd %s", act.Step, FormatUSD(a.Usage.CostMicros), FormatUSD(l))
+				break
+			}
+		}
+	}
+	resumed := false // a resume in the same call may lift the pause at once
+	for _, ev := range tr.events {
+		resumed = resumed || ev.Kind == EventCommand && ev.Command != nil &&
+			(ev.Command.Kind == CommandResume || ev.Command.Kind == CommandRetry)
+	}
+	if overStep != "" && !resumed && a.Status != SessionPaused && !a.Status.Terminal() {
+		fail("step %s cost more than limits.step_cost_usd but the session is %s", overStep, a.Status)
+	}
 }
 
 // coverage counts what the simulator reached: routing rows, commands and
@@ -225,12 +296,14 @@ var limitMarks = []struct{ name, text string }{
 	{"clarification_timeout", "No answer came within"},
 	{"stale_approvals", "they no longer count"},
 	{"bare_continue", "CONTINUE named no group"},
+	{"session_cost", "reaching limits.session_cost_usd"},
+	{"step_cost", "over limits.step_cost_usd"},
 }
 
 // commandNames are the human inputs the simulator must use.
 var commandNames = []string{"stop", "pause", "resume", "retry", "retry_group", "answer",
 	"review_approved", "review_approved_stale", "review_changes_requested", "review_dismissed",
-	"pr_closed", "pr_merged", "lead_diagnostic", "paused_bazinga", "paused_reject"}
+	"pr_closed", "pr_merged", "lead_diagnostic", "paused_bazinga", "paused_reject", "budget_raised"}
 
 func (cv *coverage) record(tr transition) {
 	for _, st := range tr.after.Steps {
@@ -260,6 +333,11 @@ func (cv *coverage) record(tr transition) {
 				}
 			}
 		}
+	}
+	// A human raised the session's cost limit and resumed: it runs again.
+	if tr.before.Status == SessionPaused && strings.Contains(tr.before.Reason, "limits.session_cost_usd") &&
+		tr.after.Status != SessionPaused && !tr.after.Status.Terminal() {
+		cv.commands["budget_raised"]++
 	}
 	for _, ev := range tr.events {
 		switch {

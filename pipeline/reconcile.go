@@ -30,6 +30,7 @@ func Reconcile(in Session, events []Event, now time.Time, cfg Config) (Session, 
 		r.apply(ev)
 	}
 	r.checkTimeouts()
+	r.checkBudget()
 	r.schedule()
 	r.finish()
 	return r.s, r.actions
@@ -105,9 +106,13 @@ func (r *reconciler) apply(ev Event) {
 			r.report("ignored result for step %s: it carries no result", ev.Step)
 			return
 		}
-		r.result(ev.Step, *ev.Result, ev.Commit)
+		if r.result(ev.Step, *ev.Result, ev.Commit) {
+			r.metered(ev)
+		}
 	case EventStepFailed:
-		r.failed(ev.Step, ev.Reason)
+		if r.failed(ev.Step, ev.Reason) {
+			r.metered(ev)
+		}
 	case EventCommand:
 		r.command(ev)
 	case EventHumanReview:
@@ -168,13 +173,13 @@ func (r *reconciler) inFlight(id, what string) (*Step, *Track, *Group, bool) {
 	return st, t, g, true
 }
 
-func (r *reconciler) result(id string, res Result, commit string) {
+func (r *reconciler) result(id string, res Result, commit string) bool {
 	st, t, g, ok := r.lateMerge(id)
 	if !ok {
 		st, t, g, ok = r.inFlight(id, "the result")
 	}
 	if !ok {
-		return
+		return false
 	}
 	r.changed = true
 	status, allowed := NormalizeStatus(st.Role, res.Status)
@@ -198,6 +203,7 @@ func (r *reconciler) result(id string, res Result, commit string) {
 		r.headAfter(g, st.Role, commit)
 	}
 	st.Routed = r.route(t, g, st)
+	return true
 }
 
 // countResult counts a result against the stuck-detection limits. Only
@@ -256,10 +262,10 @@ func (r *reconciler) lateMerge(id string) (*Step, *Track, *Group, bool) {
 	return st, t, g, true
 }
 
-func (r *reconciler) failed(id, reason string) {
+func (r *reconciler) failed(id, reason string) bool {
 	st, t, _, ok := r.inFlight(id, "the failure")
 	if !ok {
-		return
+		return false
 	}
 	if reason == "" {
 		reason = "ended without a result"
@@ -270,6 +276,7 @@ func (r *reconciler) failed(id, reason string) {
 	st.Note = reason
 	t.InFlight = ""
 	st.Routed = r.retry(t, st, reason)
+	return true
 }
 
 // retry asks for the same work again as a new attempt; past the limit the

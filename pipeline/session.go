@@ -76,7 +76,9 @@ type Session struct {
 	// Inbox holds what the next pm step must hear about.
 	Inbox []Note `json:"inbox,omitempty"`
 	// PMStreak counts pm steps since a group last merged; too many means no progress.
-	PMStreak    int       `json:"pm_streak"`
+	PMStreak int `json:"pm_streak"`
+	// Usage is the session's total: every step's reported usage (issue 13).
+	Usage       Usage     `json:"usage,omitzero"`
 	Rev         int       `json:"rev"`
 	StartedAt   time.Time `json:"started_at"`
 	UpdatedAt   time.Time `json:"updated_at"`
@@ -124,6 +126,8 @@ type Track struct {
 	Counters Counters `json:"counters"`
 	// Last is the id of the last step that ended with a result.
 	Last string `json:"last,omitempty"`
+	// Usage is the total of the track's steps (a group's, or the lead's).
+	Usage Usage `json:"usage,omitzero"`
 }
 
 // Counters are the revision and escalation counters of a track. They restart
@@ -173,6 +177,10 @@ type Step struct {
 	Note string `json:"note,omitempty"`
 	// Routed says where the result sent the work ("qa", "merged", "pm", …).
 	Routed string `json:"routed,omitempty"`
+	// Usage is what the step cost, when its agent reported it.
+	Usage *Usage `json:"usage,omitempty"`
+	// RunURL is the job run that carried the step out, when known.
+	RunURL string `json:"run_url,omitempty"`
 }
 
 // Note is something the pm must hear about at its next step.

@@ -47,6 +47,9 @@ type simulator struct {
 	progress  int // in 12ths
 	lazyPM    bool
 	mergeFail int // in 20ths
+	// costRng draws what steps cost and the cost limits, apart from rng so
+	// that the sessions' other choices stay as they were before costs.
+	costRng *rand.Rand
 }
 
 func simConfig(rng *rand.Rand) Config {
@@ -94,7 +97,48 @@ func newSimulator(seed uint64) *simulator {
 		sim.mergeFail = 16
 	}
 	sim.lazyPM = rng.IntN(30) == 0
+	sim.costRng = rand.New(rand.NewPCG(seed^0xc057, seed*31+7))
+	switch sim.costRng.IntN(16) {
+	case 0:
+		sim.cfg.Limits.SessionCostUSD = float64(2 + sim.costRng.IntN(6))
+	case 1:
+		sim.cfg.Limits.StepCostUSD = 1.5
+	case 2:
+		sim.cfg.Limits.SessionCostUSD = float64(3 + sim.costRng.IntN(8))
+		sim.cfg.Limits.StepCostUSD = 2.5
+	}
 	return sim
+}
+
+// usage invents what an agent step reported: mostly a priced step, now and
+// then tokens only (codex), an expensive step, or a malformed report the
+// engine must refuse. Harness steps (merge, validate) report nothing.
+func (sim *simulator) usage(st Step) (*Usage, string) {
+	if st.Role == RoleMerge || st.Role == RoleValidate {
+		return nil, ""
+	}
+	r := sim.costRng
+	run := ""
+	if r.IntN(2) == 0 {
+		run = fmt.Sprintf("https://github.com/o/r/actions/runs/%d", 1000+st.N)
+	}
+	if r.IntN(10) == 0 {
+		return nil, run
+	}
+	u := Usage{Steps: 1, Priced: 1, InputTokens: int64(100 + r.IntN(50_000)), OutputTokens: int64(10 + r.IntN(8_000)),
+		CacheReadTokens: int64(r.IntN(100_000))}
+	switch r.IntN(30) {
+	case 0, 1, 2, 3:
+		u.Priced = 0 // tokens only
+	case 5:
+		u.CostMicros = int64(1_000_000 + r.IntN(2_000_000)) // an expensive step
+	case 7:
+		u.InputTokens = -5 // malformed: refused with a report
+		u.CostMicros = 10_000
+	default:
+		u.CostMicros = int64(5_000 + r.IntN(600_000))
+	}
+	return &u, run
 }
 
 // bound is the step bound derived from the limits: per group and pm round,
@@ -489,6 +533,11 @@ func (sim *simulator) play(t *testing.T, seed uint64) {
 			if sim.s.Status != SessionDone && sim.commands < 8 && rng.IntN(3) == 0 {
 				sim.commands++
 				sim.now = sim.now.Add(time.Minute)
+				if strings.Contains(sim.s.Reason, "limits.session_cost_usd") && sim.costRng.IntN(5) != 0 {
+					// A human raises the budget before resuming (else the
+					// resume pauses again at once).
+					sim.cfg.Limits.SessionCostUSD *= 2
+				}
 				sim.reconcile(t, seed, []Event{CommandEvent(sim.s.ID, "dave", Command{Kind: CommandResume})})
 				continue
 			}
@@ -523,11 +572,15 @@ func (sim *simulator) play(t *testing.T, seed uint64) {
 				continue
 			}
 			res, ok := sim.outcome(st)
+			use, run := sim.usage(st)
 			if !ok {
-				events = append(events, StepFailure(sim.s.ID, st.ID, "runner crashed"))
+				ev := StepFailure(sim.s.ID, st.ID, "runner crashed")
+				ev.Usage, ev.RunURL = use, run
+				events = append(events, ev)
 				continue
 			}
 			ev := StepResult(sim.s.ID, st.ID, res)
+			ev.Usage, ev.RunURL = use, run
 			if st.Role.IsImplementer() && st.Group != LeadGroup && rng.IntN(2) == 0 {
 				ev.Commit = fmt.Sprintf("c%d", st.N) // the executor knows the new head
 			}

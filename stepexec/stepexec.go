@@ -67,6 +67,9 @@ type Report struct {
 	Output string
 	// Notes are what the harness did on its own (test check, markers…).
 	Notes []string
+	// Usage is what the agent step cost, when its CLI or result reported it;
+	// it rides on the step's event, result or failure alike.
+	Usage *pipeline.Usage
 }
 
 // maxFeedbackOutput bounds test output carried in a handoff.
@@ -103,10 +106,14 @@ func (e *Executor) Run(ctx context.Context, s pipeline.Session, stepID string) (
 			e.log().Error("step failed", "step", stepID, "err", err)
 		}
 		rep.Notes = append(rep.Notes, err.Error())
-		return pipeline.StepFailure(s.ID, stepID, err.Error()), rep
+		ev := pipeline.StepFailure(s.ID, stepID, err.Error())
+		ev.Usage = rep.Usage
+		return ev, rep
 	}
 	rep.Status, rep.Summary = res.Status, res.Summary
-	return pipeline.StepResult(s.ID, stepID, res), rep
+	ev := pipeline.StepResult(s.ID, stepID, res)
+	ev.Usage = rep.Usage
+	return ev, rep
 }
 
 // noResult is an agent that produced nothing: retried, not logged as an error.
@@ -199,6 +206,7 @@ func (e *Executor) agentStep(ctx context.Context, s pipeline.Session, st pipelin
 		return pipeline.Result{}, fmt.Errorf("running the agent: %w", err)
 	}
 	rep.Output = tail(string(out.Stderr)+string(out.Stdout), maxFeedbackOutput)
+	rep.Usage = out.Parsed.Usage
 	// A developer or senior engineer that ran out of time keeps its work: it
 	// had SIGTERM and agent.grace to save it, the harness commits what the
 	// working copy holds and reports PARTIAL, so the next developer step

@@ -40,6 +40,8 @@ type Response struct {
 	Edit []Edit `json:"edit,omitempty"`
 	// Resolve "union" resolves conflict markers by keeping both sides.
 	Resolve string `json:"resolve,omitempty"`
+	// Usage is written into the result as the step's reported usage.
+	Usage json.RawMessage `json:"usage,omitempty"`
 }
 
 // Edit is one replacement in a file.
@@ -153,7 +155,8 @@ func Play(s Scenario, env Env, dir, stateDir string) (Response, error) {
 		Status  string          `json:"status"`
 		Summary []string        `json:"summary,omitempty"`
 		Handoff json.RawMessage `json:"handoff,omitempty"`
-	}{resp.Status, resp.Summary, resp.Handoff})
+		Usage   json.RawMessage `json:"usage,omitempty"`
+	}{resp.Status, resp.Summary, resp.Handoff, resp.Usage})
 	if err != nil {
 		return Response{}, err
 	}
