@@ -38,6 +38,12 @@ type Command struct {
 	Group string `json:"group,omitempty"`
 	// Text is the answer of answer, or the reason of pause.
 	Text string `json:"text,omitempty"`
+	// Checkpoint is the checkpoint a human approves (approve, resume): the id
+	// they saw. approve with a different id than the open checkpoint's is
+	// refused, so an approval never passes a plan its author has not seen;
+	// approve without one approves the open checkpoint (a terminal asks
+	// about the one open). resume approves only the checkpoint it names.
+	Checkpoint string `json:"checkpoint,omitempty"`
 }
 
 // Started returns the event that begins a session.
