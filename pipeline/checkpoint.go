@@ -60,9 +60,9 @@ func (cp *Checkpoint) Holds(g *Group) bool {
 // checkpointWait is the wait detail of a track a checkpoint holds.
 func checkpointWait(cp *Checkpoint) string {
 	if cp.Kind == CheckpointPlan {
-		return cp.ID + " waits for approval: /bazinga approve, or /bazinga answer <feedback> to send it back to the pm"
+		return cp.ID + " waits for approval (or feedback that sends it back to the pm)"
 	}
-	return fmt.Sprintf("%s waits for approval before phase %d starts: /bazinga approve", cp.ID, cp.Phase)
+	return fmt.Sprintf("%s waits for approval before phase %d starts", cp.ID, cp.Phase)
 }
 
 // checkpoints opens the checkpoint the session has reached, and drops a

@@ -371,7 +371,7 @@ func (r *reconciler) command(ev Event) {
 		}
 		r.resume(who)
 		if cp := s.Checkpoint; cp != nil && s.Status != SessionDone {
-			r.notify(NoticeInfo, cp.ID+" still waits for approval: /bazinga approve.")
+			r.notify(NoticeInfo, cp.ID+" still waits for approval.")
 		}
 	case CommandApprove:
 		r.approve(who, c)
