@@ -377,7 +377,7 @@ func (r *runner) ask(question string) {
 
 // interactive reports whether a person can be asked on the terminal.
 func (r *runner) interactive() bool {
-	return r.opts.Terminal && r.opts.Input != nil && !r.noInput && !r.opts.JSON
+	return r.opts.Terminal && r.opts.Input != nil && !r.noInput
 }
 
 // read reads one line of the terminal in the background for the prompt key.
