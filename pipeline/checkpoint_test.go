@@ -265,6 +265,16 @@ func TestLivenessNeedsTheCheckpointItWaitsOn(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "waits on a checkpoint, but none is open")
 
+	// A checkpoint nothing waits on does not make an idle session a human wait.
+	s = h.s.Clone()
+	s.Lead.Wait, s.Lead.WaitDetail = WaitGroups, "1 group(s) at work"
+	for i := range s.Groups {
+		s.Groups[i].Wait, s.Groups[i].WaitDetail = WaitDependencies, "waits for Z to merge"
+	}
+	err = CheckLiveness(s, h.cfg)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "plan-1 is open, but nothing waits on it")
+
 	// A phase checkpoint does not hold another phase's groups.
 	s = h.s.Clone()
 	s.Checkpoint = &Checkpoint{ID: "phase-2", Kind: CheckpointPhase, Phase: 2}

@@ -117,6 +117,17 @@ func CheckLiveness(s Session, cfg Config) error {
 	if s.Lead.Wait == WaitCheckpoint && s.Checkpoint == nil {
 		fail("the session lead waits on a checkpoint, but none is open")
 	}
+	if cp := s.Checkpoint; cp != nil && total == 0 && s.Status != SessionPaused {
+		// An open checkpoint that no track waits on would be an idle session
+		// that only looks like it waits for a human.
+		waiting := s.Lead.Wait == WaitCheckpoint
+		for _, g := range s.Groups {
+			waiting = waiting || g.Wait == WaitCheckpoint
+		}
+		if !waiting {
+			fail("%s is open, but nothing waits on it", cp.ID)
+		}
+	}
 	if s.Lead.Wait == WaitCap && impl == 0 {
 		fail("the session lead waits on the cap with no implementation step in flight")
 	}
