@@ -109,6 +109,12 @@ func TestPlanCheckpointWithoutATerminal(t *testing.T) {
 	assert.NoFileExists(t, filepath.Join(repo, "hello.txt"))
 	assert.Empty(t, gitCLI(t, repo, "branch", "--list", "bazinga/*"), "no developer ran")
 
+	// The summary (and `bazinga status`) shows the plan to review.
+	var summary bytes.Buffer
+	WriteSummary(&summary, res.Session)
+	assert.Contains(t, summary.String(), "✋ plan-1 waits for approval: bazinga run --resume "+res.ID+` --approve, or --feedback "what to change"`+
+		"\nPhase 1:\n  A hello (implementation, developer): add hello.txt\n")
+
 	// A plain resume without a terminal comes back to the same checkpoint.
 	resume := opts
 	resume.Requirements, resume.ResumeID = "", res.ID

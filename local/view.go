@@ -204,6 +204,22 @@ func WriteSummary(out io.Writer, s pipeline.Session) {
 	fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", "_", "session", s.Status, steps[pipeline.LeadGroup], "")
 	tw.Flush()
 	fmt.Fprintf(out, "%d steps in all.\n", len(s.Steps)+s.Pruned)
+	writeCheckpoint(out, s)
+}
+
+// writeCheckpoint shows the checkpoint waiting, if any: the plan to review
+// (what `bazinga status` shows before `--resume ID --approve`).
+func writeCheckpoint(out io.Writer, s pipeline.Session) {
+	cp := s.Checkpoint
+	if cp == nil {
+		return
+	}
+	fmt.Fprintf(out, "✋ %s waits for approval: bazinga run --resume %s --approve", cp.ID, s.ID)
+	if cp.Kind != pipeline.CheckpointPlan {
+		fmt.Fprintf(out, " (phase %d starts next)\n", cp.Phase)
+		return
+	}
+	fmt.Fprintf(out, ", or --feedback \"what to change\"\n%s", pipeline.PlanText(s))
 }
 
 // --- checkpoints (issue 13) ---
