@@ -250,3 +250,41 @@ func TestBindCheckpoint(t *testing.T) {
 	bindCheckpoint(s, input{}, t0, events)
 	assert.Empty(t, events[0].Command.Checkpoint)
 }
+
+func TestPhaseCheckpointOnGitHub(t *testing.T) {
+	s := newFakeSession(t, 2, "checkpoints: [phase]\n")
+	s.phased = true
+	s.start()
+	s.steps(200)
+	st, _ := s.state()
+	require.NotNil(t, st.Session.Checkpoint, "phase 1 merged; phase 2 waits")
+	require.Equal(t, "phase-2", st.Session.Checkpoint.ID)
+	require.Equal(t, pipeline.StageMerged, st.Session.Group("A").Stage)
+	require.False(t, st.Session.Group("B").Started)
+	require.Contains(t, s.labels(s.issue), "bazinga:needs-input")
+	_, body := s.trackingComment()
+	require.Contains(t, body, "> ✋ **Waiting for approval: phase-2**")
+	require.Contains(t, body, "phase 2 (B) starts once a writer approves.")
+	require.Contains(t, s.botCommentsJoined(), "Phase 1 is done; phase 2 (B) waits for approval before it starts.")
+	runs := len(s.gh.allRuns())
+
+	// Feedback at a phase checkpoint goes to the pm; the phase still waits.
+	s.comment("alice", s.issue, "/bazinga answer Reuse A's helpers in B.")
+	s.drain()
+	st, _ = s.state()
+	require.NotNil(t, st.Session.Checkpoint)
+	pm := st.Session.Step(st.Session.Lead.InFlight)
+	require.NotNil(t, pm)
+	require.Equal(t, pipeline.RolePM, pm.Role)
+	require.Contains(t, pm.Notes[len(pm.Notes)-1].Text, "Before phase 2 starts, alice says: Reuse A's helpers in B.")
+	require.Len(t, s.gh.allRuns(), runs+1, "only the pm runs")
+
+	s.comment("alice", s.issue, "/bazinga approve phase-2")
+	s.drain()
+	st, _ = s.state()
+	require.Nil(t, st.Session.Checkpoint)
+	require.Contains(t, s.botCommentsJoined(), "phase-2 approved by alice: phase 2 starts.")
+	s.assertRebuildMatches()
+	require.Equal(t, pipeline.SessionDone, s.run(500))
+	s.assertVerifiedBazinga()
+}
