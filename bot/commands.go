@@ -19,9 +19,10 @@ const (
 	CmdRetry
 	CmdAnswer
 	CmdHelp
+	CmdApprove // issue 13: approve the checkpoint waiting (the plan, a phase)
 )
 
-var commandNames = []string{"unknown", "resume", "status", "stop", "retry", "answer", "help"}
+var commandNames = []string{"unknown", "resume", "status", "stop", "retry", "answer", "help", "approve"}
 
 func (c CommandName) String() string {
 	if c < 0 || int(c) >= len(commandNames) {
@@ -42,7 +43,14 @@ type ParsedCommand struct {
 	// Raw is the command as written (the command line, plus an answer's
 	// continuation lines).
 	Raw string
+	// Checkpoint is the checkpoint an approve or resume names ("plan-2"),
+	// if written; otherwise the bot binds it to the checkpoint that waited
+	// when the comment was written.
+	Checkpoint string
 }
+
+// checkpointIDPattern is the syntax of checkpoint ids (pipeline.Checkpoint.ID).
+var checkpointIDPattern = regexp.MustCompile(`^(plan|phase)-[0-9]{1,6}$`)
 
 // commandPrefix is the word every command starts with.
 const commandPrefix = "/bazinga"
@@ -139,8 +147,16 @@ func parseCommandLine(trimmed string) (ParsedCommand, bool) {
 	}
 	c.Text = args
 	switch strings.ToLower(word) {
-	case "resume":
+	case "resume", "approve":
 		c.Name = CmdResume
+		if strings.EqualFold(word, "approve") {
+			c.Name = CmdApprove
+		}
+		// An optional checkpoint id first; the rest is a remark.
+		if f := strings.Fields(args); len(f) > 0 && checkpointIDPattern.MatchString(strings.ToLower(f[0])) {
+			c.Checkpoint = strings.ToLower(f[0])
+			c.Text = strings.TrimSpace(strings.TrimPrefix(args, f[0]))
+		}
 	case "status":
 		c.Name = CmdStatus
 	case "stop":
@@ -170,13 +186,15 @@ func parseCommandLine(trimmed string) (ParsedCommand, bool) {
 func (c ParsedCommand) PipelineCommand() (pipeline.Command, bool) {
 	switch c.Name {
 	case CmdResume:
-		return pipeline.Command{Kind: pipeline.CommandResume}, true
+		return pipeline.Command{Kind: pipeline.CommandResume, Checkpoint: c.Checkpoint}, true
 	case CmdStop:
 		return pipeline.Command{Kind: pipeline.CommandStop}, true
 	case CmdRetry:
 		return pipeline.Command{Kind: pipeline.CommandRetry, Group: c.Group}, true
 	case CmdAnswer:
 		return pipeline.Command{Kind: pipeline.CommandAnswer, Text: c.Text}, true
+	case CmdApprove:
+		return pipeline.Command{Kind: pipeline.CommandApprove, Checkpoint: c.Checkpoint}, true
 	}
 	return pipeline.Command{}, false
 }
@@ -188,11 +206,12 @@ func HelpText() string {
 
 | Command | What it does |
 |---|---|
-| `+"`/bazinga resume`"+` | pick up a paused or stalled session |
+| `+"`/bazinga resume`"+` | pick up a paused or stalled session (at a checkpoint it also approves, like approve) |
 | `+"`/bazinga status`"+` | refresh the tracking comment |
 | `+"`/bazinga stop`"+` | stop the session (branches and PRs are kept) |
 | `+"`/bazinga retry [group]`"+` | retry the failed step of a group, or every failed step |
-| `+"`/bazinga answer <text>`"+` | answer the PM's clarification question (the text may continue on the next lines, up to a blank line) |
+| `+"`/bazinga answer <text>`"+` | answer the PM's clarification question (the text may continue on the next lines, up to a blank line); at the plan checkpoint, send the plan back to the PM with this feedback |
+| `+"`/bazinga approve [checkpoint]`"+` | approve the plan (or the next phase) waiting at a checkpoint; it approves what was shown when you wrote it, or the checkpoint you name (`+"`plan-2`"+`) |
 | `+"`/bazinga help`"+` | show this help |
 
 Only people with write, maintain or admin permission on the repository can run commands.

@@ -52,6 +52,19 @@ func TestParseCommands(t *testing.T) {
 		{"quoted ignored", "> /bazinga stop\n>/bazinga stop\n  > /bazinga stop", nil},
 		{"several commands", "Thanks!\n/bazinga retry api\n\n/bazinga status\n/bazinga help",
 			[]pc{{Name: CmdRetry, Group: "api", Raw: "/bazinga retry api"}, {Name: CmdStatus, Raw: "/bazinga status"}, {Name: CmdHelp, Raw: "/bazinga help"}}},
+		// checkpoints (issue 13)
+		{"approve", "/bazinga approve", []pc{{Name: CmdApprove, Raw: "/bazinga approve"}}},
+		{"approve case", "/Bazinga APPROVE", []pc{{Name: CmdApprove, Raw: "/Bazinga APPROVE"}}},
+		{"approve a checkpoint", "/bazinga approve plan-2", []pc{{Name: CmdApprove, Checkpoint: "plan-2", Raw: "/bazinga approve plan-2"}}},
+		{"approve a phase, upper case", "/bazinga approve Phase-3", []pc{{Name: CmdApprove, Checkpoint: "phase-3", Raw: "/bazinga approve Phase-3"}}},
+		{"approve with a remark", "/bazinga approve plan-1 looks good",
+			[]pc{{Name: CmdApprove, Checkpoint: "plan-1", Text: "looks good", Raw: "/bazinga approve plan-1 looks good"}}},
+		{"approve, remark only", "/bazinga approve LGTM", []pc{{Name: CmdApprove, Text: "LGTM", Raw: "/bazinga approve LGTM"}}},
+		{"approve, not an id", "/bazinga approve plan-x", []pc{{Name: CmdApprove, Text: "plan-x", Raw: "/bazinga approve plan-x"}}},
+		{"resume a checkpoint", "/bazinga resume plan-1", []pc{{Name: CmdResume, Checkpoint: "plan-1", Raw: "/bazinga resume plan-1"}}},
+		{"approve quoted", "> /bazinga approve", nil},
+		{"approve fenced", "```\n/bazinga approve\n```", nil},
+		{"approve glued", "/bazinga approved", []pc{{Name: CmdUnknown, Raw: "/bazinga approved"}}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -71,12 +84,15 @@ func TestPipelineCommand(t *testing.T) {
 		{ParsedCommand{Name: CmdRetry}, pipeline.Command{Kind: pipeline.CommandRetry}, true},
 		{ParsedCommand{Name: CmdRetry, Group: "api"}, pipeline.Command{Kind: pipeline.CommandRetry, Group: "api"}, true},
 		{ParsedCommand{Name: CmdAnswer, Text: "a\nb"}, pipeline.Command{Kind: pipeline.CommandAnswer, Text: "a\nb"}, true},
+		{ParsedCommand{Name: CmdApprove}, pipeline.Command{Kind: pipeline.CommandApprove}, true},
+		{ParsedCommand{Name: CmdApprove, Checkpoint: "plan-2", Text: "ok"}, pipeline.Command{Kind: pipeline.CommandApprove, Checkpoint: "plan-2"}, true},
+		{ParsedCommand{Name: CmdResume, Checkpoint: "plan-1"}, pipeline.Command{Kind: pipeline.CommandResume, Checkpoint: "plan-1"}, true},
 		{ParsedCommand{Name: CmdStatus}, pipeline.Command{}, false},
 		{ParsedCommand{Name: CmdHelp}, pipeline.Command{}, false},
 		{ParsedCommand{Name: CmdUnknown}, pipeline.Command{}, false},
 	}
 	for _, tc := range tests {
-		t.Run(tc.in.Name.String(), func(t *testing.T) {
+		t.Run(tc.in.Name.String()+tc.in.Checkpoint, func(t *testing.T) {
 			got, ok := tc.in.PipelineCommand()
 			assert.Equal(t, tc.ok, ok)
 			assert.Equal(t, tc.want, got)
@@ -85,7 +101,7 @@ func TestPipelineCommand(t *testing.T) {
 }
 
 func TestCommandNameString(t *testing.T) {
-	want := []string{"unknown", "resume", "status", "stop", "retry", "answer", "help"}
+	want := []string{"unknown", "resume", "status", "stop", "retry", "answer", "help", "approve"}
 	for i, w := range want {
 		assert.Equal(t, w, CommandName(i).String())
 	}
@@ -94,7 +110,7 @@ func TestCommandNameString(t *testing.T) {
 
 func TestHelpTextListsEveryCommand(t *testing.T) {
 	h := HelpText()
-	for _, c := range []string{"resume", "status", "stop", "retry [group]", "answer <text>", "help"} {
+	for _, c := range []string{"resume", "status", "stop", "retry [group]", "answer <text>", "help", "approve [checkpoint]"} {
 		assert.Contains(t, h, "/bazinga "+c)
 	}
 	// The help text's own examples are in code spans, so echoing it never

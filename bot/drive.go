@@ -249,6 +249,7 @@ func (b *Bot) drive(ctx context.Context, gh GitHub, ref sessionRef, in input) er
 	if err := b.bound(st, in); err != nil {
 		return fmt.Errorf("%s: %w", ref.key(), err)
 	}
+	bindCheckpoint(st.Session, in, b.o.Now(), events, record)
 	// A merge bazinga made itself (the merge step's job, or the bot) is
 	// reported by the merge step's result, not as a human closing the PR.
 	kept := events[:0]
@@ -411,6 +412,37 @@ func (b *Bot) bound(st codec.State, in input) error {
 		}
 	}
 	return nil
+}
+
+// bindCheckpoint binds the approve and resume commands of a comment to the
+// checkpoint that waited when the comment was written (issue 13), in the
+// events applied now and in those recorded for a rebuild alike: an approval
+// written about plan-1 never approves plan-2, which the pm made after it,
+// and the replay decides as the live reconcile did. A command that names
+// its checkpoint keeps it.
+func bindCheckpoint(s pipeline.Session, in input, now time.Time, lists ...[]pipeline.Event) {
+	if !in.command {
+		return
+	}
+	at := in.written
+	if at.IsZero() {
+		at = now
+	}
+	id := s.CheckpointAt(at)
+	for _, evs := range lists {
+		for i := range evs {
+			c := evs[i].Command
+			if evs[i].Kind != pipeline.EventCommand || c == nil || c.Checkpoint != "" {
+				continue
+			}
+			// A resume binds only when a checkpoint waited: otherwise it is a plain resume.
+			if c.Kind == pipeline.CommandApprove || c.Kind == pipeline.CommandResume && id != pipeline.NoCheckpoint {
+				bound := *c
+				bound.Checkpoint = id
+				evs[i].Command = &bound
+			}
+		}
+	}
 }
 
 func hasCommand(evs []pipeline.Event, k pipeline.CommandKind) bool {

@@ -34,6 +34,8 @@ type fakeSession struct {
 	dupClaims int
 	// hold, when set, keeps runs from being worked on (a job that never ends).
 	hold func(step string) bool
+	// phased puts group i in phase i+1 (checkpoints: phase); else all in phase 1.
+	phased bool
 }
 
 func newFakeSession(t *testing.T, groups int, config string) *fakeSession {
@@ -272,8 +274,12 @@ func (s *fakeSession) job(r *fakeRun) {
 			var groups []map[string]any
 			for i := 0; i < s.groups; i++ {
 				id := string(rune('A' + i))
+				phase := 1
+				if s.phased {
+					phase = i + 1
+				}
 				groups = append(groups, map[string]any{"id": id, "name": "Widget part " + id, "task": "Build widget part " + id + ".",
-					"type": "implementation", "tier": "developer", "phase": 1})
+					"type": "implementation", "tier": "developer", "phase": phase})
 			}
 			b, _ := json.Marshal(map[string]any{"plan": map[string]any{"mode": "parallel", "groups": groups, "success_criteria": []string{"widgets work"}}})
 			res = pipeline.Result{Status: pipeline.StatusPlanningComplete, Summary: []string{fmt.Sprintf("Planned %d groups", s.groups)}, Handoff: b}

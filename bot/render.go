@@ -52,6 +52,8 @@ func headerCapsule(s pipeline.Session) string {
 		next = "waiting for `/bazinga answer`"
 	case s.Status == pipeline.SessionPaused:
 		next = "`/bazinga resume` to continue"
+	case s.Checkpoint != nil:
+		next = "waiting for approval of " + s.Checkpoint.ID + ": `/bazinga approve`"
 	case len(inFlight) > 0:
 		var who []string
 		for _, st := range inFlight {
@@ -131,6 +133,7 @@ func renderTracking(st *codec.State, repoURL string, logN int, block string) str
 		fmt.Fprintf(&b, "\n> ❓ %s\n> Answer with `/bazinga answer <text>`; without an answer by %s the pm uses its safe fallback.\n",
 			codec.OneLine(s.Clarification.Question), s.Clarification.Deadline.UTC().Format("2006-01-02 15:04 UTC"))
 	}
+	b.WriteString(renderCheckpoint(s)) // issue 13: the plan or phase waiting for approval
 	if len(s.Groups) > 0 {
 		b.WriteString("\n| Group | PR | Stage | Waiting on | Attempts | Last |\n|---|---|---|---|---|---|\n")
 		for _, g := range s.Groups {
@@ -163,7 +166,11 @@ func renderTracking(st *codec.State, repoURL string, logN int, block string) str
 	if repoURL != "" && st.Config.GitHub.AgentWorkflow != "" {
 		fmt.Fprintf(&b, "\nJob runs: [%s](%s/actions/workflows/%s)\n", st.Config.GitHub.AgentWorkflow, repoURL, st.Config.GitHub.AgentWorkflow)
 	}
-	b.WriteString("\n<sub>Commands: `/bazinga status | resume | stop | retry [group] | answer <text> | help`</sub>\n")
+	if len(st.Config.Checkpoints) > 0 {
+		b.WriteString("\n<sub>Commands: `/bazinga status | resume | approve | stop | retry [group] | answer <text> | help`</sub>\n")
+	} else {
+		b.WriteString("\n<sub>Commands: `/bazinga status | resume | stop | retry [group] | answer <text> | help`</sub>\n")
+	}
 	b.WriteString(block)
 	return b.String()
 }
@@ -232,6 +239,7 @@ func textHash(parts ...string) string {
 
 var noticeIcons = map[pipeline.NoticeKind]string{
 	pipeline.NoticeQuestion: "❓", pipeline.NoticeAnswers: "📋", pipeline.NoticeSummary: "✅", pipeline.NoticeInfo: "ℹ️",
+	pipeline.NoticeCheckpoint: "✋",
 }
 
 // renderNotice renders one notice of the engine.

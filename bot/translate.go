@@ -184,6 +184,9 @@ type input struct {
 	command bool
 	// labels are the labels the payload showed, by issue/PR number.
 	labels map[int][]string
+	// written is when the commands' comment was written: approve and resume
+	// bind to the checkpoint that waited then (issue 13).
+	written time.Time
 }
 
 // prRef is a pull request an event came from, and the group its head
@@ -442,7 +445,7 @@ func (t translator) comment(p *payload) (intent, error) {
 		return intent{}, ignored("commands from bots are ignored")
 	}
 	it := intent{issue: p.Issue.Number, actor: &author, refuse: true,
-		in: input{labels: labels, command: true}}
+		in: input{labels: labels, command: true, written: p.Comment.CreatedAt}}
 	if isPR(p.Issue.PullRequest) {
 		// The session is the issue the group PR belongs to.
 		it.issue, it.viaPR, it.in.replyTo = 0, p.Issue.Number, p.Issue.Number

@@ -50,6 +50,19 @@ type Options struct {
 	Now func() time.Time
 	// TickEvery is how often timeouts are checked (default 30s).
 	TickEvery time.Duration
+
+	// Checkpoints (issue 13). At a checkpoint the run asks on the terminal
+	// (approve / feedback / stop) when it has one; otherwise it stops there,
+	// saved, and a later --resume continues.
+	// Approve approves every checkpoint without asking (--approve).
+	Approve bool
+	// Feedback, given with ResumeID, sends the plan waiting at the plan
+	// checkpoint back to the pm with this text (--feedback).
+	Feedback string
+	// Reviewer, when set, decides at each checkpoint instead of the terminal:
+	// it returns the command to apply (approve, answer with feedback, stop).
+	// The demo's scripted human is one.
+	Reviewer func(s pipeline.Session) pipeline.Command
 }
 
 // Outcome is how a local session ended.
@@ -78,10 +91,24 @@ type runner struct {
 	seq     int
 	view    *view
 	results chan stepDone
-	answers chan string
+	replies chan termReply
 	running map[string]context.CancelFunc
 	baseAt  plumbing.Hash
 	asked   string // the clarification step already asked on the terminal
+	// reading is set while a goroutine reads a line from the terminal: one
+	// at a time, so a question and a checkpoint never read the same line.
+	reading bool
+	// askedCP is the checkpoint (and step count) last put to the human.
+	askedCP string
+	// noInput is set once the terminal's input ended.
+	noInput bool
+}
+
+// termReply is one line read from the terminal for a prompt (key names it).
+type termReply struct {
+	key  string
+	line string
+	err  error
 }
 
 type stepDone struct {
@@ -112,7 +139,7 @@ func Run(ctx context.Context, opts Options) (Outcome, error) {
 		return Outcome{}, fmt.Errorf("repository path %q: %w", opts.Repo, err)
 	}
 	opts.Repo = repoDir
-	r := &runner{opts: opts, results: make(chan stepDone, 64), answers: make(chan string, 1), running: map[string]context.CancelFunc{}}
+	r := &runner{opts: opts, results: make(chan stepDone, 64), replies: make(chan termReply, 1), running: map[string]context.CancelFunc{}}
 	if opts.ResumeID != "" {
 		err = r.resume()
 	} else {
@@ -237,6 +264,9 @@ func (r *runner) resume() error {
 	if s.Status == pipeline.SessionNew {
 		return fmt.Errorf("session %s never started; start a new one", o.ResumeID)
 	}
+	if strings.TrimSpace(o.Feedback) != "" && (s.Checkpoint == nil || s.Checkpoint.Kind != pipeline.CheckpointPlan) {
+		return fmt.Errorf("--feedback: session %s has no plan waiting for approval", o.ResumeID)
+	}
 	if at := store.Base(); !at.IsZero() {
 		// A kill between a merge and the checkout's update leaves it behind.
 		if _, err := syncWorktree(o.Repo, s.Base, at); err != nil {
@@ -269,7 +299,13 @@ func (r *runner) resume() error {
 		return nil
 	}
 	r.view.started(s.ID, s.Base, o.Repo, true)
-	return r.apply([]pipeline.Event{pipeline.CommandEvent(s.ID, "local", pipeline.Command{Kind: pipeline.CommandResume, Restart: true})})
+	if err := r.apply([]pipeline.Event{pipeline.CommandEvent(s.ID, "local", pipeline.Command{Kind: pipeline.CommandResume, Restart: true})}); err != nil {
+		return err
+	}
+	if fb := strings.TrimSpace(o.Feedback); fb != "" && r.s.Checkpoint != nil {
+		return r.apply([]pipeline.Event{pipeline.CommandEvent(s.ID, "local", pipeline.Command{Kind: pipeline.CommandAnswer, Text: fb})})
+	}
+	return nil
 }
 
 func (r *runner) setup() error {
@@ -337,19 +373,28 @@ func (r *runner) start(id string) {
 	}()
 }
 
-// ask puts the pm's question on the terminal; the answer arrives on r.answers.
+// ask puts the pm's question on the terminal; the answer arrives on r.replies.
 func (r *runner) ask(question string) {
 	cl := r.s.Clarification
-	if cl == nil || cl.Step == r.asked || !r.opts.Terminal || r.opts.Input == nil {
-		return
+	if cl == nil || cl.Step == r.asked || !r.interactive() || r.reading {
+		return // a line is being read for another prompt: asked once it is in
 	}
 	r.asked = cl.Step
 	r.view.question(question, r.opts.ClarificationTimeout)
+	r.read("question " + cl.Step)
+}
+
+// interactive reports whether a person can be asked on the terminal.
+func (r *runner) interactive() bool {
+	return r.opts.Terminal && r.opts.Input != nil && !r.noInput
+}
+
+// read reads one line of the terminal in the background for the prompt key.
+func (r *runner) read(key string) {
+	r.reading = true
 	go func() {
 		line, err := readLine(r.opts.Input)
-		if err == nil && strings.TrimSpace(line) != "" {
-			r.answers <- strings.TrimSpace(line)
-		}
+		r.replies <- termReply{key: key, line: strings.TrimSpace(line), err: err}
 	}()
 }
 
@@ -393,6 +438,20 @@ func (r *runner) loop(ctx context.Context) (Outcome, error) {
 			}
 			continue
 		}
+		if cl := r.s.Clarification; cl != nil && cl.Step != r.asked {
+			r.ask(cl.Question) // not asked yet: another prompt was reading
+		}
+		if evs := r.checkpoint(); len(evs) > 0 {
+			if err := r.apply(evs); err != nil {
+				return Outcome{}, err
+			}
+			continue
+		}
+		if r.stalled() {
+			// A checkpoint waits and nobody here can approve it: stop, saved.
+			r.view.checkpointStop(r.s, r.opts.Repo)
+			break
+		}
 		var events []pipeline.Event
 		select {
 		case <-ctx.Done():
@@ -400,8 +459,11 @@ func (r *runner) loop(ctx context.Context) (Outcome, error) {
 			return r.outcome(), ErrInterrupted
 		case d := <-r.results:
 			events = r.collect(d)
-		case ans := <-r.answers:
-			events = []pipeline.Event{pipeline.CommandEvent(r.s.ID, "terminal", pipeline.Command{Kind: pipeline.CommandAnswer, Text: ans})}
+		case rep := <-r.replies:
+			events = r.reply(rep)
+			if len(events) == 0 {
+				continue
+			}
 		case <-tick.C:
 			events = []pipeline.Event{pipeline.Tick(r.s.ID)}
 		case <-redraw:

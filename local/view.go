@@ -86,7 +86,7 @@ func (v *view) reconciled(before, after pipeline.Session, events []pipeline.Even
 	for _, a := range actions {
 		switch a.Kind {
 		case pipeline.ActionNotify:
-			if a.Notice == pipeline.NoticeQuestion {
+			if a.Notice == pipeline.NoticeQuestion || a.Notice == pipeline.NoticeCheckpoint {
 				continue // asked separately
 			}
 			v.println("💬 " + a.Text)
@@ -222,4 +222,71 @@ func WriteSummary(out io.Writer, s pipeline.Session) {
 	if withUsage {
 		fmt.Fprintf(out, "Usage: %s.\n", s.Usage.Detail())
 	}
+	writeCheckpoint(out, s)
+}
+
+// writeCheckpoint shows the checkpoint waiting, if any: the plan to review
+// (what `bazinga status` shows before `--resume ID --approve`).
+func writeCheckpoint(out io.Writer, s pipeline.Session) {
+	cp := s.Checkpoint
+	if cp == nil {
+		return
+	}
+	fmt.Fprintf(out, "✋ %s waits for approval: bazinga run --resume %s --approve", cp.ID, s.ID)
+	if cp.Kind != pipeline.CheckpointPlan {
+		fmt.Fprintf(out, " (phase %d starts next)\n", cp.Phase)
+		return
+	}
+	fmt.Fprintf(out, ", or --feedback \"what to change\"\n%s", pipeline.PlanText(s))
+}
+
+// --- checkpoints (issue 13) ---
+
+// checkpoint shows what waits for approval: the plan, or the phase about to
+// start; note says how it was decided, if not by a person.
+func (v *view) checkpoint(s pipeline.Session, note string) {
+	cp := s.Checkpoint
+	if cp == nil {
+		return
+	}
+	if v.json {
+		_ = v.enc.Encode(jsonLine{Type: "checkpoint", Session: s.ID, Status: cp.ID, Reason: note})
+		return
+	}
+	var b strings.Builder
+	if cp.Kind == pipeline.CheckpointPlan {
+		fmt.Fprintf(&b, "✋ %s waits for approval before any work starts:\n%s", cp.ID, pipeline.PlanText(s))
+	} else {
+		var ids []string
+		for _, g := range s.Groups {
+			if cp.Holds(&g) {
+				ids = append(ids, g.ID)
+			}
+		}
+		fmt.Fprintf(&b, "✋ %s waits for approval: phase %d (%s) starts next.\n", cp.ID, cp.Phase, strings.Join(ids, ", "))
+	}
+	if note != "" {
+		b.WriteString("   " + note + "\n")
+	}
+	v.println(strings.TrimRight(b.String(), "\n"))
+}
+
+func (v *view) checkpointPrompt(cp *pipeline.Checkpoint) {
+	if cp.Kind == pipeline.CheckpointPlan {
+		v.println(`Approve the plan? Type "a" to approve, "f <feedback>" to send it back to the pm, or "s" to stop:`)
+		return
+	}
+	v.println(`Start the phase? Type "a" to approve, "f <feedback>" to tell the pm first, or "s" to stop:`)
+}
+
+// checkpointStop says why a run that cannot ask stops at a checkpoint, and how to go on.
+func (v *view) checkpointStop(s pipeline.Session, repo string) {
+	cp := s.Checkpoint
+	v.checkpoint(s, "")
+	msg := "this run cannot ask (no terminal); the session is saved and stops here. Approve with:\n" +
+		"  bazinga run --repo " + repo + " --resume " + s.ID + " --approve"
+	if cp.Kind == pipeline.CheckpointPlan {
+		msg += "\nor send the plan back to the pm with:\n  bazinga run --repo " + repo + " --resume " + s.ID + ` --feedback "what to change"`
+	}
+	v.warn(cp.ID + " waits for approval: " + msg)
 }

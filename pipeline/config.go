@@ -22,6 +22,20 @@ type Config struct {
 	AllowWorkflowChanges bool         `json:"allow_workflow_changes"`
 	Limits               Limits       `json:"limits"`
 	GitHub               GitHubConfig `json:"github"`
+	// Checkpoints are where the session waits for a human's approval
+	// (issue 13): plan (after PLANNING_COMPLETE) and phase (before each
+	// later phase starts). Empty: never.
+	Checkpoints []CheckpointKind `json:"checkpoints,omitempty"`
+}
+
+// HasCheckpoint reports whether the configuration pauses at checkpoints of kind k.
+func (c Config) HasCheckpoint(k CheckpointKind) bool {
+	for _, x := range c.Checkpoints {
+		if x == k {
+			return true
+		}
+	}
+	return false
 }
 
 // AgentConfig says how an agent step is run.
@@ -197,6 +211,11 @@ func (c Config) engineError() error {
 	}
 	usdIn("limits.session_cost_usd", c.Limits.SessionCostUSD)
 	usdIn("limits.step_cost_usd", c.Limits.StepCostUSD)
+	for _, k := range c.Checkpoints {
+		if k != CheckpointPlan && k != CheckpointPhase {
+			problems = append(problems, fmt.Sprintf("checkpoints names %s; it must be plan or phase", k))
+		}
+	}
 	if len(problems) == 0 {
 		return nil
 	}

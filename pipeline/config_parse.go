@@ -248,6 +248,9 @@ var cfgKeys = []cfgKey{
 		"GitHub mode; local mode asks on the terminal"),
 	cfgBoolKey("allow_workflow_changes", func(c *Config) *bool { return &c.AllowWorkflowChanges },
 		"may agents change .github/workflows/?"),
+	// checkpoints (issue 13)
+	cfgCheckpointsKey("checkpoints", func(c *Config) *[]CheckpointKind { return &c.Checkpoints },
+		"wait for a human's approval: plan, phase"),
 	cfgIntKey("limits.developer_iterations", func(c *Config) *int { return &c.Limits.DeveloperIterations }, 1, 20, "", ""),
 	cfgIntKey("limits.qa_attempts", func(c *Config) *int { return &c.Limits.QAAttempts }, 1, 20, "", ""),
 	cfgIntKey("limits.review_attempts", func(c *Config) *int { return &c.Limits.ReviewAttempts }, 1, 20, "", ""),
@@ -588,6 +591,83 @@ func cfgEnvKey(path string, field func(*Config) *[]string, comment string) cfgKe
 			}
 			for _, name := range *field(c) {
 				seq.Content = append(seq.Content, cfgStringNode(name))
+			}
+			return seq
+		},
+	}
+}
+
+// --- checkpoints (issue 13) --------------------------------------------------
+
+// cfgCheckpointsKey is a list of checkpoint kinds ("checkpoints: [plan, phase]").
+func cfgCheckpointsKey(path string, field func(*Config) *[]CheckpointKind, comment string) cfgKey {
+	known := make([]string, 0, 2)
+	for _, k := range CheckpointKinds() {
+		known = append(known, k.String())
+	}
+	want := "want a list of checkpoints: " + strings.Join(known, ", ")
+	return cfgKey{
+		path:    path,
+		comment: comment,
+		decode: func(c *Config, n *yaml.Node, path string) []*ConfigError {
+			if n.Kind != yaml.SequenceNode {
+				hint := ""
+				if n.Kind == yaml.ScalarNode && n.ShortTag() == "!!str" {
+					hint = fmt.Sprintf(" (write a list: [%s])", n.Value)
+				}
+				return cfgErrs(n.Line, path, "%s, got %s%s", want, cfgDescribe(n), hint)
+			}
+			var (
+				errs  []*ConfigError
+				kinds []CheckpointKind
+				seen  = map[CheckpointKind]int{}
+			)
+			for _, e := range n.Content {
+				e = cfgResolve(e)
+				if e.Kind != yaml.ScalarNode || e.ShortTag() != "!!str" {
+					errs = append(errs, cfgErrs(e.Line, path, "%s, got %s", want, cfgDescribe(e))...)
+					continue
+				}
+				k, err := ParseCheckpointKind(e.Value)
+				if err != nil || k == CheckpointNone {
+					msg := fmt.Sprintf("unknown checkpoint %q (known: %s)", e.Value, strings.Join(known, ", "))
+					if best := cfgClosest(e.Value, known); best != "" {
+						msg = fmt.Sprintf("unknown checkpoint %q; did you mean %q?", e.Value, best)
+					}
+					errs = append(errs, cfgErrs(e.Line, path, "%s", msg)...)
+					continue
+				}
+				if first, dup := seen[k]; dup {
+					errs = append(errs, cfgErrs(e.Line, path, "%q is listed twice (lines %d and %d)", e.Value, first, e.Line)...)
+					continue
+				}
+				seen[k] = e.Line
+				kinds = append(kinds, k)
+			}
+			if len(errs) > 0 {
+				return errs
+			}
+			*field(c) = kinds // nil when the list is empty, so a round trip is exact
+			return nil
+		},
+		check: func(c *Config) []string {
+			var msgs []string
+			seen := map[CheckpointKind]bool{}
+			for _, k := range *field(c) {
+				switch {
+				case k != CheckpointPlan && k != CheckpointPhase:
+					msgs = append(msgs, fmt.Sprintf("unknown checkpoint %s (known: %s)", k, strings.Join(known, ", ")))
+				case seen[k]:
+					msgs = append(msgs, fmt.Sprintf("%q is listed twice", k.String()))
+				}
+				seen[k] = true
+			}
+			return msgs
+		},
+		encode: func(c *Config) *yaml.Node {
+			seq := &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq", Style: yaml.FlowStyle}
+			for _, k := range *field(c) {
+				seq.Content = append(seq.Content, cfgStringNode(k.String()))
 			}
 			return seq
 		},

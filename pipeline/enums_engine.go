@@ -17,9 +17,11 @@ const (
 	WaitPaused                   // the session is paused; Session.Reason says why
 	WaitEnded                    // the session ended
 	WaitGroups                   // lead only: the groups are at work
+	WaitCheckpoint               // a checkpoint waits for a human's approval; Session.Checkpoint names it
 )
 
-var waitReasonNames = []string{"", "phase", "dependencies", "cap", "merge_lane", "human_review", "clarification", "pm", "paused", "ended", "groups"}
+var waitReasonNames = []string{"", "phase", "dependencies", "cap", "merge_lane", "human_review", "clarification", "pm", "paused", "ended", "groups",
+	"checkpoint"}
 
 func (w WaitReason) String() string { return enumName(waitReasonNames, int(w)) }
 
@@ -121,10 +123,11 @@ const (
 	CommandStop
 	CommandRetry
 	CommandAnswer
-	CommandPause // the bazinga label was removed, or a local interrupt
+	CommandPause   // the bazinga label was removed, or a local interrupt
+	CommandApprove // a human approves the open checkpoint
 )
 
-var commandKindNames = []string{"", "resume", "stop", "retry", "answer", "pause"}
+var commandKindNames = []string{"", "resume", "stop", "retry", "answer", "pause", "approve"}
 
 func (k CommandKind) String() string { return enumName(commandKindNames, int(k)) }
 
@@ -188,14 +191,15 @@ type NoticeKind int
 
 // Notice kinds.
 const (
-	NoticeNone     NoticeKind = iota
-	NoticeQuestion            // the pm asks the humans; answer with /bazinga answer
-	NoticeAnswers             // the pm's answers for an investigation-only session
-	NoticeSummary             // BAZINGA verified: the completion summary
-	NoticeInfo                // an acknowledgement or a refusal
+	NoticeNone       NoticeKind = iota
+	NoticeQuestion              // the pm asks the humans; answer with /bazinga answer
+	NoticeAnswers               // the pm's answers for an investigation-only session
+	NoticeSummary               // BAZINGA verified: the completion summary
+	NoticeInfo                  // an acknowledgement or a refusal
+	NoticeCheckpoint            // a checkpoint opened: the humans review and approve (Text says what)
 )
 
-var noticeKindNames = []string{"", "question", "answers", "summary", "info"}
+var noticeKindNames = []string{"", "question", "answers", "summary", "info", "checkpoint"}
 
 func (k NoticeKind) String() string { return enumName(noticeKindNames, int(k)) }
 
@@ -203,4 +207,36 @@ func (k NoticeKind) MarshalText() ([]byte, error) { return []byte(k.String()), n
 
 func (k *NoticeKind) UnmarshalText(b []byte) error {
 	return enumUnmarshal("notice kind", noticeKindNames, b, k)
+}
+
+// --- checkpoints (issue 13) -------------------------------------------------
+
+// CheckpointKind is a point where the session waits for a human's approval
+// (the checkpoints key of the configuration).
+type CheckpointKind int
+
+// Checkpoint kinds in order.
+const (
+	CheckpointNone  CheckpointKind = iota
+	CheckpointPlan                 // after PLANNING_COMPLETE, before any group starts
+	CheckpointPhase                // before each phase after the first starts
+)
+
+var checkpointKindNames = []string{"", "plan", "phase"}
+
+// CheckpointKinds lists the kinds a configuration may name, in order.
+func CheckpointKinds() []CheckpointKind { return []CheckpointKind{CheckpointPlan, CheckpointPhase} }
+
+func (k CheckpointKind) String() string { return enumName(checkpointKindNames, int(k)) }
+
+func (k CheckpointKind) MarshalText() ([]byte, error) { return []byte(k.String()), nil }
+
+func (k *CheckpointKind) UnmarshalText(b []byte) error {
+	return enumUnmarshal("checkpoint", checkpointKindNames, b, k)
+}
+
+// ParseCheckpointKind reads a checkpoint name as the configuration writes it.
+func ParseCheckpointKind(s string) (CheckpointKind, error) {
+	i, err := enumParse("checkpoint", checkpointKindNames, s)
+	return CheckpointKind(i), err
 }

@@ -48,6 +48,12 @@ type Command struct {
 	// steps sent at least ResendAfter ago, so that repeated resumes do not
 	// start a job per step each time.
 	Restart bool `json:"restart,omitempty"`
+	// Checkpoint is the checkpoint a human approves (approve, resume): the id
+	// they saw. approve with a different id than the open checkpoint's is
+	// refused, so an approval never passes a plan its author has not seen;
+	// approve without one approves the open checkpoint (a terminal asks
+	// about the one open). resume approves only the checkpoint it names.
+	Checkpoint string `json:"checkpoint,omitempty"`
 }
 
 // Started returns the event that begins a session.

@@ -30,6 +30,12 @@ func runProgram(t *testing.T, program []byte) {
 			if program[0]&4 != 0 {
 				cfg.Limits.StepCostUSD = 2
 			}
+			if program[0]&32 != 0 {
+				cfg.Checkpoints = append(cfg.Checkpoints, CheckpointPlan)
+			}
+			if program[0]&64 != 0 {
+				cfg.Checkpoints = append(cfg.Checkpoints, CheckpointPhase)
+			}
 		}
 		s := Session{}
 		now := t0
@@ -108,10 +114,16 @@ func fuzzEvent(s Session, op, a, b byte) Event {
 		ev.Usage = fuzzUsage(a, b)
 		return ev
 	case 4:
-		kinds := []CommandKind{CommandResume, CommandStop, CommandRetry, CommandAnswer, CommandPause, CommandKind(9)}
+		kinds := []CommandKind{CommandResume, CommandStop, CommandRetry, CommandAnswer, CommandPause, CommandKind(9), CommandApprove}
 		c := Command{Kind: kinds[int(a)%len(kinds)], Text: "t"}
 		if b%2 == 0 {
 			c.Group = group
+		}
+		switch {
+		case b%3 == 1 && s.Checkpoint != nil:
+			c.Checkpoint = s.Checkpoint.ID
+		case b%3 == 2:
+			c.Checkpoint = "plan-1"
 		}
 		return CommandEvent(s.ID, "u", c)
 	case 5:

@@ -58,8 +58,8 @@ func CheckLiveness(s Session, cfg Config) error {
 	if s.Status == SessionPaused && s.Reason == "" {
 		fail("session paused without a reason")
 	}
-	if (s.Status == SessionAwaitingInput) != (s.Clarification != nil) && s.Status != SessionPaused {
-		fail("session %s but clarification open = %v", s.Status, s.Clarification != nil)
+	if (s.Status == SessionAwaitingInput) != (s.Clarification != nil || s.Checkpoint != nil) && s.Status != SessionPaused {
+		fail("session %s but clarification open = %v, checkpoint open = %v", s.Status, s.Clarification != nil, s.Checkpoint != nil)
 	}
 
 	checkTrack := func(name, group string, t Track) {
@@ -77,7 +77,7 @@ func CheckLiveness(s Session, cfg Config) error {
 			fail("%s has a step in flight and also waits on %s", name, t.Wait)
 		}
 	}
-	humanWait := s.Status == SessionPaused || s.Clarification != nil
+	humanWait := s.Status == SessionPaused || s.Clarification != nil || s.Checkpoint != nil
 	pmPending := s.Lead.InFlight != "" || s.Lead.Next != nil || hasUrgent(s.Inbox) || s.Clarification != nil
 	for _, g := range s.Groups {
 		if g.Stage.Finished() {
@@ -106,9 +106,28 @@ func CheckLiveness(s Session, cfg Config) error {
 			if s.Status != SessionPaused {
 				fail("group %s waits on a pause, but the session is %s", g.ID, s.Status)
 			}
+		case WaitCheckpoint:
+			// A checkpoint is a named wait only while one is open and holds the group.
+			if !s.Checkpoint.Holds(&g) {
+				fail("group %s waits on a checkpoint, but %s", g.ID, checkpointState(s.Checkpoint))
+			}
 		}
 	}
 	checkTrack("the session lead", LeadGroup, s.Lead)
+	if s.Lead.Wait == WaitCheckpoint && s.Checkpoint == nil {
+		fail("the session lead waits on a checkpoint, but none is open")
+	}
+	if cp := s.Checkpoint; cp != nil && total == 0 && s.Status != SessionPaused {
+		// An open checkpoint that no track waits on would be an idle session
+		// that only looks like it waits for a human.
+		waiting := s.Lead.Wait == WaitCheckpoint
+		for _, g := range s.Groups {
+			waiting = waiting || g.Wait == WaitCheckpoint
+		}
+		if !waiting {
+			fail("%s is open, but nothing waits on it", cp.ID)
+		}
+	}
 	if s.Lead.Wait == WaitCap && impl == 0 {
 		fail("the session lead waits on the cap with no implementation step in flight")
 	}
@@ -129,4 +148,11 @@ func CheckLiveness(s Session, cfg Config) error {
 		fail("%d merges in flight on %s", merging, s.Base)
 	}
 	return errors.Join(errs...)
+}
+
+func checkpointState(cp *Checkpoint) string {
+	if cp == nil {
+		return "none is open"
+	}
+	return cp.ID + " does not hold it"
 }

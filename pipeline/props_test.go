@@ -86,6 +86,8 @@ func checkTransition(tr transition) error {
 		fail("session %s dispatched %d step(s), e.g. %s", a.Status, len(dispatched), dispatched[0].ID)
 	}
 
+	errs = append(errs, checkCheckpoints(tr, dispatched)...)
+
 	lowestOpen := 0 // the lowest phase with an unfinished group
 	for _, g := range a.Groups {
 		if !g.Stage.Finished() && (lowestOpen == 0 || g.Phase < lowestOpen) {
@@ -267,6 +269,89 @@ func checkUsage(tr transition, fail func(string, ...any)) {
 	}
 }
 
+// checkCheckpoints checks the promises of checkpoints (issue 13):
+//   - nothing a checkpoint holds is dispatched: at the plan checkpoint no
+//     step at all, at a phase checkpoint no first step of its phase's groups;
+//   - with a plan checkpoint configured no group starts before a human
+//     approved the plan it belongs to (plan-<PlanRev>), and with a phase
+//     checkpoint no later phase starts before its approval;
+//   - only a human passes a checkpoint: an approval naming it (approve with
+//     its id or none, resume with its id), or feedback sending the plan back;
+//     a phase checkpoint may close by itself only when its phase has nothing
+//     left to start.
+func checkCheckpoints(tr transition, dispatched []Step) []error {
+	var errs []error
+	fail := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	b, a := &tr.before, &tr.after
+	if cp := a.Checkpoint; cp != nil {
+		for _, st := range dispatched {
+			if cp.Kind == CheckpointPlan {
+				fail("step %s dispatched while %s waits for approval", st.ID, cp.ID)
+				continue
+			}
+			if g, old := a.Group(st.Group), b.Group(st.Group); g != nil && g.Phase == cp.Phase && (old == nil || !old.Started) {
+				fail("group %s (phase %d) started while %s waits for approval", g.ID, g.Phase, cp.ID)
+			}
+		}
+	}
+	first := 0
+	for _, g := range a.Groups {
+		if first == 0 || g.Phase < first {
+			first = g.Phase
+		}
+	}
+	for _, g := range a.Groups {
+		if old := b.Group(g.ID); !g.Started || old != nil && old.Started {
+			continue
+		}
+		if tr.cfg.HasCheckpoint(CheckpointPlan) && !a.approved(planCheckpointID(a.PlanRev)) {
+			fail("group %s started, but %s was never approved", g.ID, planCheckpointID(a.PlanRev))
+		}
+		if tr.cfg.HasCheckpoint(CheckpointPhase) && g.Phase > first && !a.approved(phaseCheckpointID(g.Phase)) {
+			fail("group %s started phase %d, but %s was never approved", g.ID, g.Phase, phaseCheckpointID(g.Phase))
+		}
+	}
+	cp := b.Checkpoint
+	if cp == nil || a.Checkpoint != nil && a.Checkpoint.ID == cp.ID {
+		return errs
+	}
+	p := a.passed(cp.ID)
+	if p == nil || p.Ended.IsZero() {
+		if cp.Kind != CheckpointPhase || simStartable(a, cp.Phase) {
+			fail("%s closed without a human passing it", cp.ID)
+		}
+		return errs
+	}
+	by := false
+	for _, ev := range tr.events {
+		c := ev.Command
+		if ev.Kind != EventCommand || c == nil || ev.Actor == "" && c.Kind != CommandApprove {
+			continue
+		}
+		switch {
+		case p.ApprovedBy != "" && c.Kind == CommandApprove && (c.Checkpoint == cp.ID || c.Checkpoint == ""):
+			by = true
+		case p.ApprovedBy != "" && c.Kind == CommandResume && c.Checkpoint == cp.ID:
+			by = true
+		case p.RevisedBy != "" && c.Kind == CommandAnswer && cp.Kind == CheckpointPlan:
+			by = true
+		}
+	}
+	if !by {
+		fail("%s passed (approved by %q, revised by %q) without a command that names it", cp.ID, p.ApprovedBy, p.RevisedBy)
+	}
+	return errs
+}
+
+func simStartable(s *Session, phase int) bool {
+	for _, g := range s.Groups {
+		if g.Phase == phase && !g.Started && !g.Stage.Finished() {
+			return true
+		}
+	}
+	return false
+}
+
 // coverage counts what the simulator reached: routing rows, commands and
 // other human events, limits and waits. A promise is only checked where the
 // simulation goes, so a row never reached fails the simulator test.
@@ -303,7 +388,9 @@ var limitMarks = []struct{ name, text string }{
 // commandNames are the human inputs the simulator must use.
 var commandNames = []string{"stop", "pause", "resume", "retry", "retry_group", "answer",
 	"review_approved", "review_approved_stale", "review_changes_requested", "review_dismissed",
-	"pr_closed", "pr_merged", "lead_diagnostic", "paused_bazinga", "paused_reject", "budget_raised"}
+	"pr_closed", "pr_merged", "lead_diagnostic", "paused_bazinga", "paused_reject", "budget_raised",
+	// checkpoints (issue 13)
+	"approve_plan", "approve_phase", "approve_stale", "resume_approves", "plan_feedback", "phase_feedback"}
 
 func (cv *coverage) record(tr transition) {
 	for _, st := range tr.after.Steps {
@@ -359,6 +446,7 @@ func (cv *coverage) record(tr transition) {
 			cv.commands["pr_closed"]++
 		}
 	}
+	cv.recordCheckpoints(tr)
 	var texts []string
 	texts = append(texts, tr.after.Reason)
 	for _, n := range tr.after.Inbox {
@@ -412,6 +500,40 @@ func (cv *coverage) record(tr transition) {
 	}
 }
 
+// recordCheckpoints counts how checkpoints were passed or refused.
+func (cv *coverage) recordCheckpoints(tr transition) {
+	if cp := tr.after.Checkpoint; cp != nil {
+		cv.limits["checkpoint_"+cp.Kind.String()]++
+	}
+	for _, p := range tr.after.PassedCheckpoints[len(tr.before.PassedCheckpoints):] {
+		switch {
+		case p.RevisedBy != "":
+			cv.commands["plan_feedback"]++
+		case p.ApprovedBy != "":
+			cv.commands["approve_"+p.Kind.String()]++
+			for _, ev := range tr.events {
+				if ev.Kind == EventCommand && ev.Command != nil && ev.Command.Kind == CommandResume && ev.Command.Checkpoint == p.ID {
+					cv.commands["resume_approves"]++
+				}
+			}
+		}
+	}
+	cp := tr.before.Checkpoint
+	if cp == nil {
+		return
+	}
+	for _, ev := range tr.events {
+		c := ev.Command
+		switch {
+		case ev.Kind != EventCommand || c == nil:
+		case c.Kind == CommandApprove && c.Checkpoint != "" && c.Checkpoint != cp.ID:
+			cv.commands["approve_stale"]++
+		case c.Kind == CommandAnswer && cp.Kind == CheckpointPhase && tr.before.Clarification == nil:
+			cv.commands["phase_feedback"]++
+		}
+	}
+}
+
 // missing lists what was never reached.
 func (cv *coverage) missing() []string {
 	var out []string
@@ -426,7 +548,8 @@ func (cv *coverage) missing() []string {
 			out = append(out, "command "+c)
 		}
 	}
-	names := []string{"cap", "research_cap", "lead_cap", "merge_lane", "human_review", "dependencies", "phase"}
+	names := []string{"cap", "research_cap", "lead_cap", "merge_lane", "human_review", "dependencies", "phase",
+		"checkpoint_plan", "checkpoint_phase"}
 	for _, m := range limitMarks {
 		names = append(names, m.name)
 	}

@@ -374,10 +374,23 @@ func (r *reconciler) command(ev Event) {
 		r.pause(reason)
 	case CommandResume:
 		r.restart = c.Restart
+		// A resume that names the open checkpoint approves it (issue 13).
+		if r.approve(who, c) && !s.Status.Terminal() && s.Status != SessionPaused {
+			return
+		}
 		r.resume(who)
+		if cp := s.Checkpoint; cp != nil && s.Status != SessionDone {
+			r.notify(NoticeInfo, cp.ID+" still waits for approval.")
+		}
+	case CommandApprove:
+		r.approve(who, c)
 	case CommandRetry:
 		r.retryCommand(who, c.Group)
 	case CommandAnswer:
+		if s.Clarification == nil && s.Checkpoint != nil {
+			r.feedback(who, c.Text) // issue 13: feedback on the plan or phase waiting
+			return
+		}
 		if s.Clarification == nil {
 			r.notify(NoticeInfo, "No question is waiting for an answer.")
 			return
@@ -436,7 +449,7 @@ func (r *reconciler) resume(who string) {
 func (r *reconciler) liveStatus() SessionStatus {
 	s := &r.s
 	switch {
-	case s.Clarification != nil:
+	case s.Clarification != nil, s.Checkpoint != nil:
 		return SessionAwaitingInput
 	case len(s.Groups) == 0:
 		return SessionPlanning
@@ -520,7 +533,7 @@ func (r *reconciler) answer(text string) {
 	cl := s.Clarification
 	r.changed = true
 	s.Clarification = nil
-	if s.Status == SessionAwaitingInput {
+	if s.Status == SessionAwaitingInput && s.Checkpoint == nil {
 		s.Status = cl.Resume
 	}
 	r.want(&s.Lead, nil, StepSpec{Role: RolePM, Purpose: PurposeAnswered, From: cl.Step,

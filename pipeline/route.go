@@ -394,6 +394,7 @@ func (r *reconciler) routePlan(st *Step) string {
 			Feedback: "Your plan could not be used: " + err.Error() + ". Send PLANNING_COMPLETE with a corrected plan."})
 	}
 	s.Groups = groups
+	s.PlanRev++ // a plan checkpoint binds approvals to this revision
 	if strings.EqualFold(plan.Mode, "simple") {
 		s.Mode = ModeSimple
 	} else {
@@ -452,6 +453,9 @@ func (r *reconciler) applyContinue(st *Step, d continueDecision) string {
 			r.returnNotes(st)
 			return r.want(&s.Lead, nil, StepSpec{Role: RolePM, Purpose: PurposeCoordinate, From: st.ID,
 				Feedback: "The groups you added could not be used: " + err.Error()})
+		}
+		if len(s.Groups) == 0 {
+			s.PlanRev++ // planned from nothing: a plan checkpoint holds it too
 		}
 		s.Groups = append(s.Groups, groups...)
 		for _, g := range groups {

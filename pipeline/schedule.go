@@ -24,6 +24,8 @@ func (r *reconciler) schedule() {
 	}
 	paused := s.Status == SessionPaused
 	phase := r.currentPhase()
+	r.checkpoints(phase)
+	cp := s.Checkpoint
 	impl, research, merging := r.inFlightCounts()
 	limit := r.cfg.MaxParallel
 	if s.Mode == ModeSimple {
@@ -50,7 +52,11 @@ func (r *reconciler) schedule() {
 		if !g.Started {
 			// Every path that gives a group work (the plan, a pm CONTINUE, a
 			// human retry) goes through this gate: a group starts only in its
-			// phase and after its dependencies merged.
+			// phase, after its dependencies merged, and past the checkpoints.
+			if cp.Holds(g) {
+				r.setWait(&g.Track, WaitCheckpoint, checkpointWait(cp))
+				continue
+			}
 			if g.Phase > phase {
 				r.setWait(&g.Track, WaitPhase, fmt.Sprintf("phase %d starts after phase %d", g.Phase, phase))
 				continue
@@ -135,6 +141,11 @@ func (r *reconciler) scheduleLead(paused bool, impl, limit int) (dispatch bool) 
 		r.setWait(l, WaitClarification, s.Clarification.Question)
 		return false
 	}
+	if cp := s.Checkpoint; cp != nil && cp.Kind == CheckpointPlan {
+		// Nothing runs before the plan is approved or sent back.
+		r.setWait(l, WaitCheckpoint, checkpointWait(cp))
+		return false
+	}
 	if l.Next == nil {
 		switch {
 		case hasUrgent(s.Inbox):
@@ -144,6 +155,9 @@ func (r *reconciler) scheduleLead(paused bool, impl, limit int) (dispatch bool) 
 				Feedback: "Every group is merged or abandoned. Say BAZINGA with evidence for each criterion, or CONTINUE with more work."})
 		case len(s.Groups) == 0:
 			r.want(l, nil, StepSpec{Role: RolePM, Purpose: PurposePlan})
+		case s.Checkpoint != nil:
+			r.setWait(l, WaitCheckpoint, checkpointWait(s.Checkpoint))
+			return false
 		default:
 			r.setWait(l, WaitGroups, fmt.Sprintf("%d group(s) at work", r.openGroups()))
 			return false

@@ -83,6 +83,59 @@ type Session struct {
 	StartedAt   time.Time `json:"started_at"`
 	UpdatedAt   time.Time `json:"updated_at"`
 	CompletedAt time.Time `json:"completed_at,omitzero"`
+
+	// --- checkpoints (issue 13) ---
+	// Checkpoint is the approval the session waits for, if any: no group it
+	// holds starts until a human approves it.
+	Checkpoint *Checkpoint `json:"checkpoint,omitempty"`
+	// PassedCheckpoints are the checkpoints humans approved or sent back, oldest first.
+	PassedCheckpoints []Checkpoint `json:"passed_checkpoints,omitempty"`
+	// PlanRev counts the plans the pm made; plan checkpoint ids carry it.
+	PlanRev int `json:"plan_rev,omitempty"`
+}
+
+// Checkpoint is a point where the session waits for a human's approval: the
+// plan (no group starts before it is approved) or the start of a phase.
+type Checkpoint struct {
+	// ID names it for humans and binds approvals: "plan-2" is the second
+	// plan the pm made, "phase-3" the start of phase 3. An approval given
+	// for one id never approves another.
+	ID   string         `json:"id"`
+	Kind CheckpointKind `json:"kind"`
+	// Step is the pm step whose plan waits (plan checkpoints).
+	Step string `json:"step,omitempty"`
+	// Phase is the phase that starts once approved (phase checkpoints).
+	Phase int `json:"phase,omitempty"`
+	// Since is when it opened: a command written before then cannot have
+	// been written about it.
+	Since time.Time `json:"since"`
+	// ApprovedBy, or RevisedBy with Feedback, say how a passed checkpoint
+	// ended; Ended is when.
+	ApprovedBy string    `json:"approved_by,omitempty"`
+	RevisedBy  string    `json:"revised_by,omitempty"`
+	Feedback   string    `json:"feedback,omitempty"`
+	Ended      time.Time `json:"ended,omitzero"`
+}
+
+// NoCheckpoint is what CheckpointAt returns when no checkpoint was open:
+// an approval bound to it approves nothing.
+const NoCheckpoint = "none"
+
+// CheckpointAt returns the id of the checkpoint that was waiting at time
+// at: the open one if it had opened by then, else the passed one that was
+// open then; NoCheckpoint when none was. Front-ends bind a human's approval
+// (Command.Checkpoint) to what its author could have seen when writing it.
+func (s *Session) CheckpointAt(at time.Time) string {
+	if cp := s.Checkpoint; cp != nil && !at.Before(cp.Since) {
+		return cp.ID
+	}
+	for i := len(s.PassedCheckpoints) - 1; i >= 0; i-- {
+		cp := s.PassedCheckpoints[i]
+		if !at.Before(cp.Since) && at.Before(cp.Ended) {
+			return cp.ID
+		}
+	}
+	return NoCheckpoint
 }
 
 // Group is one task group of the plan.
@@ -275,6 +328,11 @@ func (s Session) Clone() Session {
 		c.Clarification = &cl
 	}
 	c.Inbox = append([]Note(nil), s.Inbox...)
+	if s.Checkpoint != nil {
+		cp := *s.Checkpoint
+		c.Checkpoint = &cp
+	}
+	c.PassedCheckpoints = append([]Checkpoint(nil), s.PassedCheckpoints...)
 	return c
 }
 
@@ -388,6 +446,9 @@ func (s Session) Snapshot(keep int) Session {
 	}
 	if s.Clarification != nil {
 		ref[s.Clarification.Step] = true
+	}
+	if s.Checkpoint != nil {
+		ref[s.Checkpoint.Step] = true
 	}
 	for _, st := range s.Steps {
 		if st.State == StepInFlight {

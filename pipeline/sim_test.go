@@ -107,6 +107,16 @@ func newSimulator(seed uint64) *simulator {
 		sim.cfg.Limits.SessionCostUSD = float64(3 + sim.costRng.IntN(8))
 		sim.cfg.Limits.StepCostUSD = 2.5
 	}
+	// Checkpoints (issue 13) by the seed, so the random stream of sessions
+	// without them stays as it was.
+	switch seed % 5 {
+	case 1:
+		sim.cfg.Checkpoints = []CheckpointKind{CheckpointPlan}
+	case 2:
+		sim.cfg.Checkpoints = []CheckpointKind{CheckpointPhase}
+	case 3:
+		sim.cfg.Checkpoints = []CheckpointKind{CheckpointPlan, CheckpointPhase}
+	}
 	return sim
 }
 
@@ -465,6 +475,27 @@ func (sim *simulator) humanEvents() []Event {
 	}
 	if s.Clarification != nil && rng.IntN(2) == 0 {
 		evs = append(evs, CommandEvent(s.ID, "alice", Command{Kind: CommandAnswer, Text: "postgres"}))
+	}
+	if cp := s.Checkpoint; cp != nil && rng.IntN(2) == 0 {
+		// A human at a checkpoint: mostly approves what they saw.
+		c := Command{Kind: CommandApprove, Checkpoint: cp.ID}
+		switch n := rng.IntN(12); {
+		case n == 0:
+			c.Checkpoint = "" // a terminal approves what it shows
+		case n == 1:
+			// Written before this checkpoint was shown: a revised plan's, or none.
+			c.Checkpoint = NoCheckpoint
+			if k := len(s.PassedCheckpoints); k > 0 {
+				c.Checkpoint = s.PassedCheckpoints[k-1].ID
+			}
+		case n <= 3 && cp.Kind == CheckpointPlan && s.PlanRev < 4:
+			c = Command{Kind: CommandAnswer, Text: "smaller groups, please"}
+		case n == 2 && cp.Kind == CheckpointPhase:
+			c = Command{Kind: CommandAnswer, Text: "check the API first"}
+		case n == 4:
+			c = Command{Kind: CommandResume, Checkpoint: cp.ID}
+		}
+		evs = append(evs, CommandEvent(s.ID, "alice", c))
 	}
 	if st := s.Step(s.Lead.InFlight); st != nil && (st.Purpose == PurposeFinalCheck || st.Role == RoleValidate) &&
 		sim.commands < 8 && rng.IntN(12) == 0 {

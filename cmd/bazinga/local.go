@@ -38,18 +38,27 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 	resume := fs.String("resume", "", "resume the session with this id")
 	issueFile := fs.String("issue-file", "", "read the requirements from this file")
 	asJSON := fs.Bool("json", false, "print events as JSON lines")
+	approve := fs.Bool("approve", false, "approve every checkpoint (checkpoints: in the configuration) without asking")
+	feedback := fs.String("feedback", "", "with --resume: send the plan waiting for approval back to the pm with this feedback")
 	usage := flagUsage(fs, `Usage: bazinga run [flags] "requirements"
        bazinga run [flags] --issue-file FILE
-       bazinga run --repo DIR --resume ID
+       bazinga run --repo DIR --resume ID [--approve | --feedback TEXT]
 
 Runs a whole session on a local repository. Exit code 0 only when the
-harness verified BAZINGA.
+harness verified BAZINGA. At a checkpoint the run asks on the terminal; without
+one it stops there (exit code 1), and --resume with --approve or --feedback
+continues.
 `)
 	pos, code, ok := parseFlags(fs, args, usage, stdout, stderr)
 	if !ok {
 		return code
 	}
-	opts := local.Options{Repo: *repo, Base: *base, ResumeID: *resume, AgentCommand: *agentCmd, MaxParallel: *maxPar, JSON: *asJSON}
+	opts := local.Options{Repo: *repo, Base: *base, ResumeID: *resume, AgentCommand: *agentCmd, MaxParallel: *maxPar, JSON: *asJSON,
+		Approve: *approve, Feedback: *feedback}
+	if fs.Changed("feedback") && (*resume == "" || strings.TrimSpace(*feedback) == "" || *approve) {
+		fmt.Fprintln(stderr, "bazinga run: --feedback needs --resume ID and a text, and goes without --approve")
+		return exitUsage
+	}
 	if fs.Changed("test-command") {
 		opts.TestCommand = testCmd
 	}
@@ -93,6 +102,11 @@ func runLocal(opts local.Options, stdout, stderr io.Writer) int {
 		return exitUsage
 	case out.Verified():
 		return exitOK
+	}
+	if cp := out.Session.Checkpoint; cp != nil && out.Status == pipeline.SessionAwaitingInput {
+		fmt.Fprintf(stderr, "bazinga: session %s waits for approval of %s; approve with: bazinga run --repo %s --resume %s --approve\n",
+			out.ID, cp.ID, opts.Repo, out.ID)
+		return exitNotVerified
 	}
 	reason := out.Reason
 	if reason == "" {

@@ -79,6 +79,10 @@ func TestRunFlagErrors(t *testing.T) {
 		{[]string{"run", "--repo", repo, "--agent", "no-such-agent-xyz", "do it"}, `agent command "no-such-agent-xyz"`},
 		{[]string{"run", "--repo", repo, "--issue-file", filepath.Join(repo, "missing.md")}, "missing.md"},
 		{[]string{"status", "--repo", t.TempDir()}, "no sessions"},
+		// checkpoints (issue 13)
+		{[]string{"run", "--repo", repo, "--feedback", "smaller", "x"}, "--feedback needs --resume ID and a text"},
+		{[]string{"run", "--repo", repo, "--resume", "20200101-000000", "--feedback", " "}, "--feedback needs --resume ID and a text"},
+		{[]string{"run", "--repo", repo, "--resume", "20200101-000000", "--approve", "--feedback", "x"}, "goes without --approve"},
 	}
 	for _, tt := range tests {
 		var out, errOut bytes.Buffer
@@ -86,4 +90,35 @@ func TestRunFlagErrors(t *testing.T) {
 		assert.NotEqual(t, 0, code, "%v", tt.args)
 		assert.Contains(t, errOut.String(), tt.want, "%v", tt.args)
 	}
+}
+
+// A run that cannot ask stops at the plan checkpoint and says how to go on;
+// --resume --approve finishes it (issue 13).
+func TestRunStopsAtCheckpointThenApproves(t *testing.T) {
+	repo := repoWithCommit(t)
+	require.NoError(t, os.MkdirAll(filepath.Join(repo, ".github"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(repo, ".github", "bazinga.yml"), []byte("checkpoints: [plan]\nagent:\n  env: [STATE]\n"), 0o644))
+	for _, args := range [][]string{{"add", "-A"}, {"commit", "-q", "-m", "checkpoints"}} {
+		cmd := exec.Command("git", args...)
+		cmd.Dir = repo
+		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@x", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@x")
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, string(out))
+	}
+	agentPath := filepath.Join(t.TempDir(), "agent.sh")
+	require.NoError(t, os.WriteFile(agentPath, []byte(oneGroupAgent), 0o755))
+	t.Setenv("STATE", t.TempDir())
+	var out, errOut bytes.Buffer
+	code := run([]string{"run", "--repo", repo, "--agent", agentPath, "--test-command", "test -f a.txt", "write a.txt"}, &out, &errOut)
+	require.Equal(t, 1, code, errOut.String())
+	ids, err := local.ListSessions(repo)
+	require.NoError(t, err)
+	require.Len(t, ids, 1)
+	assert.Contains(t, errOut.String(), "bazinga: session "+ids[0]+" waits for approval of plan-1; approve with: bazinga run --repo "+repo+" --resume "+ids[0]+" --approve")
+	assert.NoFileExists(t, filepath.Join(repo, "a.txt"))
+	out.Reset()
+	errOut.Reset()
+	code = run([]string{"run", "--repo", repo, "--agent", agentPath, "--test-command", "test -f a.txt", "--resume", ids[0], "--approve"}, &out, &errOut)
+	require.Equal(t, 0, code, errOut.String()+out.String())
+	assert.FileExists(t, filepath.Join(repo, "a.txt"))
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/bazinga-bot/bazinga"
 	"github.com/bazinga-bot/bazinga/internal/scripted"
 	"github.com/bazinga-bot/bazinga/local"
+	"github.com/bazinga-bot/bazinga/pipeline"
 )
 
 // Options configure a demo run.
@@ -105,8 +106,24 @@ func Run(ctx context.Context, opts Options) (local.Outcome, string, error) {
 	}
 	cmd := fmt.Sprintf("%s scripted-agent --scenario %s --state %s", quote(opts.Agent), quote(scenario), quote(filepath.Join(dir, "agent-state")))
 	out, err := local.Run(ctx, local.Options{Repo: repoDir, Base: "main", Requirements: sc.Requirements,
-		AgentCommand: cmd, Out: opts.Out, JSON: opts.JSON, Terminal: opts.Terminal})
+		AgentCommand: cmd, Out: opts.Out, JSON: opts.JSON, Terminal: opts.Terminal,
+		Reviewer: scriptedHuman(opts.Out, opts.JSON)})
 	return out, dir, err
+}
+
+// --- the plan checkpoint (issue 13) ------------------------------------------
+
+// scriptedHuman plays the person who approves the plan at the demo's plan
+// checkpoint (testdata/demo/.github/bazinga.yml has checkpoints: [plan]):
+// it reads the plan the run just printed and approves that plan, by its id.
+func scriptedHuman(out io.Writer, asJSON bool) func(pipeline.Session) pipeline.Command {
+	return func(s pipeline.Session) pipeline.Command {
+		cp := s.Checkpoint
+		if out != nil && !asJSON {
+			fmt.Fprintf(out, "🧑 (scripted human) reads %s: %d groups, %d success criteria; approves it.\n", cp.ID, len(s.Groups), len(s.SuccessCriteria))
+		}
+		return pipeline.Command{Kind: pipeline.CommandApprove, Checkpoint: cp.ID}
+	}
 }
 
 // quote makes a path one word for the agent command's shell-like splitting.

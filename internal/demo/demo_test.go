@@ -40,6 +40,12 @@ func TestDemoScenarioEndToEnd(t *testing.T) {
 
 	// What the scenario promises happened, for real.
 	assert.Contains(t, text, "📋 Session [pm/opus] PLANNING_COMPLETE")
+	// The plan checkpoint: the plan is shown, the scripted human approves
+	// it, and only then does a developer start (issue 13).
+	assert.Contains(t, text, "✋ plan-1 waits for approval before any work starts:\nPhase 1:\n  A subtract")
+	assert.Contains(t, text, "🧑 (scripted human) reads plan-1: 3 groups, 3 success criteria; approves it.")
+	assert.Contains(t, text, "plan-1 approved by reviewer: the work starts.")
+	assert.Less(t, strings.Index(text, "plan-1 approved by reviewer"), strings.Index(text, "Group A [developer/haiku]"))
 	assert.Contains(t, text, "🔨 Group A [developer/haiku] PARTIAL | Subtract written | tests still missing → developer")
 	assert.Contains(t, text, "🧪 Group A [qa/sonnet] FAIL")
 	assert.Contains(t, text, "👔 Group A [tech_lead/opus] CHANGES_REQUESTED")
@@ -49,6 +55,8 @@ func TestDemoScenarioEndToEnd(t *testing.T) {
 	assert.Contains(t, text, "🏁 Session [validate/sonnet] ACCEPT")
 
 	s := res.Session
+	require.Len(t, s.PassedCheckpoints, 1)
+	assert.Equal(t, "reviewer", s.PassedCheckpoints[0].ApprovedBy)
 	for _, g := range s.Groups {
 		assert.Equal(t, pipeline.StageMerged, g.Stage, "group %s", g.ID)
 	}
