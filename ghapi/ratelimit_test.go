@@ -297,3 +297,45 @@ func mustReq(t *testing.T, method, url string) *http.Request {
 	require.NoError(t, err)
 	return req
 }
+
+// TestTransportNearResetOnFakeClock: with a fake clock (Now and Sleep) the
+// wait for a near reset takes no time: the transport sleeps until a second
+// past the reset and sends the request again, which GitHub then answers.
+func TestTransportNearResetOnFakeClock(t *testing.T) {
+	reset := time.Date(2026, 3, 2, 15, 42, 0, 0, time.UTC)
+	clock := &manualClock{t: reset.Add(-60 * time.Second)}
+	var slept []time.Duration
+	srv := newLimitServer(t, reset)
+	srv.exhausted.Store(true)
+	o := fastOpts()
+	o.Now = clock.Now
+	o.Sleep = func(ctx context.Context, d time.Duration) error {
+		slept = append(slept, d)
+		clock.Set(clock.Now().Add(d))
+		srv.exhausted.Store(clock.Now().Before(reset))
+		return ctx.Err()
+	}
+	o.MaxRateLimitWait = 90 * time.Second
+	tr := NewTransport(nil, o)
+	start := time.Now()
+	resp, err := tr.RoundTrip(mustReq(t, http.MethodGet, srv.URL+"/repos/acme/app/issues/3"))
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.Equal(t, []time.Duration{61 * time.Second}, slept, "until a second past the reset")
+	assert.Equal(t, int32(2), srv.n.Load())
+	assert.Less(t, time.Since(start), 5*time.Second)
+
+	// Cancelling the context during the wait ends it with its error.
+	srv2 := newLimitServer(t, clock.Now().Add(30*time.Second).Truncate(time.Second))
+	srv2.exhausted.Store(true)
+	ctx, cancel := context.WithCancel(context.Background())
+	o.Sleep = func(ctx context.Context, d time.Duration) error {
+		cancel()
+		return ctx.Err()
+	}
+	tr = NewTransport(nil, o)
+	_, err = tr.RoundTrip(mustReq(t, http.MethodGet, srv2.URL+"/repos/acme/app/issues/3").WithContext(ctx))
+	require.ErrorIs(t, err, context.Canceled)
+	assert.Equal(t, int32(1), srv2.n.Load())
+}

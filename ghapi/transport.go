@@ -270,8 +270,12 @@ type TransportOptions struct {
 	// APIPrefix is stripped from paths before templating ("/api/v3").
 	APIPrefix string
 	Logger    *slog.Logger
-	// Now is the clock for X-RateLimit-Reset (default time.Now).
-	Now func() time.Time
+	// Now is the clock for X-RateLimit-Reset (default time.Now); Sleep
+	// waits out a rate limit on that clock, returning early with the
+	// context's error (default a timer). A fake clock gives both, so tests
+	// wait for resets without waiting.
+	Now   func() time.Time
+	Sleep func(ctx context.Context, d time.Duration) error
 }
 
 func (o TransportOptions) withDefaults() TransportOptions {
@@ -310,6 +314,9 @@ func (o TransportOptions) withDefaults() TransportOptions {
 	}
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	if o.Sleep == nil {
+		o.Sleep = sleepCtx
 	}
 	return o
 }
@@ -436,9 +443,11 @@ func (t *Transport) retrying(req *http.Request) (*http.Response, error) {
 	secondary := t.secondaryBackoff()
 	errTries, rateTries, attempt := 0, 0, 0
 	primaryWaited := false
-	// rateWait decides on a rate limit: wait it out (a RetryAfterError
-	// makes backoff.Retry sleep exactly that long) or give up with a
-	// *RateLimitedError.
+	var rateLimitWait time.Duration
+	// rateWait decides on a rate limit: wait it out or give up with a
+	// *RateLimitedError. The wait is on the options' clock, at the start
+	// of the next attempt; backoff.Retry is told to go on at once (a
+	// RetryAfterError of zero, which also restarts the error backoff).
 	rateWait := func(wait time.Duration, secondaryLimit bool, rl *RateLimitedError) error {
 		wait = max(wait, 0)
 		tries := !primaryWaited
@@ -457,9 +466,16 @@ func (t *Transport) retrying(req *http.Request) (*http.Response, error) {
 		}
 		t.o.Stats.retried(true)
 		t.o.Logger.Warn("github api rate limited, waiting", "kind", kind, "secondary", secondaryLimit, "wait", wait)
-		return &backoff.RetryAfterError{Duration: wait}
+		rateLimitWait = wait
+		return &backoff.RetryAfterError{}
 	}
 	op := func() (*http.Response, error) {
+		if rateLimitWait > 0 {
+			if err := t.o.Sleep(ctx, rateLimitWait); err != nil {
+				return nil, backoff.Permanent(fmt.Errorf("waiting out a rate limit: %w", err))
+			}
+			rateLimitWait = 0
+		}
 		now := t.o.Now()
 		if l, limited, reserve := t.limits.before(req, t.o.Reserve, now); limited {
 			// Known exhausted: no request spent to hear it again.
@@ -524,6 +540,17 @@ func (t *Transport) retrying(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	return resp, nil
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	tm := time.NewTimer(d)
+	defer tm.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-tm.C:
+		return nil
+	}
 }
 
 // errorBackoff is the backoff between retries after a server error or a
