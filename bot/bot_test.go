@@ -89,12 +89,14 @@ type coreHarness struct {
 type coreOpts struct {
 	groups int
 	config string // .github/bazinga.yml, if any
+	// rateLimit is the fake's primary limit per identity and hour (0: 5000).
+	rateLimit int
 }
 
 func newCoreHarness(t testing.TB, o coreOpts) *coreHarness {
 	t.Helper()
 	clock := &coreClock{t: time.Date(2025, 3, 1, 9, 0, 0, 0, time.UTC)}
-	f := ghfake.Start(t, ghfake.Options{WebhookMode: ghfake.Sync, Now: clock.Now})
+	f := ghfake.Start(t, ghfake.Options{WebhookMode: ghfake.Sync, Now: clock.Now, RateLimit: o.rateLimit})
 	files := map[string]string{"README.md": "# widgets\n"}
 	if o.config != "" {
 		files[".github/bazinga.yml"] = o.config
