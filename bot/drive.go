@@ -275,15 +275,25 @@ func (b *Bot) drive(ctx context.Context, gh GitHub, ref sessionRef, in input) er
 	}
 	events = kept
 	if in.result != nil {
-		ev, ok, err := b.checkResult(ctx, gh, ref, &ld, in)
-		if err != nil {
-			return err
+		accepted := 0
+		for i := -1; i < len(in.more); i++ {
+			one := in
+			if i >= 0 {
+				one.result = &in.more[i]
+			}
+			ev, ok, err := b.checkResult(ctx, gh, ref, &ld, one)
+			if err != nil {
+				return err
+			}
+			if ok {
+				st = ld.st
+				events = append(events, ev)
+				accepted++
+			}
 		}
-		if !ok {
+		if accepted == 0 {
 			return fmt.Errorf("%s: %w: result for step %s not accepted", ref.key(), ErrIgnored, in.result.rec.Step)
 		}
-		st = ld.st
-		events = append(events, ev)
 	}
 	if in.fail != nil {
 		if in.failAuthor != "" && !b.trustedResultAuthor(in.failAuthor, st.Config) {

@@ -115,6 +115,10 @@ func TestRateLimitMidSessionPausesAndResumes(t *testing.T) {
 	require.Len(t, h.botNotices("▶️ **Resumed** | the GitHub rate limit for core-bot reset at "+clockTime(reset)), 1)
 	require.Equal(t, pipeline.SessionDone, h.run(500))
 	h.assertVerifiedBazinga()
+	final, _ := h.state()
+	for _, s := range final.Session.Steps {
+		assert.NotEqual(t, pipeline.StepFailed, s.State, "step %s failed (%s): results that waited in the log are not timeouts", s.ID, s.Note)
+	}
 	require.Len(t, h.botNotices("⏸️ **Paused**"), 1)
 }
 
