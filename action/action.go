@@ -68,6 +68,9 @@ const (
 	StatusFailed    = "failed"    // the step ended without a result
 	StatusHandled   = "handled"   // reconcile handled its event
 	StatusIgnored   = "ignored"   // reconcile: the event needs no work
+	// StatusRateLimited: reconcile stopped for a GitHub rate limit; the
+	// session waits and the first reconcile after the reset resumes it.
+	StatusRateLimited = "rate-limited"
 )
 
 // ActionsLogin is the identity of a workflow's GITHUB_TOKEN: the author of
@@ -133,7 +136,9 @@ func (d Deps) withDefaults() Deps {
 // chain: ETag cache, rate-limit backoff and retries.
 func NewClient(token, apiURL string, opts ghapi.TransportOptions) (*github.Client, error) {
 	if opts.Identity == "" {
-		opts.Identity = "action"
+		// Names the limited identity in a rate-limit pause; the token is
+		// the github-token input, by default the job's GITHUB_TOKEN.
+		opts.Identity = "the workflow token"
 	}
 	return ghapi.NewTokenClient(token, apiURL, opts)
 }

@@ -157,13 +157,15 @@ func (b *Bot) Sweep(ctx context.Context) error {
 			continue
 		}
 		issues := map[int]bool{}
+		var limitErr error
 		// The start label too: a session whose first effects failed has no
 		// bazinga:* label yet.
 		for _, label := range []string{b.o.StartLabel, "bazinga:running", "bazinga:needs-input", "bazinga:paused"} {
 			list, err := gh.ListIssuesByLabel(ctx, r.Repo, label)
 			if err != nil {
-				errs = append(errs, fmt.Errorf("sweep %s: %w", name, b.limited(ctx, gh, sessionRef{inst: r.Installation, repo: r.Repo}, err)))
+				errs = append(errs, fmt.Errorf("sweep %s: %w", name, err))
 				if _, ok := ghapi.AsRateLimited(err); ok {
+					limitErr = err
 					break
 				}
 				continue
@@ -179,6 +181,14 @@ func (b *Bot) Sweep(ctx context.Context) error {
 			numbers = append(numbers, n)
 		}
 		sort.Ints(numbers)
+		if limitErr != nil {
+			// The sessions found so far are told why they wait.
+			b.limited(ctx, gh, sessionRef{inst: r.Installation, repo: r.Repo}, limitErr)
+			for _, n := range numbers {
+				b.limited(ctx, gh, sessionRef{inst: r.Installation, repo: r.Repo, issue: n}, limitErr)
+			}
+			continue
+		}
 		for _, n := range numbers {
 			if err := b.catchUp(ctx, gh, sessionRef{inst: r.Installation, repo: r.Repo, issue: n}); err != nil {
 				errs = append(errs, fmt.Errorf("sweep: %w", err))
