@@ -27,7 +27,7 @@ type hold struct {
 	err *ghapi.RateLimitedError
 }
 
-// heldUntil returns the installation's wait, if one is on.
+// held returns the installation's wait, if one is on.
 func (b *Bot) held(inst int64) (*ghapi.RateLimitedError, bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()

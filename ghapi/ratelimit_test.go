@@ -339,3 +339,28 @@ func TestTransportNearResetOnFakeClock(t *testing.T) {
 	require.ErrorIs(t, err, context.Canceled)
 	assert.Equal(t, int32(1), srv2.n.Load())
 }
+
+// TestTransportReserveNearResetWaits: down to the reserve with the reset
+// near, an ordinary call waits for the reset rather than failing.
+func TestTransportReserveNearResetWaits(t *testing.T) {
+	reset := time.Date(2026, 3, 2, 15, 42, 0, 0, time.UTC)
+	clock := &manualClock{t: reset.Add(-40 * time.Second)}
+	srv := newLimitServer(t, reset)
+	srv.remaining.Store(3)
+	o := fastOpts()
+	o.Now, o.Reserve, o.MaxRateLimitWait = clock.Now, 5, 90*time.Second
+	var slept time.Duration
+	o.Sleep = func(ctx context.Context, d time.Duration) error {
+		slept += d
+		clock.Set(clock.Now().Add(d))
+		return nil
+	}
+	tr := NewTransport(nil, o)
+	for i := 0; i < 2; i++ {
+		resp, err := tr.RoundTrip(mustReq(t, http.MethodGet, srv.URL+"/repos/acme/app/issues/3"))
+		require.NoError(t, err)
+		resp.Body.Close()
+	}
+	assert.Equal(t, 41*time.Second, slept, "the second call waited for the reset")
+	assert.Equal(t, int32(2), srv.n.Load())
+}

@@ -454,7 +454,7 @@ func (t *Transport) retrying(req *http.Request) (*http.Response, error) {
 		if secondaryLimit {
 			tries = rateTries < t.o.MaxRateLimitRetries
 		}
-		if !waits || !tries || wait > t.o.MaxRateLimitWait || rl.Reserve {
+		if !waits || !tries || wait > t.o.MaxRateLimitWait {
 			t.o.Logger.Warn("github api rate limited until a far reset, not waiting", "kind", kind,
 				"identity", rl.Identity, "resource", rl.Resource, "secondary", rl.Secondary, "reset", rl.Reset)
 			return backoff.Permanent(rl)

@@ -145,3 +145,44 @@ func TestInstallationRateLimitSmall(t *testing.T) {
 	assert.Contains(t, body, "API rate limit exceeded for installation ID 1.")
 	assert.Equal(t, strconv.FormatInt(clock.Now().Add(time.Hour).Unix(), 10), resp.Header.Get("X-RateLimit-Reset"))
 }
+
+// TestActionsTokenContentLimitPerRepository: the secondary limit on content
+// creation (80 a minute) counts a repository's jobs together, and another
+// repository's apart.
+func TestActionsTokenContentLimitPerRepository(t *testing.T) {
+	clock := &stepClock{t: time.Date(2026, 3, 2, 14, 42, 0, 0, time.UTC)}
+	f := Start(t, Options{Now: clock.Now, ContentLimits: true})
+	issues := map[string]int{}
+	for _, name := range []string{"widgets", "gadgets"} {
+		r, err := f.CreateRepo("acme", name, "main")
+		require.NoError(t, err)
+		n, err := r.CreateIssue("alice", "t", "")
+		require.NoError(t, err)
+		issues[name] = n
+	}
+	comment := func(tok, repo string) int {
+		req, err := http.NewRequest(http.MethodPost, f.APIURL()+"repos/acme/"+repo+"/issues/"+strconv.Itoa(issues[repo])+"/comments", strings.NewReader(`{"body":"x"}`))
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "token "+tok)
+		resp, err := (&http.Client{Transport: f.Transport()}).Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusForbidden {
+			assert.Equal(t, "60", resp.Header.Get("Retry-After"))
+		}
+		return resp.StatusCode
+	}
+	job1 := f.RunToken(Run{ID: 1, Repo: "acme/widgets"})
+	job2 := f.RunToken(Run{ID: 2, Repo: "acme/widgets"})
+	for i := 0; i < 80; i++ {
+		tok := job1
+		if i%2 == 1 {
+			tok = job2
+		}
+		require.Equal(t, http.StatusCreated, comment(tok, "widgets"), i)
+	}
+	assert.Equal(t, http.StatusForbidden, comment(job2, "widgets"))
+	assert.Equal(t, http.StatusCreated, comment(f.RunToken(Run{ID: 3, Repo: "acme/gadgets"}), "gadgets"))
+	clock.Advance(time.Minute)
+	assert.Equal(t, http.StatusCreated, comment(job1, "widgets"))
+}

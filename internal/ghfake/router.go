@@ -410,8 +410,11 @@ func tokenAllows(perms map[string]string, need string) bool {
 // does. Caller holds f.mu.
 func (f *Fake) contentLimited(c *rc) bool {
 	key := "user:" + strings.ToLower(c.login)
-	if c.tok != nil && c.tok.install {
+	switch {
+	case c.tok != nil && c.tok.install:
 		key = "installation"
+	case strings.EqualFold(c.login, ActionsLogin):
+		key = actionsBucket(c.params["owner"] + "/" + c.params["repo"])
 	}
 	now := f.now()
 	var keep []time.Time
