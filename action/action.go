@@ -123,11 +123,27 @@ func (d Deps) withDefaults() Deps {
 		d.Now = time.Now
 	}
 	if d.Client == nil {
+		getenv := d.Getenv
 		d.Client = func(ctx context.Context, token, apiURL string) (*github.Client, error) {
-			return NewClient(token, apiURL, ghapi.TransportOptions{})
+			return NewClient(token, apiURL, transportOptions(getenv("INPUT_COMMAND")))
 		}
 	}
 	return d
+}
+
+// transportOptions tunes the client for a command. The privileged jobs
+// that publish a finished step (publish, land) wait for their token's
+// rate-limit reset however far it is (a primary window is at most an
+// hour, and a job may run for hours): the step's work is done and only
+// they can post it, so waiting costs runner minutes where failing would
+// redo the step. The other commands stop at once on a far limit: the
+// orchestrator pauses the session, a step job has lost nothing yet.
+func transportOptions(command string) ghapi.TransportOptions {
+	switch strings.TrimSpace(command) {
+	case CommandPublish, CommandLand:
+		return ghapi.TransportOptions{MaxRateLimitWait: time.Hour + time.Minute}
+	}
+	return ghapi.TransportOptions{}
 }
 
 // NewClient returns a go-github client for token at apiURL (empty or
