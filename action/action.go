@@ -68,6 +68,9 @@ const (
 	StatusFailed    = "failed"    // the step ended without a result
 	StatusHandled   = "handled"   // reconcile handled its event
 	StatusIgnored   = "ignored"   // reconcile: the event needs no work
+	// StatusRateLimited: reconcile stopped for a GitHub rate limit; the
+	// session waits and the first reconcile after the reset resumes it.
+	StatusRateLimited = "rate-limited"
 )
 
 // ActionsLogin is the identity of a workflow's GITHUB_TOKEN: the author of
@@ -120,11 +123,27 @@ func (d Deps) withDefaults() Deps {
 		d.Now = time.Now
 	}
 	if d.Client == nil {
+		getenv := d.Getenv
 		d.Client = func(ctx context.Context, token, apiURL string) (*github.Client, error) {
-			return NewClient(token, apiURL, ghapi.TransportOptions{})
+			return NewClient(token, apiURL, transportOptions(getenv("INPUT_COMMAND")))
 		}
 	}
 	return d
+}
+
+// transportOptions tunes the client for a command. The privileged jobs
+// that publish a finished step (publish, land) wait for their token's
+// rate-limit reset however far it is (a primary window is at most an
+// hour, and a job may run for hours): the step's work is done and only
+// they can post it, so waiting costs runner minutes where failing would
+// redo the step. The other commands stop at once on a far limit: the
+// orchestrator pauses the session, a step job has lost nothing yet.
+func transportOptions(command string) ghapi.TransportOptions {
+	switch strings.TrimSpace(command) {
+	case CommandPublish, CommandLand:
+		return ghapi.TransportOptions{MaxRateLimitWait: time.Hour + time.Minute}
+	}
+	return ghapi.TransportOptions{}
 }
 
 // NewClient returns a go-github client for token at apiURL (empty or
@@ -133,7 +152,9 @@ func (d Deps) withDefaults() Deps {
 // chain: ETag cache, rate-limit backoff and retries.
 func NewClient(token, apiURL string, opts ghapi.TransportOptions) (*github.Client, error) {
 	if opts.Identity == "" {
-		opts.Identity = "action"
+		// Names the limited identity in a rate-limit pause; the token is
+		// the github-token input, by default the job's GITHUB_TOKEN.
+		opts.Identity = "the workflow token"
 	}
 	return ghapi.NewTokenClient(token, apiURL, opts)
 }

@@ -125,7 +125,9 @@ func (j *job) publish(ctx context.Context) int {
 		return j.fail("publishing "+in.step, err)
 	}
 	j.gha.Group("bazinga: post the result")
-	where, err := j.postResult(ctx, issue, s, rec)
+	// The result may spend the requests the transport keeps in reserve:
+	// losing it would redo the step's work.
+	where, err := j.postResult(ghapi.WithReserve(ctx), issue, s, rec)
 	j.gha.EndGroup()
 	if err != nil {
 		return j.fail("posting the result of "+in.step, err)

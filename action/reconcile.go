@@ -93,6 +93,9 @@ func (j *job) reconcile(ctx context.Context) int {
 		j.gha.Group(fmt.Sprintf("bazinga: session #%d", n))
 		err = b.ReconcileIssue(ctx, 0, in.repo, n)
 		j.gha.EndGroup()
+		if code, ok := j.rateLimited(err); ok {
+			return code
+		}
 		if err != nil {
 			j.out.set("", StatusFailed, []string{err.Error()})
 			return j.fail(fmt.Sprintf("reconciling session #%d", n), err)
@@ -132,6 +135,9 @@ func (j *job) reconcile(ctx context.Context) int {
 	case err != nil:
 		errs = append(errs, err)
 	}
+	if code, ok := j.rateLimited(errors.Join(errs...)); ok {
+		return code
+	}
 	if len(errs) > 0 {
 		j.out.set("", StatusFailed, []string{errors.Join(errs...).Error()})
 		return j.fail("reconciling "+in.eventName, errors.Join(errs...))
@@ -146,7 +152,11 @@ func (j *job) reconcile(ctx context.Context) int {
 func (j *job) sweep(ctx context.Context, b *bot.Bot) int {
 	j.gha.Group("bazinga: sweep " + j.in.repo.String())
 	defer j.gha.EndGroup()
-	if err := b.Sweep(ctx); err != nil {
+	err := b.Sweep(ctx)
+	if code, ok := j.rateLimited(err); ok {
+		return code
+	}
+	if err != nil {
 		j.out.set("", StatusFailed, []string{err.Error()})
 		return j.fail("sweeping", err)
 	}
@@ -165,4 +175,21 @@ func issueOfTitle(title string) int {
 		}
 	}
 	return 0
+}
+
+// rateLimited reports a reconcile stopped by a GitHub rate limit whose
+// reset is far: not a failure (the bot recorded the wait on the session,
+// and the first reconcile after the reset resumes it), so the job ends
+// well with a warning naming the limit and its reset, instead of a red run
+// that invites a re-run burning what the limit has left.
+func (j *job) rateLimited(err error) (int, bool) {
+	rl, ok := ghapi.AsRateLimited(err)
+	if !ok {
+		return 0, false
+	}
+	msg := rl.Error() + "; the session waits and the first reconcile after the reset resumes it"
+	j.gha.WithFieldsMap(map[string]string{"title": "bazinga: rate limited"}).Warningf("%s", msg)
+	j.log.Warn("rate limited", "err", err, "reset", rl.Reset)
+	j.out.set("", StatusRateLimited, []string{msg})
+	return 0, true
 }

@@ -52,6 +52,8 @@ type Bot struct {
 	locks map[string]*sync.Mutex
 	// repos are the repositories seen in deliveries, for the sweep.
 	repos map[string]ghapi.InstalledRepo
+	// holds are the installations waiting for a rate limit's reset.
+	holds map[int64]hold
 }
 
 // New checks the options and returns the core.
@@ -77,7 +79,8 @@ func New(o Options) (*Bot, error) {
 	if o.StartLabel == "" {
 		o.StartLabel = "bazinga"
 	}
-	return &Bot{o: o, log: o.Logger, locks: map[string]*sync.Mutex{}, repos: map[string]ghapi.InstalledRepo{}}, nil
+	return &Bot{o: o, log: o.Logger, locks: map[string]*sync.Mutex{}, repos: map[string]ghapi.InstalledRepo{},
+		holds: map[int64]hold{}}, nil
 }
 
 // publicKey verifies the state blocks the bot signed.
@@ -144,18 +147,27 @@ func (b *Bot) Sweep(ctx context.Context) error {
 	var errs []error
 	for _, name := range sortedKeys(repos) {
 		r := repos[name]
+		if rl, ok := b.held(r.Installation); ok {
+			b.log.Info("sweep: waiting for a rate limit's reset", "repo", name, "until", rl.Reset)
+			continue
+		}
 		gh, err := b.o.Client(ctx, r.Installation)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("sweep %s: %w", name, err))
 			continue
 		}
 		issues := map[int]bool{}
+		var limitErr error
 		// The start label too: a session whose first effects failed has no
 		// bazinga:* label yet.
 		for _, label := range []string{b.o.StartLabel, "bazinga:running", "bazinga:needs-input", "bazinga:paused"} {
 			list, err := gh.ListIssuesByLabel(ctx, r.Repo, label)
 			if err != nil {
 				errs = append(errs, fmt.Errorf("sweep %s: %w", name, err))
+				if _, ok := ghapi.AsRateLimited(err); ok {
+					limitErr = err
+					break
+				}
 				continue
 			}
 			for _, is := range list {
@@ -169,6 +181,14 @@ func (b *Bot) Sweep(ctx context.Context) error {
 			numbers = append(numbers, n)
 		}
 		sort.Ints(numbers)
+		if limitErr != nil {
+			// The sessions found so far are told why they wait.
+			b.limited(ctx, gh, sessionRef{inst: r.Installation, repo: r.Repo}, limitErr)
+			for _, n := range numbers {
+				b.limited(ctx, gh, sessionRef{inst: r.Installation, repo: r.Repo, issue: n}, limitErr)
+			}
+			continue
+		}
 		for _, n := range numbers {
 			if err := b.catchUp(ctx, gh, sessionRef{inst: r.Installation, repo: r.Repo, issue: n}); err != nil {
 				errs = append(errs, fmt.Errorf("sweep: %w", err))
@@ -192,6 +212,10 @@ func (b *Bot) ReconcileIssue(ctx context.Context, installation int64, repo ghapi
 }
 
 func (b *Bot) catchUp(ctx context.Context, gh GitHub, ref sessionRef) error {
+	if rl, ok := b.held(ref.inst); ok {
+		b.log.Info("waiting for a rate limit's reset", "repo", ref.repo.String(), "issue", ref.issue, "until", rl.Reset)
+		return nil
+	}
 	var errs []error
 	if _, err := b.applyLoggedResults(ctx, gh, ref); err != nil {
 		errs = append(errs, fmt.Errorf("%s: %w", ref.key(), err))
@@ -203,7 +227,7 @@ func (b *Bot) catchUp(ctx context.Context, gh GitHub, ref sessionRef) error {
 	if err != nil && !errors.Is(err, ErrIgnored) {
 		errs = append(errs, fmt.Errorf("%s: %w", ref.key(), err))
 	}
-	return errors.Join(errs...)
+	return b.limited(ctx, gh, ref, errors.Join(errs...))
 }
 
 func sortedKeys[V any](m map[string]V) []string {

@@ -57,6 +57,12 @@ func (c *coreClock) Advance(d time.Duration) {
 	c.mu.Unlock()
 }
 
+// Sleep is the transport's wait on this clock: it moves the clock.
+func (c *coreClock) Sleep(ctx context.Context, d time.Duration) error {
+	c.Advance(d)
+	return ctx.Err()
+}
+
 type coreHarness struct {
 	t     testing.TB
 	ctx   context.Context
@@ -85,12 +91,14 @@ type coreHarness struct {
 type coreOpts struct {
 	groups int
 	config string // .github/bazinga.yml, if any
+	// rateLimit is the fake's primary limit per identity and hour (0: 5000).
+	rateLimit int
 }
 
 func newCoreHarness(t testing.TB, o coreOpts) *coreHarness {
 	t.Helper()
 	clock := &coreClock{t: time.Date(2025, 3, 1, 9, 0, 0, 0, time.UTC)}
-	f := ghfake.Start(t, ghfake.Options{WebhookMode: ghfake.Sync, Now: clock.Now})
+	f := ghfake.Start(t, ghfake.Options{WebhookMode: ghfake.Sync, Now: clock.Now, RateLimit: o.rateLimit})
 	files := map[string]string{"README.md": "# widgets\n"}
 	if o.config != "" {
 		files[".github/bazinga.yml"] = o.config
@@ -129,8 +137,10 @@ func newCoreHarness(t testing.TB, o coreOpts) *coreHarness {
 		h.mu.Unlock()
 		w.WriteHeader(http.StatusAccepted)
 	}), coreSecret)
+	// Rate-limit waits are on the fake clock: a near reset is waited for
+	// without waiting.
 	h.tr = ghapi.NewTransport(f.Transport(), ghapi.TransportOptions{MaxRetries: 2, BaseBackoff: time.Millisecond, MaxBackoff: 2 * time.Millisecond,
-		MaxRateLimitWait: 5 * time.Millisecond, SecondaryWait: time.Millisecond, APIPrefix: "/api/v3", Identity: "core-bot"})
+		APIPrefix: "/api/v3", Identity: "core-bot", Now: clock.Now, Sleep: clock.Sleep})
 	h.bot = h.newBot()
 	return h
 }

@@ -17,7 +17,7 @@ import (
 // Process handles one delivery in four steps: parse and translate (pure),
 // resolve the session and authorise the actor (reads), acknowledge what
 // needs no session, then drive the session.
-func (b *Bot) Process(ctx context.Context, d Delivery) error {
+func (b *Bot) Process(ctx context.Context, d Delivery) (err error) {
 	switch d.Event {
 	case "ping", "installation", "installation_repositories", "installation_target", "github_app_authorization":
 		b.log.Info("acknowledged", "delivery", d.ID, "event", d.Event, "action", d.Action)
@@ -40,6 +40,10 @@ func (b *Bot) Process(ctx context.Context, d Delivery) error {
 		inst = d.Installation
 	}
 	b.remember(inst, repo)
+	if rl, ok := b.held(inst); ok {
+		// Not applied: the first reconcile after the reset reads GitHub.
+		return fmt.Errorf("delivery %s (%s): %w", d.ID, d.Event, &stillWaiting{rl: rl})
+	}
 	it, err := translator{login: b.o.Login, startLabel: b.o.StartLabel}.translate(d, p)
 	if err != nil {
 		return fmt.Errorf("delivery %s (%s.%s): %w", d.ID, d.Event, p.Action, err)
@@ -49,6 +53,7 @@ func (b *Bot) Process(ctx context.Context, d Delivery) error {
 		return fmt.Errorf("delivery %s: client for installation %d: %w", d.ID, inst, err)
 	}
 	ref := sessionRef{inst: inst, repo: repo, issue: it.issue}
+	defer func() { err = b.limited(ctx, gh, ref, err) }()
 	if err := b.resolve(ctx, gh, &it, &ref); err != nil {
 		return fmt.Errorf("delivery %s (%s.%s): %w", d.ID, d.Event, p.Action, err)
 	}
@@ -203,10 +208,17 @@ func (b *Bot) drive(ctx context.Context, gh GitHub, ref sessionRef, in input) er
 	if err != nil {
 		return fmt.Errorf("load session %s: %w", ref.key(), err)
 	}
+	resumed, err := b.checkWait(&ld.st, ref)
+	if err != nil {
+		return fmt.Errorf("%s: %w", ref.key(), err)
+	}
 	st := ld.st
 	events := append([]pipeline.Event(nil), in.events...)
 	record := append([]pipeline.Event(nil), in.record...)
 	lines := append([]string(nil), in.replies...)
+	if resumed != "" {
+		lines = append(lines, resumed)
+	}
 	switch {
 	case !ld.found && in.start == nil:
 		if in.command {
@@ -264,15 +276,25 @@ func (b *Bot) drive(ctx context.Context, gh GitHub, ref sessionRef, in input) er
 	}
 	events = kept
 	if in.result != nil {
-		ev, ok, err := b.checkResult(ctx, gh, ref, &ld, in)
-		if err != nil {
-			return err
+		accepted := 0
+		for i := -1; i < len(in.more); i++ {
+			one := in
+			if i >= 0 {
+				one.result = &in.more[i]
+			}
+			ev, ok, err := b.checkResult(ctx, gh, ref, &ld, one)
+			if err != nil {
+				return err
+			}
+			if ok {
+				st = ld.st
+				events = append(events, ev)
+				accepted++
+			}
 		}
-		if !ok {
+		if accepted == 0 {
 			return fmt.Errorf("%s: %w: result for step %s not accepted", ref.key(), ErrIgnored, in.result.rec.Step)
 		}
-		st = ld.st
-		events = append(events, ev)
 	}
 	if in.fail != nil {
 		if in.failAuthor != "" && !b.trustedResultAuthor(in.failAuthor, st.Config) {

@@ -129,6 +129,9 @@ func renderTracking(st *codec.State, repoURL string, logN int, block string) str
 	var b strings.Builder
 	b.WriteString("### 🤖 bazinga\n\n")
 	b.WriteString("**" + headerCapsule(s) + "**\n")
+	if st.Waiting != nil {
+		b.WriteString("\n> ⏸️ " + limitText(*st.Waiting) + "\n")
+	}
 	if s.Clarification != nil {
 		fmt.Fprintf(&b, "\n> ❓ %s\n> Answer with `/bazinga answer <text>`; without an answer by %s the pm uses its safe fallback.\n",
 			codec.OneLine(s.Clarification.Question), s.Clarification.Deadline.UTC().Format("2006-01-02 15:04 UTC"))

@@ -375,7 +375,7 @@ func (e *configError) Error() string { return e.err.Error() }
 func (e *configError) Unwrap() error { return e.err }
 
 // ApplyLoggedResults reads back result comments of steps in flight and
-// applies them, one reconcile each, oldest first. It is for the Action-only
+// applies them, in one reconcile, oldest first. It is for the Action-only
 // orchestrator: a result comment written with a workflow's GITHUB_TOKEN
 // starts no workflow, so the session learns of it when the step's run
 // completes (workflow_run) or on the schedule sweep. It returns how many
@@ -391,8 +391,9 @@ func (b *Bot) ApplyLoggedResults(ctx context.Context, installation int64, repo g
 	return b.applyLoggedResults(ctx, gh, ref)
 }
 
-// applyLoggedResults applies the results (and failure reports) of steps in
-// flight that the session's comments hold, one reconcile each, oldest first.
+// applyLoggedResults applies the results of steps in flight that the
+// session's comments hold in one reconcile, oldest first, then their
+// failure reports, one reconcile each.
 func (b *Bot) applyLoggedResults(ctx context.Context, gh GitHub, ref sessionRef) (int, error) {
 	repo, issue := ref.repo, ref.issue
 	unlock := b.lock(ref.key())
@@ -466,24 +467,43 @@ func (b *Bot) applyLoggedResults(ctx context.Context, gh GitHub, ref sessionRef)
 	sort.Slice(results, func(i, j int) bool { return results[i].c.ID < results[j].c.ID })
 	applied := 0
 	var errs []error
-	for _, r := range results {
-		in := input{delivery: "logged-result-" + strconv.FormatInt(r.c.ID, 10), commentID: r.c.ID}
-		if r.fail != nil {
-			sref, _ := codec.ParseStepID(r.fail.Step)
-			ev := pipeline.StepFailure(sref.Session, r.fail.Step, r.fail.Reason)
-			ev.Usage, ev.RunURL = r.fail.Usage, r.fail.RunURL
-			in.fail, in.failAuthor = &ev, r.c.Author
-		} else {
-			in.result = &resultIn{rec: r.rec, author: r.c.Author, number: r.number}
-		}
+	apply := func(in input, n int) {
 		err := b.drive(ctx, gh, ref, in)
 		switch {
 		case err == nil:
-			applied++
+			applied += n
 		case errors.Is(err, ErrIgnored):
 		default:
 			errs = append(errs, err)
 		}
+	}
+	// The results in one reconcile, oldest first (see input.more); then
+	// the failure reports, one each.
+	var batch input
+	n := 0
+	for _, r := range results {
+		if r.fail != nil {
+			continue
+		}
+		res := resultIn{rec: r.rec, author: r.c.Author, number: r.number}
+		if n == 0 {
+			batch = input{delivery: "logged-result-" + strconv.FormatInt(r.c.ID, 10), commentID: r.c.ID, result: &res}
+		} else {
+			batch.more = append(batch.more, res)
+		}
+		n++
+	}
+	if n > 0 {
+		apply(batch, n)
+	}
+	for _, r := range results {
+		if r.fail == nil {
+			continue
+		}
+		sref, _ := codec.ParseStepID(r.fail.Step)
+		ev := pipeline.StepFailure(sref.Session, r.fail.Step, r.fail.Reason)
+		ev.Usage, ev.RunURL = r.fail.Usage, r.fail.RunURL
+		apply(input{delivery: "logged-result-" + strconv.FormatInt(r.c.ID, 10), commentID: r.c.ID, fail: &ev, failAuthor: r.c.Author}, 1)
 	}
 	return applied, errors.Join(errs...)
 }

@@ -164,7 +164,12 @@ type input struct {
 	record []pipeline.Event
 	start  *startInfo
 	result *resultIn
-	fail   *pipeline.Event
+	// more are further results applied in the same reconcile (results a
+	// catch-up found in the log): the engine takes them all before it
+	// looks for timeouts, so a result that waited in the log while the bot
+	// could not read it does not time its step out.
+	more []resultIn
+	fail *pipeline.Event
 	// failAuthor wrote the failure comment fail came from ("" when a run's
 	// conclusion said it).
 	failAuthor string

@@ -37,6 +37,20 @@ type State struct {
 	Closed bool `json:"closed,omitempty"`
 	// RepoURL is the repository's web address, for links.
 	RepoURL string `json:"repo_url,omitempty"`
+	// Waiting is set while a GitHub rate limit of the bot's identity is
+	// exhausted: reconciles before Until do nothing, and the first one
+	// after it resumes the session, no human needed. It lives here, not in
+	// the engine: the pause is about the carrier, not the work.
+	Waiting *RateLimitWait `json:"waiting,omitempty"`
+}
+
+// RateLimitWait is a session's wait for a GitHub rate limit.
+type RateLimitWait struct {
+	// Who is the limited identity as people read it ("installation 42").
+	Who       string    `json:"who"`
+	Resource  string    `json:"resource,omitempty"`
+	Secondary bool      `json:"secondary,omitempty"`
+	Until     time.Time `json:"until"`
 }
 
 // GroupPR is what the bot knows about a group's pull request.

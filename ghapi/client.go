@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/google/go-github/v66/github"
 )
@@ -24,6 +25,25 @@ const perPage = 100
 func apiErr(op string, resp *github.Response, err error) error {
 	if err == nil {
 		return nil
+	}
+	// go-github refuses calls itself once a response said the limit is
+	// spent (or a secondary limit's Retry-After has not passed): those are
+	// the transport's far limits too.
+	var prl *github.RateLimitError
+	if errors.As(err, &prl) {
+		return fmt.Errorf("%s: %w", op, &RateLimitedError{Resource: "core", Limit: prl.Rate.Limit, Reset: prl.Rate.Reset.Time})
+	}
+	var arl *github.AbuseRateLimitError
+	if errors.As(err, &arl) {
+		wait := time.Minute
+		if arl.RetryAfter != nil {
+			wait = *arl.RetryAfter
+		}
+		resource := "requests"
+		if arl.Response != nil && arl.Response.Request != nil && ContentCreating(arl.Response.Request.Method) {
+			resource = "content creation"
+		}
+		return fmt.Errorf("%s: %w", op, &RateLimitedError{Resource: resource, Reset: time.Now().Add(wait).Truncate(time.Second), Secondary: true})
 	}
 	var er *github.ErrorResponse
 	if errors.As(err, &er) && er.Response != nil {

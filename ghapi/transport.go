@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math/rand/v2"
 	"net"
 	"net/http"
 	"sort"
@@ -19,6 +18,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/cenkalti/backoff/v5"
 )
 
 // ---------------------------------------------------------------------------
@@ -237,17 +238,31 @@ type TransportOptions struct {
 	Stats *APIStats
 	// MaxRetries bounds retries of idempotent requests after a 5xx or a
 	// network timeout (default 3); BaseBackoff/MaxBackoff shape the
-	// exponential backoff with full jitter (default 250ms, 10s).
+	// exponential backoff with jitter (default 250ms, 10s).
 	MaxRetries  int
 	BaseBackoff time.Duration
 	MaxBackoff  time.Duration
-	// MaxRateLimitRetries bounds retries after a rate-limit answer
-	// (default 3); MaxRateLimitWait caps each wait (default 60s; tests use
-	// milliseconds). SecondaryWait is the wait of a secondary rate limit
-	// that carries no Retry-After (default 60s, as GitHub's docs ask).
+	// MaxRateLimitWait is the longest wait for a rate limit the transport
+	// sits out (default 90s): an exhausted primary limit whose reset is at
+	// most this far is waited for and the request sent once more; a
+	// secondary limit's Retry-After (or backoff) at most this long is
+	// waited out. Anything farther is a *RateLimitedError at once, for the
+	// caller to pause on: holding a worker for most of an hour would stall
+	// every other session, and retrying early only burns requests.
+	MaxRateLimitWait time.Duration
+	// MaxRateLimitRetries bounds the waits for secondary limits of one
+	// request (default 3; negative: no rate-limit waits at all).
+	// SecondaryWait is the first wait of a secondary limit that carries no
+	// Retry-After (default 60s, as GitHub's docs ask: at least a minute,
+	// then exponentially longer, with jitter).
 	MaxRateLimitRetries int
-	MaxRateLimitWait    time.Duration
 	SecondaryWait       time.Duration
+	// Reserve is how many requests of the primary limit ordinary calls
+	// leave (default 20; negative: none): once GitHub reports no more than
+	// this many remaining, calls are refused with a *RateLimitedError
+	// (Reserve set) unless their context is WithReserve, so the caller
+	// can still say why it stops.
+	Reserve int
 	// AttemptTimeout bounds each attempt, response body included
 	// (default 30s; negative: none), so a hung connection becomes a
 	// timeout that an idempotent request retries.
@@ -255,8 +270,12 @@ type TransportOptions struct {
 	// APIPrefix is stripped from paths before templating ("/api/v3").
 	APIPrefix string
 	Logger    *slog.Logger
-	// Now is the clock for X-RateLimit-Reset (default time.Now).
-	Now func() time.Time
+	// Now is the clock for X-RateLimit-Reset (default time.Now); Sleep
+	// waits out a rate limit on that clock, returning early with the
+	// context's error (default a timer). A fake clock gives both, so tests
+	// wait for resets without waiting.
+	Now   func() time.Time
+	Sleep func(ctx context.Context, d time.Duration) error
 }
 
 func (o TransportOptions) withDefaults() TransportOptions {
@@ -279,7 +298,10 @@ func (o TransportOptions) withDefaults() TransportOptions {
 		o.MaxRateLimitRetries = 3
 	}
 	if o.MaxRateLimitWait <= 0 {
-		o.MaxRateLimitWait = 60 * time.Second
+		o.MaxRateLimitWait = 90 * time.Second
+	}
+	if o.Reserve == 0 {
+		o.Reserve = 20
 	}
 	if o.SecondaryWait <= 0 {
 		o.SecondaryWait = 60 * time.Second
@@ -293,6 +315,9 @@ func (o TransportOptions) withDefaults() TransportOptions {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
+	if o.Sleep == nil {
+		o.Sleep = sleepCtx
+	}
 	return o
 }
 
@@ -300,8 +325,12 @@ func (o TransportOptions) withDefaults() TransportOptions {
 // → rate-limit waits and retries → call counting → base. Counting sits
 // innermost so every request on the wire is counted, retries included.
 type Transport struct {
-	base http.RoundTripper
-	o    TransportOptions
+	base   http.RoundTripper
+	o      TransportOptions
+	limits limitState
+	// resetSlack is added to a primary limit's reset: the header has
+	// whole seconds, and clocks differ (tests set it to zero).
+	resetSlack time.Duration
 }
 
 // NewTransport builds the chain over base (nil → http.DefaultTransport). Use
@@ -311,7 +340,7 @@ func NewTransport(base http.RoundTripper, opts TransportOptions) *Transport {
 	if base == nil {
 		base = http.DefaultTransport
 	}
-	return &Transport{base: base, o: opts.withDefaults()}
+	return &Transport{base: base, o: opts.withDefaults(), resetSlack: time.Second}
 }
 
 // CallStats returns the counters this transport records into.
@@ -388,7 +417,8 @@ func (t *Transport) cacheKey(req *http.Request) string {
 	return id + "\x00" + req.Header.Get("Accept") + "\x00" + req.URL.String()
 }
 
-// retrying sends req, waiting out rate limits and retrying server errors.
+// retrying sends req, waiting out near rate limits and retrying server
+// errors, with cenkalti/backoff doing the waits (context-aware, jittered).
 //
 // Why POST and PATCH are never retried after a 5xx or a timeout: GitHub may
 // have applied the request before failing (a comment created, a PR opened),
@@ -409,56 +439,133 @@ func (t *Transport) retrying(req *http.Request) (*http.Response, error) {
 	}
 	kind := req.Method + " " + RouteTemplate(t.o.APIPrefix, req.URL.Path)
 	creating := ContentCreating(req.Method)
-	rateTries, errTries := 0, 0
-	for attempt := 0; ; attempt++ {
+	waits := t.o.MaxRateLimitRetries >= 0
+	secondary := t.secondaryBackoff()
+	errTries, rateTries, attempt := 0, 0, 0
+	primaryWaited := false
+	var rateLimitWait time.Duration
+	// rateWait decides on a rate limit: wait it out or give up with a
+	// *RateLimitedError. The wait is on the options' clock, at the start
+	// of the next attempt; backoff.Retry is told to go on at once (a
+	// RetryAfterError of zero, which also restarts the error backoff).
+	rateWait := func(wait time.Duration, secondaryLimit bool, rl *RateLimitedError) error {
+		wait = max(wait, 0)
+		tries := !primaryWaited
+		if secondaryLimit {
+			tries = rateTries < t.o.MaxRateLimitRetries
+		}
+		if !waits || !tries || wait > t.o.MaxRateLimitWait {
+			t.o.Logger.Warn("github api rate limited until a far reset, not waiting", "kind", kind,
+				"identity", rl.Identity, "resource", rl.Resource, "secondary", rl.Secondary, "reset", rl.Reset)
+			return backoff.Permanent(rl)
+		}
+		if secondaryLimit {
+			rateTries++
+		} else {
+			primaryWaited = true
+		}
+		t.o.Stats.retried(true)
+		t.o.Logger.Warn("github api rate limited, waiting", "kind", kind, "secondary", secondaryLimit, "wait", wait)
+		rateLimitWait = wait
+		return &backoff.RetryAfterError{}
+	}
+	op := func() (*http.Response, error) {
+		if rateLimitWait > 0 {
+			if err := t.o.Sleep(ctx, rateLimitWait); err != nil {
+				return nil, backoff.Permanent(fmt.Errorf("waiting out a rate limit: %w", err))
+			}
+			rateLimitWait = 0
+		}
+		now := t.o.Now()
+		if l, limited, reserve := t.limits.before(req, t.o.Reserve, now); limited {
+			// Known exhausted: no request spent to hear it again.
+			return nil, rateWait(l.reset.Sub(now)+t.resetSlack, false, &RateLimitedError{Identity: t.o.Identity,
+				Resource: resourceOf(req.URL.Path), Limit: l.limit, Reset: l.reset, Reserve: reserve})
+		}
 		send := req
 		if attempt > 0 && req.GetBody != nil {
 			body, err := req.GetBody()
 			if err != nil {
-				return nil, fmt.Errorf("rewind request body: %w", err)
+				return nil, backoff.Permanent(fmt.Errorf("rewind request body: %w", err))
 			}
 			send = req.Clone(ctx)
 			send.Body = body
 		}
+		attempt++
 		resp, err := t.attempt(send)
 		t.o.Stats.record(kind, creating, resp)
 		if err != nil {
 			if ctx.Err() == nil && idempotent(req.Method) && isTransient(err) && errTries < t.o.MaxRetries {
 				errTries++
 				t.o.Stats.retried(false)
-				t.o.Logger.Warn("github api network error, retrying", "kind", kind, "attempt", attempt+1, "err", err)
-				if werr := sleepCtx(ctx, t.backoff(errTries)); werr != nil {
-					return nil, fmt.Errorf("%s: %w (while retrying after %w)", kind, werr, err)
-				}
-				continue
+				t.o.Logger.Warn("github api network error, retrying", "kind", kind, "attempt", attempt, "err", err)
+				return nil, err
 			}
-			return nil, err
+			return nil, backoff.Permanent(err)
 		}
-		if wait, limited := t.rateLimitWait(resp); limited {
-			if rateTries >= t.o.MaxRateLimitRetries || t.o.MaxRateLimitRetries < 0 {
-				return resp, nil
-			}
-			rateTries++
-			t.o.Stats.retried(true)
-			t.o.Logger.Warn("github api rate limited, waiting", "kind", kind, "status", resp.StatusCode, "wait", wait)
+		t.limits.observe(req, resp)
+		switch r := classify(resp, req.Method, now); r.kind {
+		case primaryLimit:
 			drain(resp.Body)
-			if werr := sleepCtx(ctx, wait); werr != nil {
-				return nil, fmt.Errorf("%s: waiting out a rate limit: %w", kind, werr)
+			return nil, rateWait(r.reset.Sub(now)+t.resetSlack, false, &RateLimitedError{Identity: t.o.Identity, Resource: r.resource,
+				Limit: r.limit, Reset: r.reset})
+		case secondaryLimit:
+			drain(resp.Body)
+			wait := r.wait
+			if !r.known {
+				wait = secondary.NextBackOff()
 			}
-			continue
+			// Reset in whole seconds, as GitHub's headers give it.
+			reset := now.Add(wait + time.Second - 1).Truncate(time.Second)
+			return nil, rateWait(wait, true, &RateLimitedError{Identity: t.o.Identity, Resource: r.resource,
+				Limit: r.limit, Reset: reset, Secondary: true})
 		}
 		if retryableStatus(resp.StatusCode) && idempotent(req.Method) && errTries < t.o.MaxRetries {
 			errTries++
 			t.o.Stats.retried(false)
-			t.o.Logger.Warn("github api server error, retrying", "kind", kind, "status", resp.StatusCode, "attempt", attempt+1)
+			t.o.Logger.Warn("github api server error, retrying", "kind", kind, "status", resp.StatusCode, "attempt", attempt)
 			drain(resp.Body)
-			if werr := sleepCtx(ctx, t.backoff(errTries)); werr != nil {
-				return nil, fmt.Errorf("%s: %w (while retrying after status %d)", kind, werr, resp.StatusCode)
-			}
-			continue
+			return nil, fmt.Errorf("%s: status %d", kind, resp.StatusCode)
 		}
 		return resp, nil
 	}
+	resp, err := backoff.Retry(ctx, op, backoff.WithBackOff(t.errorBackoff()), backoff.WithMaxElapsedTime(0))
+	if err != nil {
+		if ctx.Err() != nil && !errors.Is(err, ctx.Err()) {
+			err = fmt.Errorf("%w (after %w)", ctx.Err(), err)
+		}
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("%s: %w", kind, err)
+		}
+		return nil, err
+	}
+	return resp, nil
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	tm := time.NewTimer(d)
+	defer tm.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-tm.C:
+		return nil
+	}
+}
+
+// errorBackoff is the backoff between retries after a server error or a
+// timeout: exponential from BaseBackoff to MaxBackoff, ±50% jitter.
+func (t *Transport) errorBackoff() *backoff.ExponentialBackOff {
+	return &backoff.ExponentialBackOff{InitialInterval: t.o.BaseBackoff, RandomizationFactor: 0.5,
+		Multiplier: 2, MaxInterval: t.o.MaxBackoff}
+}
+
+// secondaryBackoff is the wait of a secondary limit without Retry-After:
+// the n-th (1-based) wait lies in [SecondaryWait·2ⁿ⁻¹, 1.5·SecondaryWait·2ⁿ⁻¹]
+// (never below GitHub's minute), capped at an hour.
+func (t *Transport) secondaryBackoff() *backoff.ExponentialBackOff {
+	return &backoff.ExponentialBackOff{InitialInterval: t.o.SecondaryWait * 5 / 4, RandomizationFactor: 0.2,
+		Multiplier: 2, MaxInterval: time.Hour}
 }
 
 func retryableStatus(code int) bool {
@@ -505,79 +612,6 @@ func isTransient(err error) bool {
 	}
 	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, io.EOF) ||
 		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET)
-}
-
-// backoff returns the n-th (1-based) exponential backoff with full jitter.
-func (t *Transport) backoff(n int) time.Duration {
-	d := t.o.BaseBackoff << (n - 1)
-	if d <= 0 || d > t.o.MaxBackoff {
-		d = t.o.MaxBackoff
-	}
-	return d/2 + rand.N(d/2+1)
-}
-
-// rateLimitWait reports whether resp is a rate-limit refusal and how long to
-// wait before retrying, capped at MaxRateLimitWait.
-func (t *Transport) rateLimitWait(resp *http.Response) (time.Duration, bool) {
-	if resp.StatusCode != http.StatusForbidden && resp.StatusCode != http.StatusTooManyRequests {
-		return 0, false
-	}
-	var wait time.Duration
-	limited := false
-	if v := resp.Header.Get("Retry-After"); v != "" {
-		if secs, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && secs >= 0 {
-			wait, limited = time.Duration(secs)*time.Second, true
-		} else if at, err := http.ParseTime(v); err == nil {
-			wait, limited = at.Sub(t.o.Now()), true
-		}
-	}
-	if !limited && resp.Header.Get("X-RateLimit-Remaining") == "0" {
-		if reset, err := strconv.ParseInt(resp.Header.Get("X-RateLimit-Reset"), 10, 64); err == nil {
-			wait, limited = time.Unix(reset, 0).Sub(t.o.Now())+time.Second, true
-		}
-	}
-	if !limited {
-		// A secondary limit without Retry-After is only recognisable by
-		// its message; peek at the body and put it back.
-		b, _ := readLimited(resp.Body, 64<<10)
-		resp.Body = struct {
-			io.Reader
-			io.Closer
-		}{io.MultiReader(bytes.NewReader(b.b), resp.Body), resp.Body}
-		msg := strings.ToLower(string(b.b))
-		if strings.Contains(msg, "secondary rate limit") || strings.Contains(msg, "abuse detection") {
-			wait, limited = t.o.SecondaryWait, true
-		} else if resp.StatusCode == http.StatusTooManyRequests {
-			wait, limited = t.o.SecondaryWait, true
-		}
-	}
-	if !limited {
-		return 0, false
-	}
-	if wait < 0 {
-		wait = 0
-	}
-	// Capped: holding a worker for the full reset of a primary limit (up
-	// to an hour) would stall every other session; after the bounded
-	// retries the error reaches the caller and the sweep picks it up.
-	if wait > t.o.MaxRateLimitWait {
-		wait = t.o.MaxRateLimitWait
-	}
-	return wait, true
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	tm := time.NewTimer(d)
-	defer tm.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-tm.C:
-		return nil
-	}
 }
 
 func drain(rc io.ReadCloser) {

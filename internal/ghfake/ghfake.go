@@ -29,6 +29,9 @@
 //   - a 304 is free, but go-github reports it as an *github.ErrorResponse;
 //   - go-github remembers a secondary rate limit's Retry-After and fails
 //     further calls from that client without a request until it passes;
+//   - primary limits per identity and hour (an installation's
+//     Options.RateLimit; the GITHUB_TOKENs of a repository share 1,000),
+//     answered 403 with X-RateLimit-Remaining 0 and the reset;
 //   - what a GITHUB_TOKEN (github-actions[bot]) does triggers no workflow
 //     other than dispatches and workflow_run chains.
 package ghfake
@@ -86,6 +89,10 @@ type Options struct {
 	Now func() time.Time
 	// RateLimit is the primary rate limit per identity and hour (default 5000).
 	RateLimit int
+	// ActionsRateLimit is a GITHUB_TOKEN's (github-actions[bot]) primary
+	// limit per repository and hour, shared by every job of the repository
+	// (default 1000, as on GitHub).
+	ActionsRateLimit int
 	// WebhookMode selects synchronous or asynchronous delivery.
 	WebhookMode DeliveryMode
 	// WebhookTimeout bounds one delivery (default 10s, GitHub's timeout).
@@ -177,6 +184,9 @@ func New(opts Options) (*Fake, error) {
 	}
 	if opts.RateLimit == 0 {
 		opts.RateLimit = 5000
+	}
+	if opts.ActionsRateLimit == 0 {
+		opts.ActionsRateLimit = 1000
 	}
 	if opts.WebhookTimeout == 0 {
 		opts.WebhookTimeout = 10 * time.Second

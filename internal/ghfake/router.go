@@ -225,8 +225,13 @@ func (f *Fake) run(c *rc) {
 		bk.used++ // GitHub counts refused requests too
 		f.rateHeaders(c, bk)
 		who := "user ID " + strconv.FormatInt(f.account(c.login, c.kind).id, 10)
-		if c.tok != nil && c.tok.install {
+		switch {
+		case c.tok != nil && c.tok.install:
 			who = "installation ID " + strconv.FormatInt(f.opts.InstallationID, 10)
+		case strings.EqualFold(c.login, ActionsLogin):
+			// A GITHUB_TOKEN is an installation token of the Actions app,
+			// one installation per repository.
+			who = "installation ID " + strconv.FormatInt(actionsInstallation(c.params["owner"]+"/"+c.params["repo"]), 10)
 		}
 		c.hdr.Set("X-RateLimit-Remaining", "0")
 		c.errorBody(http.StatusForbidden, map[string]any{
@@ -405,8 +410,11 @@ func tokenAllows(perms map[string]string, need string) bool {
 // does. Caller holds f.mu.
 func (f *Fake) contentLimited(c *rc) bool {
 	key := "user:" + strings.ToLower(c.login)
-	if c.tok != nil && c.tok.install {
+	switch {
+	case c.tok != nil && c.tok.install:
 		key = "installation"
+	case strings.EqualFold(c.login, ActionsLogin):
+		key = actionsBucket(c.params["owner"] + "/" + c.params["repo"])
 	}
 	now := f.now()
 	var keep []time.Time
@@ -456,6 +464,9 @@ func (f *Fake) bucketFor(c *rc) *bucket {
 	switch {
 	case c.tok != nil && c.tok.install:
 		key = "installation"
+	case strings.EqualFold(c.login, ActionsLogin):
+		// A GITHUB_TOKEN: every job of a repository shares its 1,000.
+		key, limit = actionsBucket(c.params["owner"]+"/"+c.params["repo"]), f.opts.ActionsRateLimit
 	case c.login != "":
 		key = "user:" + strings.ToLower(c.login)
 	default:
@@ -464,6 +475,8 @@ func (f *Fake) bucketFor(c *rc) *bucket {
 	}
 	return f.bucket(key, limit)
 }
+
+func actionsBucket(repo string) string { return "actions:" + strings.ToLower(repo) }
 
 func (f *Fake) bucket(key string, limit int) *bucket {
 	now := f.now()
@@ -502,6 +515,25 @@ func (f *Fake) SetRateRemaining(tok string, remaining int) error {
 	b := f.bucket(key, f.opts.RateLimit)
 	b.used = max(0, b.limit-remaining)
 	return nil
+}
+
+// SetActionsRateRemaining sets how many requests the GITHUB_TOKENs of repo
+// ("owner/name") have left in the current window.
+func (f *Fake) SetActionsRateRemaining(repo string, remaining int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	b := f.bucket(actionsBucket(repo), f.opts.ActionsRateLimit)
+	b.used = max(0, b.limit-remaining)
+}
+
+// actionsInstallation is a stable id for the Actions app's installation on
+// repo, for the rate-limit message.
+func actionsInstallation(repo string) int64 {
+	var h int64 = 7
+	for _, r := range strings.ToLower(repo) {
+		h = (h*31 + int64(r)) % 1_000_000
+	}
+	return 20_000_000 + h
 }
 
 // --- responses ---
