@@ -116,6 +116,22 @@ func StartOIDC(t testing.TB, f *Fake) *OIDCIssuer {
 	return o
 }
 
+// SetClock sets the clock tokens are minted by (a test that moves time
+// for the verifier but not for the fake's API, whose installation tokens
+// the real-time ghinstallation judges).
+func (o *OIDCIssuer) SetClock(now func() time.Time) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.now = now
+}
+
+func (o *OIDCIssuer) clock() time.Time {
+	o.mu.Lock()
+	now := o.now
+	o.mu.Unlock()
+	return now()
+}
+
 // Close stops the issuer's server.
 func (o *OIDCIssuer) Close() { o.srv.Close() }
 
@@ -207,7 +223,7 @@ func (o *OIDCIssuer) Mint(c JobClaims) string {
 // holds: a forged token (another key, the real kid) or one of an unknown
 // key.
 func (o *OIDCIssuer) MintWith(c JobClaims, key *rsa.PrivateKey, kid string) string {
-	now := o.now()
+	now := o.clock()
 	if c.Issuer == "" {
 		c.Issuer = o.URL()
 	}
