@@ -226,7 +226,11 @@ func TestTokenExchangeRefusals(t *testing.T) {
 		{"HS256 keyed with a public key (alg confusion)", "Bearer " + hsTok, 401, "signature", "RS256 only"},
 		{"expired", with(func(c *ghfake.JobClaims) { c.IssuedAt = now.Add(-time.Hour); c.ExpiresAt = now.Add(-time.Minute) }), 401, "expiry", "expired"},
 		{"not yet valid", with(func(c *ghfake.JobClaims) { c.NotBefore = now.Add(10 * time.Minute) }), 401, "not_before", "not valid yet"},
-		{"issued in the future", with(func(c *ghfake.JobClaims) { c.NotBefore = now; c.IssuedAt = now.Add(10 * time.Minute); c.ExpiresAt = now.Add(20 * time.Minute) }), 401, "issued_at", "future"},
+		{"issued in the future", with(func(c *ghfake.JobClaims) {
+			c.NotBefore = now
+			c.IssuedAt = now.Add(10 * time.Minute)
+			c.ExpiresAt = now.Add(20 * time.Minute)
+		}), 401, "issued_at", "future"},
 		{"wrong issuer", with(func(c *ghfake.JobClaims) { c.Issuer = "https://token.actions.githubusercontent.com" }), 401, "issuer", "not issued by " + w.o.URL()},
 		{"wrong audience", with(func(c *ghfake.JobClaims) { c.Audience = "https://github.com/acme" }), 401, "audience", `audience is not "bazinga"`},
 		{"owner is not the repository's", with(func(c *ghfake.JobClaims) { c.RepositoryOwner = "evil" }), 403, "repository", "not the owner of acme/widgets"},

@@ -244,7 +244,7 @@ func (o *OIDCIssuer) MintWith(c JobClaims, key *rsa.PrivateKey, kid string) stri
 		"repository": c.Repository, "repository_owner": c.RepositoryOwner,
 		"repository_id": c.RepositoryID, "repository_owner_id": c.RepositoryOwnerID,
 		"repository_visibility": "private",
-		"workflow_ref": c.WorkflowRef, "job_workflow_ref": c.JobWorkflowRef, "workflow": c.Workflow,
+		"workflow_ref":          c.WorkflowRef, "job_workflow_ref": c.JobWorkflowRef, "workflow": c.Workflow,
 		"ref": c.Ref, "ref_type": c.RefType, "sha": c.SHA,
 		"run_id": c.RunID, "run_number": c.RunNumber, "run_attempt": c.RunAttempt,
 		"event_name": c.EventName, "actor": c.Actor, "runner_environment": "github-hosted",
