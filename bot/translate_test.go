@@ -139,7 +139,7 @@ func TestTranslate(t *testing.T) {
 				assert.Equal(t, "bazinga[bot]", it.in.failAuthor)
 			}},
 		{name: "the bot's own other comment", event: "issue_comment", fixture: "core_issue_comment_created.json",
-			edits: map[string]any{"comment.body": "/bazinga stop", "comment.user": map[string]any{"login": "bazinga[bot]", "type": "Bot"}, "sender.login": "bazinga[bot]"},
+			edits:   map[string]any{"comment.body": "/bazinga stop", "comment.user": map[string]any{"login": "bazinga[bot]", "type": "Bot"}, "sender.login": "bazinga[bot]"},
 			ignored: "sent by the bot itself"},
 		{name: "a PR closed", event: "pull_request", fixture: "core_pull_request_closed.json", check: func(t *testing.T, it intent) {
 			require.Len(t, it.in.events, 1)
