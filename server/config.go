@@ -112,6 +112,7 @@ const (
 	EnvOIDCAudience     = "BAZINGA_OIDC_AUDIENCE"
 	EnvTokenWorkflows   = "BAZINGA_TOKEN_WORKFLOWS"
 	EnvTokenPermissions = "BAZINGA_TOKEN_PERMISSIONS"
+	EnvTokenEnvironment = "BAZINGA_TOKEN_ENVIRONMENT"
 )
 
 // ErrNoAppCredentials is wrapped by ConfigFromEnv's error when none of the
@@ -144,6 +145,8 @@ const EnvHelp = `Environment:
                             repository, on its default branch)
   BAZINGA_TOKEN_PERMISSIONS comma-separated name:level the exchanged token asks for, within the installation's
                             (default actions:write,checks:read,contents:write,issues:write,pull_requests:write,statuses:read)
+  BAZINGA_TOKEN_ENVIRONMENT the deployment environment exchanging jobs must run in (their token's environment claim;
+                            default none required)
 `
 
 // ConfigFromEnv reads the configuration through getenv (os.Getenv in
@@ -291,6 +294,7 @@ func tokenExchangeFromEnv(get func(string) string, githubURL string, errs []erro
 		errs = append(errs, fmt.Errorf("%s must be on or off, got %q", EnvTokenExchange, v))
 	}
 	t.Issuer = get(EnvOIDCIssuer)
+	t.Environment = get(EnvTokenEnvironment)
 	t.Audience = get(EnvOIDCAudience)
 	if v := get(EnvTokenWorkflows); v != "" {
 		t.Workflows = strings.Split(v, ",")

@@ -60,6 +60,7 @@ type JobClaims struct {
 	RunAttempt        string `json:"run_attempt"`
 	EventName         string `json:"event_name"`
 	Actor             string `json:"actor"`
+	Environment       string `json:"environment"`
 }
 
 // JobTokenVerifier verifies GitHub Actions OIDC job tokens: RS256
@@ -144,6 +145,7 @@ const (
 	CheckClaims
 	CheckRepository
 	CheckWorkflow
+	CheckEnvironment
 	CheckRateLimit
 	CheckInstalled
 	CheckRepositoryID
@@ -151,7 +153,7 @@ const (
 )
 
 var checkNames = [...]string{"none", "bearer", "malformed", "keys", "signature", "issuer", "audience", "expiry",
-	"not_before", "issued_at", "claims", "repository", "workflow", "rate_limit", "installed", "repository_id", "github"}
+	"not_before", "issued_at", "claims", "repository", "workflow", "environment", "rate_limit", "installed", "repository_id", "github"}
 
 func (c Check) String() string {
 	if c >= 0 && int(c) < len(checkNames) {

@@ -71,6 +71,11 @@ type TokenExchangeConfig struct {
 	// Permissions asked for (default DefaultTokenPermissions), cut down to
 	// what the installation holds.
 	Permissions map[string]string
+	// Environment, when set, is the deployment environment the job must
+	// run in (its token's environment claim): the privileged jobs declare
+	// it and the unprivileged ones do not, so a job that runs agent code
+	// cannot exchange its token even if it was given id-token: write.
+	Environment string
 	// Rate and Burst limit the exchanges per repository.
 	Rate  time.Duration
 	Burst int
@@ -218,7 +223,7 @@ func NewTokenExchange(cfg TokenExchangeConfig, o TokenExchangeOptions) (*TokenEx
 func (x *TokenExchange) LogValue() slog.Value {
 	return slog.GroupValue(slog.String("issuer", x.cfg.Issuer), slog.String("audience", x.cfg.Audience),
 		slog.String("workflows", x.allowed()), slog.String("permissions", permString(x.cfg.Permissions)),
-		slog.Duration("rate", x.cfg.Rate), slog.Int("burst", x.cfg.Burst))
+		slog.String("environment", x.cfg.Environment), slog.Duration("rate", x.cfg.Rate), slog.Int("burst", x.cfg.Burst))
 }
 
 // workflowEntry is one allow-list entry.
@@ -397,6 +402,10 @@ func (x *TokenExchange) exchange(w http.ResponseWriter, r *http.Request, c *JobC
 			x.refuse(w, r, http.StatusForbidden, CheckWorkflow, fmt.Sprintf("workflow %s may not exchange tokens; allowed: %s", wref, x.allowed()), attrs)
 			return
 		}
+	}
+	if x.cfg.Environment != "" && c.Environment != x.cfg.Environment {
+		x.refuse(w, r, http.StatusForbidden, CheckEnvironment, fmt.Sprintf("the job runs in environment %q, not %q: add `environment: %s` to the privileged job", c.Environment, x.cfg.Environment, x.cfg.Environment), attrs)
+		return
 	}
 	// Limited after verification, so forged tokens cannot spend a
 	// repository's allowance.

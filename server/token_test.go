@@ -407,6 +407,21 @@ func TestTokenExchangeConfiguredAllowList(t *testing.T) {
 	assert.ErrorContains(t, err, "want name:read or name:write")
 }
 
+func TestTokenExchangeRequiredEnvironment(t *testing.T) {
+	w := newExchangeWorld(t, server.TokenExchangeConfig{Environment: "bazinga"})
+	a := w.exchange("Bearer " + w.o.Mint(w.claims()))
+	assert.Equal(t, http.StatusForbidden, a.status)
+	assert.Equal(t, "environment", a.body["error"])
+	assert.Contains(t, a.body["message"], "add `environment: bazinga` to the privileged job")
+	c := w.claims()
+	c.Environment = "production"
+	a = w.exchange("Bearer " + w.o.Mint(c))
+	assert.Equal(t, "environment", a.body["error"])
+	c.Environment = "bazinga"
+	a = w.exchange("Bearer " + w.o.Mint(c))
+	assert.Equal(t, http.StatusCreated, a.status, a.body)
+}
+
 func TestTokenExchangeIssuerUnavailable(t *testing.T) {
 	w := newExchangeWorld(t, server.TokenExchangeConfig{})
 	tok := w.o.Mint(w.claims())

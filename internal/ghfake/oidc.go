@@ -80,6 +80,9 @@ type JobClaims struct {
 	RunAttempt        string
 	EventName         string
 	Actor             string
+	// Environment is the job's deployment environment ("" = none); it
+	// becomes the subject's context, as on GitHub.
+	Environment string
 	IssuedAt          time.Time
 	NotBefore         time.Time
 	ExpiresAt         time.Time
@@ -236,6 +239,9 @@ func (o *OIDCIssuer) MintWith(c JobClaims, key *rsa.PrivateKey, kid string) stri
 	if c.ExpiresAt.IsZero() {
 		c.ExpiresAt = c.IssuedAt.Add(DefaultOIDCLifetime)
 	}
+	if c.Environment != "" && c.Subject == "repo:"+c.Repository+":ref:"+c.Ref {
+		c.Subject = "repo:" + c.Repository + ":environment:" + c.Environment
+	}
 	var jti [16]byte
 	_, _ = rand.Read(jti[:])
 	claims := jwt.MapClaims{
@@ -248,6 +254,9 @@ func (o *OIDCIssuer) MintWith(c JobClaims, key *rsa.PrivateKey, kid string) stri
 		"ref": c.Ref, "ref_type": c.RefType, "sha": c.SHA,
 		"run_id": c.RunID, "run_number": c.RunNumber, "run_attempt": c.RunAttempt,
 		"event_name": c.EventName, "actor": c.Actor, "runner_environment": "github-hosted",
+	}
+	if c.Environment != "" {
+		claims["environment"] = c.Environment
 	}
 	t := jwt.NewWithClaims(jwt.SigningMethodRS256, claims)
 	t.Header["kid"] = kid
@@ -294,7 +303,7 @@ func (o *OIDCIssuer) serveDiscovery(w http.ResponseWriter, _ *http.Request) {
 		"scopes_supported":                      []string{"openid"},
 		"claims_supported": []string{"sub", "aud", "exp", "iat", "iss", "jti", "nbf", "ref", "repository", "repository_id",
 			"repository_owner", "repository_owner_id", "run_id", "run_number", "run_attempt", "actor", "workflow",
-			"workflow_ref", "job_workflow_ref", "event_name", "ref_type", "sha", "runner_environment"},
+			"workflow_ref", "job_workflow_ref", "event_name", "ref_type", "sha", "runner_environment", "environment"},
 	})
 }
 
