@@ -83,9 +83,9 @@ type JobClaims struct {
 	// Environment is the job's deployment environment ("" = none); it
 	// becomes the subject's context, as on GitHub.
 	Environment string
-	IssuedAt          time.Time
-	NotBefore         time.Time
-	ExpiresAt         time.Time
+	IssuedAt    time.Time
+	NotBefore   time.Time
+	ExpiresAt   time.Time
 }
 
 // NewOIDCIssuer starts a standalone issuer on its own server; now is its
