@@ -3,6 +3,7 @@ package action_test
 import (
 	"encoding/json"
 	"net/http/httptest"
+	"os"
 	"regexp"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/bazinga-bot/bazinga/codec"
 	"github.com/bazinga-bot/bazinga/ghapi"
@@ -242,4 +244,67 @@ func TestReconcileActsAsTheAppThroughTheExchange(t *testing.T) {
 	r = u.action(env)
 	assert.Equal(t, 1, r.code)
 	assert.Contains(t, r.stdout, "check workflow")
+}
+
+// The examples give `id-token: write` to the privileged jobs only, which
+// pass token-exchange-url; action.yml declares the inputs and hands them to
+// the binary.
+func TestExamplesGiveIDTokensToPrivilegedJobsOnly(t *testing.T) {
+	b, err := os.ReadFile("../examples/workflows/bazinga-agent.yml")
+	require.NoError(t, err)
+	var wf struct {
+		Jobs map[string]struct {
+			Permissions map[string]string `yaml:"permissions"`
+			Steps       []struct {
+				Uses string            `yaml:"uses"`
+				With map[string]string `yaml:"with"`
+			} `yaml:"steps"`
+		} `yaml:"jobs"`
+	}
+	require.NoError(t, yaml.Unmarshal(b, &wf))
+	withToken := []string{}
+	for name, job := range wf.Jobs {
+		for _, st := range job.Steps {
+			if !strings.HasPrefix(st.Uses, "bazinga-bot/bazinga@") {
+				continue
+			}
+			cmd := st.With["command"]
+			if strings.Contains(cmd, "publish") || strings.Contains(cmd, "land") {
+				assert.Equal(t, "write", job.Permissions["id-token"], "job %s", name)
+				assert.Equal(t, "${{ vars.BAZINGA_TOKEN_EXCHANGE_URL }}", st.With["token-exchange-url"], "job %s", name)
+				withToken = append(withToken, name)
+			} else {
+				assert.Empty(t, job.Permissions["id-token"], "job %s runs agent code: no id-token", name)
+				assert.Empty(t, st.With["token-exchange-url"], "job %s", name)
+			}
+		}
+	}
+	assert.ElementsMatch(t, []string{"publish", "land"}, withToken)
+
+	b, err = os.ReadFile("../action.yml")
+	require.NoError(t, err)
+	var act struct {
+		Inputs map[string]struct {
+			Default string `yaml:"default"`
+		} `yaml:"inputs"`
+		Runs struct {
+			Steps []struct {
+				ID  string            `yaml:"id"`
+				Env map[string]string `yaml:"env"`
+			} `yaml:"steps"`
+		} `yaml:"runs"`
+	}
+	require.NoError(t, yaml.Unmarshal(b, &act))
+	require.Contains(t, act.Inputs, "token-exchange-url")
+	assert.Equal(t, "bazinga", act.Inputs["token-exchange-audience"].Default)
+	for _, st := range act.Runs.Steps {
+		if st.ID != "run" {
+			continue
+		}
+		for _, in := range []string{"token-exchange-url", "token-exchange-audience"} {
+			for _, k := range []string{"INPUT_" + strings.ToUpper(in), "INPUT_" + strings.ToUpper(strings.ReplaceAll(in, "-", "_"))} {
+				assert.Equal(t, "${{ inputs."+in+" }}", st.Env[k], k)
+			}
+		}
+	}
 }
