@@ -95,6 +95,8 @@ func (s *Server) Handler() http.Handler { return s.mux }
 
 // MountTokenExchange serves x at POST /token (call before Run or Serve).
 func (s *Server) MountTokenExchange(x *TokenExchange) {
+	c := s.metrics.tokenExchanges()
+	x.count = func(outcome string) { c.WithLabelValues(outcome).Inc() }
 	s.mux.Handle(TokenPath, x)
 }
 

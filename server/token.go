@@ -170,6 +170,8 @@ type TokenExchange struct {
 	now      func() time.Time
 	limiters *lru.Cache[string, *rate.Limiter]
 	workflow []workflowEntry
+	// count, when set (MountTokenExchange), counts outcomes in metrics.
+	count func(outcome string)
 }
 
 // TokenExchangeOptions are the parts of a TokenExchange that are not
@@ -465,6 +467,9 @@ func (x *TokenExchange) exchange(w http.ResponseWriter, r *http.Request, c *JobC
 		x.refuse(w, r, http.StatusBadGateway, CheckGitHub, "GitHub did not issue the installation token", append(attrs, "err", err))
 		return
 	}
+	if x.count != nil {
+		x.count("issued")
+	}
 	x.log.Info("token issued", append(attrs, "expires_at", tok.GetExpiresAt().Time, "permissions", permString(perms))...)
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
@@ -482,6 +487,9 @@ func (x *TokenExchange) allowed() string {
 }
 
 func (x *TokenExchange) refuse(w http.ResponseWriter, r *http.Request, status int, check Check, msg string, attrs []any) {
+	if x.count != nil {
+		x.count(check.String())
+	}
 	x.log.Warn("token refused", append([]any{"status", status, "check", check.String(), "reason", msg, "remote", r.RemoteAddr}, attrs...)...)
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")

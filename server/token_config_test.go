@@ -1,6 +1,8 @@
 package server
 
 import (
+	"net/http"
+	"net/http/httptest"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -47,4 +49,19 @@ func TestTokenExchangeConfigFromEnv(t *testing.T) {
 		_, err := ConfigFromEnv(envOf(creds(map[string]string{bad.k: bad.v})))
 		assert.ErrorContains(t, err, bad.want, bad.k+"="+bad.v)
 	}
+}
+
+func TestTokenExchangeIsCounted(t *testing.T) {
+	s, err := NewServer(Config{WebhookSecret: []byte("s")}, noopProcessor{}, nil)
+	require.NoError(t, err)
+	defer s.Close()
+	x, err := NewTokenExchange(TokenExchangeConfig{Issuer: "http://127.0.0.1:1"}, TokenExchangeOptions{GitHub: FactoryGitHub{}})
+	require.NoError(t, err)
+	s.MountTokenExchange(x)
+	for range 2 {
+		rr := httptest.NewRecorder()
+		s.Handler().ServeHTTP(rr, httptest.NewRequest(http.MethodPost, TokenPath, nil))
+		assert.Equal(t, http.StatusUnauthorized, rr.Code)
+	}
+	assert.Equal(t, 2.0, s.Metrics().value("bazinga_token_exchanges_total", map[string]string{"outcome": "bearer"}))
 }
