@@ -76,7 +76,7 @@ func (r *recorder) scoped() []map[string]any {
 }
 
 type exchangeWorld struct {
-	t     *testing.T
+	t     testing.TB
 	clk   *clock
 	f     *ghfake.Fake
 	o     *ghfake.OIDCIssuer
@@ -87,7 +87,7 @@ type exchangeWorld struct {
 	logMu *sync.Mutex
 }
 
-func newExchangeWorld(t *testing.T, cfg server.TokenExchangeConfig) *exchangeWorld {
+func newExchangeWorld(t testing.TB, cfg server.TokenExchangeConfig) *exchangeWorld {
 	t.Helper()
 	clk := &clock{t: time.Now().Truncate(time.Second)}
 	// The fake keeps real time: ghinstallation judges its tokens' expiry
