@@ -204,9 +204,13 @@ func NewTokenExchange(cfg TokenExchangeConfig, o TokenExchangeOptions) (*TokenEx
 	if err != nil {
 		return nil, fmt.Errorf("token exchange: %w", err)
 	}
-	for name, level := range cfg.Permissions {
-		if level != "read" && level != "write" {
+	known := permissionNames()
+	for _, name := range sortedNames(cfg.Permissions) {
+		if level := cfg.Permissions[name]; level != "read" && level != "write" {
 			return nil, fmt.Errorf("token exchange: permission %s: level %q, want read or write", name, level)
+		}
+		if !known[name] {
+			return nil, fmt.Errorf("token exchange: %s is not a GitHub App permission", name)
 		}
 	}
 	v, err := NewJobTokenVerifier(VerifierOptions{Issuer: cfg.Issuer, Audience: cfg.Audience, Client: o.Client, Now: o.Now})
@@ -529,13 +533,18 @@ func toInstallationPermissions(m map[string]string) (*github.InstallationPermiss
 	return &p, nil
 }
 
-// permString renders permissions sorted, for logs.
-func permString(m map[string]string) string {
+func sortedNames(m map[string]string) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
+	return keys
+}
+
+// permString renders permissions sorted, for logs.
+func permString(m map[string]string) string {
+	keys := sortedNames(m)
 	for i, k := range keys {
 		keys[i] = k + ":" + m[k]
 	}

@@ -401,6 +401,9 @@ func TestTokenExchangeConfiguredAllowList(t *testing.T) {
 	_, err := server.NewTokenExchange(server.TokenExchangeConfig{Workflows: []string{"bazinga.yml"}},
 		server.TokenExchangeOptions{GitHub: server.FactoryGitHub{}})
 	assert.ErrorContains(t, err, "want [owner/repo/].github/workflows/NAME.yml[@ref]")
+	_, err = server.NewTokenExchange(server.TokenExchangeConfig{Permissions: map[string]string{"pull-requests": "write"}},
+		server.TokenExchangeOptions{GitHub: server.FactoryGitHub{}})
+	assert.ErrorContains(t, err, "pull-requests is not a GitHub App permission")
 	_, err = server.ParseTokenPermissions("contents:write,contnets:read")
 	assert.ErrorContains(t, err, "contnets is not a GitHub App permission")
 	_, err = server.ParseTokenPermissions("contents:admin")
