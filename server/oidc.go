@@ -142,6 +142,7 @@ const (
 	CheckExpiry
 	CheckNotBefore
 	CheckIssuedAt
+	CheckReplay
 	CheckClaims
 	CheckRepository
 	CheckWorkflow
@@ -153,7 +154,7 @@ const (
 )
 
 var checkNames = [...]string{"none", "bearer", "malformed", "keys", "signature", "issuer", "audience", "expiry",
-	"not_before", "issued_at", "claims", "repository", "workflow", "environment", "rate_limit", "installed", "repository_id", "github"}
+	"not_before", "issued_at", "replay", "claims", "repository", "workflow", "environment", "rate_limit", "installed", "repository_id", "github"}
 
 func (c Check) String() string {
 	if c >= 0 && int(c) < len(checkNames) {

@@ -50,6 +50,10 @@ const (
 	DefaultTokenBurst = 20
 	maxTokenBody      = 4 << 10
 	tokenLimiters     = 10000 // repositories whose limiter is kept
+	// seenTokens bounds the job tokens remembered as used (by jti) until
+	// they expire; GitHub's live minutes, so this is far above any rate
+	// the per-repository limits allow.
+	seenTokens = 100000
 )
 
 // TokenExchangeConfig configures POST /token.
@@ -172,6 +176,10 @@ type TokenExchange struct {
 	workflow []workflowEntry
 	// count, when set (MountTokenExchange), counts outcomes in metrics.
 	count func(outcome string)
+	// seen holds the jti of exchanged job tokens until their exp: a job
+	// token is good for one exchange, so one copied from a job (a log, a
+	// proxy) after its use is worth nothing.
+	seen *lru.Cache[string, time.Time]
 }
 
 // TokenExchangeOptions are the parts of a TokenExchange that are not
@@ -221,8 +229,12 @@ func NewTokenExchange(cfg TokenExchangeConfig, o TokenExchangeOptions) (*TokenEx
 	if err != nil {
 		return nil, err
 	}
+	seen, err := lru.New[string, time.Time](seenTokens)
+	if err != nil {
+		return nil, err
+	}
 	return &TokenExchange{cfg: cfg, verifier: v, gh: o.GitHub, login: o.Login, log: o.Logger, now: o.Now,
-		limiters: lim, workflow: entries}, nil
+		limiters: lim, workflow: entries, seen: seen}, nil
 }
 
 // LogValue logs the exchange's configuration.
@@ -456,6 +468,12 @@ func (x *TokenExchange) exchange(w http.ResponseWriter, r *http.Request, c *JobC
 			return
 		}
 	}
+	// Spent just before GitHub is asked for the token: a refused
+	// exchange leaves the job token usable for a retry.
+	if !x.spend(c) {
+		x.refuse(w, r, http.StatusUnauthorized, CheckReplay, "this job token was already exchanged; request a new one", attrs)
+		return
+	}
 	perms := grantable(x.cfg.Permissions, inst.GetPermissions())
 	if len(perms) == 0 {
 		x.refuse(w, r, http.StatusForbidden, CheckInstalled, "the installation holds none of the permissions the jobs need", attrs)
@@ -480,6 +498,21 @@ func (x *TokenExchange) exchange(w http.ResponseWriter, r *http.Request, c *JobC
 	w.WriteHeader(http.StatusCreated)
 	_ = json.NewEncoder(w).Encode(tokenResponse{Token: tok.GetToken(), ExpiresAt: tok.GetExpiresAt().Time,
 		Repository: c.Repository, Permissions: perms, Login: x.login})
+}
+
+// spend marks the token's jti used; false when it was (a token without
+// jti cannot be told apart from a copy and is refused).
+func (x *TokenExchange) spend(c *JobClaims) bool {
+	if c.ID == "" {
+		return false
+	}
+	key := c.Issuer + "\x00" + c.ID
+	exp := c.ExpiresAt.Time
+	if prev, found, _ := x.seen.PeekOrAdd(key, exp); found && x.now().Before(prev.Add(x.verifier.leeway)) {
+		return false
+	}
+	x.seen.Add(key, exp)
+	return true
 }
 
 func (x *TokenExchange) allowed() string {

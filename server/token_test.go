@@ -425,6 +425,25 @@ func TestTokenExchangeRequiredEnvironment(t *testing.T) {
 	assert.Equal(t, http.StatusCreated, a.status, a.body)
 }
 
+// A job token is good for one exchange: a copy is refused, a token
+// refused before it reached GitHub can be retried.
+func TestTokenExchangeRefusesReplays(t *testing.T) {
+	w := newExchangeWorld(t, server.TokenExchangeConfig{})
+	tok := "Bearer " + w.o.Mint(w.claims())
+	a := w.exchange(tok)
+	require.Equal(t, http.StatusCreated, a.status, a.body)
+	a = w.exchange(tok)
+	assert.Equal(t, http.StatusUnauthorized, a.status)
+	assert.Equal(t, "replay", a.body["error"])
+	assert.Len(t, w.rec.scoped(), 1, "one installation token for one job token")
+
+	c := w.claims()
+	c.RepositoryID = "999999"
+	other := "Bearer " + w.o.Mint(c)
+	assert.Equal(t, "repository_id", w.exchange(other).body["error"])
+	assert.Equal(t, "repository_id", w.exchange(other).body["error"], "not spent by a refusal")
+}
+
 func TestTokenExchangeIssuerUnavailable(t *testing.T) {
 	w := newExchangeWorld(t, server.TokenExchangeConfig{})
 	tok := w.o.Mint(w.claims())
