@@ -130,7 +130,8 @@ func NewJobTokenVerifier(o VerifierOptions) (*JobTokenVerifier, error) {
 // Check names a check of the token exchange, as refusals and logs say it.
 type Check int
 
-// The checks, in the order they are made.
+// The checks, in the order they are made. CheckNone ("request") is a
+// refusal of the HTTP request itself (method, body size).
 const (
 	CheckNone Check = iota
 	CheckBearer
@@ -153,7 +154,7 @@ const (
 	CheckGitHub
 )
 
-var checkNames = [...]string{"none", "bearer", "malformed", "keys", "signature", "issuer", "audience", "expiry",
+var checkNames = [...]string{"request", "bearer", "malformed", "keys", "signature", "issuer", "audience", "expiry",
 	"not_before", "issued_at", "replay", "claims", "repository", "workflow", "environment", "rate_limit", "installed", "repository_id", "github"}
 
 func (c Check) String() string {

@@ -364,13 +364,16 @@ func (x *TokenExchange) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	claims, err := x.verifier.Verify(r.Context(), raw)
 	if err != nil {
 		var ve *VerifyError
-		errors.As(err, &ve)
+		if !errors.As(err, &ve) {
+			ve = &VerifyError{CheckMalformed, err}
+		}
 		status := http.StatusUnauthorized
 		if ve.Check == CheckKeys {
 			status = http.StatusServiceUnavailable
 			w.Header().Set("Retry-After", "30")
 		}
-		x.refuse(w, r, status, ve.Check, refusalText(ve, x.cfg), nil)
+		// The job is told which check failed; the log has the detail.
+		x.refuse(w, r, status, ve.Check, refusalText(ve, x.cfg), []any{"err", ve.Err.Error()})
 		return
 	}
 	x.exchange(w, r, claims)
