@@ -29,6 +29,7 @@
 package action
 
 import (
+	"cmp"
 	"context"
 	"crypto/ed25519"
 	"errors"
@@ -107,6 +108,9 @@ type Deps struct {
 	Now func() time.Time
 	// Client builds the API client (default NewClient).
 	Client ClientFunc
+	// HTTPClient requests the job's OIDC token and exchanges it (default:
+	// a 30 s timeout).
+	HTTPClient *http.Client
 }
 
 func (d Deps) withDefaults() Deps {
@@ -121,6 +125,9 @@ func (d Deps) withDefaults() Deps {
 	}
 	if d.Now == nil {
 		d.Now = time.Now
+	}
+	if d.HTTPClient == nil {
+		d.HTTPClient = &http.Client{Timeout: 30 * time.Second}
 	}
 	if d.Client == nil {
 		getenv := d.Getenv
@@ -186,6 +193,9 @@ Inputs (INPUT_* variables, as the runner sets them):
                      reconcile                  the Action-only orchestrator
   step               the step id <issue>/<group>/<role>/<n> (every command but reconcile)
   github-token       token for the API and git (read-only for agent, gate, validate)
+  token-exchange-url publish, land, reconcile: exchange the job's OIDC token (id-token: write) at
+                     bazinga serve's POST /token for an App token, used instead of github-token
+  token-exchange-audience  the OIDC token's audience (default bazinga)
   handover           the hand-over directory (default RUNNER_TEMP/bazinga-handover)
   agent-command      overrides agent.command of the configuration
   config             configuration path (default .github/bazinga.yml)
@@ -211,6 +221,10 @@ type inputs struct {
 	// which a privileged step job dispatches after posting (its comments,
 	// made with a GITHUB_TOKEN, start no workflow); "" in App mode.
 	orchestratorWorkflow string
+	// exchangeURL is bazinga serve's token exchange (privileged jobs only);
+	// exchangeAudience the OIDC token's audience; exchangeLogin the App's
+	// login the exchange reported.
+	exchangeURL, exchangeAudience, exchangeLogin string
 }
 
 // inputError is a wrong or missing input: the step fails with the message.
@@ -289,7 +303,8 @@ func readInputs(gha *githubactions.Action, getenv func(string) string) (inputs, 
 	default:
 		problems = append(problems, fmt.Sprintf("input `command` is %q; want agent, gate, validate, publish, land or reconcile", in.command))
 	}
-	if in.token == "" {
+	problems = append(problems, readExchangeInputs(gha, getenv, &in)...)
+	if in.token == "" && in.exchangeURL == "" {
 		problems = append(problems, "input `github-token` is empty; pass `github-token: ${{ github.token }}` (the default) or a token with contents, issues and pull-requests write")
 	}
 	full := strings.TrimSpace(getenv("GITHUB_REPOSITORY"))
@@ -359,6 +374,23 @@ func Run(ctx context.Context, d Deps) (code int) {
 		gha.WithFieldsMap(map[string]string{"title": "bazinga: bad input"}).Errorf("%s", err.Error())
 		out.set(in.step, StatusFailed, []string{err.Error()})
 		return 1
+	}
+	if !privileged(in.command) && d.Getenv(EnvIDTokenRequestToken) != "" {
+		// The agent can mint this job's OIDC token; a token exchange that
+		// allows this workflow would give it the App's write token.
+		gha.Warningf("bazinga %s: this job has `id-token: write`; the code it runs can request the job's OIDC token. "+
+			"If bazinga serve's token exchange allows this workflow, remove `id-token: write` from this job, or require an environment "+
+			"(BAZINGA_TOKEN_ENVIRONMENT) that only the privileged jobs use", in.command)
+	}
+	if in.exchangeURL != "" {
+		x, err := exchangeToken(ctx, d.HTTPClient, gha, d.Getenv, in)
+		if err != nil {
+			gha.WithFieldsMap(map[string]string{"title": "bazinga: token exchange"}).Errorf("%s", err.Error())
+			out.set(in.step, StatusFailed, []string{err.Error()})
+			return 1
+		}
+		in.token, in.exchangeLogin = x.Token, x.Login
+		gha.Infof("bazinga: acting as %s with an App token for %s (expires %s)", cmp.Or(x.Login, "the App"), in.repo, x.ExpiresAt.Format(time.RFC3339))
 	}
 	client, err := d.Client(ctx, in.token, in.apiURL)
 	if err != nil {

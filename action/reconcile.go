@@ -31,8 +31,20 @@ type eventInfo struct {
 	} `json:"inputs"`
 }
 
+// botLogin is who the orchestrator acts as: the App whose token the
+// exchange gave, else github-actions[bot] (the workflow's token). A token
+// given as github-token is taken to be the workflow's: the orchestrator's
+// identity must not change between runs (it authors the state).
+func (j *job) botLogin() string {
+	if j.in.exchangeLogin != "" {
+		return j.in.exchangeLogin
+	}
+	return ActionsLogin
+}
+
 // reconcile is the Action-only orchestrator: the triggering event goes
-// through the bot's own code, acting as github-actions[bot].
+// through the bot's own code, acting as github-actions[bot] or, with an
+// App's token, as the App.
 func (j *job) reconcile(ctx context.Context) int {
 	in := j.in
 	if in.eventName == "" {
@@ -57,7 +69,7 @@ func (j *job) reconcile(ctx context.Context) int {
 	gh := j.gh
 	b, err := bot.New(bot.Options{
 		Client:     func(context.Context, int64) (bot.GitHub, error) { return gh, nil },
-		Login:      ActionsLogin,
+		Login:      j.botLogin(),
 		Now:        j.d.Now,
 		SigningKey: in.signingKey,
 		Logger:     j.log,

@@ -358,7 +358,7 @@ func ignored(format string, args ...any) error {
 // translate turns one delivery into an intent, or an error wrapping
 // ErrIgnored when the delivery needs no work.
 func (t translator) translate(d Delivery, p *payload) (intent, error) {
-	if strings.EqualFold(p.Sender.Login, t.login) && d.Event != "workflow_run" && d.Event != "workflow_job" {
+	if strings.EqualFold(p.Sender.Login, t.login) && d.Event != "workflow_run" && d.Event != "workflow_job" && !stepReport(d.Event, p) {
 		// The bot never reacts to itself (its own comments, labels, PRs).
 		return intent{}, ignored("sent by the bot itself")
 	}
@@ -414,12 +414,26 @@ func (t translator) issues(p *payload) (intent, error) {
 	return intent{}, ignored("action %s", p.Action)
 }
 
+// stepReport: a new result or failure comment. The bot never posts one; a
+// privileged step job acting as the App (the token exchange) does, with
+// the bot's login, and it must be applied like a job's.
+func stepReport(event string, p *payload) bool {
+	if event != "issue_comment" || p.Action != "created" || p.Comment == nil {
+		return false
+	}
+	if _, ok := codec.ParseResultComment(p.Comment.Body); ok {
+		return true
+	}
+	_, ok := codec.ParseFailureComment(p.Comment.Body)
+	return ok
+}
+
 func (t translator) comment(p *payload) (intent, error) {
 	if p.Action != "created" || p.Issue == nil || p.Comment == nil {
 		return intent{}, ignored("not a new comment")
 	}
 	author := p.Comment.User
-	if strings.EqualFold(author.Login, t.login) {
+	if strings.EqualFold(author.Login, t.login) && !stepReport("issue_comment", p) {
 		return intent{}, ignored("the bot's own comment")
 	}
 	labels := map[int][]string{p.Issue.Number: labelNames(p.Issue.Labels)}

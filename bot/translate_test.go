@@ -126,6 +126,21 @@ func TestTranslate(t *testing.T) {
 				assert.Equal(t, "timed out", it.in.fail.Reason)
 				assert.Equal(t, "github-actions[bot]", it.in.failAuthor)
 			}},
+		{name: "a result the App posted (a step job with an exchanged token)", event: "issue_comment", fixture: "core_issue_comment_created.json",
+			edits: map[string]any{"comment.body": resultBody, "comment.user": map[string]any{"login": "bazinga[bot]", "type": "Bot"}, "sender.login": "bazinga[bot]"},
+			check: func(t *testing.T, it intent) {
+				require.NotNil(t, it.in.result, "applied, not ignored as the bot's own comment")
+				assert.Equal(t, "bazinga[bot]", it.in.result.author)
+			}},
+		{name: "a failure the App posted", event: "issue_comment", fixture: "core_issue_comment_created.json",
+			edits: map[string]any{"comment.body": failureBody, "comment.user": map[string]any{"login": "bazinga[bot]", "type": "Bot"}, "sender.login": "bazinga[bot]"},
+			check: func(t *testing.T, it intent) {
+				require.NotNil(t, it.in.fail)
+				assert.Equal(t, "bazinga[bot]", it.in.failAuthor)
+			}},
+		{name: "the bot's own other comment", event: "issue_comment", fixture: "core_issue_comment_created.json",
+			edits:   map[string]any{"comment.body": "/bazinga stop", "comment.user": map[string]any{"login": "bazinga[bot]", "type": "Bot"}, "sender.login": "bazinga[bot]"},
+			ignored: "sent by the bot itself"},
 		{name: "a PR closed", event: "pull_request", fixture: "core_pull_request_closed.json", check: func(t *testing.T, it intent) {
 			require.Len(t, it.in.events, 1)
 			assert.Equal(t, pipeline.EventPRClosed, it.in.events[0].Kind)

@@ -82,6 +82,9 @@ type Config struct {
 	CredentialsFile string
 	// PublicURL is the base URL GitHub reaches the server at ("" = derive).
 	PublicURL string
+
+	// TokenExchange configures POST /token (token.go).
+	TokenExchange TokenExchangeConfig
 }
 
 // Environment variables read by ConfigFromEnv.
@@ -103,6 +106,13 @@ const (
 	// EnvPublicURL is the base URL GitHub reaches the server at, for the
 	// setup page's manifest (default: from the request).
 	EnvPublicURL = "BAZINGA_PUBLIC_URL"
+	// The token exchange (POST /token).
+	EnvTokenExchange    = "BAZINGA_TOKEN_EXCHANGE"
+	EnvOIDCIssuer       = "BAZINGA_OIDC_ISSUER"
+	EnvOIDCAudience     = "BAZINGA_OIDC_AUDIENCE"
+	EnvTokenWorkflows   = "BAZINGA_TOKEN_WORKFLOWS"
+	EnvTokenPermissions = "BAZINGA_TOKEN_PERMISSIONS"
+	EnvTokenEnvironment = "BAZINGA_TOKEN_ENVIRONMENT"
 )
 
 // ErrNoAppCredentials is wrapped by ConfigFromEnv's error when none of the
@@ -125,6 +135,18 @@ const EnvHelp = `Environment:
   BAZINGA_QUEUE_SIZE        webhook queue capacity; full → 503 (default 1000)
   BAZINGA_SWEEP_INTERVAL    period of the active-session sweep, e.g. 5m (default 5m)
   BAZINGA_LOG_LEVEL         debug | info | warn | error (default info)
+  BAZINGA_TOKEN_EXCHANGE    on | off: POST /token gives a privileged job of an installed repository an App token
+                            for its OIDC token (default on)
+  BAZINGA_OIDC_ISSUER       issuer of job tokens (default https://token.actions.githubusercontent.com;
+                            on GitHub Enterprise Server <BAZINGA_GITHUB_URL>/_services/token)
+  BAZINGA_OIDC_AUDIENCE     audience job tokens must carry (default bazinga; the action's token-exchange-audience)
+  BAZINGA_TOKEN_WORKFLOWS   comma-separated workflows whose jobs may exchange, [owner/repo/].github/workflows/X.yml[@ref]
+                            (default .github/workflows/bazinga-agent.yml,.github/workflows/bazinga.yml of the job's
+                            repository, on its default branch)
+  BAZINGA_TOKEN_PERMISSIONS comma-separated name:level the exchanged token asks for, within the installation's
+                            (default actions:write,checks:read,contents:write,issues:write,pull_requests:write,statuses:read)
+  BAZINGA_TOKEN_ENVIRONMENT the deployment environment exchanging jobs must run in (their token's environment claim;
+                            default none required)
 `
 
 // ConfigFromEnv reads the configuration through getenv (os.Getenv in
@@ -249,6 +271,7 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 			errs = append(errs, fmt.Errorf("%s must be debug, info, warn or error, got %q", EnvLogLevel, v))
 		}
 	}
+	c.TokenExchange, errs = tokenExchangeFromEnv(get, c.GitHubURL, errs)
 	if noCredentials && len(errs) == 0 {
 		// Everything but the App is usable: the caller may serve the setup
 		// page with this configuration.
@@ -258,6 +281,41 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		return Config{}, fmt.Errorf("configuration: %w", err)
 	}
 	return c, nil
+}
+
+// tokenExchangeFromEnv reads the token exchange's variables.
+func tokenExchangeFromEnv(get func(string) string, githubURL string, errs []error) (TokenExchangeConfig, []error) {
+	var t TokenExchangeConfig
+	switch v := strings.ToLower(get(EnvTokenExchange)); v {
+	case "", "on", "true", "1":
+	case "off", "false", "0":
+		t.Disabled = true
+	default:
+		errs = append(errs, fmt.Errorf("%s must be on or off, got %q", EnvTokenExchange, v))
+	}
+	t.Issuer = get(EnvOIDCIssuer)
+	t.Environment = get(EnvTokenEnvironment)
+	t.Audience = get(EnvOIDCAudience)
+	if v := get(EnvTokenWorkflows); v != "" {
+		t.Workflows = strings.Split(v, ",")
+		if _, err := parseWorkflows(t.Workflows); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", EnvTokenWorkflows, err))
+		}
+	}
+	if v := get(EnvTokenPermissions); v != "" {
+		p, err := ParseTokenPermissions(v)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", EnvTokenPermissions, err))
+		}
+		t.Permissions = p
+	}
+	if !t.Disabled {
+		d := t.withDefaults(githubURL)
+		if _, err := NewJobTokenVerifier(VerifierOptions{Issuer: d.Issuer, Audience: d.Audience}); err != nil {
+			errs = append(errs, fmt.Errorf("%s/%s: %w", EnvOIDCIssuer, EnvOIDCAudience, err))
+		}
+	}
+	return t, errs
 }
 
 // App is the GitHub App the configuration names.
@@ -327,6 +385,9 @@ func (c Config) LogValue() slog.Value {
 		slog.String("log_level", c.LogLevel.String()),
 		slog.String("credentials_file", c.CredentialsFile),
 		slog.String("public_url", c.PublicURL),
+		slog.Bool("token_exchange", !c.TokenExchange.Disabled),
+		slog.String("oidc_issuer", c.TokenExchange.Issuer),
+		slog.String("oidc_audience", c.TokenExchange.Audience),
 	)
 }
 

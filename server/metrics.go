@@ -42,6 +42,22 @@ type Metrics struct {
 	latency  prometheus.Histogram
 	dropped  prometheus.Counter
 	api      *apiCollector
+	// exchanges is registered by MountTokenExchange.
+	exchanges *prometheus.CounterVec
+	exOnce    sync.Once
+}
+
+// tokenExchanges counts POST /token answers by outcome: "issued" or the
+// check that refused.
+func (m *Metrics) tokenExchanges() *prometheus.CounterVec {
+	m.exOnce.Do(func() {
+		m.exchanges = prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "bazinga_token_exchanges_total",
+			Help: "Token exchanges (POST /token) by outcome: issued, or the check that refused the job's token.",
+		}, []string{"outcome"})
+		m.reg.MustRegister(m.exchanges)
+	})
+	return m.exchanges
 }
 
 func newMetrics() *Metrics {

@@ -89,8 +89,16 @@ func NewServer(cfg Config, p Processor, logger *slog.Logger) (*Server, error) {
 	return s, nil
 }
 
-// Handler returns the HTTP handler: POST /webhook, GET /healthz, GET /metrics.
+// Handler returns the HTTP handler: POST /webhook, GET /healthz, GET /metrics,
+// and POST /token once MountTokenExchange is called.
 func (s *Server) Handler() http.Handler { return s.mux }
+
+// MountTokenExchange serves x at POST /token (call before Run or Serve).
+func (s *Server) MountTokenExchange(x *TokenExchange) {
+	c := s.metrics.tokenExchanges()
+	x.count = func(outcome string) { c.WithLabelValues(outcome).Inc() }
+	s.mux.Handle(TokenPath, x)
+}
 
 // Metrics returns the server's metrics (to attach API stats, or in tests).
 func (s *Server) Metrics() *Metrics { return s.metrics }

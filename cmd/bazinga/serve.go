@@ -24,7 +24,10 @@ const serveUsage = `Usage: bazinga serve [--listen ADDR]
 
 Run the bazinga GitHub App: POST /webhook receives GitHub's deliveries,
 GET /healthz reports liveness and queue depth, GET /metrics exposes
-Prometheus metrics. Configuration comes from the environment.
+Prometheus metrics, POST /token gives a privileged step job an App token
+for its GitHub Actions OIDC token (input token-exchange-url of the action;
+off with BAZINGA_TOKEN_EXCHANGE=off). Configuration comes from the
+environment.
 
 Without App credentials (in the environment or the credentials file) and
 with a listen address (--listen or BAZINGA_LISTEN), it serves a setup page
@@ -183,5 +186,14 @@ func serve(ctx context.Context, cfg server.Config, logger *slog.Logger) error {
 		return err
 	}
 	srv.Metrics().SetAPIStats(factory.CallStats)
+	if !cfg.TokenExchange.Disabled {
+		x, err := server.NewTokenExchange(cfg.TokenExchange, server.TokenExchangeOptions{
+			GitHub: server.FactoryGitHub{F: factory}, GitHubURL: cfg.GitHubURL, Login: login, Logger: logger})
+		if err != nil {
+			return err
+		}
+		srv.MountTokenExchange(x)
+		logger.Info("bazinga serve: token exchange", "path", server.TokenPath, "exchange", x)
+	}
 	return srv.Run(ctx)
 }

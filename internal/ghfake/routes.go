@@ -32,6 +32,7 @@ func (f *Fake) registerRoutes() {
 	f.add("GET "+repo, f.getRepo, ro{})
 	f.add("GET "+repo+"/contents/{path...}", f.getContents, ro{perm: contentsR})
 	f.add("GET "+repo+"/collaborators/{username}/permission", f.getPermission, ro{})
+	f.add("GET "+repo+"/installation", f.getRepoInstallation, ro{app: true}) // oidc.go
 
 	// Issue comments (literal "comments" before {number}).
 	f.add("GET "+repo+"/issues/comments/{comment_id}", f.getComment, ro{perm: issuesRead})
