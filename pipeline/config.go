@@ -21,6 +21,9 @@ type Config struct {
 	AllowWorkflowChanges bool         `json:"allow_workflow_changes"`
 	Limits               Limits       `json:"limits"`
 	GitHub               GitHubConfig `json:"github"`
+	// Checks are named commands the harness runs after a READY claim and in
+	// the merge gate (issue 13), in the file's order.
+	Checks []CheckConfig `json:"checks,omitempty"`
 }
 
 // AgentConfig says how an agent step is run.
@@ -56,6 +59,12 @@ type ModelsConfig struct {
 type TestsConfig struct {
 	Command string   `json:"command"`
 	Timeout Duration `json:"timeout"`
+	// Baseline says what a base that already fails at session start does:
+	// pause for a human, accept (compare failures), or off (no baseline).
+	Baseline BaselineMode `json:"baseline"`
+	// JUnit is a glob (relative to the repository root) of the JUnit XML
+	// reports the test command writes; failing tests are named from them.
+	JUnit string `json:"junit,omitempty"`
 }
 
 // BuildConfig is an optional build command run before the tests.
@@ -139,7 +148,7 @@ func DefaultConfig() Config {
 			Validator:    "sonnet",
 			Escalation:   "opus",
 		},
-		Tests:                TestsConfig{Command: "go test ./...", Timeout: Duration(20 * time.Minute)},
+		Tests:                TestsConfig{Command: "go test ./...", Timeout: Duration(20 * time.Minute), Baseline: BaselinePause},
 		MaxParallel:          4,
 		QA:                   true,
 		Merge:                MergeConfig{Method: MergePush},
@@ -185,6 +194,9 @@ func (c Config) engineError() error {
 	intIn("limits.review_attempts", c.Limits.ReviewAttempts, 1, 20)
 	intIn("limits.investigation_iterations", c.Limits.InvestigationIterations, 0, 20)
 	intIn("limits.step_attempts", c.Limits.StepAttempts, 1, 20)
+	if msg := cfgCheckBaselineMode(string(c.Tests.Baseline)); msg != "" && c.Tests.Baseline != "" {
+		problems = append(problems, "tests.baseline: "+msg)
+	}
 	if len(problems) == 0 {
 		return nil
 	}

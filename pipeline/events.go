@@ -29,6 +29,9 @@ type Event struct {
 	// Requirements and Base start a session (EventStarted).
 	Requirements string `json:"requirements,omitempty"`
 	Base         string `json:"base,omitempty"`
+	// Harness is what the harness itself found during the step of a result
+	// (the baseline, check outcomes); never taken from the agent's output.
+	Harness *HarnessReport `json:"harness,omitempty"`
 }
 
 // Command is a parsed human command.

@@ -76,7 +76,10 @@ type Session struct {
 	// Inbox holds what the next pm step must hear about.
 	Inbox []Note `json:"inbox,omitempty"`
 	// PMStreak counts pm steps since a group last merged; too many means no progress.
-	PMStreak    int       `json:"pm_streak"`
+	PMStreak int `json:"pm_streak"`
+	// Baseline is the test run on the base head at session start (issue 13):
+	// nil until the harness reports one.
+	Baseline    *Baseline `json:"baseline,omitempty"`
 	Rev         int       `json:"rev"`
 	StartedAt   time.Time `json:"started_at"`
 	UpdatedAt   time.Time `json:"updated_at"`
@@ -106,6 +109,9 @@ type Group struct {
 	// Head is the group branch's head commit as the executor last reported it
 	// (Event.Commit of a step result); empty when unknown.
 	Head string `json:"head,omitempty"`
+	// Checks are the outcomes of the harness-run checks (checks:) on the
+	// group's code, as the last step that ran them reported.
+	Checks []CheckOutcome `json:"checks,omitempty"`
 	Track
 }
 
@@ -155,6 +161,9 @@ type StepSpec struct {
 	Notes []Note `json:"notes,omitempty"`
 	// Escalated marks a tech lead step already running on the escalation model.
 	Escalated bool `json:"escalated,omitempty"`
+	// Baseline asks the harness to run the build and tests on the base head
+	// alongside this (pm) step and report the baseline with its result.
+	Baseline bool `json:"baseline,omitempty"`
 }
 
 // Step is one dispatched step.
@@ -254,6 +263,7 @@ func (s Session) Clone() Session {
 	for i, g := range s.Groups {
 		g.DependsOn = append([]string(nil), g.DependsOn...)
 		g.Approvals = append([]string(nil), g.Approvals...)
+		g.Checks = append([]CheckOutcome(nil), g.Checks...)
 		g.Track = g.Track.clone()
 		c.Groups[i] = g
 	}
@@ -267,6 +277,11 @@ func (s Session) Clone() Session {
 		c.Clarification = &cl
 	}
 	c.Inbox = append([]Note(nil), s.Inbox...)
+	if s.Baseline != nil {
+		b := *s.Baseline
+		b.Failed = append([]string(nil), b.Failed...)
+		c.Baseline = &b
+	}
 	return c
 }
 
