@@ -153,7 +153,7 @@ type CheckOutcome struct {
 // HarnessReport is what the harness itself found during a step, beside the
 // agent's result: the baseline it took, the checks it ran.
 type HarnessReport struct {
-	Baseline *Baseline     `json:"baseline,omitempty"`
+	Baseline *Baseline      `json:"baseline,omitempty"`
 	Checks   []CheckOutcome `json:"checks,omitempty"`
 }
 
