@@ -67,8 +67,10 @@ type GateResult struct {
 	// Outcome is the verdict: the tests (compared with Known) and the
 	// required checks.
 	Outcome GateOutcome
-	// TestsOutcome is the test command's own outcome.
+	// TestsOutcome is the test command's own outcome; TestsOK says whether
+	// the tests held: they passed, or failed only as the baseline does.
 	TestsOutcome GateOutcome
+	TestsOK      bool
 	ExitCode     int
 	Duration     time.Duration
 	// Output is the combined stdout and stderr, its last MaxGateOutput
@@ -200,6 +202,7 @@ func RunGate(ctx context.Context, dir string, cfg GateConfig) (GateResult, error
 			res.Outcome = GatePass
 		}
 	}
+	res.TestsOK = res.Outcome == GatePass
 	for _, c := range cfg.Checks {
 		if ctx.Err() != nil {
 			break

@@ -62,6 +62,9 @@ type TestReport struct {
 
 // Names are the failing tests' names, sorted.
 func (r TestReport) Names() []string {
+	if len(r.Failed) == 0 {
+		return nil
+	}
 	out := make([]string, len(r.Failed))
 	for i, f := range r.Failed {
 		out[i] = f.Name
