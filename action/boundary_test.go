@@ -285,7 +285,9 @@ func TestPublishRunsNoRepositoryCode(t *testing.T) {
    {"id": "A", "name": "a", "task": "t", "phase": 1}], "success_criteria": ["ok"]}}}],
  "A/developer": [{"status": "READY_FOR_QA", "summary": ["scripts"], "write": {"test.sh": %q, "Makefile": %q, "a.txt": "ok\n",
    ".gitattributes": "*.txt filter=run\n"}}]}}`, script, mk)
-	config := "agent:\n  command: x\n  timeout: 1m\ntests:\n  command: 'sh ./test.sh'\n  timeout: 1m\nbuild:\n  command: 'make -s'\n"
+	// The base has neither script, so its baseline is red: accepted, so the
+	// session goes on (and the pm job's baseline travels through publish).
+	config := "agent:\n  command: x\n  timeout: 1m\ntests:\n  command: 'sh ./test.sh'\n  timeout: 1m\n  baseline: accept\nbuild:\n  command: 'make -s'\n"
 	u := newUnitWith(t, config)
 	sc := filepath.Join(dir, "scenario.json")
 	require.NoError(t, os.WriteFile(sc, []byte(scenario), 0o644))

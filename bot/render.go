@@ -131,6 +131,7 @@ func renderTracking(st *codec.State, repoURL string, logN int, block string) str
 		fmt.Fprintf(&b, "\n> ❓ %s\n> Answer with `/bazinga answer <text>`; without an answer by %s the pm uses its safe fallback.\n",
 			codec.OneLine(s.Clarification.Question), s.Clarification.Deadline.UTC().Format("2006-01-02 15:04 UTC"))
 	}
+	b.WriteString(baselineNotice(s))
 	if len(s.Groups) > 0 {
 		b.WriteString("\n| Group | PR | Stage | Waiting on | Attempts | Last |\n|---|---|---|---|---|---|\n")
 		for _, g := range s.Groups {
@@ -142,6 +143,7 @@ func renderTracking(st *codec.State, repoURL string, logN int, block string) str
 				cell(waitText(g.Track)), cell(attempts(s.Progress(g.Track))), cell(groupCapsule(s, g.Track)))
 		}
 	}
+	b.WriteString(failedChecksLines(s))
 	if g := planGraph(s); g != "" {
 		b.WriteString("\n" + g)
 	}
@@ -275,4 +277,40 @@ func renderBotComment(lines []string, ev *codec.EventRecord) string {
 		}
 	}
 	return body
+}
+
+// --- baseline and harness-run checks (issue 13) ---
+
+// baselineNotice is the tracking comment's line about a red baseline: which
+// tests already fail on the base, and whether it waits for a human.
+func baselineNotice(s pipeline.Session) string {
+	b := s.Baseline
+	if !b.Red() {
+		return ""
+	}
+	line := "\n> 🔴 Baseline: " + codec.OneLine(b.Describe(s.Base)) + ".\n"
+	if b.Accepted {
+		line += "> Accepted (" + codec.OneLine(b.AcceptedBy) + "): only failures the base does not have count.\n"
+	} else {
+		line += "> `/bazinga resume` accepts these failures as pre-existing; then only new failures count.\n"
+	}
+	return line
+}
+
+// failedChecksLines lists the groups whose code fails a harness-run check.
+func failedChecksLines(s pipeline.Session) string {
+	var lines []string
+	for _, g := range s.Groups {
+		failing := false
+		for _, c := range g.Checks {
+			failing = failing || !c.Passed
+		}
+		if failing {
+			lines = append(lines, "- "+cell(g.ID)+": "+cell(pipeline.ChecksLine(g.Checks)))
+		}
+	}
+	if len(lines) == 0 {
+		return ""
+	}
+	return "\nChecks failing on group code:\n" + strings.Join(lines, "\n") + "\n"
 }

@@ -348,6 +348,7 @@ func resultEvent(s pipeline.Session, rec codec.ResultRecord, lenient bool) (pipe
 	}
 	ev := pipeline.StepResult(s.ID, id, rec.Result)
 	ev.Commit = rec.Head
+	ev.Harness = rec.Harness
 	return ev, true
 }
 
