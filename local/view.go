@@ -114,7 +114,7 @@ func (v *view) finished(rep stepexec.Report) {
 	}
 	// The checks the harness ran (issue 13), failures with their last line.
 	if h := rep.Harness; h != nil && len(h.Checks) > 0 {
-		v.println("   ↳ checks: " + pipeline.ChecksLine(h.Checks))
+		v.println(fmt.Sprintf("   ↳ group %s checks (%s): %s", rep.Group, rep.Role, pipeline.ChecksLine(h.Checks)))
 		for _, c := range h.Checks {
 			if !c.Passed {
 				v.println("     " + c.Name + ": " + c.Summary + lastLine(c.Tail))
