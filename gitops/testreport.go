@@ -462,7 +462,7 @@ func (k *KnownFailures) compare(res *GateResult) (pass bool, note string) {
 		}
 	}
 	if len(res.New) > 0 {
-		return false, fmt.Sprintf("new failures (not failing on the base %s): %s", k.At, listNames(res.New, 8))
+		return false, fmt.Sprintf("new failures (not failing on the base %s; %s): %s", k.At, k.Identity, listNames(res.New, 8))
 	}
 	return true, fmt.Sprintf("only failures the base %s already has (%s): %s", k.At, k.Identity, listNames(res.PreExisting, 8))
 }

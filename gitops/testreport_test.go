@@ -161,7 +161,7 @@ func TestRunGateBaseline(t *testing.T) {
 		{name: "one new failure", cmd: "gotest",
 			known: &KnownFailures{Identity: IdentityGoTestJSON, Tests: goTestFailures[:3], At: "main@abc"},
 			want:  GateFail, identity: IdentityGoTestJSON, pre: goTestFailures[:3], news: goTestFailures[3:],
-			compared: "new failures (not failing on the base main@abc): example.com/gj/calc.TestTable/bad"},
+			compared: "new failures (not failing on the base main@abc; go test -json): example.com/gj/calc.TestTable/bad"},
 		{name: "base failed without names: any failure is pre-existing", cmd: "echo broken; exit 2",
 			known: &KnownFailures{Identity: IdentityExitStatus, Unnamed: true, At: "main@abc"},
 			want:  GatePass, identity: IdentityExitStatus, compared: "any failure counts as pre-existing"},
