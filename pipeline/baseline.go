@@ -207,7 +207,8 @@ func (r *reconciler) harness(st *Step, g *Group, h *HarnessReport) {
 			r.recordBaseline(*b)
 		}
 	}
-	if g != nil && len(h.Checks) > 0 {
+	if g != nil && len(h.Checks) > 0 && g.Stage != StageMerged {
+		// A merged group's code is the base's now: nothing to keep.
 		g.Checks = boundChecks(h.Checks)
 	}
 }

@@ -205,8 +205,9 @@ func TestChecksKeptOnTheGroup(t *testing.T) {
 	h.report("A", StatusPass, "")
 	assert.Len(t, h.group("A").Checks, 2, "a step without checks leaves the last outcomes")
 	h.report("A", StatusApproved, "")
-	h.report("A", StatusMergeSuccess, "")
-	assert.Empty(t, h.group("A").Checks)
+	h.reportHarness("A", StatusMergeSuccess, "", &HarnessReport{Checks: []CheckOutcome{{Name: "lint", Required: true, Passed: true}}})
+	assert.Equal(t, StageMerged, h.group("A").Stage)
+	assert.Empty(t, h.group("A").Checks, "a merged group keeps no check outcomes")
 }
 
 func TestBaselineRoundTripsThroughJSON(t *testing.T) {
