@@ -331,3 +331,19 @@ func TestValidateComparesWithTheBaseline(t *testing.T) {
 		})
 	}
 }
+
+// A planning step that ends without a result stops its baseline rather than
+// waiting for the tests: the retry takes it again.
+func TestBaselineStoppedWhenTheStepFails(t *testing.T) {
+	bare, _ := baseRepo(t, "#!/bin/sh\nsleep 60\n")
+	cfg := testConfig()
+	s, _ := pipeline.Reconcile(pipeline.Session{}, []pipeline.Event{pipeline.Started("s1", "req", "main")}, time.Now(), cfg)
+	pm := s.Step(s.Lead.InFlight)
+	require.True(t, pm.Baseline)
+	start := time.Now()
+	ev, rep := executor(t, bare, cfg, "exit 3").Run(context.Background(), s, pm.ID)
+	assert.Equal(t, pipeline.EventStepFailed, ev.Kind)
+	assert.Nil(t, ev.Harness)
+	assert.Less(t, time.Since(start), 30*time.Second, "the 60s tests were stopped")
+	assert.Contains(t, strings.Join(rep.Notes, "\n"), "baseline not taken")
+}

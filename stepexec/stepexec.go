@@ -165,7 +165,7 @@ func (e *Executor) testGate() gitops.GateConfig {
 	return gitops.GateConfig{Command: cmd, Timeout: e.Config.Tests.Timeout.D(), JUnit: e.Config.Tests.JUnit}
 }
 
-func (e *Executor) agentStep(ctx context.Context, s pipeline.Session, st pipeline.Step, rep *Report) (pipeline.Result, error) {
+func (e *Executor) agentStep(ctx context.Context, s pipeline.Session, st pipeline.Step, rep *Report) (_ pipeline.Result, rerr error) {
 	if e.Runner == nil {
 		return pipeline.Result{}, errors.New("no agent runner is configured here")
 	}
@@ -211,9 +211,18 @@ func (e *Executor) agentStep(ctx context.Context, s pipeline.Session, st pipelin
 		return pipeline.Result{}, fmt.Errorf("building the prompt: %w", err)
 	}
 	if st.Baseline {
-		// The baseline runs on its own copy of the base, beside the agent.
-		wait := e.startBaseline(ctx, s, rep)
-		defer wait()
+		// The baseline runs on its own copy of the base, beside the agent;
+		// a step that ends without a result is retried, baseline and all,
+		// so then the tests are stopped rather than waited for.
+		bctx, cancel := context.WithCancel(ctx)
+		wait := e.startBaseline(bctx, s, rep)
+		defer func() {
+			if rerr != nil {
+				cancel()
+			}
+			wait()
+			cancel()
+		}()
 	}
 	out, err := e.Runner.Run(ctx, agent.StepSpec{Role: st.Role, Group: st.Group, StepID: st.ID, Model: st.Model, Prompt: prompt, WorkDir: dir})
 	if err != nil {
