@@ -18,6 +18,7 @@ import (
 
 	"github.com/bazinga-bot/bazinga/action"
 	"github.com/bazinga-bot/bazinga/codec"
+	"github.com/bazinga-bot/bazinga/ghapi"
 	"github.com/bazinga-bot/bazinga/gitops"
 	"github.com/bazinga-bot/bazinga/internal/ghfake"
 )
@@ -309,6 +310,24 @@ func TestPublishRunsNoRepositoryCode(t *testing.T) {
 	got, err := u.repo.ReadFile("bazinga/1-A", "test.sh")
 	require.NoError(t, err)
 	assert.Equal(t, script, string(got), "the scripts are published, as data")
+
+	// The pm job's baseline (the base has no Makefile: red, without names)
+	// went through its hand-over and result comment into the session.
+	var body string
+	for _, c := range u.repo.Comments(u.issue) {
+		if strings.Contains(c.GetBody(), "bazinga:state:v1") {
+			body = c.GetBody()
+		}
+	}
+	st, _, err := codec.FindState([]ghapi.Comment{{ID: 1, Author: u.f.BotLogin(), AuthorType: "Bot", Body: body}},
+		ghapi.RepoRef{Owner: e2eOwner, Name: e2eName}, u.issue, codec.StateTrust{PublicKey: e2ePublicKey, Authors: []string{u.f.BotLogin()}})
+	require.NoError(t, err)
+	require.NotNil(t, st.Session.Baseline)
+	assert.False(t, st.Session.Baseline.Green)
+	assert.True(t, st.Session.Baseline.Unnamed)
+	assert.Equal(t, "tests.baseline: accept", st.Session.Baseline.AcceptedBy)
+	main, _ := u.repo.Ref("refs/heads/main")
+	assert.Equal(t, main, st.Session.Baseline.Commit)
 }
 
 // The unprivileged job's token cannot write: whatever the agent reads from
