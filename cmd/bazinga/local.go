@@ -55,7 +55,14 @@ harness verified BAZINGA.
 		opts.TestCommand = testCmd
 	}
 	if fs.Changed("baseline") {
-		opts.Baseline = pipeline.BaselineMode(*baseline)
+		switch m := pipeline.BaselineMode(*baseline); m {
+		case pipeline.BaselinePause, pipeline.BaselineAccept, pipeline.BaselineOff:
+			opts.Baseline = m
+		default:
+			fmt.Fprintf(stderr, "bazinga run: --baseline must be pause, accept or off, not %q\n", *baseline)
+			usage(stderr)
+			return exitUsage
+		}
 	}
 	if fs.Changed("max-parallel") && *maxPar < 1 {
 		fmt.Fprintln(stderr, "bazinga run: --max-parallel must be at least 1")
