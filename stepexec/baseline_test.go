@@ -81,7 +81,7 @@ func TestBaselineTakenBesideThePlanningStep(t *testing.T) {
 	}{
 		{name: "red base, JUnit reports", junit: "out/*.xml",
 			script: "#!/bin/sh\nmkdir -p out\nprintf '<testsuite><testcase classname=\"C\" name=\"ok\"/><testcase classname=\"C\" name=\"old\"><failure message=\"boom\"/></testcase></testsuite>' > out/r.xml\nexit 1\n",
-			want: &pipeline.Baseline{Identity: pipeline.IdentityJUnit, Failed: []string{"C.old"}}},
+			want:   &pipeline.Baseline{Identity: pipeline.IdentityJUnit, Failed: []string{"C.old"}}},
 		{name: "green base", script: jsonTests, want: &pipeline.Baseline{Green: true, Identity: pipeline.IdentityGoTestJSON}},
 		{name: "red base, tests named", script: jsonTests, failing: []string{"TestOld", "TestFlaky"},
 			want: &pipeline.Baseline{Identity: pipeline.IdentityGoTestJSON, Failed: []string{"p.TestFlaky", "p.TestOld"}}},
