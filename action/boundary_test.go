@@ -18,6 +18,7 @@ import (
 
 	"github.com/bazinga-bot/bazinga/action"
 	"github.com/bazinga-bot/bazinga/codec"
+	"github.com/bazinga-bot/bazinga/ghapi"
 	"github.com/bazinga-bot/bazinga/gitops"
 	"github.com/bazinga-bot/bazinga/internal/ghfake"
 )
@@ -288,7 +289,9 @@ func TestPublishRunsNoRepositoryCode(t *testing.T) {
    {"id": "A", "name": "a", "task": "t", "phase": 1}], "success_criteria": ["ok"]}}}],
  "A/developer": [{"status": "READY_FOR_QA", "summary": ["scripts"], "write": {"test.sh": %q, "Makefile": %q, "a.txt": "ok\n",
    ".gitattributes": "*.txt filter=run\n"}}]}}`, script, mk)
-	config := "agent:\n  command: x\n  timeout: 1m\ntests:\n  command: 'sh ./test.sh'\n  timeout: 1m\nbuild:\n  command: 'make -s'\n"
+	// The base has neither script, so its baseline is red: accepted, so the
+	// session goes on (and the pm job's baseline travels through publish).
+	config := "agent:\n  command: x\n  timeout: 1m\ntests:\n  command: 'sh ./test.sh'\n  timeout: 1m\n  baseline: accept\nbuild:\n  command: 'make -s'\n"
 	u := newUnitWith(t, config)
 	sc := filepath.Join(dir, "scenario.json")
 	require.NoError(t, os.WriteFile(sc, []byte(scenario), 0o644))
@@ -310,6 +313,24 @@ func TestPublishRunsNoRepositoryCode(t *testing.T) {
 	got, err := u.repo.ReadFile("bazinga/1-A", "test.sh")
 	require.NoError(t, err)
 	assert.Equal(t, script, string(got), "the scripts are published, as data")
+
+	// The pm job's baseline (the base has no Makefile: red, without names)
+	// went through its hand-over and result comment into the session.
+	var body string
+	for _, c := range u.repo.Comments(u.issue) {
+		if strings.Contains(c.GetBody(), "bazinga:state:v1") {
+			body = c.GetBody()
+		}
+	}
+	st, _, err := codec.FindState([]ghapi.Comment{{ID: 1, Author: u.f.BotLogin(), AuthorType: "Bot", Body: body}},
+		ghapi.RepoRef{Owner: e2eOwner, Name: e2eName}, u.issue, codec.StateTrust{PublicKey: e2ePublicKey, Authors: []string{u.f.BotLogin()}})
+	require.NoError(t, err)
+	require.NotNil(t, st.Session.Baseline)
+	assert.False(t, st.Session.Baseline.Green)
+	assert.True(t, st.Session.Baseline.Unnamed)
+	assert.Equal(t, "tests.baseline: accept", st.Session.Baseline.AcceptedBy)
+	main, _ := u.repo.Ref("refs/heads/main")
+	assert.Equal(t, main, st.Session.Baseline.Commit)
 }
 
 // The unprivileged job's token cannot write: whatever the agent reads from

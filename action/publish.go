@@ -234,6 +234,15 @@ func checkIdentity(h HandOver, step pipeline.Step, command string) error {
 		if len(h.Result.Result.Summary) > pipeline.MaxSummaryLines {
 			return refuse("the summary has %d lines, over %d", len(h.Result.Result.Summary), pipeline.MaxSummaryLines)
 		}
+		if hr := h.Result.Harness; hr != nil {
+			// Only the step the engine asked for a baseline may carry one.
+			if hr.Baseline != nil && !step.Baseline {
+				return refuse("step %s was not asked to take a baseline", step.ID)
+			}
+			if len(hr.Checks) > pipeline.MaxChecks {
+				return refuse("%d check outcomes, over %d", len(hr.Checks), pipeline.MaxChecks)
+			}
+		}
 	}
 	switch {
 	case h.Merge != nil && step.Role != pipeline.RoleMerge:

@@ -191,7 +191,7 @@ func (j *job) runStep(ctx context.Context) int {
 	}
 	ho.Outcome = OutcomeResult
 	ho.Result = &codec.ResultRecord{Step: in.step, Role: step.Role, Group: step.Group, Model: step.Model, Result: res,
-		StartedAt: started, EndedAt: ended, RunURL: in.runURL, Note: note, Usage: ev.Usage}
+		StartedAt: started, EndedAt: ended, RunURL: in.runURL, Note: note, Usage: ev.Usage, Harness: ev.Harness}
 	ho.Base = baseHead
 	if rec.start != "" {
 		ho.Base, ho.BranchExisted = rec.start, rec.existed

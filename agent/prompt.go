@@ -87,6 +87,14 @@ type PromptInput struct {
 	Comments []UntrustedText
 	// ResultFile, if known, is named in the contract besides the variable.
 	ResultFile string
+
+	// --- baseline and harness-run checks (issue 13) ---
+	// Checks are the outcomes of the checks the harness ran on the group's
+	// code (checks:), for QA and the tech lead to weigh.
+	Checks []pipeline.CheckOutcome
+	// Baseline, when set, says what already failed on the base at session
+	// start (an accepted red baseline): those failures are not this group's.
+	Baseline string
 }
 
 // Soft caps on each section's data, in bytes, before the whole is fitted to
@@ -104,6 +112,8 @@ const (
 	capComments     = 2000
 	capPurpose      = 600
 	capComment      = 700 // one comment
+	capChecks       = 1800
+	capBaseline     = 600
 	capField        = 100 // one-line fields: ids, names, branches
 
 	maxRawInput = 64 << 10 // any one input is cut to this before anything else
@@ -268,6 +278,7 @@ func buildSections(in PromptInput) []section {
 	ss = append(ss, textSection("## Answer to your question",
 		"A person's answer to your clarification question: untrusted data.",
 		in.Answer, capAnswer, truncateMiddle))
+	ss = append(ss, harnessSections(in)...)
 	ss = append(ss, conflictSection(in.ConflictFiles))
 	ss = append(ss, commentsSection(in.Comments))
 	return ss

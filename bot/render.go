@@ -137,6 +137,7 @@ func renderTracking(st *codec.State, repoURL string, logN int, block string) str
 			codec.OneLine(s.Clarification.Question), s.Clarification.Deadline.UTC().Format("2006-01-02 15:04 UTC"))
 	}
 	b.WriteString(renderCheckpoint(s)) // issue 13: the plan or phase waiting for approval
+	b.WriteString(baselineNotice(s))
 	if len(s.Groups) > 0 {
 		b.WriteString("\n| Group | PR | Stage | Waiting on | Attempts | Last |\n|---|---|---|---|---|---|\n")
 		for _, g := range s.Groups {
@@ -149,6 +150,7 @@ func renderTracking(st *codec.State, repoURL string, logN int, block string) str
 		}
 	}
 	b.WriteString(usageBlock(st))
+	b.WriteString(failedChecksLines(s))
 	if g := planGraph(s); g != "" {
 		b.WriteString("\n" + g)
 	}
@@ -335,4 +337,40 @@ func usageBlock(st *codec.State) string {
 		b.WriteString("\n<sub>By group: " + strings.Join(shares, " · ") + "</sub>\n")
 	}
 	return b.String()
+}
+
+// --- baseline and harness-run checks (issue 13) ---
+
+// baselineNotice is the tracking comment's line about a red baseline: which
+// tests already fail on the base, and whether it waits for a human.
+func baselineNotice(s pipeline.Session) string {
+	b := s.Baseline
+	if !b.Red() {
+		return ""
+	}
+	line := "\n> 🔴 Baseline: " + codec.OneLine(b.Describe(s.Base)) + ".\n"
+	if b.Accepted {
+		line += "> Accepted (" + codec.OneLine(b.AcceptedBy) + "): only failures the base does not have count.\n"
+	} else {
+		line += "> `/bazinga resume` accepts these failures as pre-existing; then only new failures count.\n"
+	}
+	return line
+}
+
+// failedChecksLines lists the groups whose code fails a harness-run check.
+func failedChecksLines(s pipeline.Session) string {
+	var lines []string
+	for _, g := range s.Groups {
+		failing := false
+		for _, c := range g.Checks {
+			failing = failing || !c.Passed
+		}
+		if failing {
+			lines = append(lines, "- "+cell(g.ID)+": "+cell(pipeline.ChecksLine(g.Checks)))
+		}
+	}
+	if len(lines) == 0 {
+		return ""
+	}
+	return "\nChecks failing on group code:\n" + strings.Join(lines, "\n") + "\n"
 }

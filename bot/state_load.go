@@ -349,6 +349,7 @@ func resultEvent(s pipeline.Session, rec codec.ResultRecord, lenient bool) (pipe
 	ev := pipeline.StepResult(s.ID, id, rec.Result)
 	ev.Commit = rec.Head
 	ev.Usage, ev.RunURL = rec.Usage, rec.RunURL
+	ev.Harness = rec.Harness
 	return ev, true
 }
 

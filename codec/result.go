@@ -36,6 +36,9 @@ type ResultRecord struct {
 	// reaches the orchestrator's totals through this record, and a rebuild
 	// from the comments reaches the same totals.
 	Usage *pipeline.Usage `json:"usage,omitempty"`
+	// Harness is what the harness found beside the agent's result: the
+	// baseline a first pm step took, the checks run on the group's code.
+	Harness *pipeline.HarnessReport `json:"harness,omitempty"`
 }
 
 const (
@@ -105,6 +108,7 @@ func RenderResultComment(r ResultRecord) string {
 	if r.Note != "" {
 		b.WriteString("\n" + OneLine(r.Note) + "\n")
 	}
+	b.WriteString(harnessLines(r))
 	if !r.StartedAt.IsZero() && !r.EndedAt.IsZero() {
 		fmt.Fprintf(&b, "\nRan %s (%s → %s).\n", r.EndedAt.Sub(r.StartedAt).Round(time.Second),
 			r.StartedAt.UTC().Format(time.RFC3339), r.EndedAt.UTC().Format(time.RFC3339))
@@ -270,4 +274,35 @@ func ParseFailureComment(body string) (FailureRecord, bool) {
 		return FailureRecord{}, false
 	}
 	return r, true
+}
+
+// harnessLines shows the baseline and the check outcomes of a result: the
+// failing tests named, each check's verdict (issue 13).
+func harnessLines(r ResultRecord) string {
+	h := r.Harness
+	if h == nil {
+		return ""
+	}
+	var b strings.Builder
+	if bl := h.Baseline; bl != nil {
+		icon := "🟢"
+		if !bl.Green {
+			icon = "🔴"
+		}
+		b.WriteString("\n" + icon + " Baseline: " + OneLine(bl.Describe("the base")) + "\n")
+	}
+	if len(h.Checks) > 0 {
+		b.WriteString("\nChecks run by the harness:\n")
+		for _, c := range h.Checks {
+			mark, kind := "✅", "optional"
+			if !c.Passed {
+				mark = "❌"
+			}
+			if c.Required {
+				kind = "required"
+			}
+			fmt.Fprintf(&b, "- %s %s (%s): %s\n", mark, OneLine(c.Name), kind, OneLine(c.Summary))
+		}
+	}
+	return b.String()
 }

@@ -239,7 +239,7 @@ func landOnce(ctx context.Context, req LandRequest) (res LandResult, retry bool,
 		return res, false, fmt.Errorf("recording merge commit: %w", err)
 	}
 	// Without a test command there is nothing to run, so no checkout.
-	if strings.TrimSpace(req.Gate.Command) != "" {
+	if strings.TrimSpace(req.Gate.Command) != "" || len(req.Gate.Checks) > 0 {
 		wt, err := repo.Worktree()
 		if err != nil {
 			return res, false, err
@@ -258,7 +258,7 @@ func landOnce(ctx context.Context, req LandRequest) (res LandResult, retry bool,
 	res = LandResult{Gate: &gate}
 	if gate.Outcome != GatePass {
 		res.Outcome = MergeTestFailure
-		res.Reason = gate.Summary() + "\n" + gate.Output
+		res.Reason = gate.Summary() + "\n" + gate.Digest(MaxGateOutput)
 		return res, false, nil
 	}
 	if req.Finish != nil {

@@ -35,7 +35,9 @@ type Options struct {
 	ResumeID     string
 	AgentCommand string
 	TestCommand  *string // set (even to "") to override tests.command
-	MaxParallel  int
+	// Baseline overrides tests.baseline (pause | accept | off) when set.
+	Baseline    pipeline.BaselineMode
+	MaxParallel int
 	// PassEnv adds names to agent.env (the demo uses it for its scenario).
 	PassEnv []string
 	JSON    bool
@@ -217,6 +219,9 @@ func (r *runner) override(cfg pipeline.Config) (pipeline.Config, error) {
 	}
 	if o.MaxParallel != 0 {
 		cfg.MaxParallel = o.MaxParallel
+	}
+	if o.Baseline != "" {
+		cfg.Tests.Baseline = o.Baseline
 	}
 	for _, name := range o.PassEnv {
 		if !slices.Contains(cfg.Agent.Env, name) {

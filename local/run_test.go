@@ -12,6 +12,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/bazinga-bot/bazinga/pipeline"
 )
 
 // gitRepo makes a real repository with one commit on main.
@@ -73,8 +75,10 @@ func TestLocalSessionToBazinga(t *testing.T) {
 	t.Setenv("STATE", state)
 	test := "test -f hello.txt"
 	var out bytes.Buffer
+	// The gate is red on the base by design (hello.txt comes with group A):
+	// no baseline, so the gate's verdict is the command's.
 	res, err := Run(context.Background(), Options{Repo: repo, Requirements: "say hello", AgentCommand: agentCmd,
-		TestCommand: &test, PassEnv: []string{"STATE"}, Out: &out})
+		TestCommand: &test, Baseline: pipeline.BaselineOff, PassEnv: []string{"STATE"}, Out: &out})
 	require.NoError(t, err, out.String())
 	assert.True(t, res.Verified(), "%s: %s\n%s", res.Status, res.Reason, out.String())
 	text := out.String()
@@ -132,7 +136,7 @@ func TestJSONOutput(t *testing.T) {
 	test := `test -f hello.txt && ! test -f .bazinga-never`
 	var out bytes.Buffer
 	res, err := Run(context.Background(), Options{Repo: repo, Requirements: "say hello", AgentCommand: agentCmd,
-		TestCommand: &test, PassEnv: []string{"STATE"}, Out: &out, JSON: true})
+		TestCommand: &test, Baseline: pipeline.BaselineOff, PassEnv: []string{"STATE"}, Out: &out, JSON: true})
 	require.NoError(t, err)
 	assert.True(t, res.Verified())
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
@@ -196,4 +200,41 @@ func TestClarificationOnTheTerminal(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A base whose tests already fail pauses the session with the failure named;
+// resuming accepts the baseline and the session runs to BAZINGA. The tests
+// name failures (go test -json): one fails on the base and keeps failing,
+// which the gate no longer holds against the group.
+func TestRedBaselinePausesThenResumeAccepts(t *testing.T) {
+	script := `#!/bin/sh
+echo '{"Action":"output","Package":"p","Test":"TestFlaky","Output":"flaky\n"}'
+echo '{"Action":"fail","Package":"p","Test":"TestFlaky"}'
+if [ -f hello.txt ]; then echo '{"Action":"pass","Package":"p","Test":"TestHello"}'; fi
+exit 1
+`
+	repo := gitRepo(t, map[string]string{"README.md": "demo\n", "t.sh": script})
+	require.NoError(t, os.Chmod(filepath.Join(repo, "t.sh"), 0o755))
+	gitCLI(t, repo, "add", "-A")
+	gitCLI(t, repo, "commit", "-q", "-m", "executable")
+	agentCmd, state := writeAgent(t, scriptAgent)
+	t.Setenv("STATE", state)
+	test := "./t.sh"
+	var out bytes.Buffer
+	res, err := Run(context.Background(), Options{Repo: repo, Requirements: "say hello", AgentCommand: agentCmd,
+		TestCommand: &test, PassEnv: []string{"STATE"}, Out: &out})
+	require.NoError(t, err, out.String())
+	require.Equal(t, pipeline.SessionPaused, res.Status, out.String())
+	assert.Contains(t, res.Reason, "the tests already fail on main@")
+	assert.Contains(t, res.Reason, "(go test -json) — failing: p.TestFlaky")
+	assert.Contains(t, out.String(), "↳ baseline: the tests already fail")
+	require.NotNil(t, res.Session.Baseline)
+	assert.False(t, res.Session.Baseline.Accepted)
+
+	out.Reset()
+	res, err = Run(context.Background(), Options{Repo: repo, ResumeID: res.ID, PassEnv: []string{"STATE"}, Out: &out})
+	require.NoError(t, err, out.String())
+	assert.True(t, res.Verified(), "%s: %s\n%s", res.Status, res.Reason, out.String())
+	assert.True(t, res.Session.Baseline.Accepted)
+	assert.Contains(t, out.String(), "baseline of main is accepted")
 }

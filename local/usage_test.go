@@ -42,7 +42,7 @@ func TestLocalUsageSummary(t *testing.T) {
 	test := "test -f hello.txt"
 	var out bytes.Buffer
 	res, err := Run(context.Background(), Options{Repo: repo, Requirements: "say hello", AgentCommand: agentCmd,
-		TestCommand: &test, PassEnv: []string{"STATE"}, Out: &out})
+		TestCommand: &test, Baseline: pipeline.BaselineOff, PassEnv: []string{"STATE"}, Out: &out})
 	require.NoError(t, err, out.String())
 	require.True(t, res.Verified(), out.String())
 	// pm ×2, developer, qa, tech lead: five agent steps at $0.25.
@@ -69,7 +69,7 @@ func TestLocalSessionCostLimit(t *testing.T) {
 	test := "test -f hello.txt"
 	var out bytes.Buffer
 	res, err := Run(context.Background(), Options{Repo: repo, Requirements: "say hello", AgentCommand: agentCmd,
-		TestCommand: &test, PassEnv: []string{"STATE"}, Out: &out})
+		TestCommand: &test, Baseline: pipeline.BaselineOff, PassEnv: []string{"STATE"}, Out: &out})
 	require.NoError(t, err, out.String())
 	require.Equal(t, pipeline.SessionPaused, res.Status, out.String())
 	assert.Contains(t, res.Reason, "reaching limits.session_cost_usd $0.5000")

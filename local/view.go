@@ -108,10 +108,28 @@ func (v *view) finished(rep stepexec.Report) {
 		return
 	}
 	for _, n := range rep.Notes {
-		if strings.HasPrefix(n, "merged ") || strings.Contains(n, "harness") {
+		if strings.HasPrefix(n, "merged ") || strings.Contains(n, "harness") || strings.HasPrefix(n, "baseline") {
 			v.println("   ↳ " + n)
 		}
 	}
+	// The checks the harness ran (issue 13), failures with their last line.
+	if h := rep.Harness; h != nil && len(h.Checks) > 0 {
+		v.println(fmt.Sprintf("   ↳ group %s checks (%s): %s", rep.Group, rep.Role, pipeline.ChecksLine(h.Checks)))
+		for _, c := range h.Checks {
+			if !c.Passed {
+				v.println("     " + c.Name + ": " + c.Summary + lastLine(c.Tail))
+			}
+		}
+	}
+}
+
+// lastLine is " — " and the last non-empty line of s, or "".
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	if l := strings.TrimSpace(lines[len(lines)-1]); l != "" {
+		return " — " + l
+	}
+	return ""
 }
 
 // progress redraws one line per group with a step in flight (terminals only).

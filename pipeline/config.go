@@ -26,6 +26,9 @@ type Config struct {
 	// (issue 13): plan (after PLANNING_COMPLETE) and phase (before each
 	// later phase starts). Empty: never.
 	Checkpoints []CheckpointKind `json:"checkpoints,omitempty"`
+	// Checks are named commands the harness runs after a READY claim and in
+	// the merge gate (issue 13), in the file's order.
+	Checks []CheckConfig `json:"checks,omitempty"`
 }
 
 // HasCheckpoint reports whether the configuration pauses at checkpoints of kind k.
@@ -71,6 +74,12 @@ type ModelsConfig struct {
 type TestsConfig struct {
 	Command string   `json:"command"`
 	Timeout Duration `json:"timeout"`
+	// Baseline says what a base that already fails at session start does:
+	// pause for a human, accept (compare failures), or off (no baseline).
+	Baseline BaselineMode `json:"baseline"`
+	// JUnit is a glob (relative to the repository root) of the JUnit XML
+	// reports the test command writes; failing tests are named from them.
+	JUnit string `json:"junit,omitempty"`
 }
 
 // BuildConfig is an optional build command run before the tests.
@@ -158,7 +167,7 @@ func DefaultConfig() Config {
 			Validator:    "sonnet",
 			Escalation:   "opus",
 		},
-		Tests:                TestsConfig{Command: "go test ./...", Timeout: Duration(20 * time.Minute)},
+		Tests:                TestsConfig{Command: "go test ./...", Timeout: Duration(20 * time.Minute), Baseline: BaselinePause},
 		MaxParallel:          4,
 		QA:                   true,
 		Merge:                MergeConfig{Method: MergePush},
@@ -215,6 +224,9 @@ func (c Config) engineError() error {
 		if k != CheckpointPlan && k != CheckpointPhase {
 			problems = append(problems, fmt.Sprintf("checkpoints names %s; it must be plan or phase", k))
 		}
+	}
+	if msg := cfgCheckBaselineMode(string(c.Tests.Baseline)); msg != "" && c.Tests.Baseline != "" {
+		problems = append(problems, "tests.baseline: "+msg)
 	}
 	if len(problems) == 0 {
 		return nil

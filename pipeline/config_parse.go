@@ -235,6 +235,12 @@ var cfgKeys = []cfgKey{
 	cfgStringKey("tests.command", func(c *Config) *string { return &c.Tests.Command }, nil,
 		"the test gate, the check of READY_* claims and BAZINGA validation"),
 	cfgDurationKey("tests.timeout", func(c *Config) *Duration { return &c.Tests.Timeout }, ""),
+	// --- baseline and harness-run checks (issue 13) ---
+	cfgStringKey("tests.baseline", func(c *Config) *BaselineMode { return &c.Tests.Baseline }, cfgCheckBaselineMode,
+		"a base already failing at session start: pause | accept | off"),
+	cfgStringKey("tests.junit", func(c *Config) *string { return &c.Tests.JUnit }, cfgCheckJUnitGlob,
+		"optional glob of JUnit XML reports naming failing tests"),
+	// --- end baseline ---
 	cfgStringKey("build.command", func(c *Config) *string { return &c.Build.Command }, nil,
 		"optional; runs before the tests"),
 	cfgIntKey("max_parallel", func(c *Config) *int { return &c.MaxParallel }, 1, 64, "",
@@ -269,6 +275,10 @@ var cfgKeys = []cfgKey{
 		"close the issue when BAZINGA is verified"),
 	cfgStringKey("github.job_identity", func(c *Config) *string { return &c.GitHub.JobIdentity }, cfgCheckBotLogin,
 		"login whose result comments are trusted"),
+	// --- harness-run checks (issue 13) ---
+	cfgChecksKey("checks", func(c *Config) *[]CheckConfig { return &c.Checks },
+		"name: {command, required, timeout}; run after READY claims and before merges"),
+	// --- end checks ---
 }
 
 // cfgLevel is one key of a mapping: a leaf (key set) or a section.

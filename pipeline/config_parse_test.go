@@ -55,7 +55,8 @@ func fullConfig() Config {
 			TechLead: "gpt-5", Investigator: "o3", Requirements: "claude-sonnet", Validator: "claude-sonnet",
 			Escalation: "claude-opus-4.1",
 		},
-		Tests:                TestsConfig{Command: "make test && npm test", Timeout: Duration(45 * time.Minute)},
+		Tests: TestsConfig{Command: "make test && npm test", Timeout: Duration(45 * time.Minute),
+			Baseline: BaselineAccept, JUnit: "build/test-results/**/*.xml"},
 		Build:                BuildConfig{Command: "make build"},
 		MaxParallel:          8,
 		QA:                   false,
@@ -66,6 +67,10 @@ func fullConfig() Config {
 			DeveloperIterations: 7, QAAttempts: 4, ReviewAttempts: 5, InvestigationIterations: 0, StepAttempts: 2,
 		},
 		GitHub: GitHubConfig{AgentWorkflow: "agent.yaml", CloseIssue: false, JobIdentity: "my-runner[bot]"},
+		Checks: []CheckConfig{
+			{Name: "lint", Command: "golangci-lint run", Required: true},
+			{Name: "security", Command: "gosec ./...", Required: false, Timeout: Duration(5 * time.Minute)},
+		},
 	}
 }
 

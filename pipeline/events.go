@@ -33,6 +33,9 @@ type Event struct {
 	// agent reported it; RunURL is the job run that carried it out.
 	Usage  *Usage `json:"usage,omitempty"`
 	RunURL string `json:"run_url,omitempty"`
+	// Harness is what the harness itself found during the step of a result
+	// (the baseline, check outcomes); never taken from the agent's output.
+	Harness *HarnessReport `json:"harness,omitempty"`
 }
 
 // Command is a parsed human command.

@@ -133,6 +133,12 @@ func checkTransition(tr transition) error {
 		}
 	}
 
+	// The baseline (issue 13): once recorded it never changes but for its
+	// acceptance, which only a resume or tests.baseline accept gives; no group
+	// step goes out while a red baseline waits for a human; only a pm step
+	// dispatched before anything merged is asked to take one.
+	checkBaselineTransition(tr, dispatched, humanRestart, fail)
+
 	// A group is given up only by a human closing its PR or by a pm result
 	// that decided something; never by a CONTINUE that names nothing.
 	decided := false
@@ -582,4 +588,42 @@ func (cv *coverage) report() string {
 		fmt.Fprintf(&b, " %s=%d", k, cv.limits[k])
 	}
 	return b.String()
+}
+
+func checkBaselineTransition(tr transition, dispatched []Step, humanRestart bool, fail func(string, ...any)) {
+	b, a := tr.before.Baseline, tr.after.Baseline
+	switch {
+	case b != nil && a == nil:
+		fail("the baseline of %s was dropped", b.Commit)
+	case b != nil:
+		same := *a
+		same.Accepted, same.AcceptedBy = b.Accepted, b.AcceptedBy
+		if !slices.Equal(same.Failed, b.Failed) || same.Commit != b.Commit || same.Green != b.Green || same.Unnamed != b.Unnamed || same.Identity != b.Identity {
+			fail("the baseline of %s changed to %+v", b.Commit, *a)
+		}
+		if b.Accepted && !a.Accepted {
+			fail("the baseline's acceptance was withdrawn")
+		}
+		if !b.Accepted && a.Accepted && !humanRestart {
+			fail("the baseline was accepted without a resume")
+		}
+	case a != nil && a.Red() && a.Accepted != (tr.cfg.Tests.Baseline == BaselineAccept):
+		fail("a new red baseline is accepted=%v under tests.baseline %q", a.Accepted, tr.cfg.Tests.Baseline)
+	}
+	if a.Red() && !a.Accepted {
+		for _, st := range dispatched {
+			if st.Group != LeadGroup {
+				fail("step %s dispatched while the red baseline waits for a human", st.ID)
+			}
+		}
+	}
+	merged := false
+	for _, g := range tr.before.Groups {
+		merged = merged || g.Stage == StageMerged
+	}
+	for _, st := range dispatched {
+		if st.Baseline && (st.Role != RolePM || merged || tr.before.Baseline != nil || tr.cfg.Tests.Baseline == BaselineOff) {
+			fail("step %s asked to take a baseline", st.ID)
+		}
+	}
 }

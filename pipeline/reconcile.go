@@ -106,7 +106,7 @@ func (r *reconciler) apply(ev Event) {
 			r.report("ignored result for step %s: it carries no result", ev.Step)
 			return
 		}
-		if r.result(ev.Step, *ev.Result, ev.Commit) {
+		if r.result(ev.Step, *ev.Result, ev.Commit, ev.Harness) {
 			r.metered(ev)
 		}
 	case EventStepFailed:
@@ -173,7 +173,7 @@ func (r *reconciler) inFlight(id, what string) (*Step, *Track, *Group, bool) {
 	return st, t, g, true
 }
 
-func (r *reconciler) result(id string, res Result, commit string) bool {
+func (r *reconciler) result(id string, res Result, commit string, h *HarnessReport) bool {
 	st, t, g, ok := r.lateMerge(id)
 	if !ok {
 		st, t, g, ok = r.inFlight(id, "the result")
@@ -203,6 +203,7 @@ func (r *reconciler) result(id string, res Result, commit string) bool {
 		r.headAfter(g, st.Role, commit)
 	}
 	st.Routed = r.route(t, g, st)
+	r.harness(st, g, h)
 	return true
 }
 
@@ -426,7 +427,7 @@ func (r *reconciler) resume(who string) {
 		s.CompletedAt = time.Time{}
 		s.PMStreak = 0
 		r.freshAttempts()
-		r.notify(NoticeInfo, "Resumed by "+who+".")
+		r.notify(NoticeInfo, "Resumed by "+who+"."+r.acceptBaseline(who))
 	default:
 		// finish sends the steps still in flight again.
 		r.resend = true
@@ -602,6 +603,7 @@ func (r *reconciler) prClosed(ev Event) {
 
 func (r *reconciler) merged(g *Group) {
 	g.Stage = StageMerged
+	g.Checks = nil // merged code is the base's now; keep the state small
 	g.Next = nil
 	g.Wait = WaitNone
 	g.WaitDetail = ""
@@ -620,7 +622,7 @@ func (r *reconciler) checkTimeouts() {
 		if st.State != StepInFlight {
 			continue
 		}
-		limit := r.stepTimeout(st.Role)
+		limit := r.stepTimeout(st.StepSpec)
 		if r.now.Sub(st.DispatchedAt) > limit {
 			r.failed(st.ID, fmt.Sprintf("no result within %s", limit))
 		}
@@ -634,13 +636,17 @@ func (r *reconciler) checkTimeouts() {
 	}
 }
 
-func (r *reconciler) stepTimeout(role Role) time.Duration {
-	switch role {
+func (r *reconciler) stepTimeout(spec StepSpec) time.Duration {
+	switch spec.Role {
 	case RoleMerge:
 		// Landing may test up to three times when the base moves.
 		return 3*r.cfg.Tests.Timeout.D() + StepGrace
 	case RoleValidate:
 		return r.cfg.Tests.Timeout.D() + r.cfg.Agent.Timeout.D() + StepGrace
+	}
+	if spec.Baseline {
+		// The baseline runs beside the agent; the step ends when both have.
+		return max(r.cfg.Agent.Timeout.D(), r.cfg.Tests.Timeout.D()) + StepGrace
 	}
 	return r.cfg.Agent.Timeout.D() + StepGrace
 }

@@ -346,6 +346,7 @@ func (r *reconciler) setWait(t *Track, w WaitReason, detail string) {
 func (r *reconciler) dispatch(t *Track, g *Group) {
 	s := &r.s
 	spec := *t.Next
+	spec.Baseline = spec.Role == RolePM && r.wantBaseline()
 	group := LeadGroup
 	if g != nil {
 		group = g.ID

@@ -78,7 +78,10 @@ type Session struct {
 	// PMStreak counts pm steps since a group last merged; too many means no progress.
 	PMStreak int `json:"pm_streak"`
 	// Usage is the session's total: every step's reported usage (issue 13).
-	Usage       Usage     `json:"usage,omitzero"`
+	Usage Usage `json:"usage,omitzero"`
+	// Baseline is the test run on the base head at session start (issue 13):
+	// nil until the harness reports one.
+	Baseline    *Baseline `json:"baseline,omitempty"`
 	Rev         int       `json:"rev"`
 	StartedAt   time.Time `json:"started_at"`
 	UpdatedAt   time.Time `json:"updated_at"`
@@ -161,6 +164,9 @@ type Group struct {
 	// Head is the group branch's head commit as the executor last reported it
 	// (Event.Commit of a step result); empty when unknown.
 	Head string `json:"head,omitempty"`
+	// Checks are the outcomes of the harness-run checks (checks:) on the
+	// group's code, as the last step that ran them reported.
+	Checks []CheckOutcome `json:"checks,omitempty"`
 	Track
 }
 
@@ -212,6 +218,9 @@ type StepSpec struct {
 	Notes []Note `json:"notes,omitempty"`
 	// Escalated marks a tech lead step already running on the escalation model.
 	Escalated bool `json:"escalated,omitempty"`
+	// Baseline asks the harness to run the build and tests on the base head
+	// alongside this (pm) step and report the baseline with its result.
+	Baseline bool `json:"baseline,omitempty"`
 }
 
 // Step is one dispatched step.
@@ -315,6 +324,7 @@ func (s Session) Clone() Session {
 	for i, g := range s.Groups {
 		g.DependsOn = append([]string(nil), g.DependsOn...)
 		g.Approvals = append([]string(nil), g.Approvals...)
+		g.Checks = append([]CheckOutcome(nil), g.Checks...)
 		g.Track = g.Track.clone()
 		c.Groups[i] = g
 	}
@@ -333,6 +343,11 @@ func (s Session) Clone() Session {
 		c.Checkpoint = &cp
 	}
 	c.PassedCheckpoints = append([]Checkpoint(nil), s.PassedCheckpoints...)
+	if s.Baseline != nil {
+		b := *s.Baseline
+		b.Failed = append([]string(nil), b.Failed...)
+		c.Baseline = &b
+	}
 	return c
 }
 

@@ -62,6 +62,13 @@ func simConfig(rng *rand.Rand) Config {
 	if rng.IntN(6) == 0 {
 		cfg.Limits.InvestigationIterations = 0
 	}
+	// The baseline (issue 13): mostly the default pause, sometimes accept or off.
+	switch rng.IntN(6) {
+	case 0:
+		cfg.Tests.Baseline = BaselineAccept
+	case 1:
+		cfg.Tests.Baseline = BaselineOff
+	}
 	switch rng.IntN(16) {
 	case 0:
 		// Generous limits: with the defaults the review limit sends a group to
@@ -612,6 +619,7 @@ func (sim *simulator) play(t *testing.T, seed uint64) {
 			}
 			ev := StepResult(sim.s.ID, st.ID, res)
 			ev.Usage, ev.RunURL = use, run
+			ev.Harness = sim.harnessReport(st)
 			if st.Role.IsImplementer() && st.Group != LeadGroup && rng.IntN(2) == 0 {
 				ev.Commit = fmt.Sprintf("c%d", st.N) // the executor knows the new head
 			}
@@ -670,4 +678,29 @@ func TestSimulatedSessions(t *testing.T) {
 	if miss := cov.missing(); len(miss) > 0 {
 		t.Errorf("the simulation never reached:\n  %s", strings.Join(miss, "\n  "))
 	}
+}
+
+// harnessReport is what the harness reports beside a result: a baseline
+// (green, red with names, red without) for a step asked for one, now and
+// then for one that was not, and check outcomes for implementers.
+func (sim *simulator) harnessReport(st Step) *HarnessReport {
+	rng := sim.rng
+	var h HarnessReport
+	if st.Baseline || rng.IntN(30) == 0 {
+		switch rng.IntN(4) {
+		case 0, 1:
+			h.Baseline = &Baseline{Commit: fmt.Sprintf("base%d", st.N), Green: true}
+		case 2:
+			h.Baseline = &Baseline{Commit: fmt.Sprintf("base%d", st.N), Identity: IdentityGoTestJSON, Failed: []string{"p.TestA"}}
+		default:
+			h.Baseline = &Baseline{Commit: fmt.Sprintf("base%d", st.N), Unnamed: true}
+		}
+	}
+	if st.Role.IsImplementer() && rng.IntN(3) == 0 {
+		h.Checks = []CheckOutcome{{Name: "lint", Required: true, Passed: rng.IntN(2) == 0, Tail: "out"}}
+	}
+	if h.Baseline == nil && h.Checks == nil {
+		return nil
+	}
+	return &h
 }

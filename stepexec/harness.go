@@ -31,6 +31,14 @@ func (e *Executor) promptInput(s pipeline.Session, st pipeline.Step, g *pipeline
 			in.Purpose = strings.TrimSpace(in.Purpose + fmt.Sprintf(" Implementation iteration %d of at most %d.", c.Iterations, e.Config.Limits.DeveloperIterations))
 		}
 	}
+	// What the harness found (issue 13): the group's check outcomes and an
+	// accepted red baseline.
+	if g != nil {
+		in.Checks = g.Checks
+	}
+	if b := s.Baseline; b.Red() && b.Accepted {
+		in.Baseline = b.Describe(s.Base)
+	}
 	if prev := s.Step(st.From); prev != nil && prev.Result != nil {
 		in.PrevRole, in.PrevStatus = prev.Role, prev.Result.Status
 		in.PrevSummary, in.PrevHandoff = prev.Result.Summary, prev.Result.Handoff
@@ -70,7 +78,7 @@ func (e *Executor) merge(ctx context.Context, s pipeline.Session, st pipeline.St
 		return pipeline.Result{}, fmt.Errorf("merge step %s names no group", st.ID)
 	}
 	req := gitops.LandRequest{
-		Remote: e.Remote, Base: s.Base, Branch: g.Branch, Gate: e.gate(), Author: e.author(),
+		Remote: e.Remote, Base: s.Base, Branch: g.Branch, Gate: e.gate(s), Author: e.author(),
 		Message:              fmt.Sprintf("Merge group %s (%s) into %s\n\nSession %s.", g.ID, g.Name, s.Base, s.ID),
 		StepID:               st.ID,
 		AllowWorkflowChanges: e.Config.AllowWorkflowChanges, TempDir: e.TempDir,
@@ -94,6 +102,10 @@ func (e *Executor) merge(ctx context.Context, s pipeline.Session, st pipeline.St
 	res := pipeline.Result{Summary: []string{lr.Summary()}}
 	if lr.Gate != nil {
 		rep.Tests = lr.Gate.Summary()
+		rep.Harness = checkReport(*lr.Gate)
+		if len(lr.Gate.Checks) > 0 {
+			h["checks"] = checksHandoff(*lr.Gate)
+		}
 	}
 	switch lr.Outcome {
 	case gitops.MergeSuccess:
@@ -108,8 +120,8 @@ func (e *Executor) merge(ctx context.Context, s pipeline.Session, st pipeline.St
 	case gitops.MergeTestFailure:
 		res.Status = pipeline.StatusMergeTestFailure
 		if lr.Gate != nil {
-			h["test_output"] = tail(lr.Gate.Output, maxFeedbackOutput)
-			rep.Output = tail(lr.Gate.Output, maxFeedbackOutput)
+			h["test_output"] = lr.Gate.Digest(maxFeedbackOutput)
+			rep.Output = lr.Gate.Digest(maxFeedbackOutput)
 		}
 	default:
 		res.Status = pipeline.StatusMergeBlocked
@@ -166,17 +178,23 @@ func (e *Executor) validate(ctx context.Context, s pipeline.Session, st pipeline
 	}
 	passed = append(passed, fmt.Sprintf("%d group(s) merged into %s", merged, s.Base))
 
-	if gate := e.gate(); gate.Command != "" {
+	// Validation runs the tests (compared with the accepted baseline), not
+	// the checks: those ran on every group's code before it merged.
+	if gate := e.testGate(); gate.Command != "" {
+		gate.Known = knownFailures(s)
 		gr, err := gitops.RunGate(ctx, dir, gate)
 		if err != nil {
 			return pipeline.Result{}, fmt.Errorf("running the tests on %s: %w", s.Base, err)
 		}
 		rep.Tests = gr.Summary()
-		if gr.Outcome == gitops.GatePass {
+		switch {
+		case gr.TestsOutcome == gitops.GatePass:
 			passed = append(passed, "tests pass on "+s.Base+" ("+base.String()[:12]+")")
-		} else {
+		case gr.Outcome == gitops.GatePass:
+			passed = append(passed, "tests on "+s.Base+" ("+base.String()[:12]+"): "+gr.Compared)
+		default:
 			failed = append(failed, "tests on "+s.Base+": "+gr.Summary())
-			rep.Output = tail(gr.Output, maxFeedbackOutput)
+			rep.Output = gr.Digest(maxFeedbackOutput)
 		}
 	}
 

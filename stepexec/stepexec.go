@@ -70,6 +70,9 @@ type Report struct {
 	// Usage is what the agent step cost, when its CLI or result reported it;
 	// it rides on the step's event, result or failure alike.
 	Usage *pipeline.Usage
+	// Harness is what the harness found beside the agent's result (the
+	// baseline, check outcomes); Run puts it on the event.
+	Harness *pipeline.HarnessReport
 }
 
 // maxFeedbackOutput bounds test output carried in a handoff.
@@ -113,6 +116,7 @@ func (e *Executor) Run(ctx context.Context, s pipeline.Session, stepID string) (
 	rep.Status, rep.Summary = res.Status, res.Summary
 	ev := pipeline.StepResult(s.ID, stepID, res)
 	ev.Usage = rep.Usage
+	ev.Harness = rep.Harness
 	return ev, rep
 }
 
@@ -143,8 +147,19 @@ func (e *Executor) author() gitops.Identity {
 	return gitops.BotIdentity
 }
 
-// gate is the test gate: the build command, if any, then the tests.
-func (e *Executor) gate() gitops.GateConfig {
+// gate is the test gate: the build command, if any, then the tests,
+// compared with the session's accepted baseline, then the checks.
+func (e *Executor) gate(s pipeline.Session) gitops.GateConfig {
+	g := e.testGate()
+	g.Known = knownFailures(s)
+	for _, c := range e.Config.Checks {
+		g.Checks = append(g.Checks, gitops.Check{Name: c.Name, Command: c.Command, Required: c.Required, Timeout: c.Timeout.D()})
+	}
+	return g
+}
+
+// testGate is the build and test command alone, as the baseline runs it.
+func (e *Executor) testGate() gitops.GateConfig {
 	cmd := strings.TrimSpace(e.Config.Tests.Command)
 	if b := strings.TrimSpace(e.Config.Build.Command); b != "" {
 		if cmd == "" {
@@ -153,10 +168,10 @@ func (e *Executor) gate() gitops.GateConfig {
 			cmd = "(" + b + ") && (" + cmd + ")"
 		}
 	}
-	return gitops.GateConfig{Command: cmd, Timeout: e.Config.Tests.Timeout.D()}
+	return gitops.GateConfig{Command: cmd, Timeout: e.Config.Tests.Timeout.D(), JUnit: e.Config.Tests.JUnit}
 }
 
-func (e *Executor) agentStep(ctx context.Context, s pipeline.Session, st pipeline.Step, rep *Report) (pipeline.Result, error) {
+func (e *Executor) agentStep(ctx context.Context, s pipeline.Session, st pipeline.Step, rep *Report) (_ pipeline.Result, rerr error) {
 	if e.Runner == nil {
 		return pipeline.Result{}, errors.New("no agent runner is configured here")
 	}
@@ -201,6 +216,20 @@ func (e *Executor) agentStep(ctx context.Context, s pipeline.Session, st pipelin
 	if err != nil {
 		return pipeline.Result{}, fmt.Errorf("building the prompt: %w", err)
 	}
+	if st.Baseline {
+		// The baseline runs on its own copy of the base, beside the agent;
+		// a step that ends without a result is retried, baseline and all,
+		// so then the tests are stopped rather than waited for.
+		bctx, cancel := context.WithCancel(ctx)
+		wait := e.startBaseline(bctx, s, rep)
+		defer func() {
+			if rerr != nil {
+				cancel()
+			}
+			wait()
+			cancel()
+		}()
+	}
 	out, err := e.Runner.Run(ctx, agent.StepSpec{Role: st.Role, Group: st.Group, StepID: st.ID, Model: st.Model, Prompt: prompt, WorkDir: dir})
 	if err != nil {
 		return pipeline.Result{}, fmt.Errorf("running the agent: %w", err)
@@ -234,15 +263,18 @@ func (e *Executor) agentStep(ctx context.Context, s pipeline.Session, st pipelin
 		// The harness checks READY_* claims itself.
 		if left := markersLeft(dir, in.ConflictFiles); len(left) > 0 {
 			res = harnessPartial(res, "conflict markers remain in "+strings.Join(left, ", "), "")
-		} else if gate := e.gate(); gate.Command != "" {
+		} else if gate := e.gate(s); gate.Command != "" || len(gate.Checks) > 0 {
 			gr, err := gitops.RunGate(ctx, dir, gate)
 			if err != nil {
 				return pipeline.Result{}, fmt.Errorf("running the tests after the %s claim: %w", res.Status, err)
 			}
 			rep.Tests = gr.Summary()
+			rep.Harness = checkReport(gr)
 			if gr.Outcome != gitops.GatePass {
-				rep.Output = tail(gr.Output, maxFeedbackOutput)
-				res = harnessPartial(res, "the harness ran the tests after the "+res.Status.String()+" claim: "+gr.Summary(), gr.Output)
+				rep.Output = gr.Digest(maxFeedbackOutput)
+				res = withChecks(harnessPartial(res, claimFailure(res.Status, gr), gr.Digest(maxFeedbackOutput)), gr)
+			} else {
+				res = withChecks(res, gr)
 			}
 		}
 	}

@@ -27,6 +27,8 @@ func TestSubcommandHelpAndBadFlags(t *testing.T) {
 		{"run bad int", []string{"run", "--max-parallel", "lots", "x"}, 2, "", `invalid argument "lots" for "--max-parallel"`},
 		{"run max-parallel=0 given", []string{"run", "x", "--max-parallel=0"}, 2, "", "--max-parallel must be at least 1"},
 		{"run missing value", []string{"run", "--repo"}, 2, "", "flag needs an argument: --repo"},
+		{"run bad baseline", []string{"run", "x", "--baseline", "maybe"}, 2, "", `--baseline must be pause, accept or off, not "maybe"`},
+		{"run -h lists --baseline", []string{"run", "-h"}, 0, "--baseline string", ""},
 		{"demo extra args", []string{"demo", "now"}, 2, "", `unexpected arguments ["now"]`},
 		{"serve extra args", []string{"serve", "--", "now"}, 2, "", "unexpected arguments"},
 	}

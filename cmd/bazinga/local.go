@@ -35,6 +35,7 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 	agentCmd := fs.String("agent", "", `the agent command, e.g. "claude -p --model {model}" (default: agent.command of .github/bazinga.yml)`)
 	testCmd := fs.String("test-command", "", "the test command of the gate (default: tests.command)")
 	maxPar := fs.Int("max-parallel", 0, "implementation steps at once (default: max_parallel)")
+	baseline := fs.String("baseline", "", "a base whose tests already fail: pause | accept | off (default: tests.baseline)")
 	resume := fs.String("resume", "", "resume the session with this id")
 	issueFile := fs.String("issue-file", "", "read the requirements from this file")
 	asJSON := fs.Bool("json", false, "print events as JSON lines")
@@ -61,6 +62,16 @@ continues.
 	}
 	if fs.Changed("test-command") {
 		opts.TestCommand = testCmd
+	}
+	if fs.Changed("baseline") {
+		switch m := pipeline.BaselineMode(*baseline); m {
+		case pipeline.BaselinePause, pipeline.BaselineAccept, pipeline.BaselineOff:
+			opts.Baseline = m
+		default:
+			fmt.Fprintf(stderr, "bazinga run: --baseline must be pause, accept or off, not %q\n", *baseline)
+			usage(stderr)
+			return exitUsage
+		}
 	}
 	if fs.Changed("max-parallel") && *maxPar < 1 {
 		fmt.Fprintln(stderr, "bazinga run: --max-parallel must be at least 1")

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bazinga-bot/bazinga/local"
+	"github.com/bazinga-bot/bazinga/pipeline"
 )
 
 const oneGroupAgent = `#!/bin/sh
@@ -42,8 +43,9 @@ func TestRunThenStatus(t *testing.T) {
 	require.NoError(t, os.WriteFile(agentPath, []byte(oneGroupAgent), 0o755))
 	t.Setenv("STATE", state)
 	test := "test -f a.txt"
+	// The gate is red on the base by design: no baseline.
 	res, err := local.Run(context.Background(), local.Options{Repo: repo, Requirements: "write a.txt", AgentCommand: agentPath,
-		TestCommand: &test, PassEnv: []string{"STATE"}})
+		TestCommand: &test, Baseline: pipeline.BaselineOff, PassEnv: []string{"STATE"}})
 	require.NoError(t, err)
 	require.True(t, res.Verified(), res.Reason)
 
@@ -109,7 +111,7 @@ func TestRunStopsAtCheckpointThenApproves(t *testing.T) {
 	require.NoError(t, os.WriteFile(agentPath, []byte(oneGroupAgent), 0o755))
 	t.Setenv("STATE", t.TempDir())
 	var out, errOut bytes.Buffer
-	code := run([]string{"run", "--repo", repo, "--agent", agentPath, "--test-command", "test -f a.txt", "write a.txt"}, &out, &errOut)
+	code := run([]string{"run", "--repo", repo, "--agent", agentPath, "--test-command", "test -f a.txt", "--baseline", "off", "write a.txt"}, &out, &errOut)
 	require.Equal(t, 1, code, errOut.String())
 	ids, err := local.ListSessions(repo)
 	require.NoError(t, err)

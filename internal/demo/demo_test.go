@@ -54,6 +54,18 @@ func TestDemoScenarioEndToEnd(t *testing.T) {
 	assert.Contains(t, text, "📋 Session [pm/opus] BAZINGA")
 	assert.Contains(t, text, "🏁 Session [validate/sonnet] ACCEPT")
 
+	// --- harness-run checks (issue 13): a failing required check is fixed ---
+	// B's developer claims READY with code gofmt would rewrite; the harness
+	// runs the required gofmt check, the claim becomes PARTIAL naming it, and
+	// the next developer step formats the file and passes.
+	assert.Contains(t, text, "🔨 Group B [developer/haiku] PARTIAL | harness: the harness ran the checks after the READY_FOR_QA claim: required check(s) failed: gofmt")
+	assert.Contains(t, text, "↳ group B checks (developer): gofmt ✗ (required)")
+	assert.Contains(t, text, "calc/multiply.go")
+	assert.Contains(t, text, "🔨 Group B [developer/haiku] READY_FOR_QA | gofmt-ed multiply.go")
+	assert.Contains(t, text, "↳ group B checks (merge): gofmt ✓ (required)")
+	assert.Contains(t, text, "↳ baseline: the tests pass on main@")
+	// --- end checks ---
+
 	s := res.Session
 	require.Len(t, s.PassedCheckpoints, 1)
 	assert.Equal(t, "reviewer", s.PassedCheckpoints[0].ApprovedBy)

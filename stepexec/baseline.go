@@ -1,0 +1,189 @@
+package stepexec
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/bazinga-bot/bazinga/gitops"
+	"github.com/bazinga-bot/bazinga/pipeline"
+)
+
+// This file is the harness's side of the build baseline and the checks
+// (issue 13): taking the baseline beside the first pm step, comparing with
+// it, and reporting check outcomes in the result and the event.
+
+// startBaseline runs the build and tests on a fresh copy of the base head in
+// the background; the returned wait blocks until it is done and records the
+// baseline (or why there is none) in rep. The pm step's job runs no
+// credential the agent could not already see, and the base's code is no less
+// trusted than the agent: it runs where the agent does.
+func (e *Executor) startBaseline(ctx context.Context, s pipeline.Session, rep *Report) (wait func()) {
+	var (
+		wg  sync.WaitGroup
+		b   *pipeline.Baseline
+		err error
+	)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		b, err = e.takeBaseline(ctx, s)
+	}()
+	return func() {
+		wg.Wait()
+		if err != nil {
+			e.log().Warn("baseline not taken", "base", s.Base, "err", err)
+			rep.Notes = append(rep.Notes, "baseline not taken: "+err.Error())
+			return
+		}
+		if rep.Harness == nil {
+			rep.Harness = &pipeline.HarnessReport{}
+		}
+		rep.Harness.Baseline = b
+		rep.Notes = append(rep.Notes, "baseline: "+b.Describe(s.Base))
+	}
+}
+
+// TakeBaseline runs the build and test commands on the head of the
+// session's base branch and says what failed there.
+func (e *Executor) TakeBaseline(ctx context.Context, s pipeline.Session) (pipeline.Baseline, error) {
+	b, err := e.takeBaseline(ctx, s)
+	if err != nil {
+		return pipeline.Baseline{}, err
+	}
+	return *b, nil
+}
+
+func (e *Executor) takeBaseline(ctx context.Context, s pipeline.Session) (*pipeline.Baseline, error) {
+	dir, cleanup, err := e.workdir("bazinga-baseline-")
+	if err != nil {
+		return nil, err
+	}
+	defer cleanup()
+	repo, err := gitops.Clone(ctx, e.Remote, dir, gitops.CloneOptions{Branch: s.Base, Shallow: true})
+	if err != nil {
+		return nil, fmt.Errorf("cloning %s for the baseline: %w", s.Base, err)
+	}
+	head, err := gitops.ResolveBranch(repo, s.Base)
+	if err != nil {
+		return nil, fmt.Errorf("reading the head of %s: %w", s.Base, err)
+	}
+	gr, err := gitops.RunGate(ctx, dir, e.testGate())
+	if err != nil {
+		return nil, fmt.Errorf("running the tests on %s: %w", s.Base, err)
+	}
+	if ctx.Err() != nil {
+		return nil, fmt.Errorf("the baseline was cut short: %w", ctx.Err())
+	}
+	return baselineOf(head.String(), gr), nil
+}
+
+// baselineOf turns a gate run on the base into the session's baseline.
+func baselineOf(commit string, gr gitops.GateResult) *pipeline.Baseline {
+	b := &pipeline.Baseline{Commit: commit, Identity: pipeline.TestIdentity(gr.Tests.Identity), Green: gr.TestsOutcome == gitops.GatePass,
+		Summary: gr.Summary()}
+	if b.Green {
+		return b
+	}
+	b.Failed = gr.Tests.Names()
+	// Failures that cannot all be named make every failure pre-existing.
+	b.Unnamed = len(b.Failed) == 0 || gr.TestsOutcome == gitops.GateTimeout || gr.Tests.Identity == gitops.IdentityExitStatus
+	return b
+}
+
+// knownFailures is the session's baseline as the gate compares with it: only
+// a red baseline a human (or tests.baseline accept) accepted.
+func knownFailures(s pipeline.Session) *gitops.KnownFailures {
+	b := s.Baseline
+	if !b.Red() || !b.Accepted {
+		return nil
+	}
+	at := s.Base
+	if len(b.Commit) >= 12 {
+		at += "@" + b.Commit[:12]
+	}
+	return &gitops.KnownFailures{Identity: gitops.TestIdentity(b.Identity), Tests: b.Failed, Unnamed: b.Unnamed, At: at}
+}
+
+// checkReport is the check outcomes of a gate run as the session keeps them.
+func checkReport(gr gitops.GateResult) *pipeline.HarnessReport {
+	if len(gr.Checks) == 0 {
+		return nil
+	}
+	h := &pipeline.HarnessReport{}
+	for _, c := range gr.Checks {
+		o := pipeline.CheckOutcome{Name: c.Name, Required: c.Required, Passed: c.Outcome == gitops.GatePass, Summary: c.Summary()}
+		if !o.Passed {
+			o.Tail = tail(c.Output, pipeline.MaxCheckTail)
+		}
+		h.Checks = append(h.Checks, o)
+	}
+	return h
+}
+
+// claimFailure says why a READY claim did not hold: new test failures,
+// required checks that failed, or both.
+func claimFailure(claim pipeline.Status, gr gitops.GateResult) string {
+	failed := gr.FailedChecks()
+	checks := "required check(s) failed: " + strings.Join(failed, ", ")
+	switch {
+	case !gr.TestsOK && len(failed) > 0:
+		return "the harness ran the tests and checks after the " + claim.String() + " claim: " + testsLine(gr) + "; " + checks
+	case len(failed) > 0:
+		return "the harness ran the checks after the " + claim.String() + " claim: " + checks
+	}
+	return "the harness ran the tests after the " + claim.String() + " claim: " + testsLine(gr)
+}
+
+// testsLine is the tests' part of the gate summary, without the checks.
+func testsLine(gr gitops.GateResult) string {
+	gr.Checks = nil
+	return gr.Summary()
+}
+
+// checksHandoff is the checks part of a handoff: outcome and output tail.
+func checksHandoff(gr gitops.GateResult) []map[string]any {
+	out := make([]map[string]any, 0, len(gr.Checks))
+	for _, c := range gr.Checks {
+		m := map[string]any{"name": c.Name, "required": c.Required, "outcome": c.Outcome.String(), "summary": c.Summary()}
+		if c.Outcome != gitops.GatePass {
+			m["output"] = tail(c.Output, maxFeedbackOutput/2)
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// withChecks adds the harness's findings to a result's handoff under
+// "harness_checks" (an agent cannot write that key: it is replaced), keeping the
+// agent's own keys; a handoff that is not an object is kept whole beside it.
+func withChecks(res pipeline.Result, gr gitops.GateResult) pipeline.Result {
+	if len(gr.Checks) == 0 && gr.Compared == "" {
+		return res
+	}
+	h := map[string]any{"tests": testsLine(gr)}
+	if gr.Compared != "" {
+		h["tests_identity"] = gr.Tests.Identity.String()
+		h["pre_existing"] = gr.PreExisting
+	}
+	if len(gr.Checks) > 0 {
+		h["checks"] = checksHandoff(gr)
+	}
+	obj := map[string]json.RawMessage{}
+	if len(res.Handoff) > 0 && json.Unmarshal(res.Handoff, &obj) != nil {
+		obj = map[string]json.RawMessage{"agent_handoff": res.Handoff}
+	}
+	if obj == nil {
+		obj = map[string]json.RawMessage{}
+	}
+	raw, _ := json.Marshal(h)
+	obj["harness_checks"] = raw
+	b, err := json.Marshal(obj)
+	if err != nil {
+		return res
+	}
+	res.Handoff = b
+	return res
+}
