@@ -17,9 +17,10 @@ const (
 	WaitPaused                   // the session is paused; Session.Reason says why
 	WaitEnded                    // the session ended
 	WaitGroups                   // lead only: the groups are at work
+	WaitChecks                   // the group PR head's required checks (CI) have not passed yet
 )
 
-var waitReasonNames = []string{"", "phase", "dependencies", "cap", "merge_lane", "human_review", "clarification", "pm", "paused", "ended", "groups"}
+var waitReasonNames = []string{"", "phase", "dependencies", "cap", "merge_lane", "human_review", "clarification", "pm", "paused", "ended", "groups", "checks"}
 
 func (w WaitReason) String() string { return enumName(waitReasonNames, int(w)) }
 
@@ -99,9 +100,10 @@ const (
 	EventHumanReview           // a human reviewed a group PR
 	EventPRClosed              // a group PR was closed
 	EventTick                  // time passed
+	EventChecks                // the state of a group PR head's required checks (CI)
 )
 
-var eventKindNames = []string{"", "started", "step_result", "step_failed", "command", "human_review", "pr_closed", "tick"}
+var eventKindNames = []string{"", "started", "step_result", "step_failed", "command", "human_review", "pr_closed", "tick", "checks"}
 
 func (k EventKind) String() string { return enumName(eventKindNames, int(k)) }
 

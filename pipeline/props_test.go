@@ -225,6 +225,8 @@ var limitMarks = []struct{ name, text string }{
 	{"clarification_timeout", "No answer came within"},
 	{"stale_approvals", "they no longer count"},
 	{"bare_continue", "CONTINUE named no group"},
+	{"checks_failed", "required checks failed on"},
+	{"checks_timeout", "(merge.checks_timeout"},
 }
 
 // commandNames are the human inputs the simulator must use.
@@ -319,6 +321,8 @@ func (cv *coverage) record(tr transition) {
 			cv.limits["merge_lane"]++
 		case WaitHumanReview:
 			cv.limits["human_review"]++
+		case WaitChecks:
+			cv.limits["checks"]++
 		case WaitDependencies:
 			cv.limits["dependencies"]++
 		case WaitPhase:
@@ -348,7 +352,7 @@ func (cv *coverage) missing() []string {
 			out = append(out, "command "+c)
 		}
 	}
-	names := []string{"cap", "research_cap", "lead_cap", "merge_lane", "human_review", "dependencies", "phase"}
+	names := []string{"cap", "research_cap", "lead_cap", "merge_lane", "human_review", "checks", "dependencies", "phase"}
 	for _, m := range limitMarks {
 		names = append(names, m.name)
 	}

@@ -143,6 +143,7 @@ func (r *reconciler) route(t *Track, g *Group, st *Step) string {
 			return r.retry(t, st, "merge result on the session")
 		}
 		r.merged(g)
+		g.MergeCommit = handoffField(res.Handoff, "merge_commit")
 		return "merged"
 	case RouteMergeFailed:
 		return r.routeMergeFailed(t, g, st, feedback)
@@ -251,22 +252,27 @@ func (r *reconciler) routeMergeFailed(t *Track, g *Group, st *Step, feedback str
 	if g == nil {
 		return r.retry(t, st, "merge result on the session")
 	}
+	return r.mergeFailed(t, g, st.ID, st.Result.Status.String()+": "+feedback+handoffText(st.Result.Handoff))
+}
+
+// mergeFailed sends a group that could not land (a conflict, a failed test
+// gate, failed required checks) back to be fixed, escalating with each failure.
+func (r *reconciler) mergeFailed(t *Track, g *Group, from, why string) string {
 	t.Counters.MergeFailures++
 	t.Counters.Revisions++
-	why := st.Result.Status.String() + ": " + feedback + handoffText(st.Result.Handoff)
 	switch n := t.Counters.MergeFailures; {
 	case n == 1:
-		return r.want(t, g, StepSpec{Role: r.implementer(g), Purpose: PurposeFixMerge, From: st.ID, Feedback: why})
+		return r.want(t, g, StepSpec{Role: r.implementer(g), Purpose: PurposeFixMerge, From: from, Feedback: why})
 	case n == 2:
 		role := r.implementer(g)
 		if role == RoleDeveloper {
 			r.escalate(g)
 			role = RoleSenior
 		}
-		return r.want(t, g, StepSpec{Role: role, Purpose: PurposeFixMerge, From: st.ID, Feedback: why})
+		return r.want(t, g, StepSpec{Role: role, Purpose: PurposeFixMerge, From: from, Feedback: why})
 	case n == 3:
 		t.Blocked = r.implementer(g)
-		return r.want(t, g, StepSpec{Role: RoleTechLead, Purpose: PurposeGuidance, From: st.ID, Feedback: why})
+		return r.want(t, g, StepSpec{Role: RoleTechLead, Purpose: PurposeGuidance, From: from, Feedback: why})
 	default:
 		return r.toPM(t, g, fmt.Sprintf("group %s failed to merge %d times (%s)", g.ID, n, why))
 	}

@@ -106,6 +106,14 @@ type Group struct {
 	// Head is the group branch's head commit as the executor last reported it
 	// (Event.Commit of a step result); empty when unknown.
 	Head string `json:"head,omitempty"`
+	// MergeCommit is the commit that landed the group on the base, as the
+	// merge step (or GitHub, for a PR a human merged) reported it. A squash
+	// or rebase merge leaves the branch head out of the base: validation
+	// checks this commit instead.
+	MergeCommit string `json:"merge_commit,omitempty"`
+	// Checks is the last report of the group PR's required checks
+	// (merge.method pull-request); it gates the merge of the head it is for.
+	Checks *GroupChecks `json:"checks,omitempty"`
 	Track
 }
 
@@ -255,6 +263,10 @@ func (s Session) Clone() Session {
 		g.DependsOn = append([]string(nil), g.DependsOn...)
 		g.Approvals = append([]string(nil), g.Approvals...)
 		g.Track = g.Track.clone()
+		if g.Checks != nil {
+			gc := g.Checks.clone()
+			g.Checks = &gc
+		}
 		c.Groups[i] = g
 	}
 	c.Lead = s.Lead.clone()
