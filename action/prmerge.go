@@ -4,29 +4,40 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/google/go-github/v66/github"
 
-	"github.com/bazinga-bot/bazinga/bot"
 	"github.com/bazinga-bot/bazinga/ghapi"
 	"github.com/bazinga-bot/bazinga/gitops"
+	"github.com/bazinga-bot/bazinga/pipeline"
 )
 
-// prMerger carries out merge.method "pull-request": after the gate passed
-// on merge(base, head), it merges the group's pull request through the API
-// at exactly that head. GitHub merges into the base as it is then, so it
-// first checks that the base has not moved since the test; the window left
-// between that read and the merge is GitHub's, and the push method (the
-// default) has none.
+// landAPI is what landing needs from GitHub (ghapi.Client has it).
+type landAPI interface {
+	GetRef(ctx context.Context, repo ghapi.RepoRef, ref string) (string, error)
+	FindPR(ctx context.Context, repo ghapi.RepoRef, head string) (ghapi.PR, bool, error)
+	RepoSettings(ctx context.Context, repo ghapi.RepoRef) (ghapi.RepoSettings, error)
+	BranchRules(ctx context.Context, repo ghapi.RepoRef, branch string) (ghapi.BranchRules, error)
+	MergePR(ctx context.Context, repo ghapi.RepoRef, number int, sha, method, title string) (string, error)
+}
+
+// prMerger carries out merge.method "pull-request" (the default): after
+// the gate passed on merge(base, head), it merges the group's pull request
+// through the API at exactly that head, with the merge method the
+// repository allows (merge.pr_method). GitHub merges into the base as it is
+// then, so it first checks that the base has not moved since the test; the
+// window left between that read and the merge is GitHub's. Whatever the
+// method, the tree GitHub lands is merge(base, head) of the tested heads;
+// squash and rebase make new commits, which the result names so that the
+// engine (and validation) learn them.
 type prMerger struct {
-	client *github.Client
-	gh     bot.GitHub
-	repo   ghapi.RepoRef
-	base   string
-	title  func(branch string) string
+	gh    landAPI
+	repo  ghapi.RepoRef
+	base  string
+	pref  pipeline.PRMergeMethod
+	title func(branch string) string
 }
 
 func (m prMerger) MergePR(ctx context.Context, branch, base, head string) (gitops.FinishResult, error) {
@@ -41,34 +52,111 @@ func (m prMerger) MergePR(ctx context.Context, branch, base, head string) (gitop
 	if err != nil {
 		return gitops.FinishResult{}, fmt.Errorf("finding the pull request of %s: %w", branch, err)
 	}
-	if !ok || pr.State != "open" {
+	switch {
+	case ok && pr.Merged && pr.MergeCommitSHA != "":
+		// An earlier attempt merged it and its result was lost.
+		return gitops.FinishResult{Outcome: gitops.MergeSuccess, Commit: plumbing.NewHash(pr.MergeCommitSHA)}, nil
+	case !ok || pr.State != "open":
 		return gitops.FinishResult{Outcome: gitops.MergeBlocked,
 			Reason: fmt.Sprintf("merge.method is pull-request but %s has no open pull request", branch)}, nil
-	}
-	if pr.Draft {
+	case pr.Draft:
 		return gitops.FinishResult{Outcome: gitops.MergeBlocked,
 			Reason: fmt.Sprintf("pull request #%d is a draft; mark it ready for review so it can be merged", pr.Number)}, nil
 	}
-	res, _, err := m.client.PullRequests.Merge(ctx, m.repo.Owner, m.repo.Name, pr.Number, m.title(branch),
-		&github.PullRequestOptions{SHA: head, MergeMethod: "merge"})
-	var ge *github.ErrorResponse
+	// Read once per land job, never cached across jobs: settings change.
+	settings, err := m.gh.RepoSettings(ctx, m.repo)
+	if err != nil {
+		return gitops.FinishResult{}, fmt.Errorf("reading the merge methods %s allows: %w", m.repo, err)
+	}
+	rules, err := m.gh.BranchRules(ctx, m.repo, m.base)
+	if err != nil {
+		return gitops.FinishResult{}, fmt.Errorf("reading the rules of %s: %w", m.base, err)
+	}
+	method, why := choosePRMethod(m.pref, settings, rules)
+	if why != "" {
+		return gitops.FinishResult{Outcome: gitops.MergeBlocked, Reason: why}, nil
+	}
+	sha, err := m.gh.MergePR(ctx, m.repo, pr.Number, head, method, m.title(branch))
+	var refusal *ghapi.MergeRefusal
 	switch {
-	case err == nil && res.GetMerged():
-		return gitops.FinishResult{Outcome: gitops.MergeSuccess, Commit: plumbing.NewHash(res.GetSHA())}, nil
 	case err == nil:
-		return gitops.FinishResult{Outcome: gitops.MergeBlocked, Reason: "GitHub did not merge the pull request: " + res.GetMessage()}, nil
-	case errors.As(err, &ge) && ge.Response != nil && ge.Response.StatusCode == http.StatusConflict:
-		// "Head branch was modified": merge again what is there now, tested.
+		return gitops.FinishResult{Outcome: gitops.MergeSuccess, Commit: plumbing.NewHash(sha)}, nil
+	case errors.As(err, &refusal) && (refusal.HeadModified() || refusal.BaseModified()):
+		// The head or the base moved after the gate: test again what is there now.
 		return gitops.FinishResult{Retry: true}, nil
-	case errors.As(err, &ge) && ge.Response != nil && ge.Response.StatusCode == http.StatusMethodNotAllowed:
-		msg := ge.Message
-		if strings.Contains(strings.ToLower(msg), "base branch was modified") {
-			return gitops.FinishResult{Retry: true}, nil
-		}
-		// Branch protection (required reviews or checks) or GitHub's own
-		// mergeability: a human must act; the local merge was clean and tested.
+	case errors.As(err, &refusal):
+		// Protection (required reviews or checks, an out-of-date head) or
+		// GitHub's own mergeability: the local merge was clean and tested.
 		return gitops.FinishResult{Outcome: gitops.MergeBlocked,
-			Reason: fmt.Sprintf("GitHub refused to merge pull request #%d: %s", pr.Number, msg)}, nil
+			Reason: fmt.Sprintf("GitHub refused to %s pull request #%d: %s", method, pr.Number, oneLine(refusal.Message))}, nil
 	}
 	return gitops.FinishResult{}, fmt.Errorf("merging pull request #%d: %w", pr.Number, err)
+}
+
+// choosePRMethod picks GitHub's merge method: the preference, or with auto
+// the first of pipeline.PRMethodOrder the repository allows (a base that
+// requires a linear history takes no merge commit). A preference the
+// repository forbids is refused with a reason naming both.
+func choosePRMethod(pref pipeline.PRMergeMethod, s ghapi.RepoSettings, r ghapi.BranchRules) (string, string) {
+	var linear *ghapi.Rule
+	for i, rule := range r.PushRules {
+		if rule.Kind == "required_linear_history" {
+			linear = &r.PushRules[i]
+			break
+		}
+	}
+	var usable []string
+	for _, m := range pipeline.PRMethodOrder {
+		if s.Allows(string(m)) && (linear == nil || m != pipeline.PRMethodMerge) {
+			usable = append(usable, string(m))
+		}
+	}
+	allowed := strings.Join(s.Allowed(), ", ")
+	if allowed == "" {
+		allowed = "none"
+	}
+	switch {
+	case pref == "" || pref == pipeline.PRMethodAuto:
+		if len(usable) == 0 {
+			why := fmt.Sprintf("the repository allows no merge method bazinga can use (allowed: %s", allowed)
+			if linear != nil {
+				why += "; " + linear.String()
+			}
+			return "", why + "); allow squash or rebase merging in the repository settings"
+		}
+		return usable[0], ""
+	case !s.Allows(string(pref)):
+		return "", fmt.Sprintf("merge.pr_method is %s, but the repository allows only %s merging; set merge.pr_method to auto or one of those in .github/bazinga.yml", pref, allowed)
+	case !slices.Contains(usable, string(pref)):
+		return "", fmt.Sprintf("merge.pr_method is %s, but %s; set merge.pr_method to squash, rebase or auto", pref, linear)
+	}
+	return string(pref), ""
+}
+
+// pushRefusal is what a land job says when merge.method push meets a base
+// that refuses a pushed merge commit: known from its rules beforehand, or
+// from GitHub's answer to the push (GH006 protected branch, GH013 rulesets).
+func pushRefusal(base, detail string) string {
+	return fmt.Sprintf("merge.method is push, but %s refuses a pushed merge commit: %s; set merge.method: pull-request in .github/bazinga.yml (bazinga then merges the tested group PR through the API)", base, detail)
+}
+
+// pushRulesOf lists the rules that refuse a pushed merge commit, or "".
+func pushRulesOf(r ghapi.BranchRules) string {
+	var out []string
+	for _, rule := range r.PushRules {
+		out = append(out, rule.String())
+	}
+	return strings.Join(out, "; ")
+}
+
+// protectedPush reports whether a push error is GitHub refusing the push for
+// the branch's protection or rules, and its message.
+func protectedPush(err error) (string, bool) {
+	msg := err.Error()
+	for _, mark := range []string{"GH006", "GH013", "protected branch hook declined", "Repository rule violations"} {
+		if strings.Contains(msg, mark) {
+			return oneLine(msg), true
+		}
+	}
+	return "", false
 }

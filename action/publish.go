@@ -75,8 +75,10 @@ func (j *job) publish(ctx context.Context) int {
 	// configuration (there is no working copy here).
 	p := &publisher{j: j, s: s, step: *step, h: h, files: files, policy: policy, dir: work,
 		remote: gitops.Remote{URL: in.serverURL + "/" + in.repo.String() + ".git", Token: in.token}}
+	api := ghapi.New(j.client)
+	p.api = api
 	if st.Config.Merge.Method == pipeline.MergePullRequest {
-		p.prs = prMerger{client: j.client, gh: j.gh, repo: in.repo, base: s.Base,
+		p.prs = &prMerger{gh: api, repo: in.repo, base: s.Base, pref: st.Config.Merge.PRMethod,
 			title: func(branch string) string { return fmt.Sprintf("Merge %s (bazinga step %s)", branch, in.step) }}
 	}
 	if h.Outcome == OutcomeResult {
@@ -225,7 +227,10 @@ type publisher struct {
 	policy gitops.PathPolicy
 	remote gitops.Remote
 	dir    string
-	prs    prMerger
+	// prs lands through the pull request (merge.method pull-request); api
+	// reads the base's rules before a push (merge.method push).
+	prs *prMerger
+	api landAPI
 
 	repo *git.Repository
 	// branch, old, commit: what push sets (commit zero: nothing to push).
@@ -355,7 +360,7 @@ func (p *publisher) prepareLand(ctx context.Context, g *pipeline.Group) error {
 		return refuse("merging %s into %s gives tree %s, not the tested %s", g.Branch, s.Base, short(tree.String()), short(m.Tree))
 	}
 	p.tested = m
-	if p.prs.client != nil {
+	if p.prs != nil {
 		return nil // merged through the pull request at push time
 	}
 	msg := fmt.Sprintf("Merge group %s (%s) into %s\n\nSession %s.\n\nBazinga-Step: %s", g.ID, g.Name, s.Base, s.ID, p.step.ID)
@@ -371,7 +376,7 @@ func (p *publisher) prepareLand(ctx context.Context, g *pipeline.Group) error {
 func (p *publisher) push(ctx context.Context) (codec.ResultRecord, error) {
 	rec := *p.h.Result
 	rec.Model, rec.RunURL = p.step.Model, p.j.in.runURL
-	if p.tested != nil && p.prs.client != nil {
+	if p.tested != nil && p.prs != nil {
 		g := p.s.Group(p.step.Group)
 		fr, err := p.prs.MergePR(ctx, g.Branch, p.tested.Base, p.tested.Head)
 		if err != nil {
@@ -388,7 +393,20 @@ func (p *publisher) push(ctx context.Context) (codec.ResultRecord, error) {
 		}
 		return rec, nil
 	}
+	if p.tested != nil {
+		// merge.method push: a base whose rules refuse a pushed merge commit
+		// pauses with the rule named, rather than failing the push again
+		// and again.
+		if rules, err := p.api.BranchRules(ctx, p.j.in.repo, p.s.Base); err != nil {
+			p.j.gha.Warningf("bazinga: could not read the rules of %s (%v); pushing", p.s.Base, err)
+		} else if which := pushRulesOf(rules); which != "" {
+			return landed(rec, gitops.MergeBlocked, plumbing.ZeroHash, pushRefusal(p.s.Base, which)), nil
+		}
+	}
 	if err := gitops.PushCommit(ctx, p.repo, p.remote, p.commit, p.branch, p.old); err != nil {
+		if msg, ok := protectedPush(err); ok && p.tested != nil {
+			return landed(rec, gitops.MergeBlocked, plumbing.ZeroHash, pushRefusal(p.s.Base, msg)), nil
+		}
 		return rec, err
 	}
 	p.j.gha.Infof("pushed %s to %s", p.commit, p.branch)

@@ -42,6 +42,13 @@ type payload struct {
 		Status     string `json:"status"`
 		Conclusion string `json:"conclusion"`
 	} `json:"workflow_job"`
+	// check_run, check_suite and status deliveries (required checks).
+	CheckRun   *hookCheckRun   `json:"check_run"`
+	CheckSuite *hookCheckSuite `json:"check_suite"`
+	State      string          `json:"state"`
+	Branches   []struct {
+		Name string `json:"name"`
+	} `json:"branches"`
 }
 
 type hookIssue struct {
@@ -67,6 +74,9 @@ type hookPR struct {
 	Title    string      `json:"title"`
 	State    string      `json:"state"`
 	Merged   bool        `json:"merged"`
+	// MergeCommitSHA is the commit a merge made (a squash or rebase leaves
+	// the branch out of the base).
+	MergeCommitSHA string `json:"merge_commit_sha"`
 	MergedBy *hookUser   `json:"merged_by"`
 	Labels   []hookLabel `json:"labels"`
 	Head     struct {
@@ -322,6 +332,8 @@ func sessionOf(event string, p *payload) int {
 				return n
 			}
 		}
+	case "check_run", "check_suite", "status":
+		return checksSession(event, p)
 	case "workflow_run":
 		if p.WorkflowRun != nil {
 			if _, ref, ok := codec.StepInText(p.WorkflowRun.DisplayTitle); ok {
@@ -367,6 +379,8 @@ func (t translator) translate(d Delivery, p *payload) (intent, error) {
 		it, err = t.pullRequest(p)
 	case "workflow_run", "workflow_job":
 		it, err = t.workflow(p)
+	case "check_run", "check_suite", "status":
+		it, err = t.checks(d.Event, p)
 	default:
 		return intent{}, ignored("event %s", d.Event)
 	}
@@ -540,6 +554,9 @@ func (t translator) pullRequest(p *payload) (intent, error) {
 		actor = p.PullRequest.MergedBy.Login
 	}
 	ev := pipeline.Event{Kind: pipeline.EventPRClosed, Session: strconv.Itoa(n), Group: group, Actor: actor, Merged: p.PullRequest.Merged}
+	if ev.Merged {
+		ev.Commit = p.PullRequest.MergeCommitSHA
+	}
 	return intent{issue: n, in: input{events: []pipeline.Event{ev}, pr: &prRef{number: p.PullRequest.Number, group: group}}}, nil
 }
 

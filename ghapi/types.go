@@ -65,6 +65,9 @@ type PR struct {
 	Body   string
 	State  string // open | closed
 	Head   string // branch name
+	// HeadSHA is the head commit; MergeCommitSHA the commit a merge made.
+	HeadSHA        string
+	MergeCommitSHA string
 	// HeadRepo is the repository the head branch lives in, "owner/name":
 	// another one for a pull request from a fork.
 	HeadRepo string
@@ -123,4 +126,7 @@ var (
 	ErrNotFound  = errors.New("github: not found")
 	ErrExists    = errors.New("github: already exists")
 	ErrNoCommits = errors.New("github: no commits between base and head")
+	// ErrDraftsUnsupported: the repository cannot have draft pull requests
+	// (a private repository on a free plan answers 422).
+	ErrDraftsUnsupported = errors.New("github: draft pull requests are not supported in this repository")
 )
