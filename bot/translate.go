@@ -70,16 +70,16 @@ type hookComment struct {
 }
 
 type hookPR struct {
-	Number   int         `json:"number"`
-	Title    string      `json:"title"`
-	State    string      `json:"state"`
-	Merged   bool        `json:"merged"`
+	Number int    `json:"number"`
+	Title  string `json:"title"`
+	State  string `json:"state"`
+	Merged bool   `json:"merged"`
 	// MergeCommitSHA is the commit a merge made (a squash or rebase leaves
 	// the branch out of the base).
-	MergeCommitSHA string `json:"merge_commit_sha"`
-	MergedBy *hookUser   `json:"merged_by"`
-	Labels   []hookLabel `json:"labels"`
-	Head     struct {
+	MergeCommitSHA string      `json:"merge_commit_sha"`
+	MergedBy       *hookUser   `json:"merged_by"`
+	Labels         []hookLabel `json:"labels"`
+	Head           struct {
 		Ref  string    `json:"ref"`
 		Repo *hookRepo `json:"repo"`
 	} `json:"head"`
