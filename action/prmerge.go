@@ -72,44 +72,75 @@ func (m prMerger) MergePR(ctx context.Context, branch, base, head string) (gitop
 	if err != nil {
 		return gitops.FinishResult{}, fmt.Errorf("reading the rules of %s: %w", m.base, err)
 	}
-	method, why := choosePRMethod(m.pref, settings, rules)
+	methods, why := choosePRMethods(m.pref, settings, rules)
 	if why != "" {
 		return gitops.FinishResult{Outcome: gitops.MergeBlocked, Reason: why}, nil
 	}
-	sha, err := m.gh.MergePR(ctx, m.repo, pr.Number, head, method, m.title(branch))
-	var refusal *ghapi.MergeRefusal
-	switch {
-	case err == nil:
-		return gitops.FinishResult{Outcome: gitops.MergeSuccess, Commit: plumbing.NewHash(sha)}, nil
-	case errors.As(err, &refusal) && (refusal.HeadModified() || refusal.BaseModified()):
-		// The head or the base moved after the gate: test again what is there now.
-		return gitops.FinishResult{Retry: true}, nil
-	case errors.As(err, &refusal):
-		// Protection (required reviews or checks, an out-of-date head) or
-		// GitHub's own mergeability: the local merge was clean and tested.
-		return gitops.FinishResult{Outcome: gitops.MergeBlocked,
-			Reason: fmt.Sprintf("GitHub refused to %s pull request #%d: %s", method, pr.Number, oneLine(refusal.Message))}, nil
+	var refused []string
+	for _, method := range methods {
+		sha, err := m.gh.MergePR(ctx, m.repo, pr.Number, head, method, m.title(branch))
+		var refusal *ghapi.MergeRefusal
+		switch {
+		case err == nil:
+			return gitops.FinishResult{Outcome: gitops.MergeSuccess, Commit: plumbing.NewHash(sha)}, nil
+		case errors.As(err, &refusal) && (refusal.HeadModified() || refusal.BaseModified()):
+			// The head or the base moved after the gate: test again what is there now.
+			return gitops.FinishResult{Retry: true}, nil
+		case errors.As(err, &refusal) && refusal.MethodRefused():
+			// A rule bazinga could not read beforehand (classic protection
+			// shows readers only its required checks): with auto, the next
+			// allowed method may be accepted.
+			refused = append(refused, method+": "+oneLine(refusal.Message))
+			continue
+		case errors.As(err, &refusal):
+			// Protection (required reviews or checks, an out-of-date head) or
+			// GitHub's own mergeability: the local merge was clean and tested.
+			return gitops.FinishResult{Outcome: gitops.MergeBlocked,
+				Reason: fmt.Sprintf("GitHub refused to %s pull request #%d: %s", method, pr.Number, oneLine(refusal.Message))}, nil
+		}
+		return gitops.FinishResult{}, fmt.Errorf("merging pull request #%d: %w", pr.Number, err)
 	}
-	return gitops.FinishResult{}, fmt.Errorf("merging pull request #%d: %w", pr.Number, err)
+	return gitops.FinishResult{Outcome: gitops.MergeBlocked,
+		Reason: fmt.Sprintf("GitHub refused every merge method for pull request #%d (%s); set merge.pr_method to one the base branch allows",
+			pr.Number, strings.Join(refused, "; "))}, nil
 }
 
-// choosePRMethod picks GitHub's merge method: the preference, or with auto
-// the first of pipeline.PRMethodOrder the repository allows (a base that
-// requires a linear history takes no merge commit). A preference the
-// repository forbids is refused with a reason naming both.
-func choosePRMethod(pref pipeline.PRMergeMethod, s ghapi.RepoSettings, r ghapi.BranchRules) (string, string) {
-	var linear *ghapi.Rule
-	for i, rule := range r.PushRules {
-		if rule.Kind == "required_linear_history" {
-			linear = &r.PushRules[i]
-			break
+// choosePRMethods lists GitHub's merge methods to try, in order: the
+// preference alone, or with auto every method of pipeline.PRMethodOrder the
+// repository and the base's rules allow (a linear history takes no merge
+// commit, signed commits no rebase, a ruleset may allow only some). A
+// preference they forbid is refused with a reason naming both.
+func choosePRMethods(pref pipeline.PRMergeMethod, s ghapi.RepoSettings, r ghapi.BranchRules) ([]string, string) {
+	ruled := func(m string) (ghapi.Rule, bool) {
+		switch {
+		case m == "merge":
+			if rule, ok := r.Has("required_linear_history"); ok {
+				return rule, true
+			}
+		case m == "rebase":
+			if rule, ok := r.Has("required_signatures"); ok {
+				return rule, true
+			}
 		}
+		if r.MergeMethods != nil && !slices.Contains(r.MergeMethods, m) {
+			rule, _ := r.Has("pull_request")
+			rule.Kind = "allowed_merge_methods"
+			return rule, true
+		}
+		return ghapi.Rule{}, false
 	}
 	var usable []string
+	var why []string
 	for _, m := range pipeline.PRMethodOrder {
-		if s.Allows(string(m)) && (linear == nil || m != pipeline.PRMethodMerge) {
-			usable = append(usable, string(m))
+		method := string(m)
+		if !s.Allows(method) {
+			continue
 		}
+		if rule, no := ruled(method); no {
+			why = append(why, ruleText(method, rule))
+			continue
+		}
+		usable = append(usable, method)
 	}
 	allowed := strings.Join(s.Allowed(), ", ")
 	if allowed == "" {
@@ -118,19 +149,25 @@ func choosePRMethod(pref pipeline.PRMergeMethod, s ghapi.RepoSettings, r ghapi.B
 	switch {
 	case pref == "" || pref == pipeline.PRMethodAuto:
 		if len(usable) == 0 {
-			why := fmt.Sprintf("the repository allows no merge method bazinga can use (allowed: %s", allowed)
-			if linear != nil {
-				why += "; " + linear.String()
-			}
-			return "", why + "); allow squash or rebase merging in the repository settings"
+			return nil, fmt.Sprintf("the repository allows no merge method bazinga can use (allowed: %s; %s); allow another merge method in the repository settings or its rules",
+				allowed, strings.Join(why, "; "))
 		}
-		return usable[0], ""
+		return usable, ""
 	case !s.Allows(string(pref)):
-		return "", fmt.Sprintf("merge.pr_method is %s, but the repository allows only %s merging; set merge.pr_method to auto or one of those in .github/bazinga.yml", pref, allowed)
+		return nil, fmt.Sprintf("merge.pr_method is %s, but the repository allows only %s merging; set merge.pr_method to auto or one of those in .github/bazinga.yml", pref, allowed)
 	case !slices.Contains(usable, string(pref)):
-		return "", fmt.Sprintf("merge.pr_method is %s, but %s; set merge.pr_method to squash, rebase or auto", pref, linear)
+		rule, _ := ruled(string(pref))
+		return nil, fmt.Sprintf("merge.pr_method is %s, but %s; set merge.pr_method to auto or another method", pref, ruleText(string(pref), rule))
 	}
-	return string(pref), ""
+	return []string{string(pref)}, ""
+}
+
+// ruleText says why a rule forbids a merge method.
+func ruleText(method string, rule ghapi.Rule) string {
+	if rule.Kind == "allowed_merge_methods" {
+		return fmt.Sprintf("%s merging is not among the methods the pull request rule allows (%s)", method, rule.Source)
+	}
+	return rule.String()
 }
 
 // pushRefusal is what a land job says when merge.method push meets a base

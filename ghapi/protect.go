@@ -95,6 +95,9 @@ type BranchRules struct {
 	Strict bool
 	// PushRules refuse a merge commit pushed straight to the branch.
 	PushRules []Rule
+	// MergeMethods, when not empty, are the only merge methods the
+	// rulesets' pull_request rules allow (allowed_merge_methods).
+	MergeMethods []string
 }
 
 // BranchRules reads a branch's classic protection (the summary GET
@@ -161,7 +164,28 @@ func (g *Client) BranchRules(ctx context.Context, repo RepoRef, branch string) (
 			}
 			out.Strict = out.Strict || p.StrictRequiredStatusChecksPolicy
 			out.PushRules = append(out.PushRules, Rule{Kind: r.Type, Source: src})
-		case "pull_request", "required_linear_history", "required_signatures", "update":
+		case "pull_request":
+			var p struct {
+				AllowedMergeMethods []string `json:"allowed_merge_methods"`
+			}
+			if r.Parameters != nil {
+				if err := json.Unmarshal(*r.Parameters, &p); err != nil {
+					return out, fmt.Errorf("rules of branch %s of %s: %s: %w", branch, repo, src, err)
+				}
+			}
+			if len(p.AllowedMergeMethods) > 0 {
+				if out.MergeMethods == nil {
+					out.MergeMethods = slices.Clone(p.AllowedMergeMethods)
+				} else {
+					// Every ruleset applies: only methods all of them allow.
+					out.MergeMethods = slices.DeleteFunc(out.MergeMethods, func(m string) bool { return !slices.Contains(p.AllowedMergeMethods, m) })
+				}
+				if len(out.MergeMethods) == 0 {
+					out.MergeMethods = []string{} // none left: still a restriction
+				}
+			}
+			out.PushRules = append(out.PushRules, Rule{Kind: r.Type, Source: src})
+		case "required_linear_history", "required_signatures", "update":
 			out.PushRules = append(out.PushRules, Rule{Kind: r.Type, Source: src})
 		}
 	}
@@ -184,7 +208,32 @@ func (b BranchRules) normalised() BranchRules {
 		return strings.Compare(x.Source, y.Source)
 	})
 	b.PushRules = slices.Compact(b.PushRules)
+	slices.Sort(b.MergeMethods)
 	return b
+}
+
+// Has reports whether a rule of kind applies, and returns the first.
+func (b BranchRules) Has(kind string) (Rule, bool) {
+	for _, r := range b.PushRules {
+		if r.Kind == kind {
+			return r, true
+		}
+	}
+	return Rule{}, false
+}
+
+// MethodRefused reports whether a merge refusal is about the merge method
+// (the repository's settings, a linear history, signed commits, a
+// ruleset's allowed methods): another method may be accepted.
+func (e *MergeRefusal) MethodRefused() bool {
+	m := strings.ToLower(e.Message)
+	for _, mark := range []string{"merges are not allowed on this repository", "merge commits are not allowed",
+		"rebase merges cannot be automatically signed", "is not allowed by the ruleset"} {
+		if strings.Contains(m, mark) {
+			return true
+		}
+	}
+	return false
 }
 
 // CheckState is one check's state on a commit.
