@@ -3,8 +3,8 @@ package ghfake
 import (
 	"bytes"
 	"encoding/base64"
-	"os/exec"
 	"net/http"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -98,27 +98,41 @@ func TestPushRules(t *testing.T) {
 		reason string
 	}{
 		{
-			name:   "no rules",
-			setup:  func(*testing.T, *env) {},
-			change: func(_ *testing.T, _ *env, w *wc) string { w.commit("a.txt", "a"); return "refs/heads/main:refs/heads/main" },
+			name:  "no rules",
+			setup: func(*testing.T, *env) {},
+			change: func(_ *testing.T, _ *env, w *wc) string {
+				w.commit("a.txt", "a")
+				return "refs/heads/main:refs/heads/main"
+			},
 		},
 		{
-			name:   "require a pull request",
-			setup:  func(t *testing.T, e *env) { require.NoError(t, e.repo.Protect("main", Protection{RequirePR: true})) },
-			change: func(_ *testing.T, _ *env, w *wc) string { w.commit("a.txt", "a"); return "refs/heads/main:refs/heads/main" },
+			name:  "require a pull request",
+			setup: func(t *testing.T, e *env) { require.NoError(t, e.repo.Protect("main", Protection{RequirePR: true})) },
+			change: func(_ *testing.T, _ *env, w *wc) string {
+				w.commit("a.txt", "a")
+				return "refs/heads/main:refs/heads/main"
+			},
 			want: []string{"error: GH006: Protected branch update failed for refs/heads/main.",
 				"- Changes must be made through a pull request."},
 			reason: "protected branch hook declined",
 		},
 		{
-			name:   "another branch is not protected",
-			setup:  func(t *testing.T, e *env) { require.NoError(t, e.repo.Protect("main", Protection{RequirePR: true})) },
-			change: func(_ *testing.T, _ *env, w *wc) string { w.commit("a.txt", "a"); return "refs/heads/main:refs/heads/feature" },
+			name:  "another branch is not protected",
+			setup: func(t *testing.T, e *env) { require.NoError(t, e.repo.Protect("main", Protection{RequirePR: true})) },
+			change: func(_ *testing.T, _ *env, w *wc) string {
+				w.commit("a.txt", "a")
+				return "refs/heads/main:refs/heads/feature"
+			},
 		},
 		{
-			name:   "wildcard pattern",
-			setup:  func(t *testing.T, e *env) { require.NoError(t, e.repo.Protect("release/*", Protection{RequirePR: true})) },
-			change: func(_ *testing.T, _ *env, w *wc) string { w.commit("a.txt", "a"); return "refs/heads/main:refs/heads/release/1.0" },
+			name: "wildcard pattern",
+			setup: func(t *testing.T, e *env) {
+				require.NoError(t, e.repo.Protect("release/*", Protection{RequirePR: true}))
+			},
+			change: func(_ *testing.T, _ *env, w *wc) string {
+				w.commit("a.txt", "a")
+				return "refs/heads/main:refs/heads/release/1.0"
+			},
 			want:   []string{"error: GH006: Protected branch update failed for refs/heads/release/1.0."},
 			reason: "protected branch hook declined",
 		},
@@ -127,7 +141,10 @@ func TestPushRules(t *testing.T) {
 			setup: func(t *testing.T, e *env) {
 				require.NoError(t, e.repo.Protect("main", Protection{RequiredChecks: []string{"ci"}}))
 			},
-			change: func(_ *testing.T, _ *env, w *wc) string { w.commit("a.txt", "a"); return "refs/heads/main:refs/heads/main" },
+			change: func(_ *testing.T, _ *env, w *wc) string {
+				w.commit("a.txt", "a")
+				return "refs/heads/main:refs/heads/main"
+			},
 			want:   []string{"- Required status check \"ci\" is expected."},
 			reason: "protected branch hook declined",
 		},
@@ -136,7 +153,10 @@ func TestPushRules(t *testing.T) {
 			setup: func(t *testing.T, e *env) {
 				require.NoError(t, e.repo.Protect("main", Protection{RequiredChecks: []string{"ci", "lint"}}))
 			},
-			change: func(_ *testing.T, _ *env, w *wc) string { w.commit("a.txt", "a"); return "refs/heads/main:refs/heads/main" },
+			change: func(_ *testing.T, _ *env, w *wc) string {
+				w.commit("a.txt", "a")
+				return "refs/heads/main:refs/heads/main"
+			},
 			want:   []string{"- 2 of 2 required status checks are expected."},
 			reason: "protected branch hook declined",
 		},
@@ -188,20 +208,33 @@ func TestPushRules(t *testing.T) {
 			reason: "protected branch hook declined",
 		},
 		{
-			name:   "linear history accepts a fast-forward",
-			setup:  func(t *testing.T, e *env) { require.NoError(t, e.repo.Protect("main", Protection{LinearHistory: true})) },
-			change: func(_ *testing.T, _ *env, w *wc) string { w.commit("a.txt", "a"); w.commit("b.txt", "b"); return "refs/heads/main:refs/heads/main" },
+			name: "linear history accepts a fast-forward",
+			setup: func(t *testing.T, e *env) {
+				require.NoError(t, e.repo.Protect("main", Protection{LinearHistory: true}))
+			},
+			change: func(_ *testing.T, _ *env, w *wc) string {
+				w.commit("a.txt", "a")
+				w.commit("b.txt", "b")
+				return "refs/heads/main:refs/heads/main"
+			},
 		},
 		{
-			name:   "signed commits refuse an unsigned one",
-			setup:  func(t *testing.T, e *env) { require.NoError(t, e.repo.Protect("main", Protection{SignedCommits: true})) },
-			change: func(_ *testing.T, _ *env, w *wc) string { w.commit("a.txt", "a"); return "refs/heads/main:refs/heads/main" },
+			name: "signed commits refuse an unsigned one",
+			setup: func(t *testing.T, e *env) {
+				require.NoError(t, e.repo.Protect("main", Protection{SignedCommits: true}))
+			},
+			change: func(_ *testing.T, _ *env, w *wc) string {
+				w.commit("a.txt", "a")
+				return "refs/heads/main:refs/heads/main"
+			},
 			want:   []string{"- Commits must have verified signatures."},
 			reason: "protected branch hook declined",
 		},
 		{
-			name:  "signed commits accept a signed one",
-			setup: func(t *testing.T, e *env) { require.NoError(t, e.repo.Protect("main", Protection{SignedCommits: true})) },
+			name: "signed commits accept a signed one",
+			setup: func(t *testing.T, e *env) {
+				require.NoError(t, e.repo.Protect("main", Protection{SignedCommits: true}))
+			},
 			change: func(t *testing.T, e *env, w *wc) string {
 				base := w.head()
 				signed := w.rawCommit(base.TreeHash, []plumbing.Hash{base.Hash}, "signed", fakeSig)
@@ -222,8 +255,10 @@ func TestPushRules(t *testing.T) {
 			reason: "protected branch hook declined",
 		},
 		{
-			name:  "force push allowed when the rule allows it",
-			setup: func(t *testing.T, e *env) { require.NoError(t, e.repo.Protect("main", Protection{AllowForcePushes: true})) },
+			name: "force push allowed when the rule allows it",
+			setup: func(t *testing.T, e *env) {
+				require.NoError(t, e.repo.Protect("main", Protection{AllowForcePushes: true}))
+			},
 			change: func(t *testing.T, e *env, w *wc) string {
 				base := w.head()
 				other := w.rawCommit(base.TreeHash, nil, "unrelated root", "")
@@ -232,22 +267,33 @@ func TestPushRules(t *testing.T) {
 			},
 		},
 		{
-			name:   "deletion refused",
-			setup:  func(t *testing.T, e *env) { require.NoError(t, e.repo.Protect("release", Protection{})) },
-			change: func(t *testing.T, e *env, _ *wc) string { e.branch(t, "release", map[string]string{"r": "r"}); return ":refs/heads/release" },
+			name:  "deletion refused",
+			setup: func(t *testing.T, e *env) { require.NoError(t, e.repo.Protect("release", Protection{})) },
+			change: func(t *testing.T, e *env, _ *wc) string {
+				e.branch(t, "release", map[string]string{"r": "r"})
+				return ":refs/heads/release"
+			},
 			want:   []string{"- Cannot delete this protected branch."},
 			reason: "protected branch hook declined",
 		},
 		{
-			name:   "admins bypass classic protection",
-			setup:  func(t *testing.T, e *env) { require.NoError(t, e.repo.Protect("main", Protection{RequirePR: true})) },
-			change: func(_ *testing.T, _ *env, w *wc) string { w.commit("a.txt", "a"); return "refs/heads/main:refs/heads/main" },
-			tok:    adminTok,
+			name:  "admins bypass classic protection",
+			setup: func(t *testing.T, e *env) { require.NoError(t, e.repo.Protect("main", Protection{RequirePR: true})) },
+			change: func(_ *testing.T, _ *env, w *wc) string {
+				w.commit("a.txt", "a")
+				return "refs/heads/main:refs/heads/main"
+			},
+			tok: adminTok,
 		},
 		{
-			name:   "unless admins are included",
-			setup:  func(t *testing.T, e *env) { require.NoError(t, e.repo.Protect("main", Protection{RequirePR: true, EnforceAdmins: true})) },
-			change: func(_ *testing.T, _ *env, w *wc) string { w.commit("a.txt", "a"); return "refs/heads/main:refs/heads/main" },
+			name: "unless admins are included",
+			setup: func(t *testing.T, e *env) {
+				require.NoError(t, e.repo.Protect("main", Protection{RequirePR: true, EnforceAdmins: true}))
+			},
+			change: func(_ *testing.T, _ *env, w *wc) string {
+				w.commit("a.txt", "a")
+				return "refs/heads/main:refs/heads/main"
+			},
 			tok:    adminTok,
 			want:   []string{"- Changes must be made through a pull request."},
 			reason: "protected branch hook declined",
@@ -258,8 +304,11 @@ func TestPushRules(t *testing.T) {
 				_, err := e.repo.AddRuleset(Ruleset{Name: "main", Include: []string{"~DEFAULT_BRANCH"}, RequirePR: true})
 				require.NoError(t, err)
 			},
-			change: func(_ *testing.T, _ *env, w *wc) string { w.commit("a.txt", "a"); return "refs/heads/main:refs/heads/main" },
-			tok:    adminTok, // rulesets bind admins too
+			change: func(_ *testing.T, _ *env, w *wc) string {
+				w.commit("a.txt", "a")
+				return "refs/heads/main:refs/heads/main"
+			},
+			tok: adminTok, // rulesets bind admins too
 			want: []string{"error: GH013: Repository rule violations found for refs/heads/main.",
 				"Review all repository rules at ", "/acme/widgets/rules?ref=refs%2Fheads%2Fmain",
 				"- Changes must be made through a pull request."},
@@ -271,7 +320,10 @@ func TestPushRules(t *testing.T) {
 				_, err := e.repo.AddRuleset(Ruleset{Include: []string{"~ALL"}, RequirePR: true, Bypass: []string{"bazinga[bot]"}})
 				require.NoError(t, err)
 			},
-			change: func(_ *testing.T, _ *env, w *wc) string { w.commit("a.txt", "a"); return "refs/heads/main:refs/heads/main" },
+			change: func(_ *testing.T, _ *env, w *wc) string {
+				w.commit("a.txt", "a")
+				return "refs/heads/main:refs/heads/main"
+			},
 		},
 		{
 			name: "ruleset in evaluate mode is not enforced",
@@ -279,7 +331,10 @@ func TestPushRules(t *testing.T) {
 				_, err := e.repo.AddRuleset(Ruleset{Include: []string{"~ALL"}, RequirePR: true, Enforcement: EnforcementEvaluate})
 				require.NoError(t, err)
 			},
-			change: func(_ *testing.T, _ *env, w *wc) string { w.commit("a.txt", "a"); return "refs/heads/main:refs/heads/main" },
+			change: func(_ *testing.T, _ *env, w *wc) string {
+				w.commit("a.txt", "a")
+				return "refs/heads/main:refs/heads/main"
+			},
 		},
 		{
 			name: "ruleset exclude",
@@ -287,7 +342,10 @@ func TestPushRules(t *testing.T) {
 				_, err := e.repo.AddRuleset(Ruleset{Include: []string{"~ALL"}, Exclude: []string{"refs/heads/scratch/**"}, RestrictUpdates: true})
 				require.NoError(t, err)
 			},
-			change: func(_ *testing.T, _ *env, w *wc) string { w.commit("a.txt", "a"); return "refs/heads/main:refs/heads/scratch/x/y" },
+			change: func(_ *testing.T, _ *env, w *wc) string {
+				w.commit("a.txt", "a")
+				return "refs/heads/main:refs/heads/scratch/x/y"
+			},
 		},
 		{
 			name: "ruleset restricting creations",
