@@ -106,7 +106,9 @@ func TestMergeRules(t *testing.T) {
 		}
 	}
 	check := func(name, conclusion string) func(*testing.T, env2) {
-		return func(t *testing.T, e env2) { require.NoError(t, e.repo.SetCheck(e.headSHA, name, "completed", conclusion)) }
+		return func(t *testing.T, e env2) {
+			require.NoError(t, e.repo.SetCheck(e.headSHA, name, "completed", conclusion))
+		}
 	}
 	review := func(user, state string) func(*testing.T, env2) {
 		return func(t *testing.T, e env2) {
