@@ -154,6 +154,7 @@ func TestRequiredCheckStates(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			e := newEnv(t)
 			sha, _ := e.repo.Ref("refs/heads/main")
 			require.NoError(t, tc.setup(e.repo, sha))

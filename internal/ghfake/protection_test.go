@@ -378,6 +378,7 @@ func TestPushRules(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			e := newEnv(t)
 			e.f.AddToken(adminTok, owner, User)
 			tc.setup(t, e)
@@ -508,6 +509,7 @@ func TestRefsAPIRules(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			e := newEnv(t)
 			tc.setup(t, e.repo)
 			main, _ := e.repo.Ref("refs/heads/main")

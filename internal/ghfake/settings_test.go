@@ -50,6 +50,7 @@ func TestDraftPullRequests(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.plan.String()+map[bool]string{true: "-private", false: "-public"}[tc.private], func(t *testing.T) {
+			t.Parallel()
 			e := newEnv(t)
 			s := e.repo.Settings()
 			s.Private, s.Plan = tc.private, tc.plan
@@ -171,6 +172,7 @@ func TestMergeRules(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			e := newEnv(t)
 			e.f.AddToken("ghp_owner", owner, User)
 			head := e.branch(t, "feature", map[string]string{"f.txt": "f"})
@@ -283,6 +285,7 @@ func TestMergeableStates(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			e := newEnv(t)
 			head := e.branch(t, "feature", map[string]string{"f.txt": "f"})
 			n, err := e.repo.CreatePR("alice", "feature", "main", "F", "", tc.draft)
