@@ -11,6 +11,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/format/packfile"
+	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/storage/memory"
+	"github.com/go-git/go-git/v5/storage/transactional"
 )
 
 // gitPath recognises git smart HTTP paths: /{owner}/{repo}.git/... (and
@@ -141,15 +147,19 @@ func (f *Fake) serveGit(w http.ResponseWriter, req *http.Request) {
 
 	cmds, caps := parseReceiveCommands(body)
 	f.mu.Lock()
-	var refused bool
-	for _, c := range cmds {
-		if r.isProtected(c.ref) {
-			refused = true
-		}
+	var kind AccountType
+	if tok != nil {
+		kind = tok.kind
+	}
+	ref, v := f.decidePush(r, cmds, body, login, kind)
+	var lines []string
+	var reason string
+	if v.any() {
+		lines, reason = r.gitRefusal(ref, v)
 	}
 	f.mu.Unlock()
-	if refused {
-		writeProtectedRefusal(sw, cmds, caps)
+	if v.any() {
+		writeRefusal(sw, cmds, caps, lines, reason)
 		return
 	}
 	rec := httptest.NewRecorder()
@@ -271,15 +281,62 @@ func parseReceiveCommands(body []byte) ([]receiveCommand, string) {
 
 func pktLine(s string) string { return fmt.Sprintf("%04x%s", len(s)+4, s) }
 
-// writeProtectedRefusal answers a push touching a protected branch the way
-// GitHub's pre-receive hook does: every ref refused (the hook is
-// all-or-nothing), with GH006 on the progress channel when the client
+// decidePush applies the repository's protection rules and rulesets to a
+// push: the first refused branch and why (GitHub's pre-receive hook refuses
+// the whole push). The pushed pack is read (without storing it) only when a
+// rule needs the new commits. Caller holds f.mu.
+func (f *Fake) decidePush(r *Repo, cmds []receiveCommand, body []byte, login string, kind AccountType) (string, violations) {
+	var get commitGetter
+	for _, c := range cmds {
+		branch, ok := strings.CutPrefix(c.ref, "refs/heads/")
+		if !ok || (r.protectionFor(branch) == nil && len(r.rulesetsFor(branch)) == 0) {
+			continue
+		}
+		if get == nil {
+			get = r.pushCommits(body)
+		}
+		u := refUpdate{branch: branch, old: strings.TrimPrefix(c.old, zeroSHA), new: strings.TrimPrefix(c.new, zeroSHA),
+			login: login, kind: kind, get: get}
+		if v := r.checkPush(u); v.any() {
+			return c.ref, v
+		}
+	}
+	return "", violations{}
+}
+
+// pushCommits reads commits from the repository and the pack a push
+// carries, without writing the pack anywhere (git's quarantine, in
+// effect).
+func (r *Repo) pushCommits(body []byte) commitGetter {
+	base := r.repoCommits()
+	i := bytes.Index(body, []byte("PACK"))
+	if i < 0 {
+		return base
+	}
+	r.gs.mu.Lock()
+	tx := transactional.NewStorage(r.gs.st, memory.NewStorage())
+	err := packfile.UpdateObjectStorage(tx, bytes.NewReader(body[i:]))
+	r.gs.mu.Unlock()
+	if err != nil {
+		r.f.logf("ghfake: reading pushed pack: %v", err)
+		return base
+	}
+	return func(h plumbing.Hash) (*object.Commit, error) {
+		r.gs.mu.Lock()
+		defer r.gs.mu.Unlock()
+		return object.GetCommit(tx, h)
+	}
+}
+
+// writeRefusal answers a refused push the way GitHub's pre-receive hook
+// does: every ref refused (the hook is all-or-nothing) with reason, and the
+// hook's lines (GH006 or GH013) on the progress channel when the client
 // asked for side-band.
-func writeProtectedRefusal(w http.ResponseWriter, cmds []receiveCommand, caps string) {
+func writeRefusal(w http.ResponseWriter, cmds []receiveCommand, caps string, lines []string, reason string) {
 	var report strings.Builder
 	report.WriteString(pktLine("unpack ok\n"))
 	for _, c := range cmds {
-		report.WriteString(pktLine("ng " + c.ref + " protected branch hook declined\n"))
+		report.WriteString(pktLine("ng " + c.ref + " " + reason + "\n"))
 	}
 	report.WriteString("0000")
 	w.Header().Set("Content-Type", "application/x-git-receive-pack-result")
@@ -291,10 +348,9 @@ func writeProtectedRefusal(w http.ResponseWriter, cmds []receiveCommand, caps st
 		return
 	}
 	var out strings.Builder
-	for _, c := range cmds {
-		out.WriteString(pktLine("\x02error: GH006: Protected branch update failed for " + c.ref + ".\n"))
+	for _, l := range lines {
+		out.WriteString(pktLine("\x02" + l + "\n"))
 	}
-	out.WriteString(pktLine("\x02error: Changes must be made through a pull request.\n"))
 	out.WriteString(pktLine("\x01" + report.String()))
 	out.WriteString("0000")
 	_, _ = io.WriteString(w, out.String())
