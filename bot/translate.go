@@ -360,7 +360,7 @@ func ignored(format string, args ...any) error {
 // translate turns one delivery into an intent, or an error wrapping
 // ErrIgnored when the delivery needs no work.
 func (t translator) translate(d Delivery, p *payload) (intent, error) {
-	if strings.EqualFold(p.Sender.Login, t.login) && d.Event != "workflow_run" && d.Event != "workflow_job" {
+	if strings.EqualFold(p.Sender.Login, t.login) && !selfEventCounts(d.Event) {
 		// The bot never reacts to itself (its own comments, labels, PRs).
 		return intent{}, ignored("sent by the bot itself")
 	}
@@ -615,4 +615,15 @@ func failedStep(title, conclusion string) (intent, error) {
 	}
 	ev := pipeline.StepFailure(ref.Session, step, "the job ended "+conclusion+" without a result")
 	return intent{issue: n, in: input{fail: &ev}}, nil
+}
+
+// selfEventCounts: deliveries the bot's own identity may cause that still
+// matter: runs it dispatched ending, and checks reported under its App
+// (bazinga creates no check runs or statuses itself, so none loops).
+func selfEventCounts(event string) bool {
+	switch event {
+	case "workflow_run", "workflow_job", "check_run", "check_suite", "status":
+		return true
+	}
+	return false
 }
