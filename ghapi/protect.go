@@ -137,7 +137,14 @@ func (g *Client) BranchRules(ctx context.Context, repo RepoRef, branch string) (
 			out.PushRules = append(out.PushRules, Rule{Kind: "required_signatures", Source: src})
 		}
 	}
-	rules, resp, err := g.c.Repositories.GetRulesForBranch(ctx, repo.Owner, repo.Name, branch)
+	// Read raw: go-github re-encodes a rule's parameters through its own
+	// structs, which drop fields it does not know (allowed_merge_methods).
+	var rules []rawRule
+	req, err := g.c.NewRequest(http.MethodGet, fmt.Sprintf("repos/%s/%s/rules/branches/%s", repo.Owner, repo.Name, branch), nil)
+	if err != nil {
+		return out, fmt.Errorf("get the rules of branch %s of %s: %w", branch, repo, err)
+	}
+	resp, err = g.c.Do(ctx, req, &rules)
 	if err != nil {
 		if resp != nil && resp.StatusCode == http.StatusNotFound {
 			// GitHub Enterprise Server before rulesets: no rules.
@@ -151,7 +158,7 @@ func (g *Client) BranchRules(ctx context.Context, repo RepoRef, branch string) (
 		case "required_status_checks":
 			var p github.RequiredStatusChecksRuleParameters
 			if r.Parameters != nil {
-				if err := json.Unmarshal(*r.Parameters, &p); err != nil {
+				if err := json.Unmarshal(r.Parameters, &p); err != nil {
 					return out, fmt.Errorf("rules of branch %s of %s: %s: %w", branch, repo, src, err)
 				}
 			}
@@ -169,7 +176,7 @@ func (g *Client) BranchRules(ctx context.Context, repo RepoRef, branch string) (
 				AllowedMergeMethods []string `json:"allowed_merge_methods"`
 			}
 			if r.Parameters != nil {
-				if err := json.Unmarshal(*r.Parameters, &p); err != nil {
+				if err := json.Unmarshal(r.Parameters, &p); err != nil {
 					return out, fmt.Errorf("rules of branch %s of %s: %s: %w", branch, repo, src, err)
 				}
 			}
@@ -190,6 +197,13 @@ func (g *Client) BranchRules(ctx context.Context, repo RepoRef, branch string) (
 		}
 	}
 	return out.normalised(), nil
+}
+
+// rawRule is one rule of GET /repos/{o}/{r}/rules/branches/{b}.
+type rawRule struct {
+	Type       string          `json:"type"`
+	Parameters json.RawMessage `json:"parameters,omitempty"`
+	RulesetID  int64           `json:"ruleset_id"`
 }
 
 // normalised sorts and deduplicates, so output never depends on GitHub's order.
