@@ -95,8 +95,12 @@ func (m prMerger) MergePR(ctx context.Context, branch, base, head string) (gitop
 		case errors.As(err, &refusal):
 			// Protection (required reviews or checks, an out-of-date head) or
 			// GitHub's own mergeability: the local merge was clean and tested.
-			return gitops.FinishResult{Outcome: gitops.MergeBlocked,
-				Reason: fmt.Sprintf("GitHub refused to %s pull request #%d: %s", method, pr.Number, oneLine(refusal.Message))}, nil
+			reason := fmt.Sprintf("GitHub refused to %s pull request #%d: %s", method, pr.Number, oneLine(refusal.Message))
+			if strings.Contains(strings.ToLower(refusal.Message), "not up to date") {
+				// Strict required checks: bazinga does not update group branches itself yet.
+				reason += " (the base requires branches to be up to date before merging: update the PR's branch, or turn that setting off)"
+			}
+			return gitops.FinishResult{Outcome: gitops.MergeBlocked, Reason: reason}, nil
 		}
 		return gitops.FinishResult{}, fmt.Errorf("merging pull request #%d: %w", pr.Number, err)
 	}

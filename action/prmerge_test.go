@@ -125,6 +125,9 @@ func TestPRMergerGuards(t *testing.T) {
 		{name: "protection refuses (405)", f: landFake{base: tBase, found: true, pr: open, settings: all,
 			mergeErr: &ghapi.MergeRefusal{Status: http.StatusMethodNotAllowed, Message: "Required status check \"ci/test\" is expected."}},
 			out: gitops.MergeBlocked, reason: `GitHub refused to merge pull request #4: Required status check "ci/test" is expected.`},
+		{name: "strict: the head is behind the base (405)", f: landFake{base: tBase, found: true, pr: open, settings: all,
+			mergeErr: &ghapi.MergeRefusal{Status: http.StatusMethodNotAllowed, Message: "Head branch is not up to date with the base branch"}},
+			out: gitops.MergeBlocked, reason: "the base requires branches to be up to date before merging: update the PR's branch, or turn that setting off"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
