@@ -45,9 +45,9 @@ func e2eCIFixScenario(t *testing.T) string {
 
 // playCI is the repository's CI: it answers every group PR head whose
 // merge waits on its required check ci/test (as the tracking comment
-// shows), failing group A's first head once and passing every other.
+// shows), failing group A's first head once (failA) and passing every other.
 // It returns the heads it failed and passed, once stopped.
-func playCI(t *testing.T, w *world, issue int) (stop func() (failed, passed []string)) {
+func playCI(t *testing.T, w *world, issue int, failA bool) (stop func() (failed, passed []string)) {
 	t.Helper()
 	done := make(chan struct{})
 	var wg sync.WaitGroup
@@ -79,7 +79,7 @@ func playCI(t *testing.T, w *world, issue int) (stop func() (failed, passed []st
 				head := g.Checks.Head
 				conclusion := "success"
 				mu.Lock()
-				if g.ID == "A" && len(failed) == 0 {
+				if failA && g.ID == "A" && len(failed) == 0 {
 					conclusion = "failure"
 					failed = append(failed, head)
 				} else {
@@ -121,7 +121,7 @@ func TestE2EAppModeProtectedSquashOnlyWithRequiredCheck(t *testing.T) {
 		_, err := w.repo.AddRuleset(ghfake.Ruleset{Name: "linear main", Include: []string{"~DEFAULT_BRANCH"}, LinearHistory: true})
 		require.NoError(t, err)
 		// The issue playAppModeWith opens next is #1.
-		stopCI = playCI(t, w, 1)
+		stopCI = playCI(t, w, 1, true)
 	})
 	failed, passed := stopCI()
 	require.Len(t, failed, 1, "CI failed group A's first head once")
@@ -166,6 +166,56 @@ func TestE2EAppModeProtectedSquashOnlyWithRequiredCheck(t *testing.T) {
 	}
 	assert.Contains(t, log.String(), "waiting for required checks: ci/test")
 	assert.Contains(t, log.String(), "required checks failed on")
+}
+
+// A base that requires branches to be up to date before merging (strict
+// required checks): the group that merges second is behind main, so its
+// land job pushes the tested merge to the group branch instead (GitHub would
+// refuse the merge), CI runs on that head, and the merge goes again.
+func TestE2EAppModeStrictRequiredChecks(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		protect func(*ghfake.Repo) error
+		refused int // 405s: classic protection shows readers its checks but not that they are strict
+	}{
+		{"classic protection", func(r *ghfake.Repo) error {
+			return r.Protect("main", ghfake.Protection{RequiredChecks: []string{"ci/test"}, Strict: true})
+		}, 1},
+		{"ruleset", func(r *ghfake.Repo) error {
+			_, err := r.AddRuleset(ghfake.Ruleset{Name: "ci", Include: []string{"~DEFAULT_BRANCH"}, RequiredChecks: []string{"ci/test"}, Strict: true})
+			return err
+		}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var stopCI func() ([]string, []string)
+			w, s := playAppModeWith(t, e2eConfig+"merge:\n  pr_method: squash\n", func(w *world) {
+				require.NoError(t, tc.protect(w.repo))
+				stopCI = playCI(t, w, 1, false)
+			})
+			failed, passed := stopCI()
+			assert.Empty(t, failed)
+			assert.Len(t, passed, 3, "a head of each group, and the up-to-date head")
+			updated := 0
+			for _, st := range s.Steps {
+				if st.Role == pipeline.RoleMerge && st.Result != nil && st.Result.Status == pipeline.StatusMergeUpdated {
+					updated++
+					assert.Contains(t, st.Result.Summary[0], "brought up to date with main")
+				}
+			}
+			assert.Equal(t, 1, updated, "the group that merged second was brought up to date once")
+			statuses := map[int]int{}
+			for _, c := range w.f.Calls() {
+				if c.Method == http.MethodPut && strings.HasSuffix(c.Route, "/pulls/{number}/merge") {
+					statuses[c.Status]++
+				}
+			}
+			want := map[int]int{http.StatusOK: 2}
+			if tc.refused > 0 {
+				want[http.StatusMethodNotAllowed] = tc.refused
+			}
+			assert.Equal(t, want, statuses)
+		})
+	}
 }
 
 // A private repository on the free plan refuses draft PRs (422): with

@@ -38,9 +38,39 @@ type prMerger struct {
 	base  string
 	pref  pipeline.PRMergeMethod
 	title func(branch string) string
+	// behind: the tested head does not contain the base. update, when set,
+	// pushes the tested merge of base and head to the group branch and
+	// returns it: what a base requiring up-to-date heads needs first.
+	behind bool
+	update func(ctx context.Context) (string, error)
 }
 
+// MergePR lands through the pull request (stepexec.PRMerger).
 func (m prMerger) MergePR(ctx context.Context, branch, base, head string) (gitops.FinishResult, error) {
+	fr, _, err := m.land(ctx, branch, base, head)
+	return fr, err
+}
+
+// land merges the pull request, or, on a base that requires up-to-date
+// heads while the tested head is behind it, brings the group branch up to
+// date with the tested merge and returns its commit (updated) instead: the
+// merge goes again once that head's required checks passed.
+func (m prMerger) land(ctx context.Context, branch, base, head string) (fr gitops.FinishResult, updated string, err error) {
+	fr, err = m.merge(ctx, branch, base, head)
+	if err != nil || m.update == nil || !m.behind || fr.Outcome != gitops.MergeBlocked || !strings.Contains(fr.Reason, upToDateHint) {
+		return fr, "", err
+	}
+	updated, err = m.update(ctx)
+	if err != nil {
+		return gitops.FinishResult{}, "", fmt.Errorf("bringing %s up to date with %s: %w", branch, m.base, err)
+	}
+	return gitops.FinishResult{}, updated, nil
+}
+
+// upToDateHint ends the reason of a merge refused for an out-of-date head.
+const upToDateHint = "(the base requires branches to be up to date before merging: update the PR's branch, or turn that setting off)"
+
+func (m prMerger) merge(ctx context.Context, branch, base, head string) (gitops.FinishResult, error) {
 	cur, err := m.gh.GetRef(ctx, m.repo, "heads/"+m.base)
 	if err != nil {
 		return gitops.FinishResult{}, fmt.Errorf("reading %s: %w", m.base, err)
@@ -76,6 +106,11 @@ func (m prMerger) MergePR(ctx context.Context, branch, base, head string) (gitop
 	if why != "" {
 		return gitops.FinishResult{Outcome: gitops.MergeBlocked, Reason: why}, nil
 	}
+	if rules.Strict && m.behind {
+		// Known from the rules: GitHub would refuse (405) an out-of-date head.
+		return gitops.FinishResult{Outcome: gitops.MergeBlocked,
+			Reason: fmt.Sprintf("GitHub refuses to merge pull request #%d: its head is not up to date with %s %s", pr.Number, m.base, upToDateHint)}, nil
+	}
 	var refused []string
 	for _, method := range methods {
 		sha, err := m.gh.MergePR(ctx, m.repo, pr.Number, head, method, m.title(branch))
@@ -97,8 +132,8 @@ func (m prMerger) MergePR(ctx context.Context, branch, base, head string) (gitop
 			// GitHub's own mergeability: the local merge was clean and tested.
 			reason := fmt.Sprintf("GitHub refused to %s pull request #%d: %s", method, pr.Number, oneLine(refusal.Message))
 			if strings.Contains(strings.ToLower(refusal.Message), "not up to date") {
-				// Strict required checks: bazinga does not update group branches itself yet.
-				reason += " (the base requires branches to be up to date before merging: update the PR's branch, or turn that setting off)"
+				// Strict required checks (a classic rule readers cannot see).
+				reason += " " + upToDateHint
 			}
 			return gitops.FinishResult{Outcome: gitops.MergeBlocked, Reason: reason}, nil
 		}

@@ -200,3 +200,54 @@ func (f *methodFake) MergePR(ctx context.Context, repo ghapi.RepoRef, n int, sha
 	}
 	return f.landFake.MergePR(ctx, repo, n, sha, method, title)
 }
+
+// A base requiring up-to-date heads: a head behind it is brought up to date
+// (the tested merge pushed to the group branch) instead of merged, known
+// from the rules beforehand or from GitHub's 405.
+func TestPRMergerBringsUpToDate(t *testing.T) {
+	all := ghapi.RepoSettings{AllowMerge: true, AllowSquash: true, AllowRebase: true}
+	open := ghapi.PR{Number: 4, State: "open"}
+	pushed := 0
+	update := func(context.Context) (string, error) {
+		pushed++
+		return "4444444444444444444444444444444444444444", nil
+	}
+	t.Run("known from the rules: nothing asked of GitHub", func(t *testing.T) {
+		pushed = 0
+		f := &landFake{base: tBase, found: true, pr: open, settings: all, rules: ghapi.BranchRules{Strict: true}}
+		m := prMerger{gh: f, base: "main", title: func(string) string { return "t" }, behind: true, update: update}
+		_, updated, err := m.land(context.Background(), "b", tBase, tHead)
+		require.NoError(t, err)
+		assert.Equal(t, "4444444444444444444444444444444444444444", updated)
+		assert.Empty(t, f.merged)
+		assert.Equal(t, 1, pushed)
+	})
+	t.Run("told by GitHub", func(t *testing.T) {
+		pushed = 0
+		f := &landFake{base: tBase, found: true, pr: open, settings: all,
+			mergeErr: &ghapi.MergeRefusal{Status: http.StatusMethodNotAllowed, Message: "Head branch is not up to date with the base branch"}}
+		m := prMerger{gh: f, base: "main", title: func(string) string { return "t" }, behind: true, update: update}
+		_, updated, err := m.land(context.Background(), "b", tBase, tHead)
+		require.NoError(t, err)
+		assert.NotEmpty(t, updated)
+		assert.Len(t, f.merged, 1)
+	})
+	t.Run("a head that contains the base is merged; strict or not", func(t *testing.T) {
+		pushed = 0
+		f := &landFake{base: tBase, found: true, pr: open, settings: all, rules: ghapi.BranchRules{Strict: true}}
+		m := prMerger{gh: f, base: "main", title: func(string) string { return "t" }, update: update}
+		fr, updated, err := m.land(context.Background(), "b", tBase, tHead)
+		require.NoError(t, err)
+		assert.Empty(t, updated)
+		assert.Equal(t, gitops.MergeSuccess, fr.Outcome)
+		assert.Zero(t, pushed)
+	})
+	t.Run("without an update (stepexec's merger) it pauses with what to do", func(t *testing.T) {
+		f := &landFake{base: tBase, found: true, pr: open, settings: all, rules: ghapi.BranchRules{Strict: true}}
+		m := prMerger{gh: f, base: "main", title: func(string) string { return "t" }, behind: true}
+		fr, err := m.MergePR(context.Background(), "b", tBase, tHead)
+		require.NoError(t, err)
+		assert.Equal(t, gitops.MergeBlocked, fr.Outcome)
+		assert.Contains(t, fr.Reason, "its head is not up to date with main")
+	})
+}

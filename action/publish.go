@@ -378,9 +378,17 @@ func (p *publisher) push(ctx context.Context) (codec.ResultRecord, error) {
 	rec.Model, rec.RunURL = p.step.Model, p.j.in.runURL
 	if p.tested != nil && p.prs != nil {
 		g := p.s.Group(p.step.Group)
-		fr, err := p.prs.MergePR(ctx, g.Branch, p.tested.Base, p.tested.Head)
+		m := *p.prs
+		base, head := plumbing.NewHash(p.tested.Base), plumbing.NewHash(p.tested.Head)
+		if in, err := onBranch(p.repo, base, head); err == nil && !in {
+			m.behind, m.update = true, func(ctx context.Context) (string, error) { return p.bringUpToDate(ctx, g, base, head) }
+		}
+		fr, updated, err := m.land(ctx, g.Branch, p.tested.Base, p.tested.Head)
 		if err != nil {
 			return rec, err
+		}
+		if updated != "" {
+			return upToDate(rec, g.Branch, p.s.Base, updated), nil
 		}
 		if fr.Retry {
 			return rec, fmt.Errorf("%w: the base or the pull request moved after the gate; not merged", gitops.ErrStale)
@@ -415,6 +423,33 @@ func (p *publisher) push(ctx context.Context) (codec.ResultRecord, error) {
 	}
 	rec.Head = p.commit.String()
 	return rec, nil
+}
+
+// bringUpToDate pushes the tested merge of base and head (parents: the
+// group head, then the base; the tree the gate tested) to the group branch,
+// with compare-and-set on its head: a base that requires up-to-date heads
+// merges only a head that contains it.
+func (p *publisher) bringUpToDate(ctx context.Context, g *pipeline.Group, base, head plumbing.Hash) (string, error) {
+	msg := fmt.Sprintf("Merge %s into %s\n\nThe base requires branches to be up to date before merging; this is the merge\nbazinga tested (session %s).\n\nBazinga-Step: %s", p.s.Base, g.Branch, p.s.ID, p.step.ID)
+	c, err := gitops.WriteCommit(p.repo, plumbing.NewHash(p.tested.Tree), []plumbing.Hash{head, base}, gitops.BotIdentity, msg, p.j.d.Now())
+	if err != nil {
+		return "", err
+	}
+	if err := gitops.PushCommit(ctx, p.repo, p.remote, c, g.Branch, head); err != nil {
+		return "", err
+	}
+	p.j.gha.Infof("pushed %s to %s: the base requires an up-to-date head", c, g.Branch)
+	return c.String(), nil
+}
+
+// upToDate is a merge step's record when the land job brought the group
+// branch up to date instead of merging: the new head merges after its checks.
+func upToDate(rec codec.ResultRecord, branch, base, head string) codec.ResultRecord {
+	rec.Result.Status = pipeline.StatusMergeUpdated
+	rec.Result.Summary = []string{fmt.Sprintf("%s brought up to date with %s at %s (the tested merge); it merges once its required checks pass", branch, base, short(head))}
+	rec.Result.Handoff, _ = json.Marshal(map[string]any{"updated_head": head})
+	rec.Head = head
+	return rec
 }
 
 // landed is a merge step's record once the land job landed it (or GitHub

@@ -176,3 +176,30 @@ func TestParseMergeKeys(t *testing.T) {
 		assert.Contains(t, err.Error(), want)
 	}
 }
+
+// A strict base: the land job pushed the tested merge to the group branch
+// instead of merging; the merge waits for that head's checks, then goes again.
+func TestMergeUpdatedWaitsForTheNewHead(t *testing.T) {
+	h := toReview(t, DefaultConfig())
+	h.reconcile(ChecksEvent("s1", "A", "h1", ciReport(ChecksPassed)))
+	h.report("A", StatusApproved, "")
+	merge := h.inFlight("A")
+	ev := StepResult("s1", merge.ID, Result{Status: StatusMergeUpdated, Summary: []string{"brought up to date"}})
+	ev.Commit = "m1"
+	h.reconcile(ev)
+	a := h.group("A")
+	assert.Equal(t, "m1", a.Head)
+	assert.Nil(t, a.Checks, "the checks of h1 say nothing of m1")
+	assert.Zero(t, a.Counters.MergeFailures, "nothing failed")
+	again := h.inFlight("A")
+	require.Equal(t, RoleMerge, again.Role, "no report yet: the front-end reads the checks before it sends the merge")
+	assert.Equal(t, merge.From, again.From)
+	// Had the front-end read them pending, the merge would wait.
+	h2 := toReview(t, DefaultConfig())
+	h2.report("A", StatusApproved, "")
+	m := h2.inFlight("A")
+	ev = StepResult("s1", m.ID, Result{Status: StatusMergeUpdated})
+	ev.Commit = "m1"
+	h2.reconcile(ev, ChecksEvent("s1", "A", "m1", ciReport(ChecksPending, "ci/test")))
+	assert.Equal(t, WaitChecks, h2.group("A").Wait)
+}

@@ -154,6 +154,15 @@ func (r *reconciler) route(t *Track, g *Group, st *Step) string {
 		t.Stage = StageBlocked
 		r.pause(fmt.Sprintf("the merge of group %s was refused (%s); let it land, then /bazinga resume", st.Group, feedback))
 		return "paused"
+	case RouteMergeAgain:
+		// A base that requires up-to-date heads ("strict" required checks):
+		// the land job pushed the tested merge of base and head to the group
+		// branch (the result's commit, now the group's head). Nothing failed;
+		// the merge waits for that head's checks like any other.
+		if g == nil {
+			return r.retry(t, st, "merge result on the session")
+		}
+		return r.want(t, g, StepSpec{Role: RoleMerge, Purpose: PurposeMerge, From: st.From})
 	case RouteStepRetry:
 		return r.retry(t, st, "no usable verdict: "+feedback)
 	case RouteDone:

@@ -220,8 +220,13 @@ func (sim *simulator) checkApprovals(t *testing.T, seed uint64, before Session, 
 				n++
 			}
 		}
-		if ci, ok := sim.ci[a.Group]; ok && ci.version == sim.version[a.Group] && ci.state != ChecksPassed {
-			t.Fatalf("seed %d: merge of %s dispatched while the required checks of its current code are %s", seed, a.Group, ci.state)
+		resent := false // a resume sends a step in flight again: no new decision
+		if old := before.Step(a.Step); old != nil && old.State == StepInFlight {
+			resent = true
+		}
+		if ci, ok := sim.ci[a.Group]; ok && !resent && ci.version == sim.version[a.Group] && ci.state != ChecksPassed {
+			t.Fatalf("seed %d: merge of %s dispatched while the required checks of its current code are %s (engine: head %q, checks %+v; events %+v)",
+				seed, a.Group, ci.state, after.Group(a.Group).Head, after.Group(a.Group).Checks, events)
 		}
 		if n < sim.cfg.Merge.RequiredApprovals {
 			t.Fatalf("seed %d: merge of %s dispatched with %d approval(s) of its current code, %d required (engine: %v)",
@@ -255,6 +260,10 @@ func (sim *simulator) outcome(st Step) (Result, bool) {
 		case n%3 == 0:
 			return Result{Status: StatusMergeConflict, Handoff: json.RawMessage(`{"conflicts":["a.go"]}`)}, true
 		case n%3 == 1 || rng.IntN(3) != 0:
+			if rng.IntN(6) == 0 {
+				// A strict base: the tested merge became the group's head.
+				return Result{Status: StatusMergeUpdated, Summary: []string{"brought up to date"}}, true
+			}
 			return Result{Status: StatusMergeTestFailure}, true
 		default:
 			return Result{Status: StatusMergeBlocked}, true
@@ -584,6 +593,9 @@ func (sim *simulator) play(t *testing.T, seed uint64) {
 			ev := StepResult(sim.s.ID, st.ID, res)
 			if st.Role.IsImplementer() && st.Group != LeadGroup && rng.IntN(2) == 0 {
 				ev.Commit = fmt.Sprintf("c%d", st.N) // the executor knows the new head
+			}
+			if res.Status == StatusMergeUpdated && rng.IntN(4) != 0 {
+				ev.Commit = fmt.Sprintf("m%d", st.N) // the tested merge pushed to the group branch
 			}
 			events = append(events, ev)
 			if rng.IntN(20) == 0 {
