@@ -363,8 +363,14 @@ func (r *Repo) checkPush(u refUpdate) violations {
 		return v
 	}
 	create, del := u.old == "", u.new == ""
+	// Whether the update is a force push is computed only if a rule cares
+	// (it needs the pushed commits).
+	forceMatters := p != nil && !p.AllowForcePushes
+	for _, rs := range sets {
+		forceMatters = forceMatters || rs.BlockForcePushes
+	}
 	forced := false
-	if !create && !del {
+	if forceMatters && !create && !del {
 		forced = !reachable(u.get, u.old, u.new)
 	}
 	// The commits a push brings: old..new for an update; for a creation,
