@@ -578,6 +578,7 @@ func (r *Repo) sortedPulls() []*issue {
 type mergeReasons struct {
 	classic, rules []string
 	behind         bool
+	behindMsg      string // the reason the behind head gave, see strictChecks
 }
 
 func (m mergeReasons) any() bool { return len(m.classic) > 0 || len(m.rules) > 0 }
@@ -591,7 +592,22 @@ func (m mergeReasons) message() string {
 	return "Repository rule violations found\n\n" + strings.Join(m.rules, "\n\n") + "\n\n"
 }
 
-const behindMessage = "Head branch is not up to date with the base branch"
+// strictChecks is the required-checks reason for merging: with strict
+// checks and a head behind its base, every required check counts as
+// expected again, whatever ran on the head ("2 of 2 required status checks
+// are expected" for a green pull request whose base moved: reported in
+// b-open-io/prompts#69). Caller holds f.mu.
+func (r *Repo) strictChecks(m *mergeReasons, required []string, strict, upToDate bool, head string) string {
+	if !strict || upToDate || len(required) == 0 {
+		return r.checksMessage(required, head)
+	}
+	msg := fmt.Sprintf("Required status check %q is expected.", required[0])
+	if len(required) > 1 {
+		msg = fmt.Sprintf("%d of %d required status checks are expected.", len(required), len(required))
+	}
+	m.behind, m.behindMsg = true, msg
+	return msg
+}
 
 // approvalsMessage checks required approving reviews: the latest review of
 // each reviewer with write access counts; one requesting changes blocks.
@@ -650,12 +666,8 @@ func (r *Repo) mergeBlockers(is *issue, baseSHA, user string, kind AccountType, 
 		if msg := r.approvalsMessage(is, prot.RequiredApprovals); msg != "" {
 			m.classic = append(m.classic, msg)
 		}
-		if msg := r.checksMessage(prot.RequiredChecks, p.headSHA); msg != "" {
+		if msg := r.strictChecks(&m, prot.RequiredChecks, prot.Strict, upToDate, p.headSHA); msg != "" {
 			m.classic = append(m.classic, msg)
-		}
-		if prot.Strict && len(prot.RequiredChecks) > 0 && !upToDate {
-			m.classic = append(m.classic, behindMessage)
-			m.behind = true
 		}
 		if prot.LinearHistory && method == "merge" {
 			m.classic = append(m.classic, "Merge commits are not allowed on this branch.")
@@ -676,12 +688,8 @@ func (r *Repo) mergeBlockers(is *issue, baseSHA, user string, kind AccountType, 
 		if msg := r.approvalsMessage(is, rs.RequiredApprovals); msg != "" {
 			add(msg)
 		}
-		if msg := r.checksMessage(rs.RequiredChecks, p.headSHA); msg != "" {
+		if msg := r.strictChecks(&m, rs.RequiredChecks, rs.Strict, upToDate, p.headSHA); msg != "" {
 			add(msg)
-		}
-		if rs.Strict && len(rs.RequiredChecks) > 0 && !upToDate {
-			add(behindMessage)
-			m.behind = true
 		}
 		if method != "" && len(rs.AllowedMergeMethods) > 0 && !contains(rs.AllowedMergeMethods, method) {
 			add("Merge method " + method + " is not allowed by the ruleset.")
@@ -765,12 +773,10 @@ func (r *Repo) mergeableState(is *issue, mc *mergeCache, baseSHA string) string 
 		return "draft"
 	}
 	m := r.mergeBlockers(is, baseSHA, "", "", "")
-	blocking := len(m.classic) + len(m.rules)
-	if m.behind {
-		for _, l := range [][]string{m.classic, m.rules} {
-			if contains(l, behindMessage) {
-				blocking--
-			}
+	blocking := 0
+	for _, msg := range append(append([]string(nil), m.classic...), m.rules...) {
+		if !m.behind || msg != m.behindMsg {
+			blocking++
 		}
 	}
 	switch {

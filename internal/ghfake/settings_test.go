@@ -161,7 +161,11 @@ func TestMergeRules(t *testing.T) {
 		{"signed commits take a merge (GitHub signs it)", protect(Protection{SignedCommits: true}), "merge", "", ""},
 		{"strict: head behind base", and(protect(Protection{RequiredChecks: []string{"ci"}, Strict: true}), check("ci", "success"), func(t *testing.T, e env2) {
 			e.branch(t, "main", map[string]string{"other.txt": "o"})
-		}), "merge", "", behindMessage},
+		}), "merge", "", `Required status check "ci" is expected.`},
+		{"strict: up to date and green", and(protect(Protection{RequiredChecks: []string{"ci", "lint"}, Strict: true}), check("ci", "success"), check("lint", "success")), "merge", "", ""},
+		{"strict: behind with two checks", and(protect(Protection{RequiredChecks: []string{"ci", "lint"}, Strict: true}), check("ci", "success"), check("lint", "success"), func(t *testing.T, e env2) {
+			e.branch(t, "main", map[string]string{"other.txt": "o"})
+		}), "squash", "", "2 of 2 required status checks are expected."},
 		{"ruleset: checks", ruleset(Ruleset{RequiredChecks: []string{"ci"}}), "squash", "",
 			"Repository rule violations found\n\nRequired status check \"ci\" is expected.\n\n"},
 		{"ruleset: checks and reviews", ruleset(Ruleset{RequiredChecks: []string{"ci"}, RequiredApprovals: 1}), "squash", "ghp_owner",
