@@ -69,10 +69,16 @@ func TestCheckRunsAPI(t *testing.T) {
 	// Only GitHub Apps create check runs.
 	_, _, err = e.f.Client(aliceTok).Checks.CreateCheckRun(e.ctx, owner, repoName, github.CreateCheckRunOptions{Name: "ci", HeadSHA: sha})
 	assert.Equal(t, http.StatusForbidden, statusOf(err))
-	// A token without checks permission.
-	e.f.AddTokenWithPermissions("ghs_nochecks", e.f.BotLogin(), Bot, map[string]string{"contents": "write"})
+	// A token without checks permission; one with statuses only reads
+	// statuses, not check runs.
+	e.f.AddTokenWithPermissions("ghs_nochecks", e.f.BotLogin(), Bot, map[string]string{"contents": "write", "statuses": "read"})
 	_, _, err = e.f.Client("ghs_nochecks").Checks.CreateCheckRun(e.ctx, owner, repoName, github.CreateCheckRunOptions{Name: "ci", HeadSHA: sha})
 	assert.Equal(t, http.StatusForbidden, statusOf(err))
+	_, resp, err = e.f.Client("ghs_nochecks").Checks.ListCheckRunsForRef(e.ctx, owner, repoName, sha, nil)
+	assert.Equal(t, http.StatusForbidden, statusOf(err))
+	assert.Equal(t, "checks=read", resp.Header.Get("X-Accepted-GitHub-Permissions"))
+	_, _, err = e.f.Client("ghs_nochecks").Repositories.GetCombinedStatus(e.ctx, owner, repoName, sha, nil)
+	assert.NoError(t, err)
 }
 
 func TestStatusesAPI(t *testing.T) {

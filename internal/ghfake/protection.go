@@ -629,16 +629,25 @@ func (f *Fake) registerProtectionRoutes(repo string) {
 
 func (f *Fake) commitSubresource(c *rc) {
 	ref := c.param("ref")
+	var perm string
+	var h func(*rc)
 	switch {
 	case strings.HasSuffix(ref, "/check-runs"):
-		c.params["ref"] = strings.TrimSuffix(ref, "/check-runs")
-		f.listCheckRunsForRef(c)
+		ref, perm, h = strings.TrimSuffix(ref, "/check-runs"), "checks=read", f.listCheckRunsForRef
 	case strings.HasSuffix(ref, "/status"):
-		c.params["ref"] = strings.TrimSuffix(ref, "/status")
-		f.combinedStatus(c)
+		ref, perm, h = strings.TrimSuffix(ref, "/status"), "statuses=read", f.combinedStatus
 	default:
 		c.notFound()
+		return
 	}
+	// The route accepts either permission; each endpoint needs its own.
+	if c.tok != nil && c.tok.perms != nil && !tokenAllows(c.tok.perms, perm) {
+		c.hdr.Set("X-Accepted-GitHub-Permissions", perm)
+		c.fail(http.StatusForbidden, "Resource not accessible by integration")
+		return
+	}
+	c.params["ref"] = ref
+	h(c)
 }
 
 // getBranch serves GET /repos/{o}/{r}/branches/{branch}: "protected" and
