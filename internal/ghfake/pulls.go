@@ -832,3 +832,63 @@ func (f *Fake) ComputeMergeability() {
 		}
 	}
 }
+
+// updateBranch serves PUT /repos/{o}/{r}/pulls/{n}/update-branch: GitHub
+// merges the base into the head branch (a merge commit by the caller,
+// committed by GitHub) and answers 202.
+func (f *Fake) updateBranch(c *rc) {
+	is := c.pullParam()
+	if is == nil {
+		return
+	}
+	var req struct {
+		ExpectedHeadSHA *string `json:"expected_head_sha"`
+	}
+	if !c.decode(&req) {
+		return
+	}
+	r, p := c.repo, is.pr
+	if is.state != "open" {
+		c.fail(http.StatusUnprocessableEntity, "Cannot update a closed pull request")
+		return
+	}
+	if req.ExpectedHeadSHA != nil && *req.ExpectedHeadSHA != p.headSHA {
+		c.fail(http.StatusUnprocessableEntity, "expected head sha didn’t match current head ref.")
+		return
+	}
+	baseSHA, ok := r.ref("refs/heads/" + p.base)
+	if !ok {
+		c.fail(http.StatusUnprocessableEntity, "There are no new commits on the base branch.")
+		return
+	}
+	if r.isAncestor(baseSHA, p.headSHA) {
+		c.fail(http.StatusUnprocessableEntity, "There are no new commits on the base branch.")
+		return
+	}
+	tree, conflict, err := r.mergeTree(p.headSHA, baseSHA)
+	if err != nil {
+		c.fail(http.StatusInternalServerError, err.Error())
+		return
+	}
+	if conflict {
+		c.fail(http.StatusUnprocessableEntity, "merge conflict between base and head")
+		return
+	}
+	msg := fmt.Sprintf("Merge branch '%s' into %s", p.base, p.head)
+	sha, err := r.commitTreeAs(tree, []string{p.headSHA, baseSHA}, msg, c.login, "GitHub")
+	if err != nil {
+		c.fail(http.StatusInternalServerError, err.Error())
+		return
+	}
+	headRef := "refs/heads/" + p.head
+	old := p.headSHA
+	if err := r.updateRef(headRef, sha, old); err != nil {
+		c.fail(http.StatusUnprocessableEntity, "expected head sha didn’t match current head ref.")
+		return
+	}
+	f.refChanged(r, headRef, old, sha, c.login)
+	c.json(http.StatusAccepted, map[string]any{
+		"message": "Updating pull request branch.",
+		"url":     f.html(fmt.Sprintf("/%s/pull/%d", r.FullName(), is.number)),
+	})
+}

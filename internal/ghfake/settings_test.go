@@ -302,3 +302,37 @@ func TestMergeableStates(t *testing.T) {
 		})
 	}
 }
+
+func TestUpdateBranch(t *testing.T) {
+	e := newEnv(t)
+	require.NoError(t, e.repo.Protect("main", Protection{RequiredChecks: []string{"ci"}, Strict: true}))
+	head := e.branch(t, "feature", map[string]string{"f.txt": "f"})
+	n, err := e.repo.CreatePR("alice", "feature", "main", "F", "", false)
+	require.NoError(t, err)
+	require.NoError(t, e.repo.SetCheck(head, "ci", "completed", "success"))
+
+	_, _, err = e.gh.PullRequests.UpdateBranch(e.ctx, owner, repoName, n, nil)
+	assert.Equal(t, http.StatusUnprocessableEntity, statusOf(err), "nothing new on the base")
+
+	base := e.branch(t, "main", map[string]string{"m.txt": "m"})
+	_, _, err = e.gh.PullRequests.Merge(e.ctx, owner, repoName, n, "", nil)
+	assert.Equal(t, `Required status check "ci" is expected.`, messageOf(err), "behind")
+
+	_, _, err = e.gh.PullRequests.UpdateBranch(e.ctx, owner, repoName, n, &github.PullRequestBranchUpdateOptions{ExpectedHeadSHA: github.String(base)})
+	assert.Equal(t, http.StatusUnprocessableEntity, statusOf(err), "wrong expected head")
+	e.hook.reset()
+	_, resp, err := e.gh.PullRequests.UpdateBranch(e.ctx, owner, repoName, n, &github.PullRequestBranchUpdateOptions{ExpectedHeadSHA: github.String(head)})
+	require.Error(t, err, "go-github reports a 202 as AcceptedError")
+	assert.Equal(t, http.StatusAccepted, resp.StatusCode)
+	assert.Equal(t, []string{"push", "pull_request.synchronize"}, e.hook.kinds())
+	newHead := e.repo.PR(n).GetHead().GetSHA()
+	assert.True(t, e.repo.isAncestor(base, newHead))
+	assert.True(t, e.repo.isAncestor(head, newHead))
+
+	// The new head needs its own checks.
+	_, _, err = e.gh.PullRequests.Merge(e.ctx, owner, repoName, n, "", nil)
+	assert.Equal(t, `Required status check "ci" is expected.`, messageOf(err))
+	require.NoError(t, e.repo.SetCheck(newHead, "ci", "completed", "success"))
+	_, _, err = e.gh.PullRequests.Merge(e.ctx, owner, repoName, n, "", nil)
+	require.NoError(t, err)
+}
