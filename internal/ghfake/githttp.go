@@ -280,6 +280,31 @@ func parseReceiveCommands(body []byte) ([]receiveCommand, string) {
 	return cmds, caps
 }
 
+// packOffset finds the pack in a receive-pack request: after the command
+// list's flush (and any push options), or -1.
+func packOffset(body []byte) int {
+	off := 0
+	for off+4 <= len(body) {
+		var n int
+		if _, err := fmt.Sscanf(string(body[off:off+4]), "%04x", &n); err != nil {
+			return -1
+		}
+		if n == 0 {
+			off += 4
+			break
+		}
+		if n < 4 || off+n > len(body) {
+			return -1
+		}
+		off += n
+	}
+	i := bytes.Index(body[off:], []byte("PACK"))
+	if i < 0 {
+		return -1
+	}
+	return off + i
+}
+
 func pktLine(s string) string { return fmt.Sprintf("%04x%s", len(s)+4, s) }
 
 // decidePush applies the repository's protection rules and rulesets to a
@@ -312,7 +337,7 @@ func (f *Fake) decidePush(r *Repo, cmds []receiveCommand, body []byte, login str
 // nothing.
 func (r *Repo) pushCommits(body []byte) commitGetter {
 	base := r.repoCommits()
-	i := bytes.Index(body, []byte("PACK"))
+	i := packOffset(body)
 	if i < 0 {
 		return base
 	}
