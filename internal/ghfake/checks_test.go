@@ -31,6 +31,7 @@ func TestCheckRunsAPI(t *testing.T) {
 	assert.Equal(t, []string{"check_run.created", "check_run.completed", "check_suite.completed"}, e.hook.kinds())
 	suite := e.hook.all()[2].payload.(*github.CheckSuiteEvent)
 	assert.Equal(t, "success", suite.GetCheckSuite().GetConclusion())
+	assert.Empty(t, suite.GetCheckSuite().PullRequests, "no pull request has this head yet")
 	assert.Equal(t, sha, suite.GetCheckSuite().GetHeadSHA())
 	assert.Equal(t, "feature", suite.GetCheckSuite().GetHeadBranch())
 
@@ -190,4 +191,35 @@ func TestCheckHelpersValidate(t *testing.T) {
 	assert.ErrorIs(t, e.repo.SetCheck("0123456789012345678901234567890123456789", "ci", "queued", ""), ErrNotFound)
 	assert.Error(t, e.repo.SetStatus(sha, "ci", "green"))
 	assert.ErrorIs(t, e.repo.SetStatus("0123456789012345678901234567890123456789", "ci", "success"), ErrNotFound)
+}
+
+func TestCheckEventsNamePullRequests(t *testing.T) {
+	e := newEnv(t)
+	sha := e.branch(t, "feature", map[string]string{"f.txt": "f"})
+	n, err := e.repo.CreatePR("alice", "feature", "main", "F", "", false)
+	require.NoError(t, err)
+	e.hook.reset()
+	require.NoError(t, e.repo.SetCheckAs("github-actions[bot]", sha, "ci", "in_progress", ""))
+	require.NoError(t, e.repo.SetCheckAs("github-actions[bot]", sha, "ci", "completed", "failure"))
+	require.NoError(t, e.repo.SetCheck(sha, "bazinga", "completed", "success"))
+	assert.Equal(t, []string{"check_run.created", "check_run.completed", "check_suite.completed", "check_run.created", "check_run.completed", "check_suite.completed"}, e.hook.kinds(),
+		"one suite per app")
+	ev := e.hook.all()[2].payload.(*github.CheckSuiteEvent)
+	assert.Equal(t, "failure", ev.GetCheckSuite().GetConclusion())
+	assert.Equal(t, "github-actions", ev.GetCheckSuite().GetApp().GetSlug())
+	require.Len(t, ev.GetCheckSuite().PullRequests, 1)
+	assert.Equal(t, n, ev.GetCheckSuite().PullRequests[0].GetNumber())
+	assert.Equal(t, "main", ev.GetCheckSuite().PullRequests[0].GetBase().GetRef())
+	run := e.hook.all()[1].payload.(*github.CheckRunEvent)
+	require.Len(t, run.GetCheckRun().PullRequests, 1)
+
+	runs := e.repo.CheckRuns(sha)
+	require.Len(t, runs, 2)
+	assert.Equal(t, "ci", runs[0].GetName())
+	assert.Equal(t, "failure", runs[0].GetConclusion())
+	assert.ErrorContains(t, e.repo.SetCheckAs("alice", sha, "ci", "queued", ""), "not an App")
+	require.NoError(t, e.repo.SetStatus(sha, "deploy", "pending"))
+	sts := e.repo.Statuses(sha)
+	require.Len(t, sts, 1)
+	assert.Equal(t, "pending", sts[0].GetState())
 }
