@@ -776,3 +776,72 @@ func (f *Fake) combinedStatus(c *rc) {
 		"url":        f.api("/repos/" + c.repo.FullName() + "/commits/" + sha + "/status"),
 	})
 }
+
+// --- a fake CI ---
+
+// CI is a continuous-integration job reporting one check run per commit,
+// as a workflow "on: push" and "on: pull_request" does: it runs when a
+// branch is pushed and when a pull request is opened through the API —
+// unless GITHUB_TOKEN (github-actions[bot]) did it, because events a
+// GITHUB_TOKEN causes start no workflow runs (docs: "Triggering a workflow
+// from a workflow"). That is why commits a job pushes with GITHUB_TOKEN
+// never get required checks.
+type CI struct {
+	// Name is the check run's name (a required check names it).
+	Name string
+	// App is the login of the App reporting the run; default
+	// "github-actions[bot]".
+	App string
+	// Conclude decides a commit's conclusion ("success", "failure", …);
+	// "" leaves the run queued. nil concludes every run with success.
+	Conclude func(sha string) string
+}
+
+// AddCI registers a CI job on the repository.
+func (r *Repo) AddCI(ci CI) error {
+	if strings.TrimSpace(ci.Name) == "" {
+		return fmt.Errorf("ghfake: AddCI: empty name")
+	}
+	if ci.App == "" {
+		ci.App = ActionsLogin
+	}
+	if !strings.HasSuffix(ci.App, "[bot]") {
+		return fmt.Errorf("ghfake: AddCI: %q is not an App's bot login (want name[bot])", ci.App)
+	}
+	r.f.mu.Lock()
+	defer r.f.mu.Unlock()
+	r.ci = append(r.ci, ci)
+	return nil
+}
+
+// runCI runs the CI jobs on sha for an event sender caused. Caller holds
+// f.mu.
+func (f *Fake) runCI(r *Repo, sha, sender string) {
+	if sha == "" || sha == zeroSHA || strings.EqualFold(sender, ActionsLogin) {
+		return
+	}
+	for _, ci := range r.ci {
+		done := false
+		for _, cr := range r.checkRuns {
+			if cr.headSHA == sha && cr.name == ci.Name && cr.app == ci.App {
+				done = true
+			}
+		}
+		if done {
+			continue
+		}
+		conclusion := "success"
+		if ci.Conclude != nil {
+			conclusion = ci.Conclude(sha)
+		}
+		cr := &checkRun{app: ci.App, name: ci.Name, headSHA: sha, status: "queued"}
+		if conclusion != "" {
+			if !checkConclusions[conclusion] {
+				f.logf("ghfake: CI %s: unknown conclusion %q; using failure", ci.Name, conclusion)
+				conclusion = "failure"
+			}
+			cr.status, cr.conclusion = "completed", conclusion
+		}
+		f.createCheckRun(r, cr, ci.App)
+	}
+}

@@ -223,3 +223,48 @@ func TestCheckEventsNamePullRequests(t *testing.T) {
 	require.Len(t, sts, 1)
 	assert.Equal(t, "pending", sts[0].GetState())
 }
+
+func TestFakeCI(t *testing.T) {
+	e := newEnv(t)
+	require.NoError(t, e.repo.AddCI(CI{Name: "ci", Conclude: func(sha string) string {
+		if data, err := e.repo.ReadFile(sha, "broken"); err == nil && len(data) > 0 {
+			return "failure"
+		}
+		return "success"
+	}}))
+	require.NoError(t, e.repo.Protect("main", Protection{RequiredChecks: []string{"ci"}}))
+	assert.ErrorContains(t, e.repo.AddCI(CI{}), "empty name")
+
+	// A push by a person runs CI.
+	good := e.branch(t, "good", map[string]string{"g.txt": "g"})
+	bad := e.branch(t, "bad", map[string]string{"broken": "yes"})
+	runs := e.repo.CheckRuns(good)
+	require.Len(t, runs, 1)
+	assert.Equal(t, "success", runs[0].GetConclusion())
+	assert.Equal(t, "github-actions", runs[0].GetApp().GetSlug())
+	assert.Equal(t, "failure", e.repo.CheckRuns(bad)[0].GetConclusion())
+
+	// A push made with GITHUB_TOKEN does not; nor does a pull request it
+	// opens. A pull request the App opens does.
+	e.f.AddToken("ghs_actions", ActionsLogin, Bot)
+	w := e.clone(t)
+	sha := w.commit("x.txt", "x")
+	err, progress := w.push("ghs_actions", "refs/heads/main:refs/heads/by-actions")
+	require.NoError(t, err, progress)
+	assert.Empty(t, e.repo.CheckRuns(sha), "GITHUB_TOKEN pushes start no CI")
+	actions := e.f.Client("ghs_actions")
+	pr, _, err := actions.PullRequests.Create(e.ctx, owner, repoName, &github.NewPullRequest{Title: github.String("A"), Head: github.String("by-actions"), Base: github.String("main")})
+	require.NoError(t, err)
+	assert.Empty(t, e.repo.CheckRuns(sha))
+	_, _, err = e.gh.PullRequests.Merge(e.ctx, owner, repoName, pr.GetNumber(), "", nil)
+	assert.Equal(t, `Required status check "ci" is expected.`, messageOf(err), "the required check never comes")
+
+	sha2 := w.commit("y.txt", "y")
+	err, progress = w.push("ghs_actions", "refs/heads/main:refs/heads/by-actions-2")
+	require.NoError(t, err, progress)
+	pr2, _, err := e.gh.PullRequests.Create(e.ctx, owner, repoName, &github.NewPullRequest{Title: github.String("B"), Head: github.String("by-actions-2"), Base: github.String("main")})
+	require.NoError(t, err)
+	require.Len(t, e.repo.CheckRuns(sha2), 1, "the App's pull request starts CI on its head")
+	_, _, err = e.gh.PullRequests.Merge(e.ctx, owner, repoName, pr2.GetNumber(), "", nil)
+	require.NoError(t, err)
+}

@@ -57,7 +57,10 @@
 //     (naming the open pull requests at that head) and status webhooks and
 //     satisfy required checks (a check run concluded success, neutral or
 //     skipped; a status success); Repo.CheckRuns and Repo.Statuses inspect
-//     them; PUT /pulls/{n}/update-branch merges the base into the head;
+//     them; Repo.AddCI adds a CI job reporting a check run on every push and
+//     API-opened pull request, except those GITHUB_TOKEN made (they start no
+//     workflows); PUT /pulls/{n}/update-branch merges the base into the
+//     head;
 //   - with AsyncMergeability, GET /pulls/{n} answers mergeable null and
 //     mergeable_state "unknown" once after the pull request is opened or
 //     its head or base moves, then the computed values (dirty, draft,

@@ -90,6 +90,7 @@ func (f *Fake) createPull(c *rc) {
 	is := f.newIssue(r, c.login, *req.Title, body)
 	is.pr = &pull{id: f.id("issue"), head: head, base: base, headSHA: headSHA, draft: req.Draft != nil && *req.Draft}
 	f.emitPR(r, is, "opened", c.login, nil, nil, "", "")
+	f.runCI(r, headSHA, c.login)
 	c.json(http.StatusCreated, r.prJSON(is, refs, false))
 }
 
@@ -472,6 +473,7 @@ func (f *Fake) refChanged(r *Repo, ref, old, sha, sender string) {
 	if !ok {
 		return
 	}
+	f.runCI(r, sha, sender)
 	now := f.now()
 	for _, is := range r.issues {
 		p := is.pr
