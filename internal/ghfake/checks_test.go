@@ -259,6 +259,22 @@ func TestFakeCI(t *testing.T) {
 	_, _, err = e.gh.PullRequests.Merge(e.ctx, owner, repoName, pr.GetNumber(), "", nil)
 	assert.Equal(t, `Required status check "ci" is expected.`, messageOf(err), "the required check never comes")
 
+	// A person's push to a pull request's head: the check run names it.
+	e.hook.reset()
+	head := e.branch(t, "good", map[string]string{"g2.txt": "g"})
+	n, err := e.repo.CreatePR("alice", "good", "main", "G", "", false)
+	require.NoError(t, err)
+	head = e.branch(t, "good", map[string]string{"g3.txt": "g"})
+	var created *github.CheckRunEvent
+	for _, ev := range e.hook.all() {
+		if c, ok := ev.payload.(*github.CheckRunEvent); ok && c.GetCheckRun().GetHeadSHA() == head && c.GetAction() == "created" {
+			created = c
+		}
+	}
+	require.NotNil(t, created)
+	require.Len(t, created.GetCheckRun().PullRequests, 1)
+	assert.Equal(t, n, created.GetCheckRun().PullRequests[0].GetNumber())
+
 	sha2 := w.commit("y.txt", "y")
 	err, progress = w.push("ghs_actions", "refs/heads/main:refs/heads/by-actions-2")
 	require.NoError(t, err, progress)

@@ -473,7 +473,9 @@ func (f *Fake) refChanged(r *Repo, ref, old, sha, sender string) {
 	if !ok {
 		return
 	}
-	f.runCI(r, sha, sender)
+	// CI runs once the pull requests know their new head, so its check runs
+	// name them.
+	defer f.runCI(r, sha, sender)
 	now := f.now()
 	for _, is := range r.issues {
 		p := is.pr
