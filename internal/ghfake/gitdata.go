@@ -164,6 +164,7 @@ func (f *Fake) createRef(c *rc) {
 		return
 	}
 	f.refChanged(c.repo, name, "", sha, c.login)
+	c.hdr.Set("Location", f.api("/repos/"+c.repo.FullName()+"/git/"+name))
 	c.json(http.StatusCreated, c.repo.refJSON(name, sha))
 }
 

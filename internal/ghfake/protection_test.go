@@ -555,6 +555,9 @@ func TestRefsAPIRules(t *testing.T) {
 			if tc.message == "" {
 				require.NoError(t, err)
 				assert.Equal(t, tc.status, resp.StatusCode)
+				if tc.create {
+					assert.Equal(t, e.f.APIURL()+"repos/acme/widgets/git/"+full, resp.Header.Get("Location"))
+				}
 				got, _ := e.repo.Ref(full)
 				assert.Equal(t, sha, got)
 				return

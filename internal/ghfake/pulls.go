@@ -91,6 +91,7 @@ func (f *Fake) createPull(c *rc) {
 	is.pr = &pull{id: f.id("issue"), head: head, base: base, headSHA: headSHA, draft: req.Draft != nil && *req.Draft}
 	f.emitPR(r, is, "opened", c.login, nil, nil, "", "")
 	f.runCI(r, headSHA, c.login)
+	c.hdr.Set("Location", f.api(fmt.Sprintf("/repos/%s/pulls/%d", r.FullName(), is.number)))
 	c.json(http.StatusCreated, r.prJSON(is, refs, false))
 }
 

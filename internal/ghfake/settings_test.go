@@ -57,10 +57,11 @@ func TestDraftPullRequests(t *testing.T) {
 			require.NoError(t, e.repo.SetSettings(s))
 			e.branch(t, "feature", map[string]string{"f.txt": "f"})
 			req := &github.NewPullRequest{Title: github.String("F"), Head: github.String("feature"), Base: github.String("main"), Draft: github.Bool(true)}
-			pr, _, err := e.gh.PullRequests.Create(e.ctx, owner, repoName, req)
+			pr, resp, err := e.gh.PullRequests.Create(e.ctx, owner, repoName, req)
 			if tc.ok {
 				require.NoError(t, err)
 				assert.True(t, pr.GetDraft())
+				assert.Equal(t, pr.GetURL(), resp.Header.Get("Location"), "a 201 names what it created")
 				return
 			}
 			assert.Equal(t, http.StatusUnprocessableEntity, statusOf(err))
