@@ -164,26 +164,82 @@ func (r *Repo) othersFailing(sha string, required map[string]bool) bool {
 // completed. A second call for the same name updates the latest run. It
 // emits check_run (and check_suite completed) webhooks.
 func (r *Repo) SetCheck(sha, name, status, conclusion string) error {
+	return r.SetCheckAs(r.f.BotLogin(), sha, name, status, conclusion)
+}
+
+// SetCheckAs is SetCheck for the check runs of another GitHub App, e.g.
+// "github-actions[bot]" for a CI workflow's jobs.
+func (r *Repo) SetCheckAs(app, sha, name, status, conclusion string) error {
 	if err := validCheck(name, status, conclusion); err != "" {
 		return fmt.Errorf("ghfake: SetCheck: %s", err)
 	}
-	return r.do(r.f.BotLogin(), func() error {
+	if !strings.HasSuffix(app, "[bot]") {
+		return fmt.Errorf("ghfake: SetCheck: %q is not an App's bot login (want name[bot])", app)
+	}
+	return r.do(app, func() error {
 		if r.objectType(sha) != "commit" {
 			return fmt.Errorf("ghfake: SetCheck: commit %s: %w", sha, ErrNotFound)
 		}
 		var run *checkRun
 		for _, cr := range r.checkRuns {
-			if cr.headSHA == sha && cr.name == name && cr.app == r.f.BotLogin() && (run == nil || cr.id > run.id) {
+			if cr.headSHA == sha && cr.name == name && cr.app == app && (run == nil || cr.id > run.id) {
 				run = cr
 			}
 		}
 		if run == nil {
-			r.f.createCheckRun(r, &checkRun{app: r.f.BotLogin(), name: name, headSHA: sha, status: status, conclusion: conclusion}, r.f.BotLogin())
+			r.f.createCheckRun(r, &checkRun{app: app, name: name, headSHA: sha, status: status, conclusion: conclusion}, app)
 			return nil
 		}
-		r.f.updateCheckRun(r, run, status, conclusion, r.f.BotLogin())
+		r.f.updateCheckRun(r, run, status, conclusion, app)
 		return nil
 	})
+}
+
+// CheckRuns returns every check run on sha (all apps, reruns included), as
+// the API renders them, oldest first.
+func (r *Repo) CheckRuns(sha string) []*github.CheckRun {
+	r.f.mu.Lock()
+	defer r.f.mu.Unlock()
+	var out []*github.CheckRun
+	for _, cr := range r.checkRuns {
+		if cr.headSHA == sha {
+			out = append(out, r.checkRunJSON(cr))
+		}
+	}
+	return out
+}
+
+// Statuses returns every commit status on sha, oldest first.
+func (r *Repo) Statuses(sha string) []*github.RepoStatus {
+	r.f.mu.Lock()
+	defer r.f.mu.Unlock()
+	var out []*github.RepoStatus
+	for _, s := range r.statuses {
+		if s.sha == sha {
+			out = append(out, r.statusJSON(s))
+		}
+	}
+	return out
+}
+
+// pullsAt are the open pull requests whose head is sha, as check runs and
+// suites list them (minimal objects, as GitHub's). Caller holds f.mu.
+func (r *Repo) pullsAt(sha string) []*github.PullRequest {
+	out := []*github.PullRequest{}
+	heads, _ := r.heads()
+	repo := &github.Repository{ID: github.Int64(r.id), Name: github.String(r.name), URL: github.String(r.f.api("/repos/" + r.FullName()))}
+	for _, is := range r.sortedPulls() {
+		if is.state != "open" || is.pr.headSHA != sha {
+			continue
+		}
+		out = append(out, &github.PullRequest{
+			ID: github.Int64(is.pr.id), Number: github.Int(is.number),
+			URL:  github.String(r.f.api(fmt.Sprintf("/repos/%s/pulls/%d", r.FullName(), is.number))),
+			Head: &github.PullRequestBranch{Ref: github.String(is.pr.head), SHA: github.String(sha), Repo: repo},
+			Base: &github.PullRequestBranch{Ref: github.String(is.pr.base), SHA: github.String(heads["refs/heads/"+is.pr.base]), Repo: repo},
+		})
+	}
+	return out
 }
 
 // SetStatus records a commit status (pending, success, failure or error)
@@ -380,7 +436,7 @@ func (r *Repo) checkRunJSON(cr *checkRun) *github.CheckRun {
 		Output: &github.CheckRunOutput{AnnotationsCount: github.Int(0),
 			AnnotationsURL: github.String(f.api(fmt.Sprintf("/repos/%s/check-runs/%d/annotations", r.FullName(), cr.id)))},
 		CheckSuite:   &github.CheckSuite{ID: github.Int64(cr.suite)},
-		PullRequests: []*github.PullRequest{},
+		PullRequests: r.pullsAt(cr.headSHA),
 	}
 	if cr.conclusion != "" {
 		out.Conclusion = github.String(cr.conclusion)
@@ -423,7 +479,7 @@ func (r *Repo) suiteJSON(s *checkSuite) *github.CheckSuite {
 		Status: github.String(status), App: r.f.botApp(s.app),
 		URL:                  github.String(r.f.api(fmt.Sprintf("/repos/%s/check-suites/%d", r.FullName(), s.id))),
 		LatestCheckRunsCount: github.Int64(int64(len(runs))),
-		PullRequests:         []*github.PullRequest{},
+		PullRequests:         r.pullsAt(s.headSHA),
 	}
 	if status == "completed" && best < len(conclusionRank) {
 		conclusion = conclusionRank[best]
@@ -719,4 +775,73 @@ func (f *Fake) combinedStatus(c *rc) {
 		"commit_url": f.api("/repos/" + c.repo.FullName() + "/commits/" + sha),
 		"url":        f.api("/repos/" + c.repo.FullName() + "/commits/" + sha + "/status"),
 	})
+}
+
+// --- a fake CI ---
+
+// CI is a continuous-integration job reporting one check run per commit,
+// as a workflow "on: push" and "on: pull_request" does: it runs when a
+// branch is pushed and when a pull request is opened through the API —
+// unless GITHUB_TOKEN (github-actions[bot]) did it, because events a
+// GITHUB_TOKEN causes start no workflow runs (docs: "Triggering a workflow
+// from a workflow"). That is why commits a job pushes with GITHUB_TOKEN
+// never get required checks.
+type CI struct {
+	// Name is the check run's name (a required check names it).
+	Name string
+	// App is the login of the App reporting the run; default
+	// "github-actions[bot]".
+	App string
+	// Conclude decides a commit's conclusion ("success", "failure", …);
+	// "" leaves the run queued. nil concludes every run with success.
+	Conclude func(sha string) string
+}
+
+// AddCI registers a CI job on the repository.
+func (r *Repo) AddCI(ci CI) error {
+	if strings.TrimSpace(ci.Name) == "" {
+		return fmt.Errorf("ghfake: AddCI: empty name")
+	}
+	if ci.App == "" {
+		ci.App = ActionsLogin
+	}
+	if !strings.HasSuffix(ci.App, "[bot]") {
+		return fmt.Errorf("ghfake: AddCI: %q is not an App's bot login (want name[bot])", ci.App)
+	}
+	r.f.mu.Lock()
+	defer r.f.mu.Unlock()
+	r.ci = append(r.ci, ci)
+	return nil
+}
+
+// runCI runs the CI jobs on sha for an event sender caused. Caller holds
+// f.mu.
+func (f *Fake) runCI(r *Repo, sha, sender string) {
+	if sha == "" || sha == zeroSHA || strings.EqualFold(sender, ActionsLogin) {
+		return
+	}
+	for _, ci := range r.ci {
+		done := false
+		for _, cr := range r.checkRuns {
+			if cr.headSHA == sha && cr.name == ci.Name && cr.app == ci.App {
+				done = true
+			}
+		}
+		if done {
+			continue
+		}
+		conclusion := "success"
+		if ci.Conclude != nil {
+			conclusion = ci.Conclude(sha)
+		}
+		cr := &checkRun{app: ci.App, name: ci.Name, headSHA: sha, status: "queued"}
+		if conclusion != "" {
+			if !checkConclusions[conclusion] {
+				f.logf("ghfake: CI %s: unknown conclusion %q; using failure", ci.Name, conclusion)
+				conclusion = "failure"
+			}
+			cr.status, cr.conclusion = "completed", conclusion
+		}
+		f.createCheckRun(r, cr, ci.App)
+	}
 }

@@ -31,6 +31,7 @@ func TestCheckRunsAPI(t *testing.T) {
 	assert.Equal(t, []string{"check_run.created", "check_run.completed", "check_suite.completed"}, e.hook.kinds())
 	suite := e.hook.all()[2].payload.(*github.CheckSuiteEvent)
 	assert.Equal(t, "success", suite.GetCheckSuite().GetConclusion())
+	assert.Empty(t, suite.GetCheckSuite().PullRequests, "no pull request has this head yet")
 	assert.Equal(t, sha, suite.GetCheckSuite().GetHeadSHA())
 	assert.Equal(t, "feature", suite.GetCheckSuite().GetHeadBranch())
 
@@ -69,10 +70,16 @@ func TestCheckRunsAPI(t *testing.T) {
 	// Only GitHub Apps create check runs.
 	_, _, err = e.f.Client(aliceTok).Checks.CreateCheckRun(e.ctx, owner, repoName, github.CreateCheckRunOptions{Name: "ci", HeadSHA: sha})
 	assert.Equal(t, http.StatusForbidden, statusOf(err))
-	// A token without checks permission.
-	e.f.AddTokenWithPermissions("ghs_nochecks", e.f.BotLogin(), Bot, map[string]string{"contents": "write"})
+	// A token without checks permission; one with statuses only reads
+	// statuses, not check runs.
+	e.f.AddTokenWithPermissions("ghs_nochecks", e.f.BotLogin(), Bot, map[string]string{"contents": "write", "statuses": "read"})
 	_, _, err = e.f.Client("ghs_nochecks").Checks.CreateCheckRun(e.ctx, owner, repoName, github.CreateCheckRunOptions{Name: "ci", HeadSHA: sha})
 	assert.Equal(t, http.StatusForbidden, statusOf(err))
+	_, resp, err = e.f.Client("ghs_nochecks").Checks.ListCheckRunsForRef(e.ctx, owner, repoName, sha, nil)
+	assert.Equal(t, http.StatusForbidden, statusOf(err))
+	assert.Equal(t, "checks=read", resp.Header.Get("X-Accepted-GitHub-Permissions"))
+	_, _, err = e.f.Client("ghs_nochecks").Repositories.GetCombinedStatus(e.ctx, owner, repoName, sha, nil)
+	assert.NoError(t, err)
 }
 
 func TestStatusesAPI(t *testing.T) {
@@ -184,4 +191,96 @@ func TestCheckHelpersValidate(t *testing.T) {
 	assert.ErrorIs(t, e.repo.SetCheck("0123456789012345678901234567890123456789", "ci", "queued", ""), ErrNotFound)
 	assert.Error(t, e.repo.SetStatus(sha, "ci", "green"))
 	assert.ErrorIs(t, e.repo.SetStatus("0123456789012345678901234567890123456789", "ci", "success"), ErrNotFound)
+}
+
+func TestCheckEventsNamePullRequests(t *testing.T) {
+	e := newEnv(t)
+	sha := e.branch(t, "feature", map[string]string{"f.txt": "f"})
+	n, err := e.repo.CreatePR("alice", "feature", "main", "F", "", false)
+	require.NoError(t, err)
+	e.hook.reset()
+	require.NoError(t, e.repo.SetCheckAs("github-actions[bot]", sha, "ci", "in_progress", ""))
+	require.NoError(t, e.repo.SetCheckAs("github-actions[bot]", sha, "ci", "completed", "failure"))
+	require.NoError(t, e.repo.SetCheck(sha, "bazinga", "completed", "success"))
+	assert.Equal(t, []string{"check_run.created", "check_run.completed", "check_suite.completed", "check_run.created", "check_run.completed", "check_suite.completed"}, e.hook.kinds(),
+		"one suite per app")
+	ev := e.hook.all()[2].payload.(*github.CheckSuiteEvent)
+	assert.Equal(t, "failure", ev.GetCheckSuite().GetConclusion())
+	assert.Equal(t, "github-actions", ev.GetCheckSuite().GetApp().GetSlug())
+	require.Len(t, ev.GetCheckSuite().PullRequests, 1)
+	assert.Equal(t, n, ev.GetCheckSuite().PullRequests[0].GetNumber())
+	assert.Equal(t, "main", ev.GetCheckSuite().PullRequests[0].GetBase().GetRef())
+	run := e.hook.all()[1].payload.(*github.CheckRunEvent)
+	require.Len(t, run.GetCheckRun().PullRequests, 1)
+
+	runs := e.repo.CheckRuns(sha)
+	require.Len(t, runs, 2)
+	assert.Equal(t, "ci", runs[0].GetName())
+	assert.Equal(t, "failure", runs[0].GetConclusion())
+	assert.ErrorContains(t, e.repo.SetCheckAs("alice", sha, "ci", "queued", ""), "not an App")
+	require.NoError(t, e.repo.SetStatus(sha, "deploy", "pending"))
+	sts := e.repo.Statuses(sha)
+	require.Len(t, sts, 1)
+	assert.Equal(t, "pending", sts[0].GetState())
+}
+
+func TestFakeCI(t *testing.T) {
+	e := newEnv(t)
+	require.NoError(t, e.repo.AddCI(CI{Name: "ci", Conclude: func(sha string) string {
+		if data, err := e.repo.ReadFile(sha, "broken"); err == nil && len(data) > 0 {
+			return "failure"
+		}
+		return "success"
+	}}))
+	require.NoError(t, e.repo.Protect("main", Protection{RequiredChecks: []string{"ci"}}))
+	assert.ErrorContains(t, e.repo.AddCI(CI{}), "empty name")
+
+	// A push by a person runs CI.
+	good := e.branch(t, "good", map[string]string{"g.txt": "g"})
+	bad := e.branch(t, "bad", map[string]string{"broken": "yes"})
+	runs := e.repo.CheckRuns(good)
+	require.Len(t, runs, 1)
+	assert.Equal(t, "success", runs[0].GetConclusion())
+	assert.Equal(t, "github-actions", runs[0].GetApp().GetSlug())
+	assert.Equal(t, "failure", e.repo.CheckRuns(bad)[0].GetConclusion())
+
+	// A push made with GITHUB_TOKEN does not; nor does a pull request it
+	// opens. A pull request the App opens does.
+	e.f.AddToken("ghs_actions", ActionsLogin, Bot)
+	w := e.clone(t)
+	sha := w.commit("x.txt", "x")
+	err, progress := w.push("ghs_actions", "refs/heads/main:refs/heads/by-actions")
+	require.NoError(t, err, progress)
+	assert.Empty(t, e.repo.CheckRuns(sha), "GITHUB_TOKEN pushes start no CI")
+	actions := e.f.Client("ghs_actions")
+	pr, _, err := actions.PullRequests.Create(e.ctx, owner, repoName, &github.NewPullRequest{Title: github.String("A"), Head: github.String("by-actions"), Base: github.String("main")})
+	require.NoError(t, err)
+	assert.Empty(t, e.repo.CheckRuns(sha))
+	_, _, err = e.gh.PullRequests.Merge(e.ctx, owner, repoName, pr.GetNumber(), "", nil)
+	assert.Equal(t, `Required status check "ci" is expected.`, messageOf(err), "the required check never comes")
+
+	// A person's push to a pull request's head: the check run names it.
+	e.hook.reset()
+	head := e.branch(t, "good", map[string]string{"g2.txt": "g"})
+	n, err := e.repo.CreatePR("alice", "good", "main", "G", "", false)
+	require.NoError(t, err)
+	head = e.branch(t, "good", map[string]string{"g3.txt": "g"})
+	var created *github.CheckRunEvent
+	for _, ev := range e.hook.all() {
+		if c, ok := ev.payload.(*github.CheckRunEvent); ok && c.GetCheckRun().GetHeadSHA() == head && c.GetAction() == "created" {
+			created = c
+		}
+	}
+	require.NotNil(t, created)
+	require.Len(t, created.GetCheckRun().PullRequests, 1)
+	assert.Equal(t, n, created.GetCheckRun().PullRequests[0].GetNumber())
+
+	sha2 := w.commit("y.txt", "y")
+	err, progress = w.push("ghs_actions", "refs/heads/main:refs/heads/by-actions-2")
+	require.NoError(t, err, progress)
+	pr2, _, err := e.gh.PullRequests.Create(e.ctx, owner, repoName, &github.NewPullRequest{Title: github.String("B"), Head: github.String("by-actions-2"), Base: github.String("main")})
+	require.NoError(t, err)
+	require.Len(t, e.repo.CheckRuns(sha2), 1, "the App's pull request starts CI on its head")
+	_, _, err = e.gh.PullRequests.Merge(e.ctx, owner, repoName, pr2.GetNumber(), "", nil)
+	require.NoError(t, err)
 }

@@ -52,10 +52,15 @@
 //     free plan can have none. Repo.ProtectBranch is "nothing may push";
 //   - check runs (POST/PATCH /check-runs, GET /commits/{ref}/check-runs)
 //     and commit statuses (POST /statuses/{sha}, GET
-//     /commits/{ref}/status), or Repo.SetCheck and Repo.SetStatus, emit
-//     check_run, check_suite and status webhooks and satisfy required
-//     checks (a check run concluded success, neutral or skipped; a status
-//     success);
+//     /commits/{ref}/status), or Repo.SetCheck, SetCheckAs (another App,
+//     e.g. github-actions[bot]) and SetStatus, emit check_run, check_suite
+//     (naming the open pull requests at that head) and status webhooks and
+//     satisfy required checks (a check run concluded success, neutral or
+//     skipped; a status success); Repo.CheckRuns and Repo.Statuses inspect
+//     them; Repo.AddCI adds a CI job reporting a check run on every push and
+//     API-opened pull request, except those GITHUB_TOKEN made (they start no
+//     workflows); PUT /pulls/{n}/update-branch merges the base into the
+//     head;
 //   - with AsyncMergeability, GET /pulls/{n} answers mergeable null and
 //     mergeable_state "unknown" once after the pull request is opened or
 //     its head or base moves, then the computed values (dirty, draft,

@@ -164,6 +164,7 @@ func (f *Fake) createRef(c *rc) {
 		return
 	}
 	f.refChanged(c.repo, name, "", sha, c.login)
+	c.hdr.Set("Location", f.api("/repos/"+c.repo.FullName()+"/git/"+name))
 	c.json(http.StatusCreated, c.repo.refJSON(name, sha))
 }
 
@@ -244,7 +245,7 @@ func (f *Fake) appJSON() *github.App {
 	return &github.App{
 		ID: github.Int64(f.opts.AppID), Slug: github.String(f.opts.AppSlug), Name: github.String(f.opts.AppSlug),
 		NodeID: nodeID("A", f.opts.AppID), HTMLURL: github.String(f.html("/apps/" + f.opts.AppSlug)),
-		Events: []string{"issues", "issue_comment", "pull_request", "pull_request_review", "push", "workflow_job", "workflow_run"},
+		Events: []string{"issues", "issue_comment", "pull_request", "pull_request_review", "push", "workflow_job", "workflow_run", "check_run", "check_suite", "status"},
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/format/packfile"
 	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/storage"
 	"github.com/go-git/go-git/v5/storage/memory"
 	"github.com/go-git/go-git/v5/storage/transactional"
 )
@@ -279,6 +280,31 @@ func parseReceiveCommands(body []byte) ([]receiveCommand, string) {
 	return cmds, caps
 }
 
+// packOffset finds the pack in a receive-pack request: after the command
+// list's flush (and any push options), or -1.
+func packOffset(body []byte) int {
+	off := 0
+	for off+4 <= len(body) {
+		var n int
+		if _, err := fmt.Sscanf(string(body[off:off+4]), "%04x", &n); err != nil {
+			return -1
+		}
+		if n == 0 {
+			off += 4
+			break
+		}
+		if n < 4 || off+n > len(body) {
+			return -1
+		}
+		off += n
+	}
+	i := bytes.Index(body[off:], []byte("PACK"))
+	if i < 0 {
+		return -1
+	}
+	return off + i
+}
+
 func pktLine(s string) string { return fmt.Sprintf("%04x%s", len(s)+4, s) }
 
 // decidePush applies the repository's protection rules and rulesets to a
@@ -307,23 +333,31 @@ func (f *Fake) decidePush(r *Repo, cmds []receiveCommand, body []byte, login str
 // pushCommits reads commits from the repository and the pack a push
 // carries, without writing the pack anywhere (git's quarantine, in
 // effect).
+// The pack is parsed on the first read, so rules that need no commits cost
+// nothing.
 func (r *Repo) pushCommits(body []byte) commitGetter {
 	base := r.repoCommits()
-	i := bytes.Index(body, []byte("PACK"))
+	i := packOffset(body)
 	if i < 0 {
 		return base
 	}
-	r.gs.mu.Lock()
-	tx := transactional.NewStorage(r.gs.st, memory.NewStorage())
-	err := packfile.UpdateObjectStorage(tx, bytes.NewReader(body[i:]))
-	r.gs.mu.Unlock()
-	if err != nil {
-		r.f.logf("ghfake: reading pushed pack: %v", err)
-		return base
-	}
+	var tx storage.Storer
+	parsed := false
 	return func(h plumbing.Hash) (*object.Commit, error) {
 		r.gs.mu.Lock()
 		defer r.gs.mu.Unlock()
+		if !parsed {
+			parsed = true
+			st := transactional.NewStorage(r.gs.st, memory.NewStorage())
+			if err := packfile.UpdateObjectStorage(st, bytes.NewReader(body[i:])); err != nil {
+				r.f.logf("ghfake: reading pushed pack: %v", err)
+			} else {
+				tx = st
+			}
+		}
+		if tx == nil {
+			return r.gs.commit(h)
+		}
 		return object.GetCommit(tx, h)
 	}
 }

@@ -363,8 +363,14 @@ func (r *Repo) checkPush(u refUpdate) violations {
 		return v
 	}
 	create, del := u.old == "", u.new == ""
+	// Whether the update is a force push is computed only if a rule cares
+	// (it needs the pushed commits).
+	forceMatters := p != nil && !p.AllowForcePushes
+	for _, rs := range sets {
+		forceMatters = forceMatters || rs.BlockForcePushes
+	}
 	forced := false
-	if !create && !del {
+	if forceMatters && !create && !del {
 		forced = !reachable(u.get, u.old, u.new)
 	}
 	// The commits a push brings: old..new for an update; for a creation,
@@ -612,6 +618,7 @@ func (f *Fake) registerProtectionRoutes(repo string) {
 	f.add("GET "+repo+"/branches/{branch...}", f.getBranch, ro{perm: contentsR})
 	f.add("GET "+repo+"/rules/branches/{branch...}", f.getBranchRules, ro{})
 	f.add("PATCH "+repo+"/git/refs/{ref...}", f.updateRefAPI, ro{creates: true, perm: contentsW})
+	f.add("PUT "+repo+"/pulls/{number}/update-branch", f.updateBranch, ro{creates: true, perm: pullsWrite})
 	f.add("POST "+repo+"/check-runs", f.createCheckRunAPI, ro{creates: true, perm: "checks=write"})
 	f.add("GET "+repo+"/check-runs/{check_run_id}", f.getCheckRunAPI, ro{perm: "checks=read"})
 	f.add("PATCH "+repo+"/check-runs/{check_run_id}", f.updateCheckRunAPI, ro{creates: true, perm: "checks=write"})
@@ -623,16 +630,25 @@ func (f *Fake) registerProtectionRoutes(repo string) {
 
 func (f *Fake) commitSubresource(c *rc) {
 	ref := c.param("ref")
+	var perm string
+	var h func(*rc)
 	switch {
 	case strings.HasSuffix(ref, "/check-runs"):
-		c.params["ref"] = strings.TrimSuffix(ref, "/check-runs")
-		f.listCheckRunsForRef(c)
+		ref, perm, h = strings.TrimSuffix(ref, "/check-runs"), "checks=read", f.listCheckRunsForRef
 	case strings.HasSuffix(ref, "/status"):
-		c.params["ref"] = strings.TrimSuffix(ref, "/status")
-		f.combinedStatus(c)
+		ref, perm, h = strings.TrimSuffix(ref, "/status"), "statuses=read", f.combinedStatus
 	default:
 		c.notFound()
+		return
 	}
+	// The route accepts either permission; each endpoint needs its own.
+	if c.tok != nil && c.tok.perms != nil && !tokenAllows(c.tok.perms, perm) {
+		c.hdr.Set("X-Accepted-GitHub-Permissions", perm)
+		c.fail(http.StatusForbidden, "Resource not accessible by integration")
+		return
+	}
+	c.params["ref"] = ref
+	h(c)
 }
 
 // getBranch serves GET /repos/{o}/{r}/branches/{branch}: "protected" and

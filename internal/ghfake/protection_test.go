@@ -208,6 +208,26 @@ func TestPushRules(t *testing.T) {
 			reason: "protected branch hook declined",
 		},
 		{
+			name: "the pack is found after a command naming PACK",
+			setup: func(t *testing.T, e *env) {
+				e.branch(t, "PACKAGING", map[string]string{"p": "p"})
+				require.NoError(t, e.repo.Protect("PACK*", Protection{LinearHistory: true}))
+			},
+			change: func(t *testing.T, e *env, w *wc) string {
+				ref, err := w.repo.Reference("refs/remotes/origin/PACKAGING", true)
+				require.NoError(t, err)
+				base, err := w.repo.CommitObject(ref.Hash())
+				require.NoError(t, err)
+				w.commit("a.txt", "a")
+				tip := w.head()
+				merge := w.rawCommit(tip.TreeHash, []plumbing.Hash{base.Hash, tip.Hash}, "Merge", "")
+				require.NoError(t, w.repo.Storer.SetReference(plumbing.NewHashReference("refs/heads/merged", plumbing.NewHash(merge))))
+				return "refs/heads/merged:refs/heads/PACKAGING"
+			},
+			want:   []string{"- This branch must not contain merge commits."},
+			reason: "protected branch hook declined",
+		},
+		{
 			name: "linear history accepts a fast-forward",
 			setup: func(t *testing.T, e *env) {
 				require.NoError(t, e.repo.Protect("main", Protection{LinearHistory: true}))
@@ -535,6 +555,9 @@ func TestRefsAPIRules(t *testing.T) {
 			if tc.message == "" {
 				require.NoError(t, err)
 				assert.Equal(t, tc.status, resp.StatusCode)
+				if tc.create {
+					assert.Equal(t, e.f.APIURL()+"repos/acme/widgets/git/"+full, resp.Header.Get("Location"))
+				}
 				got, _ := e.repo.Ref(full)
 				assert.Equal(t, sha, got)
 				return

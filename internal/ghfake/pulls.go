@@ -90,6 +90,8 @@ func (f *Fake) createPull(c *rc) {
 	is := f.newIssue(r, c.login, *req.Title, body)
 	is.pr = &pull{id: f.id("issue"), head: head, base: base, headSHA: headSHA, draft: req.Draft != nil && *req.Draft}
 	f.emitPR(r, is, "opened", c.login, nil, nil, "", "")
+	f.runCI(r, headSHA, c.login)
+	c.hdr.Set("Location", f.api(fmt.Sprintf("/repos/%s/pulls/%d", r.FullName(), is.number)))
 	c.json(http.StatusCreated, r.prJSON(is, refs, false))
 }
 
@@ -472,6 +474,9 @@ func (f *Fake) refChanged(r *Repo, ref, old, sha, sender string) {
 	if !ok {
 		return
 	}
+	// CI runs once the pull requests know their new head, so its check runs
+	// name them.
+	defer f.runCI(r, sha, sender)
 	now := f.now()
 	for _, is := range r.issues {
 		p := is.pr
@@ -578,6 +583,7 @@ func (r *Repo) sortedPulls() []*issue {
 type mergeReasons struct {
 	classic, rules []string
 	behind         bool
+	behindMsg      string // the reason the behind head gave, see strictChecks
 }
 
 func (m mergeReasons) any() bool { return len(m.classic) > 0 || len(m.rules) > 0 }
@@ -591,7 +597,22 @@ func (m mergeReasons) message() string {
 	return "Repository rule violations found\n\n" + strings.Join(m.rules, "\n\n") + "\n\n"
 }
 
-const behindMessage = "Head branch is not up to date with the base branch"
+// strictChecks is the required-checks reason for merging: with strict
+// checks and a head behind its base, every required check counts as
+// expected again, whatever ran on the head ("2 of 2 required status checks
+// are expected" for a green pull request whose base moved: reported in
+// b-open-io/prompts#69). Caller holds f.mu.
+func (r *Repo) strictChecks(m *mergeReasons, required []string, strict, upToDate bool, head string) string {
+	if !strict || upToDate || len(required) == 0 {
+		return r.checksMessage(required, head)
+	}
+	msg := fmt.Sprintf("Required status check %q is expected.", required[0])
+	if len(required) > 1 {
+		msg = fmt.Sprintf("%d of %d required status checks are expected.", len(required), len(required))
+	}
+	m.behind, m.behindMsg = true, msg
+	return msg
+}
 
 // approvalsMessage checks required approving reviews: the latest review of
 // each reviewer with write access counts; one requesting changes blocks.
@@ -650,12 +671,8 @@ func (r *Repo) mergeBlockers(is *issue, baseSHA, user string, kind AccountType, 
 		if msg := r.approvalsMessage(is, prot.RequiredApprovals); msg != "" {
 			m.classic = append(m.classic, msg)
 		}
-		if msg := r.checksMessage(prot.RequiredChecks, p.headSHA); msg != "" {
+		if msg := r.strictChecks(&m, prot.RequiredChecks, prot.Strict, upToDate, p.headSHA); msg != "" {
 			m.classic = append(m.classic, msg)
-		}
-		if prot.Strict && len(prot.RequiredChecks) > 0 && !upToDate {
-			m.classic = append(m.classic, behindMessage)
-			m.behind = true
 		}
 		if prot.LinearHistory && method == "merge" {
 			m.classic = append(m.classic, "Merge commits are not allowed on this branch.")
@@ -676,12 +693,8 @@ func (r *Repo) mergeBlockers(is *issue, baseSHA, user string, kind AccountType, 
 		if msg := r.approvalsMessage(is, rs.RequiredApprovals); msg != "" {
 			add(msg)
 		}
-		if msg := r.checksMessage(rs.RequiredChecks, p.headSHA); msg != "" {
+		if msg := r.strictChecks(&m, rs.RequiredChecks, rs.Strict, upToDate, p.headSHA); msg != "" {
 			add(msg)
-		}
-		if rs.Strict && len(rs.RequiredChecks) > 0 && !upToDate {
-			add(behindMessage)
-			m.behind = true
 		}
 		if method != "" && len(rs.AllowedMergeMethods) > 0 && !contains(rs.AllowedMergeMethods, method) {
 			add("Merge method " + method + " is not allowed by the ruleset.")
@@ -765,12 +778,10 @@ func (r *Repo) mergeableState(is *issue, mc *mergeCache, baseSHA string) string 
 		return "draft"
 	}
 	m := r.mergeBlockers(is, baseSHA, "", "", "")
-	blocking := len(m.classic) + len(m.rules)
-	if m.behind {
-		for _, l := range [][]string{m.classic, m.rules} {
-			if contains(l, behindMessage) {
-				blocking--
-			}
+	blocking := 0
+	for _, msg := range append(append([]string(nil), m.classic...), m.rules...) {
+		if !m.behind || msg != m.behindMsg {
+			blocking++
 		}
 	}
 	switch {
@@ -825,4 +836,64 @@ func (f *Fake) ComputeMergeability() {
 			}
 		}
 	}
+}
+
+// updateBranch serves PUT /repos/{o}/{r}/pulls/{n}/update-branch: GitHub
+// merges the base into the head branch (a merge commit by the caller,
+// committed by GitHub) and answers 202.
+func (f *Fake) updateBranch(c *rc) {
+	is := c.pullParam()
+	if is == nil {
+		return
+	}
+	var req struct {
+		ExpectedHeadSHA *string `json:"expected_head_sha"`
+	}
+	if !c.decode(&req) {
+		return
+	}
+	r, p := c.repo, is.pr
+	if is.state != "open" {
+		c.fail(http.StatusUnprocessableEntity, "Cannot update a closed pull request")
+		return
+	}
+	if req.ExpectedHeadSHA != nil && *req.ExpectedHeadSHA != p.headSHA {
+		c.fail(http.StatusUnprocessableEntity, "expected head sha didn’t match current head ref.")
+		return
+	}
+	baseSHA, ok := r.ref("refs/heads/" + p.base)
+	if !ok {
+		c.fail(http.StatusUnprocessableEntity, "There are no new commits on the base branch.")
+		return
+	}
+	if r.isAncestor(baseSHA, p.headSHA) {
+		c.fail(http.StatusUnprocessableEntity, "There are no new commits on the base branch.")
+		return
+	}
+	tree, conflict, err := r.mergeTree(p.headSHA, baseSHA)
+	if err != nil {
+		c.fail(http.StatusInternalServerError, err.Error())
+		return
+	}
+	if conflict {
+		c.fail(http.StatusUnprocessableEntity, "merge conflict between base and head")
+		return
+	}
+	msg := fmt.Sprintf("Merge branch '%s' into %s", p.base, p.head)
+	sha, err := r.commitTreeAs(tree, []string{p.headSHA, baseSHA}, msg, c.login, "GitHub")
+	if err != nil {
+		c.fail(http.StatusInternalServerError, err.Error())
+		return
+	}
+	headRef := "refs/heads/" + p.head
+	old := p.headSHA
+	if err := r.updateRef(headRef, sha, old); err != nil {
+		c.fail(http.StatusUnprocessableEntity, "expected head sha didn’t match current head ref.")
+		return
+	}
+	f.refChanged(r, headRef, old, sha, c.login)
+	c.json(http.StatusAccepted, map[string]any{
+		"message": "Updating pull request branch.",
+		"url":     f.html(fmt.Sprintf("/%s/pull/%d", r.FullName(), is.number)),
+	})
 }

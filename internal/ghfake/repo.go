@@ -43,6 +43,7 @@ type Repo struct {
 	suites       []*checkSuite
 	statuses     []*commitStatus
 	mergeability map[int]*mergeCache // by pull request number
+	ci           []CI
 }
 
 var nameRE = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)

@@ -57,10 +57,11 @@ func TestDraftPullRequests(t *testing.T) {
 			require.NoError(t, e.repo.SetSettings(s))
 			e.branch(t, "feature", map[string]string{"f.txt": "f"})
 			req := &github.NewPullRequest{Title: github.String("F"), Head: github.String("feature"), Base: github.String("main"), Draft: github.Bool(true)}
-			pr, _, err := e.gh.PullRequests.Create(e.ctx, owner, repoName, req)
+			pr, resp, err := e.gh.PullRequests.Create(e.ctx, owner, repoName, req)
 			if tc.ok {
 				require.NoError(t, err)
 				assert.True(t, pr.GetDraft())
+				assert.Equal(t, pr.GetURL(), resp.Header.Get("Location"), "a 201 names what it created")
 				return
 			}
 			assert.Equal(t, http.StatusUnprocessableEntity, statusOf(err))
@@ -161,7 +162,11 @@ func TestMergeRules(t *testing.T) {
 		{"signed commits take a merge (GitHub signs it)", protect(Protection{SignedCommits: true}), "merge", "", ""},
 		{"strict: head behind base", and(protect(Protection{RequiredChecks: []string{"ci"}, Strict: true}), check("ci", "success"), func(t *testing.T, e env2) {
 			e.branch(t, "main", map[string]string{"other.txt": "o"})
-		}), "merge", "", behindMessage},
+		}), "merge", "", `Required status check "ci" is expected.`},
+		{"strict: up to date and green", and(protect(Protection{RequiredChecks: []string{"ci", "lint"}, Strict: true}), check("ci", "success"), check("lint", "success")), "merge", "", ""},
+		{"strict: behind with two checks", and(protect(Protection{RequiredChecks: []string{"ci", "lint"}, Strict: true}), check("ci", "success"), check("lint", "success"), func(t *testing.T, e env2) {
+			e.branch(t, "main", map[string]string{"other.txt": "o"})
+		}), "squash", "", "2 of 2 required status checks are expected."},
 		{"ruleset: checks", ruleset(Ruleset{RequiredChecks: []string{"ci"}}), "squash", "",
 			"Repository rule violations found\n\nRequired status check \"ci\" is expected.\n\n"},
 		{"ruleset: checks and reviews", ruleset(Ruleset{RequiredChecks: []string{"ci"}, RequiredApprovals: 1}), "squash", "ghp_owner",
@@ -297,4 +302,38 @@ func TestMergeableStates(t *testing.T) {
 			assert.Equal(t, tc.want, pr.GetMergeableState())
 		})
 	}
+}
+
+func TestUpdateBranch(t *testing.T) {
+	e := newEnv(t)
+	require.NoError(t, e.repo.Protect("main", Protection{RequiredChecks: []string{"ci"}, Strict: true}))
+	head := e.branch(t, "feature", map[string]string{"f.txt": "f"})
+	n, err := e.repo.CreatePR("alice", "feature", "main", "F", "", false)
+	require.NoError(t, err)
+	require.NoError(t, e.repo.SetCheck(head, "ci", "completed", "success"))
+
+	_, _, err = e.gh.PullRequests.UpdateBranch(e.ctx, owner, repoName, n, nil)
+	assert.Equal(t, http.StatusUnprocessableEntity, statusOf(err), "nothing new on the base")
+
+	base := e.branch(t, "main", map[string]string{"m.txt": "m"})
+	_, _, err = e.gh.PullRequests.Merge(e.ctx, owner, repoName, n, "", nil)
+	assert.Equal(t, `Required status check "ci" is expected.`, messageOf(err), "behind")
+
+	_, _, err = e.gh.PullRequests.UpdateBranch(e.ctx, owner, repoName, n, &github.PullRequestBranchUpdateOptions{ExpectedHeadSHA: github.String(base)})
+	assert.Equal(t, http.StatusUnprocessableEntity, statusOf(err), "wrong expected head")
+	e.hook.reset()
+	_, resp, err := e.gh.PullRequests.UpdateBranch(e.ctx, owner, repoName, n, &github.PullRequestBranchUpdateOptions{ExpectedHeadSHA: github.String(head)})
+	require.Error(t, err, "go-github reports a 202 as AcceptedError")
+	assert.Equal(t, http.StatusAccepted, resp.StatusCode)
+	assert.Equal(t, []string{"push", "pull_request.synchronize"}, e.hook.kinds())
+	newHead := e.repo.PR(n).GetHead().GetSHA()
+	assert.True(t, e.repo.isAncestor(base, newHead))
+	assert.True(t, e.repo.isAncestor(head, newHead))
+
+	// The new head needs its own checks.
+	_, _, err = e.gh.PullRequests.Merge(e.ctx, owner, repoName, n, "", nil)
+	assert.Equal(t, `Required status check "ci" is expected.`, messageOf(err))
+	require.NoError(t, e.repo.SetCheck(newHead, "ci", "completed", "success"))
+	_, _, err = e.gh.PullRequests.Merge(e.ctx, owner, repoName, n, "", nil)
+	require.NoError(t, err)
 }
