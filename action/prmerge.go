@@ -131,8 +131,11 @@ func (m prMerger) merge(ctx context.Context, branch, base, head string) (gitops.
 			// Protection (required reviews or checks, an out-of-date head) or
 			// GitHub's own mergeability: the local merge was clean and tested.
 			reason := fmt.Sprintf("GitHub refused to %s pull request #%d: %s", method, pr.Number, oneLine(refusal.Message))
-			if strings.Contains(strings.ToLower(refusal.Message), "not up to date") {
-				// Strict required checks (a classic rule readers cannot see).
+			if msg := strings.ToLower(refusal.Message); strings.Contains(msg, "not up to date") ||
+				(m.behind && strings.Contains(msg, "required status check")) {
+				// Strict required checks (a classic rule readers cannot see):
+				// GitHub counts the checks of a head behind a strict base as
+				// expected, although the orchestrator saw them pass.
 				reason += " " + upToDateHint
 			}
 			return gitops.FinishResult{Outcome: gitops.MergeBlocked, Reason: reason}, nil

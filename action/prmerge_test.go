@@ -232,6 +232,22 @@ func TestPRMergerBringsUpToDate(t *testing.T) {
 		assert.NotEmpty(t, updated)
 		assert.Len(t, f.merged, 1)
 	})
+	t.Run("told by GitHub: checks of a head behind a strict base are expected", func(t *testing.T) {
+		pushed = 0
+		f := &landFake{base: tBase, found: true, pr: open, settings: all,
+			mergeErr: &ghapi.MergeRefusal{Status: http.StatusMethodNotAllowed, Message: `Required status check "ci/test" is expected.`}}
+		m := prMerger{gh: f, base: "main", title: func(string) string { return "t" }, behind: true, update: update}
+		_, updated, err := m.land(context.Background(), "b", tBase, tHead)
+		require.NoError(t, err)
+		assert.NotEmpty(t, updated)
+		// A head that contains the base: the same refusal is about its checks.
+		m.behind = false
+		fr, updated, err := m.land(context.Background(), "b", tBase, tHead)
+		require.NoError(t, err)
+		assert.Empty(t, updated)
+		assert.Equal(t, gitops.MergeBlocked, fr.Outcome)
+		assert.NotContains(t, fr.Reason, "up to date")
+	})
 	t.Run("a head that contains the base is merged; strict or not", func(t *testing.T) {
 		pushed = 0
 		f := &landFake{base: tBase, found: true, pr: open, settings: all, rules: ghapi.BranchRules{Strict: true}}
