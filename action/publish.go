@@ -76,8 +76,10 @@ func (j *job) publish(ctx context.Context) int {
 	// configuration (there is no working copy here).
 	p := &publisher{j: j, s: s, step: *step, h: h, files: files, policy: policy, dir: work,
 		remote: gitops.Remote{URL: in.serverURL + "/" + in.repo.String() + ".git", Token: in.token}}
+	api := ghapi.New(j.client)
+	p.api = api
 	if st.Config.Merge.Method == pipeline.MergePullRequest {
-		p.prs = prMerger{client: j.client, gh: j.gh, repo: in.repo, base: s.Base,
+		p.prs = &prMerger{gh: api, repo: in.repo, base: s.Base, pref: st.Config.Merge.PRMethod,
 			title: func(branch string) string { return fmt.Sprintf("Merge %s (bazinga step %s)", branch, in.step) }}
 	}
 	if h.Outcome == OutcomeResult {
@@ -265,7 +267,10 @@ type publisher struct {
 	policy gitops.PathPolicy
 	remote gitops.Remote
 	dir    string
-	prs    prMerger
+	// prs lands through the pull request (merge.method pull-request); api
+	// reads the base's rules before a push (merge.method push).
+	prs *prMerger
+	api landAPI
 
 	repo *git.Repository
 	// branch, old, commit: what push sets (commit zero: nothing to push).
@@ -395,7 +400,7 @@ func (p *publisher) prepareLand(ctx context.Context, g *pipeline.Group) error {
 		return refuse("merging %s into %s gives tree %s, not the tested %s", g.Branch, s.Base, short(tree.String()), short(m.Tree))
 	}
 	p.tested = m
-	if p.prs.client != nil {
+	if p.prs != nil {
 		return nil // merged through the pull request at push time
 	}
 	msg := fmt.Sprintf("Merge group %s (%s) into %s\n\nSession %s.\n\nBazinga-Step: %s", g.ID, g.Name, s.Base, s.ID, p.step.ID)
@@ -411,11 +416,19 @@ func (p *publisher) prepareLand(ctx context.Context, g *pipeline.Group) error {
 func (p *publisher) push(ctx context.Context) (codec.ResultRecord, error) {
 	rec := *p.h.Result
 	rec.Model, rec.RunURL = p.step.Model, p.j.in.runURL
-	if p.tested != nil && p.prs.client != nil {
+	if p.tested != nil && p.prs != nil {
 		g := p.s.Group(p.step.Group)
-		fr, err := p.prs.MergePR(ctx, g.Branch, p.tested.Base, p.tested.Head)
+		m := *p.prs
+		base, head := plumbing.NewHash(p.tested.Base), plumbing.NewHash(p.tested.Head)
+		if in, err := onBranch(p.repo, base, head); err == nil && !in {
+			m.behind, m.update = true, func(ctx context.Context) (string, error) { return p.bringUpToDate(ctx, g, base, head) }
+		}
+		fr, updated, err := m.land(ctx, g.Branch, p.tested.Base, p.tested.Head)
 		if err != nil {
 			return rec, err
+		}
+		if updated != "" {
+			return upToDate(rec, g.Branch, p.s.Base, updated), nil
 		}
 		if fr.Retry {
 			return rec, fmt.Errorf("%w: the base or the pull request moved after the gate; not merged", gitops.ErrStale)
@@ -428,7 +441,20 @@ func (p *publisher) push(ctx context.Context) (codec.ResultRecord, error) {
 		}
 		return rec, nil
 	}
+	if p.tested != nil {
+		// merge.method push: a base whose rules refuse a pushed merge commit
+		// pauses with the rule named, rather than failing the push again
+		// and again.
+		if rules, err := p.api.BranchRules(ctx, p.j.in.repo, p.s.Base); err != nil {
+			p.j.gha.Warningf("bazinga: could not read the rules of %s (%v); pushing", p.s.Base, err)
+		} else if which := pushRulesOf(rules); which != "" {
+			return landed(rec, gitops.MergeBlocked, plumbing.ZeroHash, pushRefusal(p.s.Base, which)), nil
+		}
+	}
 	if err := gitops.PushCommit(ctx, p.repo, p.remote, p.commit, p.branch, p.old); err != nil {
+		if msg, ok := protectedPush(err); ok && p.tested != nil {
+			return landed(rec, gitops.MergeBlocked, plumbing.ZeroHash, pushRefusal(p.s.Base, msg)), nil
+		}
 		return rec, err
 	}
 	p.j.gha.Infof("pushed %s to %s", p.commit, p.branch)
@@ -437,6 +463,33 @@ func (p *publisher) push(ctx context.Context) (codec.ResultRecord, error) {
 	}
 	rec.Head = p.commit.String()
 	return rec, nil
+}
+
+// bringUpToDate pushes the tested merge of base and head (parents: the
+// group head, then the base; the tree the gate tested) to the group branch,
+// with compare-and-set on its head: a base that requires up-to-date heads
+// merges only a head that contains it.
+func (p *publisher) bringUpToDate(ctx context.Context, g *pipeline.Group, base, head plumbing.Hash) (string, error) {
+	msg := fmt.Sprintf("Merge %s into %s\n\nThe base requires branches to be up to date before merging; this is the merge\nbazinga tested (session %s).\n\nBazinga-Step: %s", p.s.Base, g.Branch, p.s.ID, p.step.ID)
+	c, err := gitops.WriteCommit(p.repo, plumbing.NewHash(p.tested.Tree), []plumbing.Hash{head, base}, gitops.BotIdentity, msg, p.j.d.Now())
+	if err != nil {
+		return "", err
+	}
+	if err := gitops.PushCommit(ctx, p.repo, p.remote, c, g.Branch, head); err != nil {
+		return "", err
+	}
+	p.j.gha.Infof("pushed %s to %s: the base requires an up-to-date head", c, g.Branch)
+	return c.String(), nil
+}
+
+// upToDate is a merge step's record when the land job brought the group
+// branch up to date instead of merging: the new head merges after its checks.
+func upToDate(rec codec.ResultRecord, branch, base, head string) codec.ResultRecord {
+	rec.Result.Status = pipeline.StatusMergeUpdated
+	rec.Result.Summary = []string{fmt.Sprintf("%s brought up to date with %s at %s (the tested merge); it merges once its required checks pass", branch, base, short(head))}
+	rec.Result.Handoff, _ = json.Marshal(map[string]any{"updated_head": head})
+	rec.Head = head
+	return rec
 }
 
 // landed is a merge step's record once the land job landed it (or GitHub

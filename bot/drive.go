@@ -315,6 +315,16 @@ func (b *Bot) drive(ctx context.Context, gh GitHub, ref sessionRef, in input) er
 	}
 	prev := st.Session
 	next, actions := pipeline.Reconcile(prev, events, now, st.Config)
+	// A merge about to be sent, or a wait on required checks, needs the
+	// group PR head's checks: read them and reconcile again with them (the
+	// engine is pure; the first pass is only a preview).
+	if evs := x.checkEvents(ctx, next, actions); len(evs) > 0 {
+		events = append(events, evs...)
+		next, actions = pipeline.Reconcile(prev, events, now, st.Config)
+		// A rebuild replays them: a failure sent the group back.
+		record = append(record, evs...)
+		lines = append(lines, checksLines(prev, next, evs)...)
+	}
 	if err := pipeline.CheckLiveness(next, st.Config); err != nil {
 		log.Error("liveness invariant violated", "err", err, "rev", next.Rev)
 	}

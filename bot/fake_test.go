@@ -59,6 +59,12 @@ type fakeGitHub struct {
 	commitN  int
 
 	calls []fakeCall
+
+	// merge.method pull-request (fake_checks_test.go): branch rules, the
+	// checks reported on commits, and a repository refusing drafts.
+	rules    map[string]ghapi.BranchRules
+	checks   map[string][]ghapi.Check
+	noDrafts bool
 }
 
 type fakeIssue struct {
@@ -515,7 +521,11 @@ func (f *fakeGitHub) GetPR(_ context.Context, repo ghapi.RepoRef, n int) (ghapi.
 	if err != nil {
 		return ghapi.PR{}, f.record("GetPR", err, n)
 	}
-	return *is.pr, f.record("GetPR", nil, n)
+	out := *is.pr
+	if out.State == "open" {
+		out.HeadSHA = f.refs["refs/heads/"+out.Head]
+	}
+	return out, f.record("GetPR", nil, n)
 }
 
 func (f *fakeGitHub) FindPR(_ context.Context, repo ghapi.RepoRef, head string) (ghapi.PR, bool, error) {
@@ -563,6 +573,8 @@ func (f *fakeGitHub) CreatePR(_ context.Context, repo ghapi.RepoRef, p ghapi.New
 		return ghapi.PR{}, f.record("CreatePR", fmt.Errorf("open PR %s → %s: 422 body is too long", p.Head, p.Base), args...)
 	case f.isAncestor(head, base):
 		return ghapi.PR{}, f.record("CreatePR", fmt.Errorf("open PR %s → %s: %w", p.Head, p.Base, ghapi.ErrNoCommits), args...)
+	case p.Draft && f.noDrafts:
+		return ghapi.PR{}, f.record("CreatePR", fmt.Errorf("open PR %s → %s: %w: 422 Validation Failed", p.Head, p.Base, ghapi.ErrDraftsUnsupported), args...)
 	}
 	for _, is := range f.issues {
 		if is.pr != nil && is.pr.State == "open" && is.pr.Head == p.Head && is.pr.Base == p.Base {

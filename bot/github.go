@@ -48,4 +48,12 @@ type GitHub interface {
 	// ListRuns lists the recent runs of a workflow file.
 	ListRuns(ctx context.Context, repo ghapi.RepoRef, workflow string) ([]ghapi.Run, error)
 	CancelRun(ctx context.Context, repo ghapi.RepoRef, id int64) error
+
+	// --- merge.method pull-request (issue 11) ---
+
+	// BranchRules returns what a branch's protection and rulesets require
+	// (required checks, rules that refuse a pushed merge commit).
+	BranchRules(ctx context.Context, repo ghapi.RepoRef, branch string) (ghapi.BranchRules, error)
+	// Checks lists the check runs and commit statuses reported on a commit.
+	Checks(ctx context.Context, repo ghapi.RepoRef, sha string) ([]ghapi.Check, error)
 }

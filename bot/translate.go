@@ -42,6 +42,13 @@ type payload struct {
 		Status     string `json:"status"`
 		Conclusion string `json:"conclusion"`
 	} `json:"workflow_job"`
+	// check_run, check_suite and status deliveries (required checks).
+	CheckRun   *hookCheckRun   `json:"check_run"`
+	CheckSuite *hookCheckSuite `json:"check_suite"`
+	State      string          `json:"state"`
+	Branches   []struct {
+		Name string `json:"name"`
+	} `json:"branches"`
 }
 
 type hookIssue struct {
@@ -63,13 +70,16 @@ type hookComment struct {
 }
 
 type hookPR struct {
-	Number   int         `json:"number"`
-	Title    string      `json:"title"`
-	State    string      `json:"state"`
-	Merged   bool        `json:"merged"`
-	MergedBy *hookUser   `json:"merged_by"`
-	Labels   []hookLabel `json:"labels"`
-	Head     struct {
+	Number int    `json:"number"`
+	Title  string `json:"title"`
+	State  string `json:"state"`
+	Merged bool   `json:"merged"`
+	// MergeCommitSHA is the commit a merge made (a squash or rebase leaves
+	// the branch out of the base).
+	MergeCommitSHA string      `json:"merge_commit_sha"`
+	MergedBy       *hookUser   `json:"merged_by"`
+	Labels         []hookLabel `json:"labels"`
+	Head           struct {
 		Ref  string    `json:"ref"`
 		Repo *hookRepo `json:"repo"`
 	} `json:"head"`
@@ -332,6 +342,8 @@ func sessionOf(event string, p *payload) int {
 				return n
 			}
 		}
+	case "check_run", "check_suite", "status":
+		return checksSession(event, p)
 	case "workflow_run":
 		if p.WorkflowRun != nil {
 			if _, ref, ok := codec.StepInText(p.WorkflowRun.DisplayTitle); ok {
@@ -358,7 +370,7 @@ func ignored(format string, args ...any) error {
 // translate turns one delivery into an intent, or an error wrapping
 // ErrIgnored when the delivery needs no work.
 func (t translator) translate(d Delivery, p *payload) (intent, error) {
-	if strings.EqualFold(p.Sender.Login, t.login) && d.Event != "workflow_run" && d.Event != "workflow_job" && !stepReport(d.Event, p) {
+	if strings.EqualFold(p.Sender.Login, t.login) && d.Event != "workflow_run" && d.Event != "workflow_job" && !stepReport(d.Event, p) && !selfEventCounts(d.Event) {
 		// The bot never reacts to itself (its own comments, labels, PRs).
 		return intent{}, ignored("sent by the bot itself")
 	}
@@ -377,6 +389,8 @@ func (t translator) translate(d Delivery, p *payload) (intent, error) {
 		it, err = t.pullRequest(p)
 	case "workflow_run", "workflow_job":
 		it, err = t.workflow(p)
+	case "check_run", "check_suite", "status":
+		it, err = t.checks(d.Event, p)
 	default:
 		return intent{}, ignored("event %s", d.Event)
 	}
@@ -565,6 +579,9 @@ func (t translator) pullRequest(p *payload) (intent, error) {
 		actor = p.PullRequest.MergedBy.Login
 	}
 	ev := pipeline.Event{Kind: pipeline.EventPRClosed, Session: strconv.Itoa(n), Group: group, Actor: actor, Merged: p.PullRequest.Merged}
+	if ev.Merged {
+		ev.Commit = p.PullRequest.MergeCommitSHA
+	}
 	return intent{issue: n, in: input{events: []pipeline.Event{ev}, pr: &prRef{number: p.PullRequest.Number, group: group}}}, nil
 }
 
@@ -623,4 +640,15 @@ func failedStep(title, conclusion string) (intent, error) {
 	}
 	ev := pipeline.StepFailure(ref.Session, step, "the job ended "+conclusion+" without a result")
 	return intent{issue: n, in: input{fail: &ev}}, nil
+}
+
+// selfEventCounts: deliveries the bot's own identity may cause that still
+// matter: runs it dispatched ending, and checks reported under its App
+// (bazinga creates no check runs or statuses itself, so none loops).
+func selfEventCounts(event string) bool {
+	switch event {
+	case "workflow_run", "workflow_job", "check_run", "check_suite", "status":
+		return true
+	}
+	return false
 }

@@ -103,11 +103,19 @@ func (x *executor) groupViews(ctx context.Context) {
 
 func (x *executor) openPR(ctx context.Context, g *pipeline.Group, gp *codec.GroupPR) {
 	s := &x.st.Session
-	title, body := prTitle(x.ref.issue, *g), prBody(x.ref.issue, *g)
 	// Draft until merged by push; merge.method pull-request merges the PR
 	// through the API, which a draft refuses (and marking one ready takes GraphQL).
-	draft := x.st.Config.Merge.Method != pipeline.MergePullRequest
+	draft := x.st.Config.Merge.Method != pipeline.MergePullRequest && !gp.NoDraft
+	title, body := prTitle(x.ref.issue, *g), groupPRBody(x.ref.issue, *g, gp)
 	pr, err := x.gh.CreatePR(ctx, x.ref.repo, ghapi.NewPR{Title: title, Body: body, Head: g.Branch, Base: s.Base, Draft: draft})
+	if draft && errors.Is(err, ghapi.ErrDraftsUnsupported) {
+		// A private repository on a free plan has no drafts (422): the PR
+		// is opened ready for review, saying so, rather than tried forever.
+		x.log.Info("the repository refuses draft PRs; opening the group PR ready for review", "group", g.ID)
+		gp.NoDraft = true
+		body = groupPRBody(x.ref.issue, *g, gp)
+		pr, err = x.gh.CreatePR(ctx, x.ref.repo, ghapi.NewPR{Title: title, Body: body, Head: g.Branch, Base: s.Base})
+	}
 	switch {
 	case err == nil:
 		gp.Number, gp.BodyHash = pr.Number, textHash(title, body)
@@ -140,7 +148,7 @@ func (x *executor) prTexts(ctx context.Context) {
 		if gp.Number == 0 {
 			continue
 		}
-		title, body := prTitle(x.ref.issue, *g), prBody(x.ref.issue, *g)
+		title, body := prTitle(x.ref.issue, *g), groupPRBody(x.ref.issue, *g, gp)
 		h := textHash(title, body)
 		label := GroupLabel(g)
 		if h == gp.BodyHash && label == gp.Label {
@@ -212,4 +220,16 @@ func (x *executor) issue(ctx context.Context, number int) (ghapi.Issue, error) {
 	}
 	x.issues[number] = is
 	return is, nil
+}
+
+// noDraftNote is added to a group PR the repository would not let be a draft.
+const noDraftNote = "> [!NOTE]\n> This repository does not support draft pull requests (a private repository on a free plan), so bazinga opened this one ready for review. Please do not merge it by hand: bazinga merges it once the group is approved and tested.\n\n"
+
+// groupPRBody is a group PR's body, with the note when it could not be a draft.
+func groupPRBody(issue int, g pipeline.Group, gp *codec.GroupPR) string {
+	body := prBody(issue, g)
+	if gp != nil && gp.NoDraft {
+		body = noDraftNote + body
+	}
+	return body
 }

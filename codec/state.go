@@ -70,6 +70,9 @@ type GroupPR struct {
 	// the group has a newer finished step.
 	Tried     bool   `json:"tried,omitempty"`
 	TriedLast string `json:"tried_last,omitempty"`
+	// NoDraft: the repository refused a draft (a private repository on a
+	// free plan), so the PR was opened ready for review, with a note.
+	NoDraft bool `json:"no_draft,omitempty"`
 }
 
 const StateVersion = 1

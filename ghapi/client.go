@@ -60,6 +60,8 @@ func apiErr(op string, resp *github.Response, err error) error {
 			return fmt.Errorf("%s: %w: %v", op, ErrNoCommits, err)
 		case code == http.StatusUnprocessableEntity && invalidField(er, "head"):
 			return fmt.Errorf("%s: %w: %v", op, ErrNoBranch, err)
+		case code == http.StatusUnprocessableEntity && strings.Contains(strings.ToLower(msg), "draft pull requests are not supported"):
+			return fmt.Errorf("%s: %w: %v", op, ErrDraftsUnsupported, err)
 		}
 	}
 	if resp != nil && resp.StatusCode == http.StatusNotFound {
@@ -88,6 +90,7 @@ func commentOf(number int, c *github.IssueComment) Comment {
 func prOf(p *github.PullRequest) PR {
 	return PR{Number: p.GetNumber(), Title: p.GetTitle(), Body: p.GetBody(), State: p.GetState(),
 		Head: p.GetHead().GetRef(), HeadRepo: p.GetHead().GetRepo().GetFullName(), Base: p.GetBase().GetRef(), Draft: p.GetDraft(), Merged: p.GetMerged() || p.MergedAt != nil,
+		HeadSHA: p.GetHead().GetSHA(), MergeCommitSHA: p.GetMergeCommitSHA(),
 		MergedBy: p.GetMergedBy().GetLogin(), ClosedAt: p.GetClosedAt().Time, MergedAt: p.GetMergedAt().Time, URL: p.GetHTMLURL()}
 }
 

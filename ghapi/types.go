@@ -65,6 +65,9 @@ type PR struct {
 	Body   string
 	State  string // open | closed
 	Head   string // branch name
+	// HeadSHA is the head commit; MergeCommitSHA the commit a merge made.
+	HeadSHA        string
+	MergeCommitSHA string
 	// HeadRepo is the repository the head branch lives in, "owner/name":
 	// another one for a pull request from a fork.
 	HeadRepo string
@@ -128,4 +131,7 @@ var (
 	ErrNoCommits = errors.New("github: no commits between base and head")
 	// ErrNoBranch: a pull request's head branch does not exist (yet).
 	ErrNoBranch = errors.New("github: head branch does not exist")
+	// ErrDraftsUnsupported: the repository cannot have draft pull requests
+	// (a private repository on a free plan answers 422).
+	ErrDraftsUnsupported = errors.New("github: draft pull requests are not supported in this repository")
 )

@@ -234,6 +234,9 @@ func (r *runner) override(cfg pipeline.Config) (pipeline.Config, error) {
 	if err := agent.CheckCommand(cfg.Agent.Command); err != nil {
 		return cfg, err
 	}
+	// Local mode has no pull requests: its merges land by push, through the
+	// same test gate, whatever merge.method says for GitHub mode.
+	cfg.Merge.Method = pipeline.MergePush
 	// Local questions are asked on the terminal: a short wait, or none at all.
 	cfg.ClarificationTimeout = pipeline.Duration(o.ClarificationTimeout)
 	if !o.Terminal || o.Input == nil {

@@ -101,6 +101,45 @@ const (
 type MergeConfig struct {
 	Method            MergeMethod `json:"method"`
 	RequiredApprovals int         `json:"required_approvals"`
+
+	// --- merge.method pull-request (issue 11): how GitHub merges the group PR
+	// and how long its required checks may stay pending.
+
+	// PRMethod is the merge method asked of GitHub; auto (or empty, in a
+	// state saved before the key existed) takes the first the repository
+	// allows in PRMethodOrder.
+	PRMethod PRMergeMethod `json:"pr_method,omitempty"`
+	// ChecksTimeout is how long a group PR head's required checks may stay
+	// pending before the session pauses naming them; zero (a state saved
+	// before the key existed) means DefaultChecksTimeout.
+	ChecksTimeout Duration `json:"checks_timeout,omitempty"`
+}
+
+// PRMergeMethod is GitHub's merge method for a pull request (the API's
+// merge_method), or auto.
+type PRMergeMethod string
+
+const (
+	PRMethodAuto   PRMergeMethod = "auto"
+	PRMethodMerge  PRMergeMethod = "merge"
+	PRMethodSquash PRMergeMethod = "squash"
+	PRMethodRebase PRMergeMethod = "rebase"
+)
+
+// PRMethodOrder is the order auto tries the methods a repository allows:
+// a merge commit first (the group branch stays an ancestor of the base, as
+// with merge.method push), then squash, then rebase.
+var PRMethodOrder = []PRMergeMethod{PRMethodMerge, PRMethodSquash, PRMethodRebase}
+
+// DefaultChecksTimeout is merge.checks_timeout's default.
+const DefaultChecksTimeout = 2 * time.Hour
+
+// ChecksWait is the effective merge.checks_timeout.
+func (m MergeConfig) ChecksWait() time.Duration {
+	if m.ChecksTimeout <= 0 {
+		return DefaultChecksTimeout
+	}
+	return m.ChecksTimeout.D()
 }
 
 // Limits are the escalation thresholds of the engine.
@@ -170,7 +209,7 @@ func DefaultConfig() Config {
 		Tests:                TestsConfig{Command: "go test ./...", Timeout: Duration(20 * time.Minute), Baseline: BaselinePause},
 		MaxParallel:          4,
 		QA:                   true,
-		Merge:                MergeConfig{Method: MergePush},
+		Merge:                MergeConfig{Method: MergePullRequest, PRMethod: PRMethodAuto, ChecksTimeout: Duration(DefaultChecksTimeout)},
 		ClarificationTimeout: Duration(24 * time.Hour),
 		Limits: Limits{
 			DeveloperIterations:     5,

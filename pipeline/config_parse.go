@@ -247,9 +247,15 @@ var cfgKeys = []cfgKey{
 		"developer/senior steps in flight"),
 	cfgBoolKey("qa", func(c *Config) *bool { return &c.QA }, ""),
 	cfgStringKey("merge.method", func(c *Config) *MergeMethod { return &c.Merge.Method }, cfgCheckMethod,
-		"push | pull-request"),
+		"pull-request | push"),
 	cfgIntKey("merge.required_approvals", func(c *Config) *int { return &c.Merge.RequiredApprovals }, 0, 10, "",
 		"human PR approvals needed before a group merges"),
+	// --- merge.method pull-request (issue 11) ---
+	cfgStringKey("merge.pr_method", func(c *Config) *PRMergeMethod { return &c.Merge.PRMethod }, cfgCheckPRMethod,
+		"auto | merge | squash | rebase; auto takes the first the repository allows, in that order"),
+	cfgDurationKey("merge.checks_timeout", func(c *Config) *Duration { return &c.Merge.ChecksTimeout },
+		"how long the group PR's required checks may stay pending before the session pauses"),
+	// --- end merge.method pull-request ---
 	cfgDurationKey("clarification_timeout", func(c *Config) *Duration { return &c.ClarificationTimeout },
 		"GitHub mode; local mode asks on the terminal"),
 	cfgBoolKey("allow_workflow_changes", func(c *Config) *bool { return &c.AllowWorkflowChanges },
@@ -715,7 +721,20 @@ func cfgCheckMethod(s string) string {
 	case MergePush, MergePullRequest:
 		return ""
 	}
-	return fmt.Sprintf("want %q or %q, got %q", MergePush, MergePullRequest, s)
+	hint := ""
+	if cfgCheckPRMethod(s) == "" {
+		hint = fmt.Sprintf(" (%s is a merge.pr_method: how GitHub merges the group PR)", s)
+	}
+	return fmt.Sprintf("want %q or %q, got %q%s", MergePush, MergePullRequest, s, hint)
+}
+
+// cfgCheckPRMethod: merge.pr_method is auto or one of GitHub's merge methods.
+func cfgCheckPRMethod(s string) string {
+	switch PRMergeMethod(s) {
+	case PRMethodAuto, PRMethodMerge, PRMethodSquash, PRMethodRebase:
+		return ""
+	}
+	return fmt.Sprintf("want %q, %q, %q or %q, got %q", PRMethodAuto, PRMethodMerge, PRMethodSquash, PRMethodRebase, s)
 }
 
 func cfgCheckWorkflow(s string) string {

@@ -60,7 +60,7 @@ func fullConfig() Config {
 		Build:                BuildConfig{Command: "make build"},
 		MaxParallel:          8,
 		QA:                   false,
-		Merge:                MergeConfig{Method: MergePullRequest, RequiredApprovals: 2},
+		Merge:                MergeConfig{Method: MergePullRequest, RequiredApprovals: 2, PRMethod: PRMethodSquash, ChecksTimeout: Duration(3 * time.Hour)},
 		ClarificationTimeout: Duration(72 * time.Hour),
 		AllowWorkflowChanges: true,
 		Limits: Limits{

@@ -124,6 +124,7 @@ const (
 	StatusMergeConflict
 	StatusMergeTestFailure
 	StatusMergeBlocked
+	StatusMergeUpdated // the base requires an up-to-date head: the tested merge was pushed to the group branch
 	// validate
 	StatusAccept
 	StatusReject
@@ -140,7 +141,7 @@ var statusNames = []string{"",
 	"PASS", "FAIL", "FLAKY",
 	"APPROVED", "APPROVED_WITH_NOTES", "CHANGES_REQUESTED", "ESCALATE_TO_OPUS", "UNBLOCKING_GUIDANCE",
 	"ROOT_CAUSE_FOUND", "INVESTIGATION_INCOMPLETE", "EXHAUSTED", "NEED_DEVELOPER_DIAGNOSTIC", "HYPOTHESIS_ELIMINATED", "NEED_MORE_ANALYSIS",
-	"MERGE_SUCCESS", "MERGE_CONFLICT", "MERGE_TEST_FAILURE", "MERGE_BLOCKED",
+	"MERGE_SUCCESS", "MERGE_CONFLICT", "MERGE_TEST_FAILURE", "MERGE_BLOCKED", "MERGE_UPDATED",
 	"ACCEPT", "REJECT",
 	"INCOMPLETE", "WAITING_FOR_RESULTS", "UNBLOCKING_GUIDANCE_PROVIDED", "FAIL_ESCALATE",
 }
@@ -191,7 +192,7 @@ var allowedStatuses = map[Role][]Status{
 	RoleInvestigator: {StatusRootCauseFound, StatusInvestigationIncomplete, StatusBlocked, StatusExhausted,
 		StatusNeedDeveloperDiagnostic, StatusHypothesisEliminated, StatusNeedMoreAnalysis},
 	RoleRequirements: {StatusReadyForReview, StatusPartial, StatusBlocked},
-	RoleMerge:        {StatusMergeSuccess, StatusMergeConflict, StatusMergeTestFailure, StatusMergeBlocked},
+	RoleMerge:        {StatusMergeSuccess, StatusMergeConflict, StatusMergeTestFailure, StatusMergeBlocked, StatusMergeUpdated},
 	RoleValidate:     {StatusAccept, StatusReject},
 }
 

@@ -18,10 +18,11 @@ const (
 	WaitEnded                    // the session ended
 	WaitGroups                   // lead only: the groups are at work
 	WaitCheckpoint               // a checkpoint waits for a human's approval; Session.Checkpoint names it
+	WaitChecks                   // the group PR head's required checks (CI) have not passed yet
 )
 
 var waitReasonNames = []string{"", "phase", "dependencies", "cap", "merge_lane", "human_review", "clarification", "pm", "paused", "ended", "groups",
-	"checkpoint"}
+	"checkpoint", "checks"}
 
 func (w WaitReason) String() string { return enumName(waitReasonNames, int(w)) }
 
@@ -101,9 +102,10 @@ const (
 	EventHumanReview           // a human reviewed a group PR
 	EventPRClosed              // a group PR was closed
 	EventTick                  // time passed
+	EventChecks                // the state of a group PR head's required checks (CI)
 )
 
-var eventKindNames = []string{"", "started", "step_result", "step_failed", "command", "human_review", "pr_closed", "tick"}
+var eventKindNames = []string{"", "started", "step_result", "step_failed", "command", "human_review", "pr_closed", "tick", "checks"}
 
 func (k EventKind) String() string { return enumName(eventKindNames, int(k)) }
 

@@ -26,6 +26,9 @@ type Event struct {
 	Commit string `json:"commit,omitempty"`
 	// Merged is set for EventPRClosed when the PR was merged.
 	Merged bool `json:"merged,omitempty"`
+	// Checks is set for EventChecks: the required checks of the group PR at
+	// head Commit, as the front-end read them from GitHub.
+	Checks *ChecksReport `json:"checks,omitempty"`
 	// Requirements and Base start a session (EventStarted).
 	Requirements string `json:"requirements,omitempty"`
 	Base         string `json:"base,omitempty"`

@@ -90,6 +90,12 @@ func CheckLiveness(s Session, cfg Config) error {
 		switch g.Wait {
 		case WaitHumanReview:
 			humanWait = true
+		case WaitChecks:
+			// CI is outside the session like a human: the front-end reports it.
+			humanWait = true
+			if c := checksApply(&g); c == nil || c.State != ChecksPending {
+				fail("group %s waits on required checks, but no pending report is recorded for its head", g.ID)
+			}
 		case WaitPM:
 			if !pmPending && s.Status != SessionPaused {
 				fail("group %s waits on the pm, but no pm step is in flight or due", g.ID)

@@ -389,6 +389,8 @@ var limitMarks = []struct{ name, text string }{
 	{"bare_continue", "CONTINUE named no group"},
 	{"session_cost", "reaching limits.session_cost_usd"},
 	{"step_cost", "over limits.step_cost_usd"},
+	{"checks_failed", "required checks failed on"},
+	{"checks_timeout", "(merge.checks_timeout"},
 }
 
 // commandNames are the human inputs the simulator must use.
@@ -491,6 +493,8 @@ func (cv *coverage) record(tr transition) {
 			cv.limits["merge_lane"]++
 		case WaitHumanReview:
 			cv.limits["human_review"]++
+		case WaitChecks:
+			cv.limits["checks"]++
 		case WaitDependencies:
 			cv.limits["dependencies"]++
 		case WaitPhase:
@@ -554,7 +558,7 @@ func (cv *coverage) missing() []string {
 			out = append(out, "command "+c)
 		}
 	}
-	names := []string{"cap", "research_cap", "lead_cap", "merge_lane", "human_review", "dependencies", "phase",
+	names := []string{"cap", "research_cap", "lead_cap", "merge_lane", "human_review", "checks", "dependencies", "phase",
 		"checkpoint_plan", "checkpoint_phase"}
 	for _, m := range limitMarks {
 		names = append(names, m.name)

@@ -119,6 +119,8 @@ func (r *reconciler) apply(ev Event) {
 		r.humanReview(ev)
 	case EventPRClosed:
 		r.prClosed(ev)
+	case EventChecks:
+		r.checks(ev)
 	case EventTick:
 		// Timeouts are checked on every reconcile.
 	default:
@@ -200,6 +202,7 @@ func (r *reconciler) result(id string, res Result, commit string, h *HarnessRepo
 	t.Last = st.ID
 	countResult(&t.Counters, st.StepSpec)
 	if g != nil {
+		staleChecks(g, st.Role, commit)
 		r.headAfter(g, st.Role, commit)
 	}
 	st.Routed = r.route(t, g, st)
@@ -427,6 +430,7 @@ func (r *reconciler) resume(who string) {
 		s.CompletedAt = time.Time{}
 		s.PMStreak = 0
 		r.freshAttempts()
+		r.restartChecksClocks()
 		r.notify(NoticeInfo, "Resumed by "+who+"."+r.acceptBaseline(who))
 	default:
 		// finish sends the steps still in flight again.
@@ -590,6 +594,7 @@ func (r *reconciler) prClosed(ev Event) {
 	g.Next = nil
 	if ev.Merged {
 		r.merged(g)
+		g.MergeCommit = ev.Commit
 		return
 	}
 	who := ev.Actor
@@ -627,6 +632,7 @@ func (r *reconciler) checkTimeouts() {
 			r.failed(st.ID, fmt.Sprintf("no result within %s", limit))
 		}
 	}
+	r.checksTimeouts()
 	if cl := s.Clarification; cl != nil && !r.now.Before(cl.Deadline) {
 		fallback := cl.Fallback
 		if fallback == "" {

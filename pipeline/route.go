@@ -143,6 +143,7 @@ func (r *reconciler) route(t *Track, g *Group, st *Step) string {
 			return r.retry(t, st, "merge result on the session")
 		}
 		r.merged(g)
+		g.MergeCommit = handoffField(res.Handoff, "merge_commit")
 		return "merged"
 	case RouteMergeFailed:
 		return r.routeMergeFailed(t, g, st, feedback)
@@ -153,6 +154,15 @@ func (r *reconciler) route(t *Track, g *Group, st *Step) string {
 		t.Stage = StageBlocked
 		r.pause(fmt.Sprintf("the merge of group %s was refused (%s); let it land, then /bazinga resume", st.Group, feedback))
 		return "paused"
+	case RouteMergeAgain:
+		// A base that requires up-to-date heads ("strict" required checks):
+		// the land job pushed the tested merge of base and head to the group
+		// branch (the result's commit, now the group's head). Nothing failed;
+		// the merge waits for that head's checks like any other.
+		if g == nil {
+			return r.retry(t, st, "merge result on the session")
+		}
+		return r.want(t, g, StepSpec{Role: RoleMerge, Purpose: PurposeMerge, From: st.From})
 	case RouteStepRetry:
 		return r.retry(t, st, "no usable verdict: "+feedback)
 	case RouteDone:
@@ -251,22 +261,27 @@ func (r *reconciler) routeMergeFailed(t *Track, g *Group, st *Step, feedback str
 	if g == nil {
 		return r.retry(t, st, "merge result on the session")
 	}
+	return r.mergeFailed(t, g, st.ID, st.Result.Status.String()+": "+feedback+handoffText(st.Result.Handoff))
+}
+
+// mergeFailed sends a group that could not land (a conflict, a failed test
+// gate, failed required checks) back to be fixed, escalating with each failure.
+func (r *reconciler) mergeFailed(t *Track, g *Group, from, why string) string {
 	t.Counters.MergeFailures++
 	t.Counters.Revisions++
-	why := st.Result.Status.String() + ": " + feedback + handoffText(st.Result.Handoff)
 	switch n := t.Counters.MergeFailures; {
 	case n == 1:
-		return r.want(t, g, StepSpec{Role: r.implementer(g), Purpose: PurposeFixMerge, From: st.ID, Feedback: why})
+		return r.want(t, g, StepSpec{Role: r.implementer(g), Purpose: PurposeFixMerge, From: from, Feedback: why})
 	case n == 2:
 		role := r.implementer(g)
 		if role == RoleDeveloper {
 			r.escalate(g)
 			role = RoleSenior
 		}
-		return r.want(t, g, StepSpec{Role: role, Purpose: PurposeFixMerge, From: st.ID, Feedback: why})
+		return r.want(t, g, StepSpec{Role: role, Purpose: PurposeFixMerge, From: from, Feedback: why})
 	case n == 3:
 		t.Blocked = r.implementer(g)
-		return r.want(t, g, StepSpec{Role: RoleTechLead, Purpose: PurposeGuidance, From: st.ID, Feedback: why})
+		return r.want(t, g, StepSpec{Role: RoleTechLead, Purpose: PurposeGuidance, From: from, Feedback: why})
 	default:
 		return r.toPM(t, g, fmt.Sprintf("group %s failed to merge %d times (%s)", g.ID, n, why))
 	}

@@ -42,13 +42,14 @@ const (
 	RouteStepRetry                  // a harness step gave no usable verdict: retry it
 	RouteDone                       // validation accepted BAZINGA
 	RouteRejected                   // validation rejected: pm with the failed checks
+	RouteMergeAgain                 // the group branch was brought up to date: its checks, then merge again
 )
 
 var routeNames = []string{"", "plan", "continue", "validate", "clarify", "session_investigation", "answers_only",
 	"pm_again", "to_qa", "to_review", "developer_revision", "senior_revision", "investigate", "guidance", "senior",
 	"qa_failed", "qa_inconclusive", "approved", "guidance_approved", "changes_requested", "escalate_model", "unblock",
 	"tech_lead_again", "validate_findings", "diagnostic", "diagnostic_done", "investigate_again", "requirements_again",
-	"merged", "merge_failed", "merge_blocked", "step_retry", "done", "rejected"}
+	"merged", "merge_failed", "merge_blocked", "step_retry", "done", "rejected", "merge_again"}
 
 func (r Route) String() string { return enumName(routeNames, int(r)) }
 
@@ -143,6 +144,8 @@ var RoutingTable = []RoutingRow{
 		Next: "developer fixes on the group branch (base merged in) → qa → tech_lead → merge; 2nd senior, 3rd tech_lead, 4th+ pm"},
 	{Roles: []Role{RoleMerge}, Statuses: []Status{StatusMergeBlocked}, Route: RouteMergeBlocked,
 		Next: "pause: a human must let the merge land, then resume"},
+	{Roles: []Role{RoleMerge}, Statuses: []Status{StatusMergeUpdated}, Route: RouteMergeAgain,
+		Next: "the tested merge is the group head now: merge again once its required checks passed"},
 	{Roles: []Role{RoleMerge, RoleValidate}, Statuses: []Status{StatusPartial}, Route: RouteStepRetry,
 		Next: "retry the harness step"},
 	{Roles: []Role{RoleValidate}, Statuses: []Status{StatusAccept}, Route: RouteDone,

@@ -80,6 +80,13 @@ func (r *reconciler) schedule() {
 			r.toPM(&g.Track, g, fmt.Sprintf("group %s had nothing left to do but is not merged; decide", g.ID))
 			continue
 		}
+		if g.Next.Role == RoleMerge && len(g.Approvals) >= r.cfg.Merge.RequiredApprovals && !r.checksGate(g) {
+			// Pending required checks wait (named); failed ones sent the
+			// group back to its implementer, who goes through the cap below.
+			if g.Next == nil || g.Next.Role == RoleMerge {
+				continue
+			}
+		}
 		switch n := g.Next; {
 		case n.Role.IsImplementer():
 			if impl >= limit {

@@ -167,6 +167,14 @@ type Group struct {
 	// Checks are the outcomes of the harness-run checks (checks:) on the
 	// group's code, as the last step that ran them reported.
 	Checks []CheckOutcome `json:"checks,omitempty"`
+	// MergeCommit is the commit that landed the group on the base, as the
+	// merge step (or GitHub, for a PR a human merged) reported it. A squash
+	// or rebase merge leaves the branch head out of the base: validation
+	// checks this commit instead.
+	MergeCommit string `json:"merge_commit,omitempty"`
+	// RequiredChecks is the last report of the group PR's required checks
+	// (merge.method pull-request); it gates the merge of the head it is for.
+	RequiredChecks *GroupChecks `json:"required_checks,omitempty"`
 	Track
 }
 
@@ -326,6 +334,10 @@ func (s Session) Clone() Session {
 		g.Approvals = append([]string(nil), g.Approvals...)
 		g.Checks = append([]CheckOutcome(nil), g.Checks...)
 		g.Track = g.Track.clone()
+		if g.RequiredChecks != nil {
+			gc := g.RequiredChecks.clone()
+			g.RequiredChecks = &gc
+		}
 		c.Groups[i] = g
 	}
 	c.Lead = s.Lead.clone()

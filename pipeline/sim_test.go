@@ -42,6 +42,9 @@ type simulator struct {
 	version  map[string]int
 	head     map[string]string
 	approved map[string]map[string]int
+	// ci is the last required-checks report the engine accepted for each
+	// group, with the code version it was about.
+	ci map[string]simCI
 	// The session's temperament: how often agents make progress, whether the
 	// pm is unable to produce a usable result, how often merges fail.
 	progress  int // in 12ths
@@ -92,7 +95,7 @@ func newSimulator(seed uint64) *simulator {
 	rng := rand.New(rand.NewPCG(seed, seed*7919+1))
 	sim := &simulator{rng: rng, cfg: simConfig(rng), now: t0, dispatch: map[string]bool{}, merged: map[string]int{},
 		silent: map[string]bool{}, progress: 8, mergeFail: 5,
-		version: map[string]int{}, head: map[string]string{}, approved: map[string]map[string]int{}}
+		version: map[string]int{}, head: map[string]string{}, approved: map[string]map[string]int{}, ci: map[string]simCI{}}
 	switch rng.IntN(10) {
 	case 0:
 		sim.progress = 2 // hard work: agents rarely finish
@@ -251,6 +254,12 @@ func (sim *simulator) checkApprovals(t *testing.T, seed uint64, before Session, 
 				sim.version[st.Group]++
 				sim.head[st.Group] = ev.Commit
 			}
+		case EventChecks:
+			g := before.Group(ev.Group)
+			if g == nil || g.Stage.Finished() || ev.Commit == "" || sim.head[ev.Group] != "" && ev.Commit != sim.head[ev.Group] {
+				continue
+			}
+			sim.ci[ev.Group] = simCI{version: sim.version[ev.Group], state: ev.Checks.State}
 		case EventHumanReview:
 			if sim.approved[ev.Group] == nil {
 				sim.approved[ev.Group] = map[string]int{}
@@ -271,6 +280,14 @@ func (sim *simulator) checkApprovals(t *testing.T, seed uint64, before Session, 
 			if v == sim.version[a.Group] {
 				n++
 			}
+		}
+		resent := false // a resume sends a step in flight again: no new decision
+		if old := before.Step(a.Step); old != nil && old.State == StepInFlight {
+			resent = true
+		}
+		if ci, ok := sim.ci[a.Group]; ok && !resent && ci.version == sim.version[a.Group] && ci.state != ChecksPassed {
+			t.Fatalf("seed %d: merge of %s dispatched while the required checks of its current code are %s (engine: head %q, checks %+v; events %+v)",
+				seed, a.Group, ci.state, after.Group(a.Group).Head, after.Group(a.Group).RequiredChecks, events)
 		}
 		if n < sim.cfg.Merge.RequiredApprovals {
 			t.Fatalf("seed %d: merge of %s dispatched with %d approval(s) of its current code, %d required (engine: %v)",
@@ -304,6 +321,10 @@ func (sim *simulator) outcome(st Step) (Result, bool) {
 		case n%3 == 0:
 			return Result{Status: StatusMergeConflict, Handoff: json.RawMessage(`{"conflicts":["a.go"]}`)}, true
 		case n%3 == 1 || rng.IntN(3) != 0:
+			if rng.IntN(6) == 0 {
+				// A strict base: the tested merge became the group's head.
+				return Result{Status: StatusMergeUpdated, Summary: []string{"brought up to date"}}, true
+			}
 			return Result{Status: StatusMergeTestFailure}, true
 		default:
 			return Result{Status: StatusMergeBlocked}, true
@@ -456,6 +477,48 @@ func (sim *simulator) randomPlan() json.RawMessage {
 	return b
 }
 
+// simCI is a required-checks report as the simulator saw it accepted.
+type simCI struct {
+	version int
+	state   CheckState
+}
+
+// ciEvents are what CI reports between steps: a group's head checks go
+// pending, then pass or fail; now and then a report is about an older head.
+func (sim *simulator) ciEvents() []Event {
+	rng := sim.rng
+	s := &sim.s
+	var evs []Event
+	for _, g := range s.Groups {
+		if !g.Started || g.Stage.Finished() {
+			continue
+		}
+		if g.Wait != WaitChecks && rng.IntN(8) != 0 {
+			continue
+		}
+		head := g.Head
+		if head == "" || rng.IntN(20) == 0 {
+			head = "ci-" + g.ID
+		}
+		state := ChecksPassed
+		switch rng.IntN(6) {
+		case 0, 1:
+			state = ChecksPending
+		case 2:
+			state = ChecksFailed
+		}
+		rep := ChecksReport{State: state, Required: []string{"ci/test"}}
+		switch state {
+		case ChecksPending:
+			rep.Pending = []string{"ci/test"}
+		case ChecksFailed:
+			rep.Failed, rep.Summary = []string{"ci/test"}, "1 test failed"
+		}
+		evs = append(evs, ChecksEvent(s.ID, g.ID, head, rep))
+	}
+	return evs
+}
+
 // humanEvents are the random things humans do between steps.
 func (sim *simulator) humanEvents() []Event {
 	rng := sim.rng
@@ -585,7 +648,7 @@ func (sim *simulator) play(t *testing.T, seed uint64) {
 			t.Fatalf("seed %d: %d steps exceed the bound %d", seed, n, sim.bound())
 		}
 		sim.now = sim.now.Add(time.Duration(1+rng.IntN(10)) * time.Minute)
-		events := sim.humanEvents()
+		events := append(sim.humanEvents(), sim.ciEvents()...)
 		inflight := sim.s.InFlight()
 		var live []Step
 		for _, st := range inflight {
@@ -622,6 +685,9 @@ func (sim *simulator) play(t *testing.T, seed uint64) {
 			ev.Harness = sim.harnessReport(st)
 			if st.Role.IsImplementer() && st.Group != LeadGroup && rng.IntN(2) == 0 {
 				ev.Commit = fmt.Sprintf("c%d", st.N) // the executor knows the new head
+			}
+			if res.Status == StatusMergeUpdated && rng.IntN(4) != 0 {
+				ev.Commit = fmt.Sprintf("m%d", st.N) // the tested merge pushed to the group branch
 			}
 			events = append(events, ev)
 			if rng.IntN(20) == 0 {

@@ -161,6 +161,15 @@ func (e *Executor) validate(ctx context.Context, s pipeline.Session, st pipeline
 		if g.Stage == pipeline.StageAbandoned {
 			continue
 		}
+		if g.MergeCommit != "" {
+			// A squash or rebase merge (merge.pr_method) leaves the branch
+			// out of the base: the commit GitHub made must be in it.
+			ok, err := gitops.IsMerged(repo, plumbing.NewHash(g.MergeCommit), base)
+			if err == nil && ok {
+				merged++
+				continue
+			}
+		}
 		head, err := gitops.ResolveBranch(repo, g.Branch)
 		if err != nil {
 			failed = append(failed, fmt.Sprintf("group %s: branch %s is missing", g.ID, g.Branch))

@@ -34,6 +34,41 @@
 //     answered 403 with X-RateLimit-Remaining 0 and the reset;
 //   - what a GITHUB_TOKEN (github-actions[bot]) does triggers no workflow
 //     other than dispatches and workflow_run chains.
+//
+// Repository rules (settings.go, protection.go, checks.go). A repository
+// starts as a new public one with no rules; tests opt in:
+//   - Repo.SetSettings(RepoSettings{Private, Plan, AllowMergeCommit,
+//     AllowSquashMerge, AllowRebaseMerge, AsyncMergeability}) (start from
+//     Repo.Settings or DefaultSettings): GET /repos/{o}/{r} shows them; the
+//     merge API refuses a disallowed method with 405 ("Squash merges are not
+//     allowed on this repository."); POST /pulls with draft:true in a
+//     private repository on the free or pro plan answers 422 "Draft pull
+//     requests are not supported in this repository.";
+//   - Repo.Protect(branch, Protection{RequirePR, RequiredApprovals,
+//     RequiredChecks, Strict, LinearHistory, SignedCommits, EnforceAdmins,
+//     …}) and Repo.AddRuleset(Ruleset{Include, Exclude, Bypass, rules…})
+//     are enforced on git pushes (GH006 / GH013 with GitHub's reason
+//     lines), on the refs API (POST and PATCH, 422) and on PUT
+//     /pulls/{n}/merge (405); GET /branches/{b} ("protected",
+//     protection.required_status_checks), GET /branches/{b}/protection and
+//     GET /rules/branches/{b} describe them. Private repositories on the
+//     free plan can have none. Repo.ProtectBranch is "nothing may push";
+//   - check runs (POST/PATCH /check-runs, GET /commits/{ref}/check-runs)
+//     and commit statuses (POST /statuses/{sha}, GET
+//     /commits/{ref}/status), or Repo.SetCheck, SetCheckAs (another App,
+//     e.g. github-actions[bot]) and SetStatus, emit check_run, check_suite
+//     (naming the open pull requests at that head) and status webhooks and
+//     satisfy required checks (a check run concluded success, neutral or
+//     skipped; a status success); Repo.CheckRuns and Repo.Statuses inspect
+//     them; Repo.AddCI adds a CI job reporting a check run on every push and
+//     API-opened pull request, except those GITHUB_TOKEN made (they start no
+//     workflows); PUT /pulls/{n}/update-branch merges the base into the
+//     head;
+//   - with AsyncMergeability, GET /pulls/{n} answers mergeable null and
+//     mergeable_state "unknown" once after the pull request is opened or
+//     its head or base moves, then the computed values (dirty, draft,
+//     blocked, behind, unstable, clean); Fake.ComputeMergeability finishes
+//     every pending computation at once.
 package ghfake
 
 import (

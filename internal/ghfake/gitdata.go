@@ -14,7 +14,7 @@ import (
 
 // --- repository, branches, contents ---
 
-func (f *Fake) getRepo(c *rc) { c.json(http.StatusOK, c.repo.json()) }
+func (f *Fake) getRepo(c *rc) { c.json(http.StatusOK, c.repo.fullJSON()) }
 
 // getContents serves files (base64, as GitHub does) and directory listings.
 func (f *Fake) getContents(c *rc) {
@@ -149,8 +149,8 @@ func (f *Fake) createRef(c *rc) {
 		c.fail(http.StatusUnprocessableEntity, "Object does not exist")
 		return
 	}
-	if c.repo.isProtected(name) {
-		c.fail(http.StatusUnprocessableEntity, "Protected branch update failed for "+name+".")
+	if msg := c.refRefusal(name, "", sha); msg != "" {
+		c.fail(http.StatusUnprocessableEntity, msg)
 		return
 	}
 	// update-ref with an all-zero old value fails if the ref exists, so a
@@ -164,7 +164,60 @@ func (f *Fake) createRef(c *rc) {
 		return
 	}
 	f.refChanged(c.repo, name, "", sha, c.login)
+	c.hdr.Set("Location", f.api("/repos/"+c.repo.FullName()+"/git/"+name))
 	c.json(http.StatusCreated, c.repo.refJSON(name, sha))
+}
+
+// refRefusal applies protection rules and rulesets to a ref API change of
+// name from old to sha ("" for absent): GitHub's 422 message, or "".
+func (c *rc) refRefusal(name, old, sha string) string {
+	branch, ok := strings.CutPrefix(name, "refs/heads/")
+	if !ok {
+		return ""
+	}
+	v := c.repo.checkPush(refUpdate{branch: branch, old: old, new: sha, login: c.login, kind: c.kind, get: c.repo.repoCommits()})
+	if !v.any() {
+		return ""
+	}
+	return apiRefusal(name, v)
+}
+
+// updateRefAPI serves PATCH /repos/{o}/{r}/git/refs/{ref}: a fast-forward
+// unless force is set (422 "Update is not a fast forward" otherwise).
+func (f *Fake) updateRefAPI(c *rc) {
+	var req refRequest
+	if !c.decode(&req) {
+		return
+	}
+	name := "refs/" + strings.TrimPrefix(c.param("ref"), "refs/")
+	if req.SHA == nil {
+		c.invalid(fieldError{Resource: "Reference", Field: "sha", Code: "missing_field"})
+		return
+	}
+	sha := *req.SHA
+	old, ok := c.repo.ref(name)
+	if !ok {
+		c.fail(http.StatusUnprocessableEntity, "Reference does not exist")
+		return
+	}
+	if len(sha) != 40 || c.repo.objectType(sha) == "" {
+		c.fail(http.StatusUnprocessableEntity, "Object does not exist")
+		return
+	}
+	if (req.Force == nil || !*req.Force) && !c.repo.isAncestor(old, sha) {
+		c.fail(http.StatusUnprocessableEntity, "Update is not a fast forward")
+		return
+	}
+	if msg := c.refRefusal(name, old, sha); msg != "" {
+		c.fail(http.StatusUnprocessableEntity, msg)
+		return
+	}
+	if err := c.repo.updateRef(name, sha, old); err != nil {
+		c.fail(http.StatusUnprocessableEntity, "Reference cannot be updated")
+		return
+	}
+	f.refChanged(c.repo, name, old, sha, c.login)
+	c.json(http.StatusOK, c.repo.refJSON(name, sha))
 }
 
 // --- collaborators, users, apps, rate limit ---
@@ -192,7 +245,7 @@ func (f *Fake) appJSON() *github.App {
 	return &github.App{
 		ID: github.Int64(f.opts.AppID), Slug: github.String(f.opts.AppSlug), Name: github.String(f.opts.AppSlug),
 		NodeID: nodeID("A", f.opts.AppID), HTMLURL: github.String(f.html("/apps/" + f.opts.AppSlug)),
-		Events: []string{"issues", "issue_comment", "pull_request", "pull_request_review", "push", "workflow_job", "workflow_run"},
+		Events: []string{"issues", "issue_comment", "pull_request", "pull_request_review", "push", "workflow_job", "workflow_run", "check_run", "check_suite", "status"},
 	}
 }
 

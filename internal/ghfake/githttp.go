@@ -11,6 +11,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/format/packfile"
+	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/storage"
+	"github.com/go-git/go-git/v5/storage/memory"
+	"github.com/go-git/go-git/v5/storage/transactional"
 )
 
 // gitPath recognises git smart HTTP paths: /{owner}/{repo}.git/... (and
@@ -141,15 +148,19 @@ func (f *Fake) serveGit(w http.ResponseWriter, req *http.Request) {
 
 	cmds, caps := parseReceiveCommands(body)
 	f.mu.Lock()
-	var refused bool
-	for _, c := range cmds {
-		if r.isProtected(c.ref) {
-			refused = true
-		}
+	var kind AccountType
+	if tok != nil {
+		kind = tok.kind
+	}
+	ref, v := f.decidePush(r, cmds, body, login, kind)
+	var lines []string
+	var reason string
+	if v.any() {
+		lines, reason = r.gitRefusal(ref, v)
 	}
 	f.mu.Unlock()
-	if refused {
-		writeProtectedRefusal(sw, cmds, caps)
+	if v.any() {
+		writeRefusal(sw, cmds, caps, lines, reason)
 		return
 	}
 	rec := httptest.NewRecorder()
@@ -269,17 +280,97 @@ func parseReceiveCommands(body []byte) ([]receiveCommand, string) {
 	return cmds, caps
 }
 
+// packOffset finds the pack in a receive-pack request: after the command
+// list's flush (and any push options), or -1.
+func packOffset(body []byte) int {
+	off := 0
+	for off+4 <= len(body) {
+		var n int
+		if _, err := fmt.Sscanf(string(body[off:off+4]), "%04x", &n); err != nil {
+			return -1
+		}
+		if n == 0 {
+			off += 4
+			break
+		}
+		if n < 4 || off+n > len(body) {
+			return -1
+		}
+		off += n
+	}
+	i := bytes.Index(body[off:], []byte("PACK"))
+	if i < 0 {
+		return -1
+	}
+	return off + i
+}
+
 func pktLine(s string) string { return fmt.Sprintf("%04x%s", len(s)+4, s) }
 
-// writeProtectedRefusal answers a push touching a protected branch the way
-// GitHub's pre-receive hook does: every ref refused (the hook is
-// all-or-nothing), with GH006 on the progress channel when the client
+// decidePush applies the repository's protection rules and rulesets to a
+// push: the first refused branch and why (GitHub's pre-receive hook refuses
+// the whole push). The pushed pack is read (without storing it) only when a
+// rule needs the new commits. Caller holds f.mu.
+func (f *Fake) decidePush(r *Repo, cmds []receiveCommand, body []byte, login string, kind AccountType) (string, violations) {
+	var get commitGetter
+	for _, c := range cmds {
+		branch, ok := strings.CutPrefix(c.ref, "refs/heads/")
+		if !ok || (r.protectionFor(branch) == nil && len(r.rulesetsFor(branch)) == 0) {
+			continue
+		}
+		if get == nil {
+			get = r.pushCommits(body)
+		}
+		u := refUpdate{branch: branch, old: strings.TrimPrefix(c.old, zeroSHA), new: strings.TrimPrefix(c.new, zeroSHA),
+			login: login, kind: kind, get: get}
+		if v := r.checkPush(u); v.any() {
+			return c.ref, v
+		}
+	}
+	return "", violations{}
+}
+
+// pushCommits reads commits from the repository and the pack a push
+// carries, without writing the pack anywhere (git's quarantine, in
+// effect).
+// The pack is parsed on the first read, so rules that need no commits cost
+// nothing.
+func (r *Repo) pushCommits(body []byte) commitGetter {
+	base := r.repoCommits()
+	i := packOffset(body)
+	if i < 0 {
+		return base
+	}
+	var tx storage.Storer
+	parsed := false
+	return func(h plumbing.Hash) (*object.Commit, error) {
+		r.gs.mu.Lock()
+		defer r.gs.mu.Unlock()
+		if !parsed {
+			parsed = true
+			st := transactional.NewStorage(r.gs.st, memory.NewStorage())
+			if err := packfile.UpdateObjectStorage(st, bytes.NewReader(body[i:])); err != nil {
+				r.f.logf("ghfake: reading pushed pack: %v", err)
+			} else {
+				tx = st
+			}
+		}
+		if tx == nil {
+			return r.gs.commit(h)
+		}
+		return object.GetCommit(tx, h)
+	}
+}
+
+// writeRefusal answers a refused push the way GitHub's pre-receive hook
+// does: every ref refused (the hook is all-or-nothing) with reason, and the
+// hook's lines (GH006 or GH013) on the progress channel when the client
 // asked for side-band.
-func writeProtectedRefusal(w http.ResponseWriter, cmds []receiveCommand, caps string) {
+func writeRefusal(w http.ResponseWriter, cmds []receiveCommand, caps string, lines []string, reason string) {
 	var report strings.Builder
 	report.WriteString(pktLine("unpack ok\n"))
 	for _, c := range cmds {
-		report.WriteString(pktLine("ng " + c.ref + " protected branch hook declined\n"))
+		report.WriteString(pktLine("ng " + c.ref + " " + reason + "\n"))
 	}
 	report.WriteString("0000")
 	w.Header().Set("Content-Type", "application/x-git-receive-pack-result")
@@ -291,10 +382,9 @@ func writeProtectedRefusal(w http.ResponseWriter, cmds []receiveCommand, caps st
 		return
 	}
 	var out strings.Builder
-	for _, c := range cmds {
-		out.WriteString(pktLine("\x02error: GH006: Protected branch update failed for " + c.ref + ".\n"))
+	for _, l := range lines {
+		out.WriteString(pktLine("\x02" + l + "\n"))
 	}
-	out.WriteString(pktLine("\x02error: Changes must be made through a pull request.\n"))
 	out.WriteString(pktLine("\x01" + report.String()))
 	out.WriteString("0000")
 	_, _ = io.WriteString(w, out.String())

@@ -83,9 +83,15 @@ func (f *Fake) createPull(c *rc) {
 		c.invalid(fieldError{Resource: "PullRequest", Code: "custom", Message: "No commits between " + base + " and " + head})
 		return
 	}
+	if req.Draft != nil && *req.Draft && !r.settings.draftsAllowed() {
+		c.refuseDraft()
+		return
+	}
 	is := f.newIssue(r, c.login, *req.Title, body)
 	is.pr = &pull{id: f.id("issue"), head: head, base: base, headSHA: headSHA, draft: req.Draft != nil && *req.Draft}
 	f.emitPR(r, is, "opened", c.login, nil, nil, "", "")
+	f.runCI(r, headSHA, c.login)
+	c.hdr.Set("Location", f.api(fmt.Sprintf("/repos/%s/pulls/%d", r.FullName(), is.number)))
 	c.json(http.StatusCreated, r.prJSON(is, refs, false))
 }
 
@@ -108,7 +114,9 @@ func (f *Fake) getPull(c *rc) {
 		c.fail(http.StatusInternalServerError, err.Error())
 		return
 	}
-	c.json(http.StatusOK, c.repo.prJSON(is, refs, true))
+	out := c.repo.prJSON(is, refs, false)
+	c.repo.fillMergeability(out, is, refs)
+	c.json(http.StatusOK, out)
 }
 
 func (f *Fake) listPulls(c *rc) {
@@ -241,7 +249,7 @@ func (f *Fake) mergePull(c *rc) {
 		c.invalid(fieldError{Resource: "PullRequest", Field: "merge_method", Code: "invalid"})
 		return
 	}
-	opts := mergeOpts{method: method}
+	opts := mergeOpts{method: method, kind: c.kind}
 	if req.CommitTitle != nil {
 		opts.title = *req.CommitTitle
 	}
@@ -261,6 +269,7 @@ func (f *Fake) mergePull(c *rc) {
 
 type mergeOpts struct {
 	method, title, message, sha string
+	kind                        AccountType // of the merging user ("" for a human in the UI)
 }
 
 // merge merges a pull request in the bare repository and returns the new
@@ -270,6 +279,9 @@ func (f *Fake) merge(r *Repo, is *issue, user string, o mergeOpts) (string, int,
 	p := is.pr
 	if p.merged || is.state != "open" {
 		return "", http.StatusMethodNotAllowed, "Pull Request is not mergeable"
+	}
+	if msg := r.settings.methodRefusal(o.method); msg != "" {
+		return "", http.StatusMethodNotAllowed, msg
 	}
 	if p.draft {
 		return "", http.StatusMethodNotAllowed, "Pull Request is still a draft"
@@ -281,6 +293,13 @@ func (f *Fake) merge(r *Repo, is *issue, user string, o mergeOpts) (string, int,
 	baseSHA, ok := r.ref(baseRef)
 	if !ok {
 		return "", http.StatusMethodNotAllowed, "Pull Request is not mergeable"
+	}
+	kind := o.kind
+	if kind == "" {
+		kind = f.account(user, "").typ
+	}
+	if b := r.mergeBlockers(is, baseSHA, user, kind, o.method); b.any() {
+		return "", http.StatusMethodNotAllowed, b.message()
 	}
 	var newSHA string
 	switch o.method {
@@ -455,6 +474,9 @@ func (f *Fake) refChanged(r *Repo, ref, old, sha, sender string) {
 	if !ok {
 		return
 	}
+	// CI runs once the pull requests know their new head, so its check runs
+	// name them.
+	defer f.runCI(r, sha, sender)
 	now := f.now()
 	for _, is := range r.issues {
 		p := is.pr
@@ -507,7 +529,7 @@ func (f *Fake) emitPush(r *Repo, ref, old, sha, sender string) {
 		Sender:  f.userJSON(sender), Installation: f.installationJSON(),
 		Repo: &github.PushEventRepository{
 			ID: github.Int64(r.id), NodeID: nodeID("R", r.id), Name: github.String(r.name), FullName: github.String(r.FullName()),
-			Owner: f.userJSON(r.owner), Private: github.Bool(true), DefaultBranch: github.String(r.defaultBranch),
+			Owner: f.userJSON(r.owner), Private: github.Bool(r.settings.Private), DefaultBranch: github.String(r.defaultBranch),
 			MasterBranch: github.String(r.defaultBranch), HTMLURL: github.String(f.html("/" + r.FullName())),
 			URL: github.String(f.html("/" + r.FullName())), CloneURL: github.String(r.CloneURL()),
 		},
@@ -551,4 +573,327 @@ func (r *Repo) sortedPulls() []*issue {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].number < out[j].number })
 	return out
+}
+
+// --- merge requirements and mergeability ---
+
+// mergeReasons are why a pull request may not be merged now: classic
+// protection's and rulesets' reasons; behind marks the strict
+// up-to-date requirement, which mergeable_state reports as "behind".
+type mergeReasons struct {
+	classic, rules []string
+	behind         bool
+	behindMsg      string // the reason the behind head gave, see strictChecks
+}
+
+func (m mergeReasons) any() bool { return len(m.classic) > 0 || len(m.rules) > 0 }
+
+// message is the merge API's 405 message: the classic rule's first
+// reason, else the rulesets' (GH013's API form).
+func (m mergeReasons) message() string {
+	if len(m.classic) > 0 {
+		return m.classic[0]
+	}
+	return "Repository rule violations found\n\n" + strings.Join(m.rules, "\n\n") + "\n\n"
+}
+
+// strictChecks is the required-checks reason for merging: with strict
+// checks and a head behind its base, every required check counts as
+// expected again, whatever ran on the head ("2 of 2 required status checks
+// are expected" for a green pull request whose base moved: reported in
+// b-open-io/prompts#69). Caller holds f.mu.
+func (r *Repo) strictChecks(m *mergeReasons, required []string, strict, upToDate bool, head string) string {
+	if !strict || upToDate || len(required) == 0 {
+		return r.checksMessage(required, head)
+	}
+	msg := fmt.Sprintf("Required status check %q is expected.", required[0])
+	if len(required) > 1 {
+		msg = fmt.Sprintf("%d of %d required status checks are expected.", len(required), len(required))
+	}
+	m.behind, m.behindMsg = true, msg
+	return msg
+}
+
+// approvalsMessage checks required approving reviews: the latest review of
+// each reviewer with write access counts; one requesting changes blocks.
+// Caller holds f.mu.
+func (r *Repo) approvalsMessage(is *issue, need int) string {
+	if need <= 0 {
+		return ""
+	}
+	latest := map[string]string{}
+	for _, rv := range is.pr.reviews {
+		if rv.state != "APPROVED" && rv.state != "CHANGES_REQUESTED" {
+			continue
+		}
+		if !roleAtLeast(r.f.roleOf(r, rv.user), "write") {
+			continue
+		}
+		latest[strings.ToLower(rv.user)] = rv.state
+	}
+	approved := 0
+	for _, k := range sortedKeys(latest) {
+		if latest[k] == "CHANGES_REQUESTED" {
+			return "Changes have been requested."
+		}
+		approved++
+	}
+	if approved >= need {
+		return ""
+	}
+	if need == 1 {
+		return "At least 1 approving review is required by reviewers with write access."
+	}
+	return fmt.Sprintf("At least %d approving reviews are required by reviewers with write access.", need)
+}
+
+// mergeBlockers evaluates the base branch's rules for merging is as user
+// with method ("" to skip the method's rules, for mergeable_state).
+// Caller holds f.mu.
+func (r *Repo) mergeBlockers(is *issue, baseSHA, user string, kind AccountType, method string) mergeReasons {
+	var m mergeReasons
+	p := is.pr
+	prot := r.protectionFor(p.base)
+	if prot != nil && user != "" && !r.boundBy(prot, user, kind) {
+		prot = nil
+	}
+	var sets []*Ruleset
+	for _, rs := range r.rulesetsFor(p.base) {
+		if user == "" || !bypasses(rs, user) {
+			sets = append(sets, rs)
+		}
+	}
+	if prot == nil && len(sets) == 0 {
+		return m
+	}
+	upToDate := baseSHA == "" || r.isAncestor(baseSHA, p.headSHA)
+	if prot != nil {
+		if msg := r.approvalsMessage(is, prot.RequiredApprovals); msg != "" {
+			m.classic = append(m.classic, msg)
+		}
+		if msg := r.strictChecks(&m, prot.RequiredChecks, prot.Strict, upToDate, p.headSHA); msg != "" {
+			m.classic = append(m.classic, msg)
+		}
+		if prot.LinearHistory && method == "merge" {
+			m.classic = append(m.classic, "Merge commits are not allowed on this branch.")
+		}
+		if prot.SignedCommits && method == "rebase" {
+			m.classic = append(m.classic, "Base branch requires signed commits. Rebase merges cannot be automatically signed by GitHub")
+		}
+	}
+	add := func(msg string) {
+		for _, x := range m.rules {
+			if x == msg {
+				return
+			}
+		}
+		m.rules = append(m.rules, msg)
+	}
+	for _, rs := range sets {
+		if msg := r.approvalsMessage(is, rs.RequiredApprovals); msg != "" {
+			add(msg)
+		}
+		if msg := r.strictChecks(&m, rs.RequiredChecks, rs.Strict, upToDate, p.headSHA); msg != "" {
+			add(msg)
+		}
+		if method != "" && len(rs.AllowedMergeMethods) > 0 && !contains(rs.AllowedMergeMethods, method) {
+			add("Merge method " + method + " is not allowed by the ruleset.")
+		}
+		if rs.LinearHistory && method == "merge" {
+			add("Merge commits are not allowed on this branch.")
+		}
+		if rs.SignedCommits && method == "rebase" {
+			add("Base branch requires signed commits. Rebase merges cannot be automatically signed by GitHub")
+		}
+	}
+	return m
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// mergeCache is a pull request's mergeability as computed for a head and
+// base: GitHub computes it in the background after either moves.
+type mergeCache struct {
+	head, base string
+	computed   bool
+	conflict   bool
+}
+
+// fillMergeability sets mergeable, mergeable_state and rebaseable as GET
+// /pulls/{n} shows them. With AsyncMergeability, a pull request whose head
+// or base moved answers null/"unknown" once (the request starts GitHub's
+// background job) and the computed values from the next request on.
+// Caller holds f.mu.
+func (r *Repo) fillMergeability(out *github.PullRequest, is *issue, refs map[string]string) {
+	p := is.pr
+	baseSHA := refs["refs/heads/"+p.base]
+	switch {
+	case is.state != "open":
+		out.MergeableState = github.String("unknown")
+		return
+	case baseSHA == "" || p.headSHA == "":
+		out.Mergeable = github.Bool(false)
+		out.MergeableState = github.String("dirty")
+		return
+	}
+	mc := r.mergeability[is.number]
+	if mc == nil || mc.head != p.headSHA || mc.base != baseSHA {
+		mc = &mergeCache{head: p.headSHA, base: baseSHA}
+		r.mergeability[is.number] = mc
+		if r.settings.AsyncMergeability {
+			out.MergeableState = github.String("unknown")
+			return
+		}
+	}
+	if !mc.computed {
+		r.computeMergeability(mc)
+	}
+	out.Mergeable = github.Bool(!mc.conflict)
+	out.Rebaseable = github.Bool(!mc.conflict)
+	out.MergeableState = github.String(r.mergeableState(is, mc, baseSHA))
+}
+
+func (r *Repo) computeMergeability(mc *mergeCache) {
+	_, conflict, err := r.mergeTree(mc.base, mc.head)
+	mc.conflict = conflict || err != nil
+	mc.computed = true
+}
+
+// mergeableState is GitHub's mergeable_state for an open pull request with
+// computed mergeability: dirty (conflicts), draft, blocked (rules unmet),
+// behind (strict checks, head not up to date), unstable (other checks
+// failing or pending), clean. Caller holds f.mu.
+func (r *Repo) mergeableState(is *issue, mc *mergeCache, baseSHA string) string {
+	switch {
+	case mc.conflict:
+		return "dirty"
+	case is.pr.draft:
+		return "draft"
+	}
+	m := r.mergeBlockers(is, baseSHA, "", "", "")
+	blocking := 0
+	for _, msg := range append(append([]string(nil), m.classic...), m.rules...) {
+		if !m.behind || msg != m.behindMsg {
+			blocking++
+		}
+	}
+	switch {
+	case blocking > 0:
+		return "blocked"
+	case m.behind:
+		return "behind"
+	}
+	required := map[string]bool{}
+	if prot := r.protectionFor(is.pr.base); prot != nil {
+		for _, c := range prot.RequiredChecks {
+			required[c] = true
+		}
+	}
+	for _, rs := range r.rulesetsFor(is.pr.base) {
+		for _, c := range rs.RequiredChecks {
+			required[c] = true
+		}
+	}
+	if r.othersFailing(is.pr.headSHA, required) {
+		return "unstable"
+	}
+	return "clean"
+}
+
+// ComputeMergeability finishes the background mergeability computation of
+// every open pull request of every repository, as if GitHub's jobs had
+// run: the next GET /pulls/{n} answers mergeable true or false.
+func (f *Fake) ComputeMergeability() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, r := range f.repos {
+		refs, err := r.heads()
+		if err != nil {
+			continue
+		}
+		for _, is := range r.sortedPulls() {
+			if is.state != "open" {
+				continue
+			}
+			base := refs["refs/heads/"+is.pr.base]
+			if base == "" || is.pr.headSHA == "" {
+				continue
+			}
+			mc := r.mergeability[is.number]
+			if mc == nil || mc.head != is.pr.headSHA || mc.base != base {
+				mc = &mergeCache{head: is.pr.headSHA, base: base}
+				r.mergeability[is.number] = mc
+			}
+			if !mc.computed {
+				r.computeMergeability(mc)
+			}
+		}
+	}
+}
+
+// updateBranch serves PUT /repos/{o}/{r}/pulls/{n}/update-branch: GitHub
+// merges the base into the head branch (a merge commit by the caller,
+// committed by GitHub) and answers 202.
+func (f *Fake) updateBranch(c *rc) {
+	is := c.pullParam()
+	if is == nil {
+		return
+	}
+	var req struct {
+		ExpectedHeadSHA *string `json:"expected_head_sha"`
+	}
+	if !c.decode(&req) {
+		return
+	}
+	r, p := c.repo, is.pr
+	if is.state != "open" {
+		c.fail(http.StatusUnprocessableEntity, "Cannot update a closed pull request")
+		return
+	}
+	if req.ExpectedHeadSHA != nil && *req.ExpectedHeadSHA != p.headSHA {
+		c.fail(http.StatusUnprocessableEntity, "expected head sha didn’t match current head ref.")
+		return
+	}
+	baseSHA, ok := r.ref("refs/heads/" + p.base)
+	if !ok {
+		c.fail(http.StatusUnprocessableEntity, "There are no new commits on the base branch.")
+		return
+	}
+	if r.isAncestor(baseSHA, p.headSHA) {
+		c.fail(http.StatusUnprocessableEntity, "There are no new commits on the base branch.")
+		return
+	}
+	tree, conflict, err := r.mergeTree(p.headSHA, baseSHA)
+	if err != nil {
+		c.fail(http.StatusInternalServerError, err.Error())
+		return
+	}
+	if conflict {
+		c.fail(http.StatusUnprocessableEntity, "merge conflict between base and head")
+		return
+	}
+	msg := fmt.Sprintf("Merge branch '%s' into %s", p.base, p.head)
+	sha, err := r.commitTreeAs(tree, []string{p.headSHA, baseSHA}, msg, c.login, "GitHub")
+	if err != nil {
+		c.fail(http.StatusInternalServerError, err.Error())
+		return
+	}
+	headRef := "refs/heads/" + p.head
+	old := p.headSHA
+	if err := r.updateRef(headRef, sha, old); err != nil {
+		c.fail(http.StatusUnprocessableEntity, "expected head sha didn’t match current head ref.")
+		return
+	}
+	f.refChanged(r, headRef, old, sha, c.login)
+	c.json(http.StatusAccepted, map[string]any{
+		"message": "Updating pull request branch.",
+		"url":     f.html(fmt.Sprintf("/%s/pull/%d", r.FullName(), is.number)),
+	})
 }

@@ -33,7 +33,17 @@ type Repo struct {
 	comments  map[int64]*comment
 	workflows map[string]*workflow
 	runs      []*run
-	protected map[string]bool
+
+	// Settings, rules, checks and mergeability (settings.go, protection.go,
+	// checks.go, pulls.go).
+	settings     RepoSettings
+	protections  map[string]*Protection // classic, by branch pattern
+	rulesets     []*Ruleset
+	checkRuns    []*checkRun
+	suites       []*checkSuite
+	statuses     []*commitStatus
+	mergeability map[int]*mergeCache // by pull request number
+	ci           []CI
 }
 
 var nameRE = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)
@@ -68,7 +78,8 @@ func (f *Fake) createRepo(owner, name, defaultBranch, seed string) (*Repo, error
 	r := &Repo{
 		f: f, id: f.id("repo"), owner: owner, name: name, defaultBranch: defaultBranch,
 		path:     filepath.Join(f.dir, "repos", owner, name+".git"),
-		comments: map[int64]*comment{}, workflows: map[string]*workflow{}, protected: map[string]bool{},
+		comments: map[int64]*comment{}, workflows: map[string]*workflow{},
+		settings: DefaultSettings(), protections: map[string]*Protection{}, mergeability: map[int]*mergeCache{},
 	}
 	f.account(owner, "")
 	// Reserve the name before the (slow) git work; the repository is
@@ -157,13 +168,14 @@ func (r *Repo) Path() string { return r.path }
 // CloneURL is the HTTP clone URL (git smart HTTP on the fake).
 func (r *Repo) CloneURL() string { return r.f.srv.URL + "/" + r.FullName() + ".git" }
 
-// ProtectBranch refuses pushes (and ref API updates) to branch with
-// GitHub's protected branch error; merges through the pull request API are
-// still allowed.
+// ProtectBranch refuses every push (and ref API update) to branch with
+// GitHub's protected branch error, admins included; merges through the pull
+// request API are still allowed. It is Protect(branch, Protection{RequirePR:
+// true, EnforceAdmins: true}) where the plan allows protection.
 func (r *Repo) ProtectBranch(branch string) {
 	r.f.mu.Lock()
 	defer r.f.mu.Unlock()
-	r.protected[branch] = true
+	r.protections[branch] = &Protection{RequirePR: true, EnforceAdmins: true}
 }
 
 // ProtectBranch is Repo.ProtectBranch on the repository "owner/name".
@@ -176,9 +188,10 @@ func (f *Fake) ProtectBranch(repo, branch string) error {
 	return nil
 }
 
-func (r *Repo) isProtected(ref string) bool {
-	b, ok := strings.CutPrefix(ref, "refs/heads/")
-	return ok && r.protected[b]
+// protectedBranch reports whether branch has a classic rule or an active
+// ruleset, as a branch's "protected" field does. Caller holds f.mu.
+func (r *Repo) protectedBranch(branch string) bool {
+	return r.protectionFor(branch) != nil || len(r.rulesetsFor(branch)) > 0
 }
 
 // --- git plumbing ---

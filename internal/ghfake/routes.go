@@ -63,4 +63,7 @@ func (f *Fake) registerRoutes() {
 	f.add("GET "+repo+"/actions/workflows/{workflow_id}/runs", f.listWorkflowRuns, ro{perm: actionsR})
 	f.add("GET "+repo+"/actions/runs/{run_id}", f.getRun, ro{perm: actionsR})
 	f.add("POST "+repo+"/actions/runs/{run_id}/cancel", f.cancelRun, ro{creates: true, perm: actionsW})
+
+	// Branches, protection, rulesets, checks and statuses (protection.go).
+	f.registerProtectionRoutes(repo)
 }

@@ -1,0 +1,241 @@
+package bot
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/bazinga-bot/bazinga/ghapi"
+	"github.com/bazinga-bot/bazinga/pipeline"
+)
+
+// Required checks (merge.method pull-request, issue 11). GitHub merges a
+// group PR only once its base's required checks passed on the PR head; the
+// engine waits for them through EventChecks reports, which the bot reads
+// here: for every group whose merge a reconcile is about to send, and for
+// every group waiting on its checks (a check_run, check_suite or status
+// webhook, or the sweep, wakes the session). Nothing is cached across
+// reconciles: protection and check states change.
+
+// checkEvents reads the required checks of the groups that need a report:
+// those waiting on their checks, and those whose merge the reconcile just
+// sent whose checks have not passed. It returns the reports that change
+// what the engine decides (a merge that must wait, or a wait that ends).
+func (x *executor) checkEvents(ctx context.Context, next pipeline.Session, actions []pipeline.Action) []pipeline.Event {
+	if x.st.Config.Merge.Method != pipeline.MergePullRequest {
+		return nil
+	}
+	merging := map[string]bool{}
+	for _, a := range actions {
+		if a.Kind == pipeline.ActionDispatch && a.Role == pipeline.RoleMerge {
+			merging[a.Group] = true
+		}
+	}
+	var rules *ghapi.BranchRules
+	var out []pipeline.Event
+	for i := range next.Groups {
+		g := &next.Groups[i]
+		if !merging[g.ID] && g.Wait != pipeline.WaitChecks {
+			continue
+		}
+		number := x.st.PRNumber(g.ID)
+		if number == 0 {
+			continue // no PR yet: the merge step's land job says so
+		}
+		if rules == nil {
+			r, err := x.gh.BranchRules(ctx, x.ref.repo, next.Base)
+			if err != nil {
+				// GitHub still refuses a merge whose checks did not pass;
+				// a wait stays until the next event or sweep reads again.
+				x.log.Warn("reading the rules of the base", "base", next.Base, "err", err)
+				return out
+			}
+			rules = &r
+		}
+		pr, err := x.gh.GetPR(ctx, x.ref.repo, number)
+		if err != nil || pr.HeadSHA == "" {
+			x.log.Warn("reading the head of a group PR", "group", g.ID, "pr", number, "err", err)
+			continue
+		}
+		var checks []ghapi.Check
+		if len(rules.RequiredChecks) > 0 {
+			if checks, err = x.gh.Checks(ctx, x.ref.repo, pr.HeadSHA); err != nil {
+				x.log.Warn("reading the checks of a group PR head", "group", g.ID, "head", pr.HeadSHA, "err", err)
+				continue
+			}
+		}
+		rep := checksReport(rules.RequiredChecks, checks)
+		if merging[g.ID] && rep.State == pipeline.ChecksPassed {
+			continue // the merge goes as sent
+		}
+		x.log.Info("required checks", "group", g.ID, "head", pr.HeadSHA, "state", rep.State.String(),
+			"pending", strings.Join(rep.Pending, ","), "failed", strings.Join(rep.Failed, ","))
+		out = append(out, pipeline.ChecksEvent(strconv.Itoa(x.ref.issue), g.ID, pr.HeadSHA, rep))
+	}
+	return out
+}
+
+// checksReport judges a head's required checks from what was reported on
+// it: a required check passes when a matching check run or status passed
+// and none failed; one that has not reported yet is pending (GitHub shows
+// "Expected — Waiting for status to be reported").
+func checksReport(required []ghapi.RequiredCheck, checks []ghapi.Check) pipeline.ChecksReport {
+	rep := pipeline.ChecksReport{State: pipeline.ChecksPassed}
+	var details []string
+	for _, req := range required {
+		rep.Required = append(rep.Required, req.Context)
+		passed, failed := false, false
+		for _, c := range checks {
+			if c.Name != req.Context || (req.AppID != 0 && c.AppID != req.AppID) {
+				continue
+			}
+			switch c.State {
+			case ghapi.CheckSuccess:
+				passed = true
+			case ghapi.CheckFailure:
+				if !failed {
+					d := req.Context + ": " + strings.TrimSpace(c.Detail)
+					if c.URL != "" {
+						d += " (" + c.URL + ")"
+					}
+					details = append(details, d)
+				}
+				failed = true
+			}
+		}
+		switch {
+		case failed:
+			rep.Failed = append(rep.Failed, req.Context)
+		case !passed:
+			rep.Pending = append(rep.Pending, req.Context)
+		}
+	}
+	switch {
+	case len(rep.Failed) > 0:
+		rep.State = pipeline.ChecksFailed
+		rep.Summary = strings.Join(details, "\n")
+	case len(rep.Pending) > 0:
+		rep.State = pipeline.ChecksPending
+	}
+	return rep
+}
+
+// checksBranches are the branches a check_run, check_suite or status
+// delivery is about.
+func checksBranches(event string, p *payload) []string {
+	var out []string
+	prs := func(list []hookCheckPR) {
+		for _, pr := range list {
+			out = append(out, pr.Head.Ref)
+		}
+	}
+	switch event {
+	case "check_run":
+		if p.CheckRun != nil {
+			out = append(out, p.CheckRun.CheckSuite.HeadBranch)
+			prs(p.CheckRun.PullRequests)
+		}
+	case "check_suite":
+		if p.CheckSuite != nil {
+			out = append(out, p.CheckSuite.HeadBranch)
+			prs(p.CheckSuite.PullRequests)
+		}
+	case "status":
+		for _, b := range p.Branches {
+			out = append(out, b.Name)
+		}
+	}
+	return out
+}
+
+// checksSession is the session a checks delivery wakes: the issue of the
+// first group branch it names.
+func checksSession(event string, p *payload) int {
+	for _, b := range checksBranches(event, p) {
+		if n, _, ok := parseBranch(b); ok {
+			return n
+		}
+	}
+	return 0
+}
+
+// checks translates a check_run, check_suite or status delivery: a
+// finished check of a group branch wakes its session, which then reads the
+// checks of the groups waiting on them (level-triggered: the payload's
+// verdict is not trusted, GitHub is read again).
+func (t translator) checks(event string, p *payload) (intent, error) {
+	switch event {
+	case "check_run", "check_suite":
+		if p.Action != "completed" {
+			return intent{}, ignored("%s action %s", event, p.Action)
+		}
+	case "status":
+		if p.State == "pending" {
+			return intent{}, ignored("a pending status")
+		}
+	}
+	n := checksSession(event, p)
+	if n == 0 {
+		return intent{}, ignored("%s of no group branch", event)
+	}
+	return intent{issue: n, in: input{events: []pipeline.Event{pipeline.Tick(strconv.Itoa(n))}}}, nil
+}
+
+// hookCheckPR is a pull request a check payload lists.
+type hookCheckPR struct {
+	Number int `json:"number"`
+	Head   struct {
+		Ref string `json:"ref"`
+	} `json:"head"`
+}
+
+type hookCheckRun struct {
+	Name       string `json:"name"`
+	HeadSHA    string `json:"head_sha"`
+	CheckSuite struct {
+		HeadBranch string `json:"head_branch"`
+	} `json:"check_suite"`
+	PullRequests []hookCheckPR `json:"pull_requests"`
+}
+
+type hookCheckSuite struct {
+	HeadBranch   string        `json:"head_branch"`
+	HeadSHA      string        `json:"head_sha"`
+	PullRequests []hookCheckPR `json:"pull_requests"`
+}
+
+// checksLines are the log lines of the checks reports a reconcile applied:
+// a new wait, and a failure that sent the group back.
+func checksLines(prev, next pipeline.Session, evs []pipeline.Event) []string {
+	var out []string
+	for _, ev := range evs {
+		g, old := next.Group(ev.Group), prev.Group(ev.Group)
+		if g == nil || ev.Checks == nil {
+			continue
+		}
+		head := ev.Commit
+		if len(head) > 12 {
+			head = head[:12]
+		}
+		switch {
+		case ev.Checks.State == pipeline.ChecksFailed && g.Counters.MergeFailures > old.Counters.MergeFailures:
+			out = append(out, fmt.Sprintf("❌ Group %s | required checks failed on %s: %s → back to %s",
+				g.ID, head, strings.Join(ev.Checks.Failed, ", "), nextRole(g)))
+		case g.Wait == pipeline.WaitChecks && (old == nil || old.Wait != pipeline.WaitChecks):
+			out = append(out, fmt.Sprintf("⏳ Group %s | %s", g.ID, g.WaitDetail))
+		}
+	}
+	return out
+}
+
+// nextRole names who a group's work went to.
+func nextRole(g *pipeline.Group) string {
+	if g.Next != nil {
+		return g.Next.Role.String()
+	}
+	if g.Wait == pipeline.WaitPM {
+		return "the pm"
+	}
+	return "its implementer"
+}
