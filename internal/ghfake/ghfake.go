@@ -29,8 +29,19 @@
 //   - a 304 is free, but go-github reports it as an *github.ErrorResponse;
 //   - go-github remembers a secondary rate limit's Retry-After and fails
 //     further calls from that client without a request until it passes;
-//   - what a GITHUB_TOKEN (github-actions[bot]) does triggers no workflow
-//     other than dispatches and workflow_run chains.
+//   - what a GITHUB_TOKEN (github-actions[bot]) does starts no workflow
+//     other than dispatches, and (strictly: GitHub documents only the first
+//     rule, independent reports agree on this one) the completion of a run
+//     a GITHUB_TOKEN dispatched fires no workflow_run;
+//   - workflow files (AddWorkflowFile) are read as GitHub reads them:
+//     triggers with activity types, workflow_dispatch inputs (a workflow
+//     without the trigger answers 422), permissions (a job's GITHUB_TOKEN
+//     carries exactly its job's, the restricted default when none are
+//     declared), concurrency groups (one running and one pending, a newer
+//     pending cancelling the older; workflow-level groups taken before any
+//     job's if) and jobs with needs and if (jobs.go, expr.go);
+//   - github-actions[bot] may open pull requests only where the repository
+//     allows it (SetActionsCanCreatePullRequests; off by default).
 package ghfake
 
 import (
@@ -133,6 +144,7 @@ type Fake struct {
 	contentLog  map[string][]time.Time
 
 	onDispatch []func(Run)
+	onJob      []func(context.Context, JobRun)
 
 	manifests map[string]*manifestReg // App-manifest codes not yet exchanged
 

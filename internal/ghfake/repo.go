@@ -34,6 +34,7 @@ type Repo struct {
 	workflows map[string]*workflow
 	runs      []*run
 	protected map[string]bool
+	actions   actionsState // concurrency groups, Actions settings (jobs.go)
 }
 
 var nameRE = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)
