@@ -367,7 +367,7 @@ exec "$@"
 `), 0o755))
 		w.agentCmd = "sh '" + script + "' " + w.agentCmd
 		// A secret of the agent job, as the model key is.
-		w.agentEnv = []string{"ANTHROPIC_API_KEY=sk-test-model-key"}
+		w.secrets["ANTHROPIC_API_KEY"] = "sk-test-model-key" // the file gives it to the agent job only
 		// On GitHub each job is its own VM; here they share one machine,
 		// so they run one at a time: an agent sees its own job only.
 		w.serial = true
