@@ -38,6 +38,8 @@ func apiErr(op string, resp *github.Response, err error) error {
 			return fmt.Errorf("%s: %w: %v", op, ErrExists, err)
 		case code == http.StatusUnprocessableEntity && strings.Contains(msg, "No commits between"):
 			return fmt.Errorf("%s: %w: %v", op, ErrNoCommits, err)
+		case code == http.StatusForbidden && strings.Contains(msg, "not permitted to create or approve pull requests"):
+			return fmt.Errorf("%s: %w", op, ErrActionsMayNotOpenPRs)
 		}
 	}
 	if resp != nil && resp.StatusCode == http.StatusNotFound {

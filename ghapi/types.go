@@ -123,4 +123,9 @@ var (
 	ErrNotFound  = errors.New("github: not found")
 	ErrExists    = errors.New("github: already exists")
 	ErrNoCommits = errors.New("github: no commits between base and head")
+	// ErrActionsMayNotOpenPRs: a GITHUB_TOKEN opened (or approved) a pull
+	// request in a repository whose "Allow GitHub Actions to create and
+	// approve pull requests" is off (the default of new personal
+	// repositories); GitHub answers 403.
+	ErrActionsMayNotOpenPRs = errors.New("github: GitHub Actions is not permitted to create or approve pull requests")
 )
