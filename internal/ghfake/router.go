@@ -246,6 +246,7 @@ func (f *Fake) run(c *rc) {
 	if c.status == 0 {
 		c.status = http.StatusOK
 	}
+	setLocation(c)
 	if c.r.Method == http.MethodGet && c.status == http.StatusOK {
 		sum := sha256.Sum256(c.out)
 		etag := `"` + hex.EncodeToString(sum[:]) + `"`

@@ -455,3 +455,24 @@ func TestActionsMayCreatePullRequestsSetting(t *testing.T) {
 	_, _, err = e.f.Client(tok).PullRequests.Create(e.ctx, owner, repoName, pr)
 	assert.NoError(t, err)
 }
+
+// Responses carry what GitHub's schemas require: the user's *_url fields,
+// the repository's URL templates, a PR's _links, and a Location on 201.
+func TestResponsesAreSchemaComplete(t *testing.T) {
+	e := newEnv(t)
+	_, err := e.repo.Push(owner, "topic", map[string]string{"new.txt": "x\n"}, "topic")
+	require.NoError(t, err)
+	pr, resp, err := e.gh.PullRequests.Create(e.ctx, owner, repoName, &github.NewPullRequest{Title: github.String("t"), Head: github.String("topic"), Base: github.String("main")})
+	require.NoError(t, err)
+	assert.Equal(t, http.StatusCreated, resp.StatusCode)
+	assert.Equal(t, pr.GetURL(), resp.Header.Get("Location"))
+	assert.NotEmpty(t, pr.GetLinks().GetSelf().GetHRef())
+	assert.NotEmpty(t, pr.GetLinks().GetStatuses().GetHRef())
+	assert.NotEmpty(t, pr.GetUser().GetFollowersURL())
+	assert.NotNil(t, pr.GetUser().GravatarID)
+	assert.NotEmpty(t, pr.GetHead().GetRepo().GetPullsURL())
+	assert.NotEmpty(t, pr.GetBase().GetRepo().GetOwner().GetReposURL())
+	c, resp, err := e.gh.Issues.CreateComment(e.ctx, owner, repoName, pr.GetNumber(), &github.IssueComment{Body: github.String("hi")})
+	require.NoError(t, err)
+	assert.Equal(t, c.GetURL(), resp.Header.Get("Location"))
+}
