@@ -159,6 +159,7 @@ type jobRecord struct {
 	job      string // the job's id in its workflow file
 	command  string // the bazinga command its action step ran ("" if none)
 	exit     int
+	started  time.Time
 	duration time.Duration
 	output   string
 	token    string
@@ -285,8 +286,8 @@ func (w *world) playJob(ctx context.Context, j ghfake.JobRun) {
 	for k, v := range started.Contexts {
 		ctxs[k] = v
 	}
-	rec := jobRecord{run: started.Run, job: j.Spec.ID, token: started.Token}
 	start := time.Now()
+	rec := jobRecord{run: started.Run, job: j.Spec.ID, token: started.Token, started: start}
 	var out bytes.Buffer
 	outputs := map[string]map[string]string{}
 	failed := false
@@ -866,6 +867,26 @@ func TestE2EActionOnlyMode(t *testing.T) {
 				t.Log(j.output)
 			}
 		}
+	}
+	// The reconcile job's concurrency group (one session here): never two
+	// at once, and the route job ran before each.
+	var recs []jobRecord
+	routes := map[int64]bool{}
+	for _, j := range w.jobsCopy() {
+		switch j.job {
+		case "reconcile":
+			recs = append(recs, j)
+		case "route":
+			routes[j.run.ID] = true
+		}
+	}
+	sort.Slice(recs, func(i, k int) bool { return recs[i].started.Before(recs[k].started) })
+	for i := 1; i < len(recs); i++ {
+		prev := recs[i-1]
+		assert.False(t, recs[i].started.Before(prev.started.Add(prev.duration)), "reconcile of run %d started while run %d's ran", recs[i].run.ID, prev.run.ID)
+	}
+	for _, r := range recs {
+		assert.True(t, routes[r.run.ID], "run %d: route ran before reconcile", r.run.ID)
 	}
 	assert.Empty(t, f.Deliveries(), "no App: no webhook deliveries")
 	t.Logf("Action-only mode: %d steps, %d jobs (%d reconciles, %d sweeps), %d API calls (%d content-creating), %s",

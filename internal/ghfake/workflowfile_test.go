@@ -476,3 +476,18 @@ func TestResponsesAreSchemaComplete(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, c.GetURL(), resp.Header.Get("Location"))
 }
+
+// Pushes and pull request events caused by github-actions[bot] start no
+// workflow; a person's do.
+func TestGitHubTokenPushesStartNothing(t *testing.T) {
+	e := newFileEnv(t, map[string]string{"ci.yml": "on:\n  push: {}\n  pull_request: {types: [opened, synchronize]}\njobs:\n  test: {}\n"})
+	_, err := e.repo.Push(ActionsLogin, "topic", map[string]string{"a.txt": "a\n"}, "by a job")
+	require.NoError(t, err)
+	e.none(t)
+	assert.Empty(t, e.f.Runs())
+	_, err = e.repo.Push("alice", "topic", map[string]string{"b.txt": "b\n"}, "by alice")
+	require.NoError(t, err)
+	j := e.next(t)
+	assert.Equal(t, "push", j.Run.Event)
+	assert.Equal(t, "alice", j.Run.Actor)
+}
