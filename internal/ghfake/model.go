@@ -416,3 +416,61 @@ func setLocation(c *rc) {
 		c.hdr.Set("Location", v.URL)
 	}
 }
+
+// Nullable fields GitHub's schemas require: go-github drops nil fields
+// (omitempty), GitHub sends them as null.
+var (
+	issueNulls = []string{"assignee", "milestone", "closed_at", "body", "active_lock_reason"}
+	pullNulls  = []string{"assignee", "milestone", "closed_at", "merged_at", "merge_commit_sha", "body", "active_lock_reason", "auto_merge"}
+	// A single pull request also has these (null while GitHub computes
+	// mergeability, or when nobody merged it).
+	fullPullNulls = []string{"merged_by", "mergeable", "rebaseable"}
+)
+
+// withRequiredNulls adds the schema's required-but-null fields to the
+// encoding b of v, for the types whose schemas have them.
+func withRequiredNulls(v any, b []byte) []byte {
+	var keys []string
+	list := false
+	switch v.(type) {
+	case *github.Issue:
+		keys = issueNulls
+	case []*github.Issue:
+		keys, list = issueNulls, true
+	case *github.PullRequest:
+		keys = append(append([]string(nil), pullNulls...), fullPullNulls...)
+	case []*github.PullRequest:
+		keys, list = pullNulls, true
+	default:
+		return b
+	}
+	fill := func(m map[string]any) {
+		for _, k := range keys {
+			if _, ok := m[k]; !ok {
+				m[k] = nil
+			}
+		}
+	}
+	if list {
+		var ms []map[string]any
+		if json.Unmarshal(b, &ms) != nil {
+			return b
+		}
+		for _, m := range ms {
+			fill(m)
+		}
+		if out, err := json.Marshal(ms); err == nil {
+			return out
+		}
+		return b
+	}
+	var m map[string]any
+	if json.Unmarshal(b, &m) != nil {
+		return b
+	}
+	fill(m)
+	if out, err := json.Marshal(m); err == nil {
+		return out
+	}
+	return b
+}

@@ -513,6 +513,7 @@ func (c *rc) json(status int, v any) {
 		c.fail(http.StatusInternalServerError, "ghfake: encoding response: "+err.Error())
 		return
 	}
+	b = withRequiredNulls(v, b)
 	c.status = status
 	c.hdr.Set("Content-Type", "application/json; charset=utf-8")
 	c.out = b

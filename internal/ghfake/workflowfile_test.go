@@ -2,8 +2,10 @@ package ghfake
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -490,4 +492,27 @@ func TestGitHubTokenPushesStartNothing(t *testing.T) {
 	j := e.next(t)
 	assert.Equal(t, "push", j.Run.Event)
 	assert.Equal(t, "alice", j.Run.Actor)
+}
+
+func TestRequiredNullFieldsArePresent(t *testing.T) {
+	e := newEnv(t)
+	n, err := e.f.CreateIssue("alice", "t", "")
+	require.NoError(t, err)
+	_, body := rawGet(t, e.f.APIURL()+"repos/"+full+"/issues/"+strconv.Itoa(n), botTok, nil)
+	var m map[string]any
+	require.NoError(t, json.Unmarshal(body, &m))
+	for _, k := range []string{"assignee", "milestone", "closed_at", "active_lock_reason"} {
+		v, ok := m[k]
+		assert.True(t, ok, "%s present", k)
+		assert.Nil(t, v, k)
+	}
+	_, body = rawGet(t, e.f.APIURL()+"repos/"+full+"/issues", botTok, nil)
+	var ms []map[string]any
+	require.NoError(t, json.Unmarshal(body, &ms))
+	require.Len(t, ms, 1)
+	assert.Contains(t, ms[0], "milestone")
+	// go-github still reads them.
+	is, _, err := e.gh.Issues.Get(e.ctx, owner, repoName, n)
+	require.NoError(t, err)
+	assert.Nil(t, is.Milestone)
 }
