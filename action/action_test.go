@@ -423,9 +423,9 @@ func TestReconcileNamesAMissingPermission(t *testing.T) {
 	_, err = repo.Push(e2eOwner, "main", map[string]string{"README.md": "# widgets\n"}, "Initial commit")
 	require.NoError(t, err)
 	f.SetPermission("alice", "write")
-	require.NoError(t, f.AddWorkflow(e2eFull, "bazinga-agent.yml", ghfake.Workflow{
-		RunName: "bazinga ${{ inputs.step }}", Inputs: map[string]ghfake.WorkflowInput{"step": {Required: true}}}))
-	require.NoError(t, f.AddWorkflow(e2eFull, "bazinga.yml", ghfake.Workflow{On: []string{"issues.labeled"}}))
+	// The real workflow files; their jobs are played here by hand.
+	require.NoError(t, f.AddWorkflowFileFrom(e2eFull, agentWorkflowFile))
+	require.NoError(t, f.AddWorkflowFileFrom(e2eFull, orchestratorWorkflowFile))
 	issue, err := repo.CreateIssue("alice", "Write a.txt", "Please.")
 	require.NoError(t, err)
 	require.NoError(t, repo.LabelIssue("alice", issue, "bazinga"))
@@ -443,7 +443,7 @@ func TestReconcileNamesAMissingPermission(t *testing.T) {
 
 	// With the permission, the schedule's sweep carries out the dispatch
 	// the state kept pending.
-	env := u.env(map[string]string{"command": "reconcile", "github-token": f.RunToken(runs[0])})
+	env := u.env(map[string]string{"command": "reconcile", "github-token": jobToken(t, f, runs[0], "reconcile")})
 	env["GITHUB_EVENT_NAME"] = "schedule"
 	r = u.action(env)
 	assert.Equal(t, 0, r.code, r.stdout)
@@ -467,10 +467,8 @@ func TestDispatchedReconcileAppliesTheStepsResult(t *testing.T) {
 	_, err = repo.Push(e2eOwner, "main", map[string]string{"README.md": "# widgets\n", "seed.txt": "ok\n", ".github/bazinga.yml": e2eConfig}, "Initial commit")
 	require.NoError(t, err)
 	f.SetPermission("alice", "write")
-	require.NoError(t, f.AddWorkflow(e2eFull, "bazinga-agent.yml", ghfake.Workflow{
-		RunName: "bazinga ${{ inputs.step }}", Inputs: map[string]ghfake.WorkflowInput{"step": {Required: true}}}))
-	require.NoError(t, f.AddWorkflow(e2eFull, "bazinga.yml", ghfake.Workflow{On: []string{"issues.labeled"},
-		Inputs: map[string]ghfake.WorkflowInput{"issue": {}}}))
+	require.NoError(t, f.AddWorkflowFileFrom(e2eFull, agentWorkflowFile))
+	require.NoError(t, f.AddWorkflowFileFrom(e2eFull, orchestratorWorkflowFile))
 	issue, err := repo.CreateIssue("alice", "Write a.txt", "Please.")
 	require.NoError(t, err)
 	require.NoError(t, repo.LabelIssue("alice", issue, "bazinga"))
@@ -482,7 +480,7 @@ func TestDispatchedReconcileAppliesTheStepsResult(t *testing.T) {
 		env["INPUT_ORCHESTRATOR"] = ghfake.ActionsLogin
 		return env
 	}
-	r := u.action(actionOnly(u.env(map[string]string{"command": "reconcile", "github-token": f.RunToken(runs[0])})))
+	r := u.action(actionOnly(u.env(map[string]string{"command": "reconcile", "github-token": jobToken(t, f, runs[0], "reconcile")})))
 	require.Equal(t, 0, r.code, r.stdout)
 	var pm ghfake.Run
 	for _, run := range f.Runs() {
@@ -504,7 +502,7 @@ func TestDispatchedReconcileAppliesTheStepsResult(t *testing.T) {
 		return n
 	}
 	before := orchestratorRuns()
-	r = u.action(actionOnly(u.env(map[string]string{"command": "publish", "step": "1/_/pm/1", "github-token": f.RunToken(pm)})))
+	r = u.action(actionOnly(u.env(map[string]string{"command": "publish", "step": "1/_/pm/1", "github-token": jobToken(t, f, pm, "publish")})))
 	require.Equal(t, 0, r.code, r.stdout)
 	require.Equal(t, 1, u.resultComments())
 	require.Equal(t, before+1, orchestratorRuns(), "the publish job dispatched the orchestrator")
@@ -512,7 +510,7 @@ func TestDispatchedReconcileAppliesTheStepsResult(t *testing.T) {
 
 	// That dispatch's run: the orchestrator with the issue.
 	dispatchOrchestrator := func(issueInput string) ghfake.Run {
-		_, err := f.Client(f.RunToken(pm)).Actions.CreateWorkflowDispatchEventByFileName(context.Background(), e2eOwner, e2eName, "bazinga.yml",
+		_, err := f.Client(jobToken(t, f, pm, "publish")).Actions.CreateWorkflowDispatchEventByFileName(context.Background(), e2eOwner, e2eName, "bazinga.yml",
 			github.CreateWorkflowDispatchEventRequest{Ref: "main", Inputs: map[string]any{"issue": issueInput}})
 		require.NoError(t, err)
 		var last ghfake.Run
@@ -526,7 +524,7 @@ func TestDispatchedReconcileAppliesTheStepsResult(t *testing.T) {
 	}
 	dispatch := dispatchOrchestrator(strconv.Itoa(issue))
 	u.run = dispatch
-	r = u.action(actionOnly(u.env(map[string]string{"command": "reconcile", "github-token": f.RunToken(dispatch)})))
+	r = u.action(actionOnly(u.env(map[string]string{"command": "reconcile", "github-token": jobToken(t, f, dispatch, "reconcile")})))
 	require.Equal(t, 0, r.code, r.stdout)
 	var steps []string
 	for _, run := range f.Runs() {
@@ -538,7 +536,16 @@ func TestDispatchedReconcileAppliesTheStepsResult(t *testing.T) {
 
 	bad := dispatchOrchestrator("twelve")
 	u.run = bad
-	r = u.action(actionOnly(u.env(map[string]string{"command": "reconcile", "github-token": f.RunToken(bad)})))
+	r = u.action(actionOnly(u.env(map[string]string{"command": "reconcile", "github-token": jobToken(t, f, bad, "reconcile")})))
 	assert.Equal(t, 1, r.code)
 	assert.Contains(t, r.stdout, `the workflow_dispatch input issue is "twelve"`)
+}
+
+// jobToken is the GITHUB_TOKEN of job of run, with exactly that job's
+// permissions in its workflow file.
+func jobToken(t *testing.T, f *ghfake.Fake, run ghfake.Run, job string) string {
+	t.Helper()
+	tok, err := f.JobToken(run, job)
+	require.NoError(t, err)
+	return tok
 }

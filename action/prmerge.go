@@ -27,6 +27,9 @@ type prMerger struct {
 	repo   ghapi.RepoRef
 	base   string
 	title  func(branch string) string
+	// actionsOnly: the orchestrator is github-actions[bot], whose PRs
+	// GitHub refuses unless the repository allows Actions to open them.
+	actionsOnly bool
 }
 
 func (m prMerger) MergePR(ctx context.Context, branch, base, head string) (gitops.FinishResult, error) {
@@ -42,8 +45,12 @@ func (m prMerger) MergePR(ctx context.Context, branch, base, head string) (gitop
 		return gitops.FinishResult{}, fmt.Errorf("finding the pull request of %s: %w", branch, err)
 	}
 	if !ok || pr.State != "open" {
-		return gitops.FinishResult{Outcome: gitops.MergeBlocked,
-			Reason: fmt.Sprintf("merge.method is pull-request but %s has no open pull request", branch)}, nil
+		reason := fmt.Sprintf("merge.method is pull-request but %s has no open pull request", branch)
+		if !ok && m.actionsOnly {
+			reason += "; if GitHub refused to open it, turn on \"Allow GitHub Actions to create and approve pull requests\" " +
+				"in Settings → Actions → General → Workflow permissions, then /bazinga resume"
+		}
+		return gitops.FinishResult{Outcome: gitops.MergeBlocked, Reason: reason}, nil
 	}
 	if pr.Draft {
 		return gitops.FinishResult{Outcome: gitops.MergeBlocked,

@@ -77,7 +77,8 @@ func (j *job) publish(ctx context.Context) int {
 		remote: gitops.Remote{URL: in.serverURL + "/" + in.repo.String() + ".git", Token: in.token}}
 	if st.Config.Merge.Method == pipeline.MergePullRequest {
 		p.prs = prMerger{client: j.client, gh: j.gh, repo: in.repo, base: s.Base,
-			title: func(branch string) string { return fmt.Sprintf("Merge %s (bazinga step %s)", branch, in.step) }}
+			title:       func(branch string) string { return fmt.Sprintf("Merge %s (bazinga step %s)", branch, in.step) },
+			actionsOnly: strings.EqualFold(in.orchestrator, ActionsLogin)}
 	}
 	if h.Outcome == OutcomeResult {
 		j.gha.Group("bazinga: check the change against " + s.Base + " and the group branch")

@@ -182,7 +182,7 @@ const ActionsMayNotOpenPRsNotice = "⚠️ **bazinga could not open the group pu
 	"and merge.method pull-request cannot merge.\n\n" +
 	"To get them, a repository admin turns on **Allow GitHub Actions to create and approve pull requests** in " +
 	"**Settings → Actions → General → Workflow permissions** (in an organisation, the organisation's Actions settings must allow it first); " +
-	"the next step of each group opens its PR."
+	"the next step of each group opens its PR, and `/bazinga resume` opens them at once."
 
 // prTexts keeps every group PR's title, body and label right: one edit per
 // group, only when something changed.
