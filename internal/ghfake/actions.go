@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -352,6 +353,11 @@ func (f *Fake) triggerWorkflows(r *Repo, event, action string, payload []byte) {
 		triggered := false
 		if wf.spec != nil {
 			triggered = event != "workflow_dispatch" && event != "schedule" && wf.spec.Triggers(event, action)
+			if triggered && event == "workflow_run" {
+				// Only the runs of the workflows it names.
+				_, done := f.findRun(p.WorkflowRun.ID)
+				triggered = done != nil && slices.Contains(wf.spec.RunOf, done.Name)
+			}
 		} else {
 			for _, on := range wf.wf.On {
 				triggered = triggered || on == event || on == event+"."+action

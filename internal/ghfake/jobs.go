@@ -623,6 +623,9 @@ func (f *Fake) JobToken(run Run, jobID string) (string, error) {
 	if j == nil {
 		return "", fmt.Errorf("job %s of run %d: %w", jobID, run.ID, ErrNotFound)
 	}
+	if j.status == "completed" {
+		return "", fmt.Errorf("ghfake: job %s of run %d is completed: its GITHUB_TOKEN has expired", jobID, run.ID)
+	}
 	return f.mintJobToken(ru, j), nil
 }
 

@@ -21,6 +21,9 @@ type WorkflowFile struct {
 	On       map[string][]string
 	Inputs   map[string]WorkflowInput // workflow_dispatch inputs
 	Schedule []string                 // cron expressions
+	// RunOf lists the workflows (by name) whose runs trigger workflow_run
+	// (on.workflow_run.workflows).
+	RunOf []string
 	// Permissions is the workflow-level permissions: block (nil: absent).
 	Permissions *Permissions
 	Concurrency *Concurrency
@@ -90,6 +93,18 @@ func ParseWorkflowFile(content []byte) (WorkflowFile, error) {
 	var err error
 	if wf.On, wf.Inputs, wf.Schedule, err = parseOn(&raw.On); err != nil {
 		return WorkflowFile{}, err
+	}
+	if wr := mapValue(&raw.On, "workflow_run"); wr != nil {
+		var w struct {
+			Workflows []string `yaml:"workflows"`
+		}
+		if err := wr.Decode(&w); err != nil {
+			return WorkflowFile{}, fmt.Errorf("on.workflow_run: %w", err)
+		}
+		if len(w.Workflows) == 0 {
+			return WorkflowFile{}, fmt.Errorf("on.workflow_run: no workflows")
+		}
+		wf.RunOf = w.Workflows
 	}
 	if wf.Permissions, err = parsePermissions(&raw.Permissions, "permissions"); err != nil {
 		return WorkflowFile{}, err
@@ -499,4 +514,17 @@ func (wf WorkflowFile) sortedEvents() []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// mapValue is the value of key in a mapping node, or nil.
+func mapValue(n *yaml.Node, key string) *yaml.Node {
+	if n.Kind != yaml.MappingNode {
+		return nil
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == key {
+			return n.Content[i+1]
+		}
+	}
+	return nil
 }

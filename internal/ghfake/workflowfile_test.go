@@ -516,3 +516,42 @@ func TestRequiredNullFieldsArePresent(t *testing.T) {
 	require.NoError(t, err)
 	assert.Nil(t, is.Milestone)
 }
+
+// workflow_run starts only for the named workflows' runs, and not for runs
+// a GITHUB_TOKEN dispatched.
+func TestWorkflowRunTrigger(t *testing.T) {
+	e := newFileEnv(t, map[string]string{
+		"build.yml": "name: build\non: workflow_dispatch\njobs:\n  b: {}\n",
+		"other.yml": "name: other\non: workflow_dispatch\njobs:\n  o: {}\n",
+		"after.yml": "name: after\non:\n  workflow_run:\n    workflows: [build]\n    types: [completed]\njobs:\n  a: {}\n",
+	})
+	finish := func(file string, gh *github.Client) JobRun {
+		_, err := gh.Actions.CreateWorkflowDispatchEventByFileName(e.ctx, owner, repoName, file, github.CreateWorkflowDispatchEventRequest{Ref: "main"})
+		require.NoError(t, err)
+		j := e.next(t)
+		_, err = e.f.StartJob(j.ID)
+		require.NoError(t, err)
+		require.NoError(t, e.f.CompleteJob(j.ID, "success", nil))
+		return j
+	}
+	finish("other.yml", e.gh)
+	e.none(t)
+	b := finish("build.yml", e.gh)
+	after := e.next(t)
+	assert.Equal(t, "workflow_run", after.Run.Event)
+	assert.Equal(t, "a", after.Spec.ID)
+	_, err := e.f.StartJob(after.ID)
+	require.NoError(t, err)
+	_, err = e.f.JobToken(b.Run, "b")
+	assert.ErrorContains(t, err, "its GITHUB_TOKEN has expired")
+	// A GITHUB_TOKEN dispatch: its run's completion starts nothing.
+	actionsTok := "ghs_actions_dispatch"
+	e.f.AddTokenWithPermissions(actionsTok, ActionsLogin, Bot, map[string]string{"actions": "write"})
+	finish("build.yml", e.f.Client(actionsTok))
+	e.none(t)
+}
+
+func TestParseWorkflowRunNeedsWorkflows(t *testing.T) {
+	_, err := ParseWorkflowFile([]byte("on:\n  workflow_run:\n    types: [completed]\njobs:\n  a: {}\n"))
+	assert.ErrorContains(t, err, "on.workflow_run: no workflows")
+}
