@@ -51,9 +51,9 @@ func newUnitWith(t *testing.T, config string) *unit {
 	require.NoError(t, err)
 	f.SetPermission("alice", "write")
 	f.AddToken(e2eBotTok, f.BotLogin(), ghfake.Bot)
-	require.NoError(t, f.AddWorkflow(e2eFull, "bazinga-agent.yml", ghfake.Workflow{
-		RunName: "bazinga ${{ inputs.step }}", Inputs: map[string]ghfake.WorkflowInput{"step": {Required: true}},
-	}))
+	// The real agent workflow: its jobs' tokens carry exactly their
+	// permissions (readToken, writeToken).
+	require.NoError(t, f.AddWorkflowFileFrom(e2eFull, agentWorkflowFile))
 	client, err := github.NewClient(nil).WithAuthToken(e2eBotTok).WithEnterpriseURLs(f.APIURL(), f.URL()+"/api/uploads/")
 	require.NoError(t, err)
 	gh := ghapi.New(client)
@@ -150,11 +150,25 @@ func (u *unit) resultComments() int {
 	return n
 }
 
-// readToken is the unprivileged job's token: it can only read.
+// readToken is the unprivileged job's token (agent, or harness for merge and
+// validation steps), as the example workflow's permissions grant it: it can
+// only read.
 func (u *unit) readToken() string {
-	tok := "ghs_ro_" + itoa(u.run.ID)
-	u.f.AddTokenWithPermissions(tok, ghfake.ActionsLogin, ghfake.Bot, map[string]string{"contents": "read", "issues": "read", "pull_requests": "read"})
-	return tok
+	job := "agent"
+	if s := u.run.Inputs["step"]; strings.Contains(s, "/merge/") || strings.Contains(s, "/validate/") {
+		job = "harness"
+	}
+	return jobToken(u.t, u.f, u.run, job)
+}
+
+// writeToken is the privileged job's token of run (publish, or land for
+// merge and validation steps), as the example workflow grants it.
+func (u *unit) writeToken(run ghfake.Run) string {
+	job := "publish"
+	if s := run.Inputs["step"]; strings.Contains(s, "/merge/") || strings.Contains(s, "/validate/") {
+		job = "land"
+	}
+	return jobToken(u.t, u.f, run, job)
 }
 
 func (u *unit) claimed(step string) bool {
@@ -164,7 +178,7 @@ func (u *unit) claimed(step string) bool {
 
 func TestStepRunsAndReports(t *testing.T) {
 	u := newUnit(t)
-	tok, ro := u.f.RunToken(u.run), u.readToken()
+	tok, ro := u.writeToken(u.run), u.readToken()
 	// The unprivileged job runs the step with a read-only token and hands over.
 	r := u.action(u.env(map[string]string{"command": "agent", "step": "1/_/pm/1", "github-token": ro, "agent-command": u.agentCmd(t)}))
 	require.Equal(t, 0, r.code, r.stdout)
@@ -213,7 +227,7 @@ func TestStepRunsAndReports(t *testing.T) {
 
 func TestDuplicateClaimExitsQuietly(t *testing.T) {
 	u := newUnit(t)
-	tok := u.f.RunToken(u.run)
+	tok := u.writeToken(u.run)
 	base, _ := u.repo.Ref("refs/heads/main")
 	_, _, err := u.f.Client(tok).Git.CreateRef(context.Background(), e2eOwner, e2eName,
 		&github.Reference{Ref: github.String(action.ClaimRef("1/_/pm/1")), Object: &github.GitObject{SHA: github.String(base)}})
@@ -233,7 +247,7 @@ func TestDuplicateClaimExitsQuietly(t *testing.T) {
 // finds the claim and publishes nothing.
 func TestDuplicateClaimAtPublishExitsQuietly(t *testing.T) {
 	u := newUnit(t)
-	tok := u.f.RunToken(u.run)
+	tok := u.writeToken(u.run)
 	r := u.action(u.env(map[string]string{"command": "agent", "step": "1/_/pm/1", "github-token": u.readToken(), "agent-command": u.agentCmd(t)}))
 	require.Equal(t, 0, r.code, r.stdout)
 	base, _ := u.repo.Ref("refs/heads/main")
@@ -248,7 +262,7 @@ func TestDuplicateClaimAtPublishExitsQuietly(t *testing.T) {
 
 func TestBadInputFailsTheStep(t *testing.T) {
 	u := newUnit(t)
-	tok := u.f.RunToken(u.run)
+	tok := u.writeToken(u.run)
 	cases := []struct {
 		name   string
 		inputs map[string]string
@@ -282,7 +296,7 @@ func TestBadInputFailsTheStep(t *testing.T) {
 
 func TestStepNotInFlightExitsWithoutEffect(t *testing.T) {
 	u := newUnit(t)
-	tok := u.f.RunToken(u.run)
+	tok := u.writeToken(u.run)
 	for _, step := range []string{"1/A/developer/1", "7/_/pm/1"} {
 		r := u.action(u.env(map[string]string{"command": "agent", "step": step, "github-token": tok, "agent-command": "false"}))
 		assert.Equal(t, 0, r.code, r.stdout)
@@ -295,7 +309,7 @@ func TestStepNotInFlightExitsWithoutEffect(t *testing.T) {
 
 func TestForgedTrackingCommentIsNotTrusted(t *testing.T) {
 	u := newUnit(t)
-	tok := u.f.RunToken(u.run)
+	tok := u.writeToken(u.run)
 	// With the orchestrator's public key the bot's comment verifies; with
 	// another key nothing does.
 	other := codec.SigningKeyFromSecret([]byte("not the orchestrator")).Public().(ed25519.PublicKey)
@@ -330,7 +344,7 @@ func TestForgedTrackingCommentIsNotTrusted(t *testing.T) {
 // is missing.
 func TestStateKeysAreRequired(t *testing.T) {
 	u := newUnit(t)
-	env := u.env(map[string]string{"command": "agent", "step": "1/_/pm/1", "github-token": u.f.RunToken(u.run), "agent-command": "false"})
+	env := u.env(map[string]string{"command": "agent", "step": "1/_/pm/1", "github-token": u.readToken(), "agent-command": "false"})
 	delete(env, "INPUT_STATE-PUBLIC-KEY")
 	r := u.action(env)
 	assert.Equal(t, 1, r.code)
@@ -340,7 +354,7 @@ func TestStateKeysAreRequired(t *testing.T) {
 	r = u.action(env)
 	assert.Equal(t, 1, r.code)
 	assert.Contains(t, r.stdout, "the secret BAZINGA_STATE_KEY is not set")
-	env = u.env(map[string]string{"command": "agent", "step": "1/_/pm/1", "github-token": u.f.RunToken(u.run), "agent-command": "false",
+	env = u.env(map[string]string{"command": "agent", "step": "1/_/pm/1", "github-token": u.readToken(), "agent-command": "false",
 		"state-public-key": "c2hvcnQ="})
 	r = u.action(env)
 	assert.Equal(t, 1, r.code)
@@ -372,7 +386,7 @@ func TestMissingPermissionIsNamed(t *testing.T) {
 
 func TestStepWithoutResultFailsTheJob(t *testing.T) {
 	u := newUnit(t)
-	tok := u.f.RunToken(u.run)
+	tok := u.writeToken(u.run)
 	r := u.action(u.env(map[string]string{"command": "agent", "step": "1/_/pm/1", "github-token": u.readToken(), "agent-command": "sh -c 'exit 3'"}))
 	assert.Equal(t, 1, r.code, r.stdout)
 	assert.Contains(t, r.stdout, "::error title=bazinga%3A step 1/_/pm/1 ended without a result::the agent produced no result (exit code 3)")
@@ -397,7 +411,7 @@ func TestStepWithoutResultFailsTheJob(t *testing.T) {
 
 func TestReconcileNeedsItsEvent(t *testing.T) {
 	u := newUnit(t)
-	tok := u.f.RunToken(u.run)
+	tok := u.writeToken(u.run)
 	env := u.env(map[string]string{"command": "reconcile", "github-token": tok})
 	delete(env, "GITHUB_EVENT_NAME")
 	r := u.action(env)

@@ -34,7 +34,7 @@ import (
 // that step's run, its environment's hand-over directory and its env.
 func groupStep(t *testing.T, u *unit, agentCmd string) (ghfake.Run, map[string]string) {
 	t.Helper()
-	tok := u.f.RunToken(u.run)
+	tok := u.writeToken(u.run)
 	r := u.action(u.env(map[string]string{"command": "agent", "step": "1/_/pm/1", "github-token": u.readToken(), "agent-command": agentCmd}))
 	require.Equal(t, 0, r.code, r.stdout)
 	r = u.action(u.env(map[string]string{"command": "publish", "step": "1/_/pm/1", "github-token": tok}))
@@ -201,7 +201,7 @@ func TestPublishRefusesTamperedHandOvers(t *testing.T) {
 			m := readManifest(t, dir)
 			c.tamper(t, dir, m)
 			m.write(t, dir)
-			r := u.action(u.env(map[string]string{"command": "publish", "step": step, "github-token": u.f.RunToken(run), "handover": dir}))
+			r := u.action(u.env(map[string]string{"command": "publish", "step": step, "github-token": u.writeToken(run), "handover": dir}))
 			assert.Equal(t, 1, r.code, r.stdout)
 			assert.Contains(t, r.stdout, "::error title=bazinga%3A hand-over refused::step "+step+": hand-over refused: ")
 			assert.Contains(t, r.stdout, c.want)
@@ -219,7 +219,7 @@ func TestPublishRefusesTamperedHandOvers(t *testing.T) {
 
 	// The hand-over as the agent job wrote it is published: the refusals
 	// were the tampering's doing.
-	r := u.action(u.env(map[string]string{"command": "publish", "step": step, "github-token": u.f.RunToken(run), "handover": copyTree(t, original)}))
+	r := u.action(u.env(map[string]string{"command": "publish", "step": step, "github-token": u.writeToken(run), "handover": copyTree(t, original)}))
 	require.Equal(t, 0, r.code, r.stdout)
 	head, claimed, results := u.published(step)
 	assert.NotEqual(t, headBefore, head, "pushed")
@@ -230,7 +230,7 @@ func TestPublishRefusesTamperedHandOvers(t *testing.T) {
 	assert.Equal(t, "ok\n", string(got))
 	// The commit is the harness's: parent the branch head the step started
 	// from, committed by bazinga, with the step trailer.
-	repo, _, err := gitops.FetchBare(context.Background(), gitops.Remote{URL: u.f.URL() + "/" + e2eFull + ".git", Token: u.f.RunToken(run)},
+	repo, _, err := gitops.FetchBare(context.Background(), gitops.Remote{URL: u.f.URL() + "/" + e2eFull + ".git", Token: u.writeToken(run)},
 		filepath.Join(t.TempDir(), "r"), "bazinga/1-A")
 	require.NoError(t, err)
 	c, err := repo.CommitObject(plumbing.NewHash(head))
@@ -249,7 +249,7 @@ func TestPublishRefusesAStaleBase(t *testing.T) {
 	step := run.Inputs["step"]
 	human, err := u.repo.Push("alice", "bazinga/1-A", map[string]string{"human.txt": "ok\n"}, "a human pushes meanwhile")
 	require.NoError(t, err)
-	r := u.action(u.env(map[string]string{"command": "publish", "step": step, "github-token": u.f.RunToken(run), "handover": env["RUNNER_TEMP"] + "/bazinga-handover"}))
+	r := u.action(u.env(map[string]string{"command": "publish", "step": step, "github-token": u.writeToken(run), "handover": env["RUNNER_TEMP"] + "/bazinga-handover"}))
 	assert.Equal(t, 1, r.code, r.stdout)
 	assert.Contains(t, r.stdout, "hand-over refused: stale: the step started from bazinga/1-A at ")
 	assert.Contains(t, r.stdout, "but bazinga/1-A is now at "+human[:12])
@@ -263,7 +263,7 @@ func TestPublishRefusesAStaleBase(t *testing.T) {
 	m := readManifest(t, dir)
 	m["base"] = human
 	m.write(t, dir)
-	r = u.action(u.env(map[string]string{"command": "publish", "step": step, "github-token": u.f.RunToken(run), "handover": dir}))
+	r = u.action(u.env(map[string]string{"command": "publish", "step": step, "github-token": u.writeToken(run), "handover": dir}))
 	assert.Equal(t, 1, r.code, r.stdout)
 	assert.Contains(t, r.stdout, "gives tree", "rebuilt on the human's head, the change is not what the step committed")
 	head, claimed, _ = u.published(step)
@@ -299,7 +299,7 @@ func TestPublishRunsNoRepositoryCode(t *testing.T) {
 	require.NoError(t, err, "the unprivileged job ran the build and the tests")
 	assert.Equal(t, "make\nran\n", string(ran))
 
-	r := u.action(u.env(map[string]string{"command": "publish", "step": step, "github-token": u.f.RunToken(run), "handover": env["RUNNER_TEMP"] + "/bazinga-handover"}))
+	r := u.action(u.env(map[string]string{"command": "publish", "step": step, "github-token": u.writeToken(run), "handover": env["RUNNER_TEMP"] + "/bazinga-handover"}))
 	require.Equal(t, 0, r.code, r.stdout)
 	after, err := os.ReadFile(marker)
 	require.NoError(t, err)
