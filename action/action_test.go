@@ -52,9 +52,9 @@ func newUnitWith(t *testing.T, config string) *unit {
 	require.NoError(t, err)
 	f.SetPermission("alice", "write")
 	f.AddToken(e2eBotTok, f.BotLogin(), ghfake.Bot)
-	require.NoError(t, f.AddWorkflow(e2eFull, "bazinga-agent.yml", ghfake.Workflow{
-		RunName: "bazinga ${{ inputs.step }}", Inputs: map[string]ghfake.WorkflowInput{"step": {Required: true}},
-	}))
+	// The real agent workflow: its jobs' tokens carry exactly their
+	// permissions (readToken, writeToken).
+	require.NoError(t, f.AddWorkflowFileFrom(e2eFull, agentWorkflowFile))
 	client, err := github.NewClient(nil).WithAuthToken(e2eBotTok).WithEnterpriseURLs(f.APIURL(), f.URL()+"/api/uploads/")
 	require.NoError(t, err)
 	gh := ghapi.New(client)
@@ -151,11 +151,25 @@ func (u *unit) resultComments() int {
 	return n
 }
 
-// readToken is the unprivileged job's token: it can only read.
+// readToken is the unprivileged job's token (agent, or harness for merge and
+// validation steps), as the example workflow's permissions grant it: it can
+// only read.
 func (u *unit) readToken() string {
-	tok := "ghs_ro_" + itoa(u.run.ID)
-	u.f.AddTokenWithPermissions(tok, ghfake.ActionsLogin, ghfake.Bot, map[string]string{"contents": "read", "issues": "read", "pull_requests": "read"})
-	return tok
+	job := "agent"
+	if s := u.run.Inputs["step"]; strings.Contains(s, "/merge/") || strings.Contains(s, "/validate/") {
+		job = "harness"
+	}
+	return jobToken(u.t, u.f, u.run, job)
+}
+
+// writeToken is the privileged job's token of run (publish, or land for
+// merge and validation steps), as the example workflow grants it.
+func (u *unit) writeToken(run ghfake.Run) string {
+	job := "publish"
+	if s := run.Inputs["step"]; strings.Contains(s, "/merge/") || strings.Contains(s, "/validate/") {
+		job = "land"
+	}
+	return jobToken(u.t, u.f, run, job)
 }
 
 func (u *unit) claimed(step string) bool {
@@ -165,7 +179,7 @@ func (u *unit) claimed(step string) bool {
 
 func TestStepRunsAndReports(t *testing.T) {
 	u := newUnit(t)
-	tok, ro := u.f.RunToken(u.run), u.readToken()
+	tok, ro := u.writeToken(u.run), u.readToken()
 	// The unprivileged job runs the step with a read-only token and hands over.
 	r := u.action(u.env(map[string]string{"command": "agent", "step": "1/_/pm/1", "github-token": ro, "agent-command": u.agentCmd(t)}))
 	require.Equal(t, 0, r.code, r.stdout)
@@ -219,7 +233,7 @@ func TestStepRunsAndReports(t *testing.T) {
 
 func TestDuplicateClaimExitsQuietly(t *testing.T) {
 	u := newUnit(t)
-	tok := u.f.RunToken(u.run)
+	tok := u.writeToken(u.run)
 	base, _ := u.repo.Ref("refs/heads/main")
 	_, _, err := u.f.Client(tok).Git.CreateRef(context.Background(), e2eOwner, e2eName,
 		&github.Reference{Ref: github.String(action.ClaimRef("1/_/pm/1")), Object: &github.GitObject{SHA: github.String(base)}})
@@ -239,7 +253,7 @@ func TestDuplicateClaimExitsQuietly(t *testing.T) {
 // finds the claim and publishes nothing.
 func TestDuplicateClaimAtPublishExitsQuietly(t *testing.T) {
 	u := newUnit(t)
-	tok := u.f.RunToken(u.run)
+	tok := u.writeToken(u.run)
 	r := u.action(u.env(map[string]string{"command": "agent", "step": "1/_/pm/1", "github-token": u.readToken(), "agent-command": u.agentCmd(t)}))
 	require.Equal(t, 0, r.code, r.stdout)
 	base, _ := u.repo.Ref("refs/heads/main")
@@ -254,7 +268,7 @@ func TestDuplicateClaimAtPublishExitsQuietly(t *testing.T) {
 
 func TestBadInputFailsTheStep(t *testing.T) {
 	u := newUnit(t)
-	tok := u.f.RunToken(u.run)
+	tok := u.writeToken(u.run)
 	cases := []struct {
 		name   string
 		inputs map[string]string
@@ -288,7 +302,7 @@ func TestBadInputFailsTheStep(t *testing.T) {
 
 func TestStepNotInFlightExitsWithoutEffect(t *testing.T) {
 	u := newUnit(t)
-	tok := u.f.RunToken(u.run)
+	tok := u.writeToken(u.run)
 	for _, step := range []string{"1/A/developer/1", "7/_/pm/1"} {
 		r := u.action(u.env(map[string]string{"command": "agent", "step": step, "github-token": tok, "agent-command": "false"}))
 		assert.Equal(t, 0, r.code, r.stdout)
@@ -301,7 +315,7 @@ func TestStepNotInFlightExitsWithoutEffect(t *testing.T) {
 
 func TestForgedTrackingCommentIsNotTrusted(t *testing.T) {
 	u := newUnit(t)
-	tok := u.f.RunToken(u.run)
+	tok := u.writeToken(u.run)
 	// With the orchestrator's public key the bot's comment verifies; with
 	// another key nothing does.
 	other := codec.SigningKeyFromSecret([]byte("not the orchestrator")).Public().(ed25519.PublicKey)
@@ -336,7 +350,7 @@ func TestForgedTrackingCommentIsNotTrusted(t *testing.T) {
 // is missing.
 func TestStateKeysAreRequired(t *testing.T) {
 	u := newUnit(t)
-	env := u.env(map[string]string{"command": "agent", "step": "1/_/pm/1", "github-token": u.f.RunToken(u.run), "agent-command": "false"})
+	env := u.env(map[string]string{"command": "agent", "step": "1/_/pm/1", "github-token": u.readToken(), "agent-command": "false"})
 	delete(env, "INPUT_STATE-PUBLIC-KEY")
 	r := u.action(env)
 	assert.Equal(t, 1, r.code)
@@ -346,7 +360,7 @@ func TestStateKeysAreRequired(t *testing.T) {
 	r = u.action(env)
 	assert.Equal(t, 1, r.code)
 	assert.Contains(t, r.stdout, "the secret BAZINGA_STATE_KEY is not set")
-	env = u.env(map[string]string{"command": "agent", "step": "1/_/pm/1", "github-token": u.f.RunToken(u.run), "agent-command": "false",
+	env = u.env(map[string]string{"command": "agent", "step": "1/_/pm/1", "github-token": u.readToken(), "agent-command": "false",
 		"state-public-key": "c2hvcnQ="})
 	r = u.action(env)
 	assert.Equal(t, 1, r.code)
@@ -378,7 +392,7 @@ func TestMissingPermissionIsNamed(t *testing.T) {
 
 func TestStepWithoutResultFailsTheJob(t *testing.T) {
 	u := newUnit(t)
-	tok := u.f.RunToken(u.run)
+	tok := u.writeToken(u.run)
 	r := u.action(u.env(map[string]string{"command": "agent", "step": "1/_/pm/1", "github-token": u.readToken(), "agent-command": "sh -c 'exit 3'"}))
 	assert.Equal(t, 1, r.code, r.stdout)
 	assert.Contains(t, r.stdout, "::error title=bazinga%3A step 1/_/pm/1 ended without a result::the agent produced no result (exit code 3)")
@@ -403,7 +417,7 @@ func TestStepWithoutResultFailsTheJob(t *testing.T) {
 
 func TestReconcileNeedsItsEvent(t *testing.T) {
 	u := newUnit(t)
-	tok := u.f.RunToken(u.run)
+	tok := u.writeToken(u.run)
 	env := u.env(map[string]string{"command": "reconcile", "github-token": tok})
 	delete(env, "GITHUB_EVENT_NAME")
 	r := u.action(env)
@@ -429,9 +443,9 @@ func TestReconcileNamesAMissingPermission(t *testing.T) {
 	_, err = repo.Push(e2eOwner, "main", map[string]string{"README.md": "# widgets\n"}, "Initial commit")
 	require.NoError(t, err)
 	f.SetPermission("alice", "write")
-	require.NoError(t, f.AddWorkflow(e2eFull, "bazinga-agent.yml", ghfake.Workflow{
-		RunName: "bazinga ${{ inputs.step }}", Inputs: map[string]ghfake.WorkflowInput{"step": {Required: true}}}))
-	require.NoError(t, f.AddWorkflow(e2eFull, "bazinga.yml", ghfake.Workflow{On: []string{"issues.labeled"}}))
+	// The real workflow files; their jobs are played here by hand.
+	require.NoError(t, f.AddWorkflowFileFrom(e2eFull, agentWorkflowFile))
+	require.NoError(t, f.AddWorkflowFileFrom(e2eFull, orchestratorWorkflowFile))
 	issue, err := repo.CreateIssue("alice", "Write a.txt", "Please.")
 	require.NoError(t, err)
 	require.NoError(t, repo.LabelIssue("alice", issue, "bazinga"))
@@ -449,7 +463,7 @@ func TestReconcileNamesAMissingPermission(t *testing.T) {
 
 	// With the permission, the schedule's sweep carries out the dispatch
 	// the state kept pending.
-	env := u.env(map[string]string{"command": "reconcile", "github-token": f.RunToken(runs[0])})
+	env := u.env(map[string]string{"command": "reconcile", "github-token": jobToken(t, f, runs[0], "reconcile")})
 	env["GITHUB_EVENT_NAME"] = "schedule"
 	r = u.action(env)
 	assert.Equal(t, 0, r.code, r.stdout)
@@ -473,10 +487,8 @@ func TestDispatchedReconcileAppliesTheStepsResult(t *testing.T) {
 	_, err = repo.Push(e2eOwner, "main", map[string]string{"README.md": "# widgets\n", "seed.txt": "ok\n", ".github/bazinga.yml": e2eConfig}, "Initial commit")
 	require.NoError(t, err)
 	f.SetPermission("alice", "write")
-	require.NoError(t, f.AddWorkflow(e2eFull, "bazinga-agent.yml", ghfake.Workflow{
-		RunName: "bazinga ${{ inputs.step }}", Inputs: map[string]ghfake.WorkflowInput{"step": {Required: true}}}))
-	require.NoError(t, f.AddWorkflow(e2eFull, "bazinga.yml", ghfake.Workflow{On: []string{"issues.labeled"},
-		Inputs: map[string]ghfake.WorkflowInput{"issue": {}}}))
+	require.NoError(t, f.AddWorkflowFileFrom(e2eFull, agentWorkflowFile))
+	require.NoError(t, f.AddWorkflowFileFrom(e2eFull, orchestratorWorkflowFile))
 	issue, err := repo.CreateIssue("alice", "Write a.txt", "Please.")
 	require.NoError(t, err)
 	require.NoError(t, repo.LabelIssue("alice", issue, "bazinga"))
@@ -488,7 +500,7 @@ func TestDispatchedReconcileAppliesTheStepsResult(t *testing.T) {
 		env["INPUT_ORCHESTRATOR"] = ghfake.ActionsLogin
 		return env
 	}
-	r := u.action(actionOnly(u.env(map[string]string{"command": "reconcile", "github-token": f.RunToken(runs[0])})))
+	r := u.action(actionOnly(u.env(map[string]string{"command": "reconcile", "github-token": jobToken(t, f, runs[0], "reconcile")})))
 	require.Equal(t, 0, r.code, r.stdout)
 	var pm ghfake.Run
 	for _, run := range f.Runs() {
@@ -510,7 +522,7 @@ func TestDispatchedReconcileAppliesTheStepsResult(t *testing.T) {
 		return n
 	}
 	before := orchestratorRuns()
-	r = u.action(actionOnly(u.env(map[string]string{"command": "publish", "step": "1/_/pm/1", "github-token": f.RunToken(pm)})))
+	r = u.action(actionOnly(u.env(map[string]string{"command": "publish", "step": "1/_/pm/1", "github-token": jobToken(t, f, pm, "publish")})))
 	require.Equal(t, 0, r.code, r.stdout)
 	require.Equal(t, 1, u.resultComments())
 	require.Equal(t, before+1, orchestratorRuns(), "the publish job dispatched the orchestrator")
@@ -518,7 +530,7 @@ func TestDispatchedReconcileAppliesTheStepsResult(t *testing.T) {
 
 	// That dispatch's run: the orchestrator with the issue.
 	dispatchOrchestrator := func(issueInput string) ghfake.Run {
-		_, err := f.Client(f.RunToken(pm)).Actions.CreateWorkflowDispatchEventByFileName(context.Background(), e2eOwner, e2eName, "bazinga.yml",
+		_, err := f.Client(jobToken(t, f, pm, "publish")).Actions.CreateWorkflowDispatchEventByFileName(context.Background(), e2eOwner, e2eName, "bazinga.yml",
 			github.CreateWorkflowDispatchEventRequest{Ref: "main", Inputs: map[string]any{"issue": issueInput}})
 		require.NoError(t, err)
 		var last ghfake.Run
@@ -532,7 +544,7 @@ func TestDispatchedReconcileAppliesTheStepsResult(t *testing.T) {
 	}
 	dispatch := dispatchOrchestrator(strconv.Itoa(issue))
 	u.run = dispatch
-	r = u.action(actionOnly(u.env(map[string]string{"command": "reconcile", "github-token": f.RunToken(dispatch)})))
+	r = u.action(actionOnly(u.env(map[string]string{"command": "reconcile", "github-token": jobToken(t, f, dispatch, "reconcile")})))
 	require.Equal(t, 0, r.code, r.stdout)
 	var steps []string
 	for _, run := range f.Runs() {
@@ -544,7 +556,16 @@ func TestDispatchedReconcileAppliesTheStepsResult(t *testing.T) {
 
 	bad := dispatchOrchestrator("twelve")
 	u.run = bad
-	r = u.action(actionOnly(u.env(map[string]string{"command": "reconcile", "github-token": f.RunToken(bad)})))
+	r = u.action(actionOnly(u.env(map[string]string{"command": "reconcile", "github-token": jobToken(t, f, bad, "reconcile")})))
 	assert.Equal(t, 1, r.code)
 	assert.Contains(t, r.stdout, `the workflow_dispatch input issue is "twelve"`)
+}
+
+// jobToken is the GITHUB_TOKEN of job of run, with exactly that job's
+// permissions in its workflow file.
+func jobToken(t *testing.T, f *ghfake.Fake, run ghfake.Run, job string) string {
+	t.Helper()
+	tok, err := f.JobToken(run, job)
+	require.NoError(t, err)
+	return tok
 }

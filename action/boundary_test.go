@@ -35,7 +35,7 @@ import (
 // that step's run, its environment's hand-over directory and its env.
 func groupStep(t *testing.T, u *unit, agentCmd string) (ghfake.Run, map[string]string) {
 	t.Helper()
-	tok := u.f.RunToken(u.run)
+	tok := u.writeToken(u.run)
 	r := u.action(u.env(map[string]string{"command": "agent", "step": "1/_/pm/1", "github-token": u.readToken(), "agent-command": agentCmd}))
 	require.Equal(t, 0, r.code, r.stdout)
 	r = u.action(u.env(map[string]string{"command": "publish", "step": "1/_/pm/1", "github-token": tok}))
@@ -204,7 +204,7 @@ func TestPublishRefusesTamperedHandOvers(t *testing.T) {
 			m := readManifest(t, dir)
 			c.tamper(t, dir, m)
 			m.write(t, dir)
-			r := u.action(u.env(map[string]string{"command": "publish", "step": step, "github-token": u.f.RunToken(run), "handover": dir}))
+			r := u.action(u.env(map[string]string{"command": "publish", "step": step, "github-token": u.writeToken(run), "handover": dir}))
 			assert.Equal(t, 1, r.code, r.stdout)
 			assert.Contains(t, r.stdout, "::error title=bazinga%3A hand-over refused::step "+step+": hand-over refused: ")
 			assert.Contains(t, r.stdout, c.want)
@@ -222,7 +222,7 @@ func TestPublishRefusesTamperedHandOvers(t *testing.T) {
 
 	// The hand-over as the agent job wrote it is published: the refusals
 	// were the tampering's doing.
-	r := u.action(u.env(map[string]string{"command": "publish", "step": step, "github-token": u.f.RunToken(run), "handover": copyTree(t, original)}))
+	r := u.action(u.env(map[string]string{"command": "publish", "step": step, "github-token": u.writeToken(run), "handover": copyTree(t, original)}))
 	require.Equal(t, 0, r.code, r.stdout)
 	head, claimed, results := u.published(step)
 	assert.NotEqual(t, headBefore, head, "pushed")
@@ -234,7 +234,7 @@ func TestPublishRefusesTamperedHandOvers(t *testing.T) {
 	// The commit is the harness's: parent the commit the step started from
 	// (the base head: the branch did not exist), committed by bazinga, with
 	// the step trailer.
-	repo, _, err := gitops.FetchBare(context.Background(), gitops.Remote{URL: u.f.URL() + "/" + e2eFull + ".git", Token: u.f.RunToken(run)},
+	repo, _, err := gitops.FetchBare(context.Background(), gitops.Remote{URL: u.f.URL() + "/" + e2eFull + ".git", Token: u.writeToken(run)},
 		filepath.Join(t.TempDir(), "r"), "bazinga/1-A")
 	require.NoError(t, err)
 	c, err := repo.CommitObject(plumbing.NewHash(head))
@@ -253,7 +253,7 @@ func TestPublishRefusesAStaleBase(t *testing.T) {
 	step := run.Inputs["step"]
 	human, err := u.repo.Push("alice", "bazinga/1-A", map[string]string{"human.txt": "ok\n"}, "a human pushes meanwhile")
 	require.NoError(t, err)
-	r := u.action(u.env(map[string]string{"command": "publish", "step": step, "github-token": u.f.RunToken(run), "handover": env["RUNNER_TEMP"] + "/bazinga-handover"}))
+	r := u.action(u.env(map[string]string{"command": "publish", "step": step, "github-token": u.writeToken(run), "handover": env["RUNNER_TEMP"] + "/bazinga-handover"}))
 	assert.Equal(t, 1, r.code, r.stdout)
 	assert.Contains(t, r.stdout, "hand-over refused: stale: the step started from bazinga/1-A at ")
 	assert.Contains(t, r.stdout, "but bazinga/1-A is now at "+human[:12])
@@ -267,7 +267,7 @@ func TestPublishRefusesAStaleBase(t *testing.T) {
 	m := readManifest(t, dir)
 	m["base"] = human
 	m.write(t, dir)
-	r = u.action(u.env(map[string]string{"command": "publish", "step": step, "github-token": u.f.RunToken(run), "handover": dir}))
+	r = u.action(u.env(map[string]string{"command": "publish", "step": step, "github-token": u.writeToken(run), "handover": dir}))
 	assert.Equal(t, 1, r.code, r.stdout)
 	assert.Contains(t, r.stdout, "gives tree", "rebuilt on the human's head, the change is not what the step committed")
 	head, claimed, _ = u.published(step)
@@ -305,7 +305,7 @@ func TestPublishRunsNoRepositoryCode(t *testing.T) {
 	require.NoError(t, err, "the unprivileged job ran the build and the tests")
 	assert.Equal(t, "make\nran\n", string(ran))
 
-	r := u.action(u.env(map[string]string{"command": "publish", "step": step, "github-token": u.f.RunToken(run), "handover": env["RUNNER_TEMP"] + "/bazinga-handover"}))
+	r := u.action(u.env(map[string]string{"command": "publish", "step": step, "github-token": u.writeToken(run), "handover": env["RUNNER_TEMP"] + "/bazinga-handover"}))
 	require.Equal(t, 0, r.code, r.stdout)
 	after, err := os.ReadFile(marker)
 	require.NoError(t, err)
@@ -391,7 +391,7 @@ exec "$@"
 `), 0o755))
 		w.agentCmd = "sh '" + script + "' " + w.agentCmd
 		// A secret of the agent job, as the model key is.
-		w.agentEnv = []string{"ANTHROPIC_API_KEY=sk-test-model-key"}
+		w.secrets["ANTHROPIC_API_KEY"] = "sk-test-model-key" // the file gives it to the agent job only
 		// On GitHub each job is its own VM; here they share one machine,
 		// so they run one at a time: an agent sees its own job only.
 		w.serial = true
@@ -450,19 +450,26 @@ exec "$@"
 		assert.Positive(t, reads)
 		assert.Contains(t, text, "INPUT_GITHUB-TOKEN=ghs_ro", "the dump reached the agent's parent, which holds only the read token")
 		assert.Contains(t, text, "sk-test-model-key", "and the model key the agent is given")
-		// No write token at all in the agent's own and its parent's
-		// environment. (Other processes' environments on a shared machine
-		// may hold other tests' tokens: there only this world's count,
-		// checked exactly above.)
-		own, _, _ := strings.Cut(text, "\n== /proc/")
-		assert.NotContains(t, own, "ghs_rw", "no write token of any run")
+		// No write token of any run (the fake mints ghs_rw… for every job
+		// whose permissions write). Compared token by token rather than by
+		// prefix: on a shared machine /proc shows other test binaries,
+		// whose fakes mint tokens with the same prefix.
+		for _, j := range w.jobsCopy() {
+			if strings.HasPrefix(j.token, "ghs_rw") {
+				assert.NotContains(t, text, j.token, "no write token of any run: %s of run %d", j.job, j.run.ID)
+			}
+		}
 		assert.NotContains(t, text, e2eBotTok, "not the App's token")
 		assert.NotContains(t, text, e2eActionSecret, "not the Action-only state secret")
 		assert.NotContains(t, text, hex.EncodeToString(e2eSigningKey.Seed()), "not the App's signing key")
 		// The dump was published as the agent's work, as data.
 		b, err := w.repo.ReadFile("main", "env-dump.log")
 		require.NoError(t, err)
-		assert.NotContains(t, string(b), "ghs_rw")
+		for _, j := range w.jobsCopy() {
+			if strings.HasPrefix(j.token, "ghs_rw") {
+				assert.NotContains(t, string(b), j.token)
+			}
+		}
 	})
 
 	t.Run("land refuses what was not tested", func(t *testing.T) {

@@ -21,6 +21,7 @@ import (
 	"github.com/google/go-github/v66/github"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/bazinga-bot/bazinga/action"
 	"github.com/bazinga-bot/bazinga/bot"
@@ -111,6 +112,10 @@ const e2eScenario = `{
 }`
 
 // world is the fake GitHub, the fake Actions runner and the scripted team.
+// The runner plays the REAL workflow files (examples/workflows): the fake
+// reads them, decides which runs an event starts, which jobs run (their
+// needs and if), when (their concurrency groups) and with which token (each
+// job's permissions:); the runner plays the jobs' steps.
 type world struct {
 	t        *testing.T
 	f        *ghfake.Fake
@@ -118,42 +123,54 @@ type world struct {
 	exe      string
 	root     string
 	agentCmd string
-	// env is added to every job's environment; agentEnv to the agent job's
-	// (the model key, as the example workflow gives it).
-	env      []string
-	agentEnv []string
+	// env is added to every bazinga step's environment.
+	env []string
+	// secrets and vars are the repository's, as the workflows read them
+	// (${{ secrets.X }}, ${{ vars.X }}): a job sees a secret only where its
+	// file passes it.
+	secrets map[string]any
+	vars    map[string]any
 	// beforePublish, when set, sees (and may tamper with) the hand-over
-	// the privileged job is about to read.
+	// the privileged job downloaded, before its bazinga step reads it.
 	beforePublish func(r ghfake.Run, handover string)
-	tokens        map[int64][2]string
-	// serial runs one step run at a time, as if each job had its own
-	// machine (on GitHub each job is a fresh VM; here all share one).
+	// serial runs one job at a time, as if each job had its own machine
+	// (on GitHub each job is a fresh VM; here all share one).
 	serial   bool
 	serialMu sync.Mutex
 	// expectFail are runs a test made fail on purpose.
 	expectFail map[int64]bool
 	// orchestrator is the login whose signed state step jobs trust; its
-	// public key is given to step jobs, its secret (Action-only) only to
-	// the orchestrator's own jobs.
+	// public key is given to step jobs (the BAZINGA_STATE_PUBLIC_KEY
+	// variable), its secret (Action-only) only to the orchestrator's job.
 	orchestrator string
 	publicKey    ed25519.PublicKey
+	// actionInputs are the bazinga action's inputs (action.yml) with
+	// their defaults.
+	actionInputs map[string]string
 
-	mu       sync.Mutex
-	running  int
-	lastIdle time.Time
-	jobs     []jobRecord
-	// lane serialises the orchestrator's runs (its concurrency group).
-	lane sync.Mutex
+	mu        sync.Mutex
+	running   int
+	lastIdle  time.Time
+	jobs      []jobRecord
+	artifacts map[string]string // "<run id>/<name>" → stored copy
 }
 
 type jobRecord struct {
 	run      ghfake.Run
-	command  string
+	job      string // the job's id in its workflow file
+	command  string // the bazinga command its action step ran ("" if none)
 	exit     int
+	started  time.Time
 	duration time.Duration
 	output   string
 	token    string
 }
+
+// The workflow files the fake reads: the real ones.
+const (
+	agentWorkflowFile        = "../examples/workflows/bazinga-agent.yml"
+	orchestratorWorkflowFile = "../examples/workflows/bazinga.yml"
+)
 
 func newWorld(t *testing.T) *world { return newWorldWith(t, e2eConfig) }
 
@@ -171,31 +188,65 @@ func newWorldWith(t *testing.T, config string) *world {
 	}, "Initial commit")
 	require.NoError(t, err)
 	f.SetPermission("alice", "write")
-	require.NoError(t, f.AddWorkflow(e2eFull, "bazinga-agent.yml", ghfake.Workflow{
-		Name: "bazinga agent", RunName: "bazinga ${{ inputs.step }}",
-		Inputs: map[string]ghfake.WorkflowInput{"step": {Required: true}},
-	}))
+	require.NoError(t, f.AddWorkflowFileFrom(e2eFull, agentWorkflowFile))
 	scenario := filepath.Join(root, "scenario.json")
 	require.NoError(t, os.WriteFile(scenario, []byte(e2eScenario), 0o644))
 	_, err = scripted.Load(scenario)
 	require.NoError(t, err)
 	w := &world{t: t, f: f, repo: repo, exe: exe, root: root, lastIdle: time.Now(),
-		agentCmd: fmt.Sprintf("'%s' scripted-agent --scenario '%s' --state '%s'", exe, scenario, filepath.Join(root, "agent-state"))}
+		agentCmd:     fmt.Sprintf("'%s' scripted-agent --scenario '%s' --state '%s'", exe, scenario, filepath.Join(root, "agent-state")),
+		secrets:      map[string]any{"BAZINGA_STATE_KEY": e2eActionSecret},
+		vars:         map[string]any{},
+		actionInputs: readActionInputs(t),
+		artifacts:    map[string]string{},
+	}
 	ctx := f.Context()
-	f.OnDispatch(func(r ghfake.Run) { w.runJob(ctx, r) })
+	f.OnJob(func(jctx context.Context, j ghfake.JobRun) {
+		select {
+		case <-ctx.Done():
+			return
+		default:
+		}
+		w.playJob(jctx, j)
+	})
 	return w
 }
 
-// runJob is the fake Actions runner: `bazinga action` as a subprocess with
-// the job's GITHUB_* environment and the action's INPUT_* variables, then
-// the run completed with the exit code as its conclusion. A step run is two
-// jobs, as examples/workflows/bazinga-agent.yml has them: the unprivileged
-// one (agent, gate, validate) with a token that can only read, then the
-// privileged one (publish, land) with the write token, the hand-over
-// carried between them as the artifact would be (a copy into a fresh
-// directory). The privileged job runs even when the first failed (`if:
-// !cancelled()`) and the run fails when either does.
-func (w *world) runJob(ctx context.Context, r ghfake.Run) {
+// actionOnly installs the orchestrator workflow (Action-only mode): no App,
+// the state signed with the orchestrator job's secret.
+func (w *world) actionOnly() {
+	require.NoError(w.t, w.f.AddWorkflowFileFrom(e2eFull, orchestratorWorkflowFile))
+	w.orchestrator, w.publicKey = ghfake.ActionsLogin, e2eActionOnlyKey
+	// The orchestrator opens the group PRs as github-actions[bot].
+	require.NoError(w.t, w.f.SetActionsCanCreatePullRequests(e2eFull, true))
+}
+
+// readActionInputs reads the action's inputs and defaults from action.yml.
+func readActionInputs(t *testing.T) map[string]string {
+	b, err := os.ReadFile("../action.yml")
+	require.NoError(t, err)
+	var a struct {
+		Inputs map[string]struct {
+			Default string `yaml:"default"`
+		} `yaml:"inputs"`
+	}
+	require.NoError(t, yaml.Unmarshal(b, &a))
+	out := map[string]string{}
+	for name, in := range a.Inputs {
+		out[name] = in.Default
+	}
+	return out
+}
+
+// runStepsNotPlayed are `run:` steps of the example workflows that install
+// tools on a real runner; the scripted agent needs none.
+var runStepsNotPlayed = map[string]bool{"Install the agent CLI": true}
+
+// playJob is the fake Actions runner for one job the fake says may start:
+// it starts the job (getting the job's own GITHUB_TOKEN), plays its steps
+// in order with their if:, with: and env: evaluated, and completes it with
+// its steps' outputs.
+func (w *world) playJob(ctx context.Context, j ghfake.JobRun) {
 	w.mu.Lock()
 	w.running++
 	w.mu.Unlock()
@@ -205,109 +256,254 @@ func (w *world) runJob(ctx context.Context, r ghfake.Run) {
 		w.lastIdle = time.Now()
 		w.mu.Unlock()
 	}()
-	dir := filepath.Join(w.root, "runs", strconv.FormatInt(r.ID, 10))
-	if err := w.f.StartRun(r.ID); err != nil {
-		return // the fake is closing
-	}
-	if r.Workflow != "bazinga-agent.yml" {
-		// The orchestrator's concurrency group: one reconcile at a time.
-		w.lane.Lock()
-		defer w.lane.Unlock()
-		exit := w.job(ctx, r, "reconcile", filepath.Join(dir, "reconcile"), w.f.RunToken(r), "")
-		_ = w.f.CompleteRun(r.ID, conclusion(exit))
-		return
-	}
 	if w.serial {
 		w.serialMu.Lock()
 		defer w.serialMu.Unlock()
 	}
-	// As examples/workflows/bazinga-agent.yml picks its jobs.
-	step := r.Inputs["step"]
-	unpriv, priv := "agent", "publish"
-	switch {
-	case strings.Contains(step, "/merge/"):
-		unpriv, priv = "gate", "land"
-	case strings.Contains(step, "/validate/"):
-		unpriv = "validate"
-	}
-	readTok, writeTok := w.jobTokens(r)
-	out := filepath.Join(dir, "agent-job", "handover")
-	exit := w.job(ctx, r, unpriv, filepath.Join(dir, "agent-job"), readTok, out)
-	in := filepath.Join(dir, "publish-job", "handover")
-	if err := copyDir(out, in); err != nil && !os.IsNotExist(err) {
-		w.t.Errorf("run %d: carrying the hand-over: %v", r.ID, err)
-	}
-	if w.beforePublish != nil {
-		w.beforePublish(r, in)
-	}
-	if exit2 := w.job(ctx, r, priv, filepath.Join(dir, "publish-job"), writeTok, in); exit == 0 {
-		exit = exit2
-	}
-	_ = w.f.CompleteRun(r.ID, conclusion(exit))
-}
-
-// jobTokens registers a step run's two GITHUB_TOKENs: contents, issues and
-// pull-requests read for the unprivileged job; write for the privileged
-// one. Both act as github-actions[bot]; their values are unique to the run,
-// so that an attack test finds exactly them and nothing else.
-func (w *world) jobTokens(r ghfake.Run) (read, write string) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.tokens == nil {
-		w.tokens = map[int64][2]string{}
-	}
-	if t, ok := w.tokens[r.ID]; ok {
-		return t[0], t[1]
-	}
-	salt := strconv.FormatInt(time.Now().UnixNano(), 36)
-	read, write = fmt.Sprintf("ghs_ro%d_%s", r.ID, salt), fmt.Sprintf("ghs_rw%d_%s", r.ID, salt)
-	w.f.AddTokenWithPermissions(read, ghfake.ActionsLogin, ghfake.Bot, map[string]string{"contents": "read", "issues": "read", "pull_requests": "read"})
-	w.f.AddToken(write, ghfake.ActionsLogin, ghfake.Bot)
-	w.tokens[r.ID] = [2]string{read, write}
-	return read, write
-}
-
-// job runs one job of run r: `bazinga action` with command and token.
-func (w *world) job(ctx context.Context, r ghfake.Run, command, dir, tok, handover string) int {
-	env, err := w.f.RunEnv(r, dir)
+	started, err := w.f.StartJob(j.ID)
 	if err != nil {
-		w.t.Errorf("run %d: %v", r.ID, err)
-		return 1
+		return // cancelled meanwhile (a concurrency group), or the fake is closing
 	}
-	env = append(env,
-		"PATH="+os.Getenv("PATH"), "HOME="+os.Getenv("HOME"), "TMPDIR="+os.TempDir(),
-		"INPUT_COMMAND="+command, "INPUT_STEP="+r.Inputs["step"],
-		"INPUT_GITHUB-TOKEN="+tok, "INPUT_GITHUB_TOKEN="+tok,
-		"INPUT_CONFIG=.github/bazinga.yml", "INPUT_WORKING-DIRECTORY=", "INPUT_WORKING_DIRECTORY=",
-		"INPUT_HANDOVER="+handover,
-	)
-	if command == "agent" {
-		// Only the agent job has the agent (and its model key).
-		env = append(env, "INPUT_AGENT-COMMAND="+w.agentCmd, "INPUT_AGENT_COMMAND="+w.agentCmd)
-		env = append(env, w.agentEnv...)
+	dir := filepath.Join(w.root, "runs", strconv.FormatInt(j.RunID, 10), j.Spec.ID)
+	env, err := w.f.RunEnv(started.Run, dir)
+	if err != nil {
+		w.t.Errorf("run %d job %s: %v", j.RunID, j.Spec.ID, err)
+		_ = w.f.CompleteJob(j.ID, "failure", nil)
+		return
 	}
-	if command == "reconcile" {
-		env = append(env, action.EnvStateKey+"="+e2eActionSecret)
-	} else {
-		env = append(env, "INPUT_STATE-PUBLIC-KEY="+codec.FormatPublicKey(w.publicKey), "INPUT_ORCHESTRATOR="+w.orchestrator)
+	env = append(env, "GITHUB_JOB="+j.Spec.ID, "PATH="+os.Getenv("PATH"), "HOME="+os.Getenv("HOME"), "TMPDIR="+os.TempDir())
+	w.mu.Lock()
+	vars := map[string]any{}
+	for k, v := range w.vars {
+		vars[k] = v
 	}
-	env = append(env, w.env...)
+	if w.publicKey != nil {
+		vars[action.EnvStatePublicKey] = codec.FormatPublicKey(w.publicKey)
+	}
+	w.mu.Unlock()
+	steps := map[string]any{}
+	ctxs := ghfake.Contexts{"secrets": w.secrets, "vars": vars, "steps": steps,
+		"runner": map[string]any{"temp": dir, "os": "Linux", "arch": "X64"}, "env": map[string]any{}}
+	for k, v := range started.Contexts {
+		ctxs[k] = v
+	}
 	start := time.Now()
-	cmd := exec.CommandContext(ctx, w.exe, "action")
-	cmd.Env = env
+	rec := jobRecord{run: started.Run, job: j.Spec.ID, token: started.Token, started: start}
 	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	exit := 0
-	if err := cmd.Run(); err != nil {
-		exit = 1
-		if ee, ok := err.(*exec.ExitError); ok {
-			exit = ee.ExitCode()
+	outputs := map[string]map[string]string{}
+	failed := false
+	for i, st := range j.Spec.Steps {
+		run, err := ghfake.EvalCondition(st.If, ctxs, ghfake.JobStatus{Failed: failed, Cancelled: ctx.Err() != nil})
+		if err != nil {
+			w.t.Errorf("run %d job %s step %d: %v", j.RunID, j.Spec.ID, i, err)
+			failed = true
+			continue
+		}
+		if !run {
+			continue
+		}
+		outFile := filepath.Join(dir, fmt.Sprintf("step-%d-output", i))
+		if err := os.WriteFile(outFile, nil, 0o644); err != nil {
+			w.t.Errorf("run %d: %v", j.RunID, err)
+			failed = true
+			break
+		}
+		stepEnv := append(append([]string(nil), env...), "GITHUB_OUTPUT="+outFile)
+		for _, k := range sortedKeys(st.Env) {
+			v, err := ghfake.InterpolateString(st.Env[k], ctxs, ghfake.JobStatus{})
+			if err != nil {
+				w.t.Errorf("run %d job %s env %s: %v", j.RunID, j.Spec.ID, k, err)
+				failed = true
+			}
+			stepEnv = append(stepEnv, k+"="+v)
+		}
+		with := map[string]string{}
+		for _, k := range sortedKeys(st.With) {
+			v, err := ghfake.InterpolateString(st.With[k], ctxs, ghfake.JobStatus{})
+			if err != nil {
+				w.t.Errorf("run %d job %s with %s: %v", j.RunID, j.Spec.ID, k, err)
+				failed = true
+			}
+			with[k] = v
+		}
+		exit := w.playStep(ctx, started, st, with, ctxs, stepEnv, &rec, &out)
+		if st.ID != "" {
+			outs := readOutputs(outFile)
+			outputs[st.ID] = outs
+			o := map[string]any{}
+			for k, v := range outs {
+				o[k] = v
+			}
+			steps[st.ID] = map[string]any{"outputs": o, "outcome": conclusion(exit), "conclusion": conclusion(exit)}
+		}
+		if exit != 0 {
+			failed = true
+			if rec.exit == 0 {
+				rec.exit = exit
+			}
 		}
 	}
+	rec.duration, rec.output = time.Since(start), out.String()
 	w.mu.Lock()
-	w.jobs = append(w.jobs, jobRecord{run: r, command: command, exit: exit, duration: time.Since(start), output: out.String(), token: tok})
+	w.jobs = append(w.jobs, rec)
 	w.mu.Unlock()
-	return exit
+	c := "success"
+	if failed {
+		c = "failure"
+	}
+	// An error here is a job cancelled while it ran (its group's
+	// cancel-in-progress): GitHub has concluded it already.
+	_ = w.f.CompleteJob(j.ID, c, outputs)
+}
+
+// playStep plays one step and returns its exit code.
+func (w *world) playStep(ctx context.Context, j ghfake.JobRun, st ghfake.StepSpec, with map[string]string, ctxs ghfake.Contexts, env []string, rec *jobRecord, out *bytes.Buffer) int {
+	key := func(name string) string { return strconv.FormatInt(j.RunID, 10) + "/" + name }
+	switch {
+	case strings.HasPrefix(st.Uses, "actions/setup-"):
+		return 0 // the tools are on this machine already
+	case strings.HasPrefix(st.Uses, "actions/upload-artifact@"):
+		if _, err := os.Stat(with["path"]); err != nil {
+			if with["if-no-files-found"] == "error" {
+				fmt.Fprintf(out, "upload-artifact: no files found at %s\n", with["path"])
+				return 1
+			}
+			return 0
+		}
+		stored := filepath.Join(w.root, "artifacts", key(with["name"]))
+		if err := copyDir(with["path"], stored); err != nil {
+			fmt.Fprintf(out, "upload-artifact: %v\n", err)
+			return 1
+		}
+		w.mu.Lock()
+		w.artifacts[key(with["name"])] = stored
+		w.mu.Unlock()
+		return 0
+	case strings.HasPrefix(st.Uses, "actions/download-artifact@"):
+		w.mu.Lock()
+		stored, ok := w.artifacts[key(with["name"])]
+		w.mu.Unlock()
+		if !ok {
+			fmt.Fprintf(out, "download-artifact: Artifact not found for name: %s\n", with["name"])
+			return 1
+		}
+		if err := copyDir(stored, with["path"]); err != nil {
+			fmt.Fprintf(out, "download-artifact: %v\n", err)
+			return 1
+		}
+		if w.beforePublish != nil {
+			w.beforePublish(j.Run, with["path"])
+		}
+		return 0
+	case strings.HasPrefix(st.Uses, "bazinga-bot/bazinga@"):
+		return w.playBazinga(ctx, j, with, ctxs, env, rec, out)
+	case st.Uses != "":
+		w.t.Errorf("run %d job %s: the fake runner cannot play %s", j.RunID, j.Spec.ID, st.Uses)
+		return 1
+	case runStepsNotPlayed[st.Name]:
+		return 0
+	}
+	script := filepath.Join(envValue(env, "RUNNER_TEMP"), fmt.Sprintf("script-%d.sh", time.Now().UnixNano()))
+	if err := os.WriteFile(script, []byte(st.Run), 0o644); err != nil {
+		fmt.Fprintf(out, "%v\n", err)
+		return 1
+	}
+	// GitHub's bash: bash --noprofile --norc -eo pipefail {0}.
+	cmd := exec.CommandContext(ctx, "bash", "--noprofile", "--norc", "-eo", "pipefail", script)
+	cmd.Env = env
+	cmd.Stdout, cmd.Stderr = out, out
+	return exitCode(cmd.Run())
+}
+
+// envValue is the last value of name in env, as exec uses it.
+func envValue(env []string, name string) string {
+	for i := len(env) - 1; i >= 0; i-- {
+		if v, ok := strings.CutPrefix(env[i], name+"="); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+// playBazinga runs the bazinga action: the test binary's `action` with the
+// INPUT_* variables GitHub sets from with: and action.yml's defaults.
+func (w *world) playBazinga(ctx context.Context, j ghfake.JobRun, with map[string]string, ctxs ghfake.Contexts, env []string, rec *jobRecord, out *bytes.Buffer) int {
+	inputs := map[string]string{}
+	for name, def := range w.actionInputs {
+		v, err := ghfake.InterpolateString(def, ctxs, ghfake.JobStatus{})
+		if err != nil {
+			w.t.Errorf("action.yml input %s: %v", name, err)
+		}
+		inputs[name] = v
+	}
+	for k, v := range with {
+		if _, ok := w.actionInputs[k]; !ok {
+			w.t.Errorf("run %d job %s: the action has no input %q", j.RunID, j.Spec.ID, k)
+		}
+		inputs[k] = v
+	}
+	rec.command = inputs["command"]
+	if rec.command == action.CommandAgent {
+		// The agent CLI of the job's runner: the scripted team.
+		inputs["agent-command"] = w.agentCmd
+	}
+	if rec.command != action.CommandReconcile && w.orchestrator != "" && !strings.EqualFold(w.orchestrator, ghfake.ActionsLogin) {
+		// App mode: "also set `orchestrator: <your-app-slug>[bot]` on every step".
+		inputs["orchestrator"] = w.orchestrator
+	}
+	for _, name := range sortedKeys(inputs) {
+		env = append(env, "INPUT_"+strings.ToUpper(strings.ReplaceAll(name, " ", "_"))+"="+inputs[name])
+	}
+	env = append(env, w.env...)
+	cmd := exec.CommandContext(ctx, w.exe, "action")
+	cmd.Env = env
+	cmd.Stdout, cmd.Stderr = out, out
+	return exitCode(cmd.Run())
+}
+
+func exitCode(err error) int {
+	if err == nil {
+		return 0
+	}
+	if ee, ok := err.(*exec.ExitError); ok && ee.ExitCode() > 0 {
+		return ee.ExitCode()
+	}
+	return 1
+}
+
+// readOutputs parses a GITHUB_OUTPUT file: name=value lines and
+// name<<DELIMITER blocks.
+func readOutputs(file string) map[string]string {
+	out := map[string]string{}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return out
+	}
+	lines := strings.Split(string(b), "\n")
+	for i := 0; i < len(lines); i++ {
+		line := lines[i]
+		if name, delim, ok := strings.Cut(line, "<<"); ok && !strings.Contains(name, "=") {
+			var val []string
+			for i++; i < len(lines) && lines[i] != delim; i++ {
+				val = append(val, lines[i])
+			}
+			out[name] = strings.Join(val, "\n")
+			continue
+		}
+		if name, val, ok := strings.Cut(line, "="); ok {
+			out[name] = val
+		}
+	}
+	return out
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }
 
 func conclusion(exit int) string {
@@ -647,18 +843,13 @@ func (w *world) assertJobs(s pipeline.Session) {
 func TestE2EActionOnlyMode(t *testing.T) {
 	start := time.Now()
 	w := newWorld(t)
-	w.orchestrator, w.publicKey = ghfake.ActionsLogin, e2eActionOnlyKey
 	f := w.f
-	// The orchestrator workflow (examples/workflows/bazinga.yml): the
-	// events it runs on, and workflow_dispatch with the issue, which every
-	// step's privileged job sends; no workflow_run (GitHub fires none for
-	// runs a GITHUB_TOKEN dispatch started); no App, no webhook receiver.
-	require.NoError(t, f.AddWorkflow(e2eFull, "bazinga.yml", ghfake.Workflow{
-		Name: "bazinga", JobName: "reconcile",
-		On: []string{"issues.labeled", "issues.unlabeled", "issue_comment.created", "pull_request_review.submitted",
-			"pull_request.closed"},
-		Inputs: map[string]ghfake.WorkflowInput{"issue": {}},
-	}))
+	// The orchestrator workflow (examples/workflows/bazinga.yml), read by
+	// the fake: the events it runs on, and workflow_dispatch with the
+	// issue, which every step's privileged job sends; GitHub fires no
+	// workflow_run for runs a GITHUB_TOKEN dispatch started, and starts
+	// nothing for what a GITHUB_TOKEN writes; no App, no webhook receiver.
+	w.actionOnly()
 	issue, err := w.repo.CreateIssue("alice", "Write a.txt and b.txt", "Both must say ok.")
 	require.NoError(t, err)
 	require.NoError(t, w.repo.LabelIssue("alice", issue, "bazinga"))
@@ -683,6 +874,26 @@ func TestE2EActionOnlyMode(t *testing.T) {
 				t.Log(j.output)
 			}
 		}
+	}
+	// The reconcile job's concurrency group (one session here): never two
+	// at once, and the route job ran before each.
+	var recs []jobRecord
+	routes := map[int64]bool{}
+	for _, j := range w.jobsCopy() {
+		switch j.job {
+		case "reconcile":
+			recs = append(recs, j)
+		case "route":
+			routes[j.run.ID] = true
+		}
+	}
+	sort.Slice(recs, func(i, k int) bool { return recs[i].started.Before(recs[k].started) })
+	for i := 1; i < len(recs); i++ {
+		prev := recs[i-1]
+		assert.False(t, recs[i].started.Before(prev.started.Add(prev.duration)), "reconcile of run %d started while run %d's ran", recs[i].run.ID, prev.run.ID)
+	}
+	for _, r := range recs {
+		assert.True(t, routes[r.run.ID], "run %d: route ran before reconcile", r.run.ID)
 	}
 	assert.Empty(t, f.Deliveries(), "no App: no webhook deliveries")
 	t.Logf("Action-only mode: %d steps, %d jobs (%d reconciles, %d sweeps), %d API calls (%d content-creating), %s",

@@ -43,6 +43,9 @@ type prMerger struct {
 	// returns it: what a base requiring up-to-date heads needs first.
 	behind bool
 	update func(ctx context.Context) (string, error)
+	// actionsOnly: the orchestrator is github-actions[bot], whose PRs
+	// GitHub refuses unless the repository allows Actions to open them.
+	actionsOnly bool
 }
 
 // MergePR lands through the pull request (stepexec.PRMerger).
@@ -87,8 +90,12 @@ func (m prMerger) merge(ctx context.Context, branch, base, head string) (gitops.
 		// An earlier attempt merged it and its result was lost.
 		return gitops.FinishResult{Outcome: gitops.MergeSuccess, Commit: plumbing.NewHash(pr.MergeCommitSHA)}, nil
 	case !ok || pr.State != "open":
-		return gitops.FinishResult{Outcome: gitops.MergeBlocked,
-			Reason: fmt.Sprintf("merge.method is pull-request but %s has no open pull request", branch)}, nil
+		reason := fmt.Sprintf("merge.method is pull-request but %s has no open pull request", branch)
+		if !ok && m.actionsOnly {
+			reason += "; if GitHub refused to open it, turn on \"Allow GitHub Actions to create and approve pull requests\" " +
+				"in Settings → Actions → General → Workflow permissions, then /bazinga resume"
+		}
+		return gitops.FinishResult{Outcome: gitops.MergeBlocked, Reason: reason}, nil
 	case pr.Draft:
 		return gitops.FinishResult{Outcome: gitops.MergeBlocked,
 			Reason: fmt.Sprintf("pull request #%d is a draft; mark it ready for review so it can be merged", pr.Number)}, nil

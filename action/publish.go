@@ -80,7 +80,8 @@ func (j *job) publish(ctx context.Context) int {
 	p.api = api
 	if st.Config.Merge.Method == pipeline.MergePullRequest {
 		p.prs = &prMerger{gh: api, repo: in.repo, base: s.Base, pref: st.Config.Merge.PRMethod,
-			title: func(branch string) string { return fmt.Sprintf("Merge %s (bazinga step %s)", branch, in.step) }}
+			actionsOnly: strings.EqualFold(in.orchestrator, ActionsLogin),
+			title:       func(branch string) string { return fmt.Sprintf("Merge %s (bazinga step %s)", branch, in.step) }}
 	}
 	if h.Outcome == OutcomeResult {
 		j.gha.Group("bazinga: check the change against " + s.Base + " and the group branch")

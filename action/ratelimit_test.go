@@ -50,10 +50,9 @@ func TestActionOnlyReconcileWaitsForTheRateLimit(t *testing.T) {
 	_, err = repo.Push(e2eOwner, "main", map[string]string{"README.md": "# widgets\n", "seed.txt": "ok\n", ".github/bazinga.yml": e2eConfig}, "Initial commit")
 	require.NoError(t, err)
 	f.SetPermission("alice", "write")
-	require.NoError(t, f.AddWorkflow(e2eFull, "bazinga-agent.yml", ghfake.Workflow{
-		RunName: "bazinga ${{ inputs.step }}", Inputs: map[string]ghfake.WorkflowInput{"step": {Required: true}}}))
-	require.NoError(t, f.AddWorkflow(e2eFull, "bazinga.yml", ghfake.Workflow{On: []string{"issues.labeled"},
-		Inputs: map[string]ghfake.WorkflowInput{"issue": {}}}))
+	// The real workflow files; their jobs are played here by hand.
+	require.NoError(t, f.AddWorkflowFileFrom(e2eFull, agentWorkflowFile))
+	require.NoError(t, f.AddWorkflowFileFrom(e2eFull, orchestratorWorkflowFile))
 	issue, err := repo.CreateIssue("alice", "Write a.txt", "Please.")
 	require.NoError(t, err)
 	require.NoError(t, repo.LabelIssue("alice", issue, "bazinga"))
@@ -91,7 +90,7 @@ func TestActionOnlyReconcileWaitsForTheRateLimit(t *testing.T) {
 	}
 
 	// The session starts and its pm step runs and publishes.
-	r := run(map[string]string{"command": "reconcile", "github-token": f.RunToken(runs[0])}, "")
+	r := run(map[string]string{"command": "reconcile", "github-token": jobToken(t, f, runs[0], "reconcile")}, "")
 	require.Equal(t, 0, r.code, r.stdout)
 	var pm ghfake.Run
 	for _, rn := range f.Runs() {
@@ -103,14 +102,14 @@ func TestActionOnlyReconcileWaitsForTheRateLimit(t *testing.T) {
 	u.run = pm
 	r = run(map[string]string{"command": "agent", "step": "1/_/pm/1", "github-token": u.readToken(), "agent-command": u.agentCmd(t)}, "")
 	require.Equal(t, 0, r.code, r.stdout)
-	r = run(map[string]string{"command": "publish", "step": "1/_/pm/1", "github-token": f.RunToken(pm)}, "")
+	r = run(map[string]string{"command": "publish", "step": "1/_/pm/1", "github-token": u.writeToken(pm)}, "")
 	require.Equal(t, 0, r.code, r.stdout)
 	require.Equal(t, 1, u.resultComments())
 
 	// The repository's jobs have spent their hour but for the reserve the
 	// transport keeps: the schedule's reconcile pauses the session.
 	f.SetActionsRateRemaining(e2eFull, 21)
-	r = run(map[string]string{"command": "reconcile", "github-token": f.RunToken(pm)}, "schedule")
+	r = run(map[string]string{"command": "reconcile", "github-token": jobToken(t, f, runs[0], "reconcile")}, "schedule")
 	assert.Equal(t, 0, r.code, "a rate limit is not a failed run: %s", r.stdout)
 	assert.Contains(t, r.outputs, "rate-limited")
 	assert.Contains(t, r.stdout, "::warning title=bazinga%3A rate limited::GitHub rate limit for the workflow token")
@@ -129,7 +128,7 @@ func TestActionOnlyReconcileWaitsForTheRateLimit(t *testing.T) {
 
 	// Before the reset another reconcile does nothing more.
 	clock.Advance(20 * time.Minute)
-	r = run(map[string]string{"command": "reconcile", "github-token": f.RunToken(pm)}, "schedule")
+	r = run(map[string]string{"command": "reconcile", "github-token": jobToken(t, f, runs[0], "reconcile")}, "schedule")
 	assert.Equal(t, 0, r.code, r.stdout)
 	assert.Contains(t, r.outputs, "rate-limited")
 	assert.Equal(t, 1, notices("⏸️ **Paused**"), "told once")
@@ -138,7 +137,7 @@ func TestActionOnlyReconcileWaitsForTheRateLimit(t *testing.T) {
 	// After the reset the schedule resumes the session: the pm's plan is
 	// applied and its group dispatched.
 	clock.Advance(time.Hour)
-	r = run(map[string]string{"command": "reconcile", "github-token": f.RunToken(pm)}, "schedule")
+	r = run(map[string]string{"command": "reconcile", "github-token": jobToken(t, f, runs[0], "reconcile")}, "schedule")
 	require.Equal(t, 0, r.code, r.stdout)
 	assert.Contains(t, r.outputs, "handled")
 	assert.Equal(t, 1, notices("▶️ **Resumed** | the GitHub rate limit for the workflow token reset at"))

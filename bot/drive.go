@@ -392,6 +392,15 @@ func (b *Bot) drive(ctx context.Context, gh GitHub, ref sessionRef, in input) er
 
 	// The views first (the dispatched jobs need their group branch), then
 	// the issue's label and state behind the outbox's comments.
+	if hasCommand(events, pipeline.CommandResume) {
+		// A resume tries again what was found pointless or refused (a
+		// branch without commits; a PR GitHub refused because the
+		// repository does not let Actions open PRs): the human may have
+		// fixed it, and a merge about to be dispatched needs the PR.
+		for i := range st.PRs {
+			st.PRs[i].Tried = false
+		}
+	}
 	x.groupViews(ctx)
 	x.issueViews()
 

@@ -133,10 +133,38 @@ func (x *executor) openPR(ctx context.Context, g *pipeline.Group, gp *codec.Grou
 		}
 	case errors.Is(err, ghapi.ErrNoCommits), errors.Is(err, ghapi.ErrNoBranch):
 		gp.Tried, gp.TriedLast = true, g.Last
+	case errors.Is(err, ghapi.ErrActionsMayNotOpenPRs):
+		// A setting, not a failure: retrying on every event would only
+		// repeat the 403. Try again at the group's next step (the setting
+		// may have been turned on by then) and tell the humans, once per
+		// session, what to change.
+		gp.Tried, gp.TriedLast = true, g.Last
+		id := "notice/actions-may-not-open-prs/" + strconv.Itoa(x.ref.issue)
+		posted := false
+		if cs, cerr := x.commentsOf(ctx, x.ref.issue); cerr == nil {
+			for _, c := range cs {
+				posted = posted || (x.b.own(c.Author) && codec.HasEffectMarker(c.Body, id))
+			}
+		}
+		if !posted {
+			x.enqueue(codec.PendingEffect{ID: id, Kind: codec.EffectComment, Number: x.ref.issue, Text: ActionsMayNotOpenPRsNotice})
+		}
+		x.log.Warn("GitHub Actions may not open pull requests in this repository", "group", g.ID)
 	default:
 		x.fail(fmt.Errorf("group %s: %w", g.ID, err))
 	}
 }
+
+// ActionsMayNotOpenPRsNotice is what the session says when GitHub refuses
+// the orchestrator's group PR because the repository does not allow GitHub
+// Actions to create pull requests.
+const ActionsMayNotOpenPRsNotice = "⚠️ **bazinga could not open the group pull requests**: this repository does not allow GitHub Actions to create pull requests " +
+	"(GitHub answered 403 \"GitHub Actions is not permitted to create or approve pull requests.\"). " +
+	"Steps go on without them (merge.method push lands on the base directly), but there is nothing to review or to run CI on, " +
+	"and merge.method pull-request cannot merge.\n\n" +
+	"To get them, a repository admin turns on **Allow GitHub Actions to create and approve pull requests** in " +
+	"**Settings → Actions → General → Workflow permissions** (in an organisation, the organisation's Actions settings must allow it first); " +
+	"the next step of each group opens its PR, and `/bazinga resume` opens them at once."
 
 // prTexts keeps every group PR's title, body and label right: one edit per
 // group, only when something changed.

@@ -62,6 +62,8 @@ func apiErr(op string, resp *github.Response, err error) error {
 			return fmt.Errorf("%s: %w: %v", op, ErrNoBranch, err)
 		case code == http.StatusUnprocessableEntity && strings.Contains(strings.ToLower(msg), "draft pull requests are not supported"):
 			return fmt.Errorf("%s: %w: %v", op, ErrDraftsUnsupported, err)
+		case code == http.StatusForbidden && strings.Contains(msg, "not permitted to create or approve pull requests"):
+			return fmt.Errorf("%s: %w", op, ErrActionsMayNotOpenPRs)
 		}
 	}
 	if resp != nil && resp.StatusCode == http.StatusNotFound {

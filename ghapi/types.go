@@ -134,4 +134,9 @@ var (
 	// ErrDraftsUnsupported: the repository cannot have draft pull requests
 	// (a private repository on a free plan answers 422).
 	ErrDraftsUnsupported = errors.New("github: draft pull requests are not supported in this repository")
+	// ErrActionsMayNotOpenPRs: a GITHUB_TOKEN opened (or approved) a pull
+	// request in a repository whose "Allow GitHub Actions to create and
+	// approve pull requests" is off (the default of new personal
+	// repositories); GitHub answers 403.
+	ErrActionsMayNotOpenPRs = errors.New("github: GitHub Actions is not permitted to create or approve pull requests")
 )

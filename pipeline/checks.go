@@ -220,4 +220,3 @@ func checkNames(names, fallback []string) string {
 	}
 	return strings.Join(names, ", ")
 }
-

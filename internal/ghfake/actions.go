@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -13,8 +14,9 @@ import (
 	"github.com/google/go-github/v66/github"
 )
 
-// Workflow describes a dispatchable workflow (what GitHub would read from
-// .github/workflows/<file>; the fake does not parse YAML).
+// Workflow describes a dispatchable workflow by hand: one implicit job,
+// every token permission, driven with StartRun and CompleteRun. Prefer
+// AddWorkflowFile, which reads the file as GitHub does.
 type Workflow struct {
 	Name string // the workflow's name; default the file name
 	// RunName is the run-name template; ${{ inputs.x }},
@@ -26,9 +28,10 @@ type Workflow struct {
 	// On lists events that also trigger the workflow: "issues",
 	// "issue_comment.created", "workflow_run.completed", … (an event, or
 	// event.action). As on GitHub, events caused by github-actions[bot]
-	// (a GITHUB_TOKEN) trigger nothing except workflow_run, and a run
-	// triggered by workflow_run does not trigger further workflow_run
-	// workflows (GitHub allows a few levels; the fake one).
+	// (a GITHUB_TOKEN) trigger nothing, nor does the completion of a run a
+	// GITHUB_TOKEN dispatched; a run triggered by workflow_run does not
+	// trigger further workflow_run workflows (GitHub allows a few levels;
+	// the fake one). AddWorkflowFile reads a real workflow file instead.
 	On []string
 }
 
@@ -42,9 +45,13 @@ type WorkflowInput struct {
 
 type workflow struct {
 	id   int64
-	file string
+	file string // base name, e.g. bazinga.yml
 	wf   Workflow
 	runs int
+	// spec is the parsed file of a workflow registered with
+	// AddWorkflowFile (nil: a hand-described Workflow, one implicit job
+	// driven with StartRun and CompleteRun).
+	spec *WorkflowFile
 }
 
 // Run is a workflow run as a fake runner sees it.
@@ -76,6 +83,15 @@ type run struct {
 	wf      *workflow
 	started time.Time
 	ended   time.Time
+	// viaActionsToken: a GITHUB_TOKEN dispatched the run, so its
+	// completion starts no workflow_run workflows.
+	viaActionsToken bool
+	// Workflow-file runs: the jobs, the run's concurrency group (taken
+	// when the run is created, before any job's if) and whether the run
+	// was cancelled.
+	jobs      []*jobRun
+	group     string
+	cancelled bool
 }
 
 // AddWorkflow registers a workflow file on the repository "owner/name" so
@@ -142,12 +158,24 @@ func (f *Fake) dispatch(c *rc) {
 		c.fail(http.StatusUnprocessableEntity, "No ref found for: "+*req.Ref)
 		return
 	}
-	inputs, msg := wf.wf.validate(req.Inputs)
+	decl := wf.wf
+	if wf.spec != nil {
+		if _, ok := wf.spec.On["workflow_dispatch"]; !ok {
+			c.fail(http.StatusUnprocessableEntity, "Workflow does not have 'workflow_dispatch' trigger")
+			return
+		}
+		decl = Workflow{Inputs: wf.spec.Inputs}
+	}
+	inputs, msg := decl.validate(req.Inputs)
 	if msg != "" {
 		c.fail(http.StatusUnprocessableEntity, msg)
 		return
 	}
-	f.startRun(c.repo, wf, "workflow_dispatch", refName, sha, inputs, c.login, f.dispatchPayload(c.repo, wf, refName, inputs, c.login))
+	// A GITHUB_TOKEN may dispatch (GitHub's one exception besides
+	// repository_dispatch), but the run it starts fires no workflow_run.
+	ru := f.startRun(c.repo, wf, "workflow_dispatch", refName, sha, inputs, c.login, f.dispatchPayload(c.repo, wf, refName, inputs, c.login))
+	ru.viaActionsToken = c.login == ActionsLogin
+	f.afterRunCreated(c.repo, ru)
 	c.noContent()
 }
 
@@ -284,21 +312,33 @@ func (f *Fake) dispatchPayload(r *Repo, wf *workflow, ref string, inputs map[str
 }
 
 // triggerWorkflows starts the runs an event triggers. Caller holds f.mu.
+//
+// GitHub's rules, strictly: an event a GITHUB_TOKEN (github-actions[bot])
+// caused starts no workflow
+// (https://docs.github.com/en/actions/how-tos/write-workflows/choose-when-workflows-run/trigger-a-workflow#triggering-a-workflow-from-a-workflow);
+// the completion of a run that a GITHUB_TOKEN dispatch started fires no
+// workflow_run either (GitHub documents the first rule only; independent
+// reports agree on the second, and the fake follows them); and a run
+// started by workflow_run starts no further workflow_run (GitHub allows a
+// few levels; the fake one).
 func (f *Fake) triggerWorkflows(r *Repo, event, action string, payload []byte) {
 	var p struct {
 		Sender      struct{ Login string } `json:"sender"`
 		WorkflowRun struct {
+			ID         int64  `json:"id"`
 			Event      string `json:"event"`
 			WorkflowID int64  `json:"workflow_id"`
 		} `json:"workflow_run"`
 	}
 	_ = json.Unmarshal(payload, &p)
-	// GITHUB_TOKEN activity triggers no workflow; workflow_run chains are
-	// GitHub's exception (limited here to one level).
-	if p.Sender.Login == ActionsLogin && event != "workflow_run" {
-		return
-	}
-	if event == "workflow_run" && p.WorkflowRun.Event == "workflow_run" {
+	if event == "workflow_run" {
+		if p.WorkflowRun.Event == "workflow_run" {
+			return
+		}
+		if _, ru := f.findRun(p.WorkflowRun.ID); ru != nil && ru.viaActionsToken {
+			return
+		}
+	} else if p.Sender.Login == ActionsLogin {
 		return
 	}
 	var wfs []*workflow
@@ -310,12 +350,23 @@ func (f *Fake) triggerWorkflows(r *Repo, event, action string, payload []byte) {
 		if event == "workflow_run" && p.WorkflowRun.WorkflowID == wf.id {
 			continue
 		}
-		for _, on := range wf.wf.On {
-			if on == event || on == event+"."+action {
-				sha, _ := r.ref("refs/heads/" + r.defaultBranch)
-				f.startRun(r, wf, event, r.defaultBranch, sha, nil, p.Sender.Login, payload)
-				break
+		triggered := false
+		if wf.spec != nil {
+			triggered = event != "workflow_dispatch" && event != "schedule" && wf.spec.Triggers(event, action)
+			if triggered && event == "workflow_run" {
+				// Only the runs of the workflows it names.
+				_, done := f.findRun(p.WorkflowRun.ID)
+				triggered = done != nil && slices.Contains(wf.spec.RunOf, done.Name)
 			}
+		} else {
+			for _, on := range wf.wf.On {
+				triggered = triggered || on == event || on == event+"."+action
+			}
+		}
+		if triggered {
+			sha, _ := r.ref("refs/heads/" + r.defaultBranch)
+			ru := f.startRun(r, wf, event, r.defaultBranch, sha, nil, p.Sender.Login, payload)
+			f.afterRunCreated(r, ru)
 		}
 	}
 }
@@ -333,9 +384,18 @@ func (f *Fake) TriggerSchedule(repo, file string) (Run, error) {
 		f.mu.Unlock()
 		return Run{}, fmt.Errorf("workflow %s: %w", file, ErrNotFound)
 	}
+	cron := "*/5 * * * *"
+	if wf.spec != nil {
+		if len(wf.spec.Schedule) == 0 {
+			f.mu.Unlock()
+			return Run{}, fmt.Errorf("ghfake: workflow %s has no schedule trigger", file)
+		}
+		cron = wf.spec.Schedule[0]
+	}
 	sha, _ := r.ref("refs/heads/" + r.defaultBranch)
-	payload, _ := json.Marshal(map[string]any{"schedule": "*/5 * * * *", "repository": r.json(), "installation": f.installationJSON()})
+	payload, _ := json.Marshal(map[string]any{"schedule": cron, "repository": r.json(), "installation": f.installationJSON()})
 	ru := f.startRun(r, wf, "schedule", r.defaultBranch, sha, nil, "github-actions[bot]", payload)
+	f.afterRunCreated(r, ru)
 	out := ru.copyRun()
 	f.mu.Unlock()
 	f.afterChange()
@@ -348,7 +408,13 @@ func (f *Fake) startRun(r *Repo, wf *workflow, event, ref, sha string, inputs ma
 	now := f.now()
 	wf.runs++
 	title := wf.wf.Name
-	if wf.wf.RunName != "" {
+	switch {
+	case wf.spec != nil && wf.spec.RunName != "":
+		ctx := Contexts{"github": githubContext(r, wf, event, ref, sha, actor, payload, 0, 0), "inputs": inputsContext(inputs)}
+		if t, err := InterpolateString(wf.spec.RunName, ctx, JobStatus{}); err == nil {
+			title = t
+		}
+	case wf.wf.RunName != "":
 		title = renderRunName(wf.wf.RunName, inputs, actor, ref, event, payload)
 	}
 	f.account(actor, "")
@@ -359,8 +425,13 @@ func (f *Fake) startRun(r *Repo, wf *workflow, event, ref, sha string, inputs ma
 		Status: "queued", CreatedAt: now, UpdatedAt: now,
 	}, wf: wf}
 	r.runs = append(r.runs, ru)
+	if wf.spec != nil {
+		f.addJobs(ru)
+	}
 	f.emitRun(r, ru, "requested", actor)
-	f.emitJob(r, ru, "queued", actor)
+	if wf.spec == nil {
+		f.emitJob(r, ru, "queued", actor)
+	}
 	snapshot := ru.copyRun()
 	for _, h := range f.onDispatch {
 		f.hooksWG.Add(1)
@@ -468,6 +539,10 @@ func (f *Fake) StartRun(id int64) error {
 		f.mu.Unlock()
 		return fmt.Errorf("run %d: %w", id, ErrNotFound)
 	}
+	if ru.isFileRun() {
+		f.mu.Unlock()
+		return fmt.Errorf("ghfake: run %d is of a workflow file: start its jobs (StartJob)", id)
+	}
 	if ru.Status != "queued" {
 		f.mu.Unlock()
 		return fmt.Errorf("ghfake: run %d is %s, not queued", id, ru.Status)
@@ -483,7 +558,7 @@ func (f *Fake) StartRun(id int64) error {
 
 var conclusions = map[string]bool{
 	"success": true, "failure": true, "cancelled": true, "skipped": true,
-	"timed_out": true, "neutral": true, "action_required": true,
+	"timed_out": true, "neutral": true, "action_required": true, "startup_failure": true,
 }
 
 // CompleteRun marks a run completed with a conclusion (success, failure,
@@ -507,6 +582,22 @@ func (f *Fake) completeRun(id int64, conclusion string) error {
 	}
 	if ru.Status == "completed" {
 		return fmt.Errorf("ghfake: run %d already completed", id)
+	}
+	if ru.isFileRun() {
+		// By hand: the jobs not done end with the run's conclusion.
+		for _, j := range ru.jobs {
+			if j.status != "completed" {
+				c := conclusion
+				if c != "success" && c != "failure" && c != "cancelled" && c != "skipped" {
+					c = "failure"
+				}
+				f.endJob(r, ru, j, c)
+			}
+		}
+		ru.cancelled = ru.cancelled || conclusion == "cancelled"
+		f.finishRun(r, ru)
+		ru.Conclusion = conclusion
+		return nil
 	}
 	now := f.now()
 	if ru.started.IsZero() {
@@ -605,6 +696,10 @@ func (f *Fake) cancelRun(c *rc) {
 		c.fail(http.StatusConflict, "Cannot cancel a workflow run that is completed.")
 		return
 	}
-	_ = f.completeRun(ru.ID, "cancelled")
+	if ru.isFileRun() {
+		f.cancelFileRun(c.repo, ru)
+	} else {
+		_ = f.completeRun(ru.ID, "cancelled")
+	}
 	c.json(http.StatusAccepted, map[string]any{})
 }

@@ -129,14 +129,22 @@ func TestEventTriggeredWorkflows(t *testing.T) {
 	require.Len(t, runs, 2)
 	assert.Equal(t, ActionsLogin, runs[1].Actor)
 
-	// A completed agent run triggers the orchestrator, whose own completion
-	// does not trigger it again.
+	// The completion of a run a GITHUB_TOKEN dispatched fires no
+	// workflow_run; a run the App dispatched does, and the orchestrator
+	// that starts does not trigger it again.
 	require.NoError(t, e.f.CompleteRun(runs[1].ID, "success"))
+	require.Len(t, e.f.Runs(), 2, "no workflow_run for a GITHUB_TOKEN-dispatched run")
+	_, err = e.gh.Actions.CreateWorkflowDispatchEventByFileName(e.ctx, owner, repoName, "agent.yml", github.CreateWorkflowDispatchEventRequest{Ref: "main", Inputs: map[string]any{"step": "s2"}})
+	require.NoError(t, err)
 	runs = e.f.Runs()
 	require.Len(t, runs, 3)
-	assert.Equal(t, "workflow_run", runs[2].Event)
+	assert.Equal(t, e.f.BotLogin(), runs[2].Actor)
 	require.NoError(t, e.f.CompleteRun(runs[2].ID, "success"))
-	assert.Len(t, e.f.Runs(), 3)
+	runs = e.f.Runs()
+	require.Len(t, runs, 4)
+	assert.Equal(t, "workflow_run", runs[3].Event)
+	require.NoError(t, e.f.CompleteRun(runs[3].ID, "success"))
+	assert.Len(t, e.f.Runs(), 4)
 
 	sched, err := e.f.TriggerSchedule(full, "bazinga.yml")
 	require.NoError(t, err)

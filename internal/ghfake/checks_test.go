@@ -247,6 +247,7 @@ func TestFakeCI(t *testing.T) {
 	// A push made with GITHUB_TOKEN does not; nor does a pull request it
 	// opens. A pull request the App opens does.
 	e.f.AddToken("ghs_actions", ActionsLogin, Bot)
+	require.NoError(t, e.f.SetActionsCanCreatePullRequests(owner+"/"+repoName, true))
 	w := e.clone(t)
 	sha := w.commit("x.txt", "x")
 	err, progress := w.push("ghs_actions", "refs/heads/main:refs/heads/by-actions")

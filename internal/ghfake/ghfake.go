@@ -32,8 +32,19 @@
 //   - primary limits per identity and hour (an installation's
 //     Options.RateLimit; the GITHUB_TOKENs of a repository share 1,000),
 //     answered 403 with X-RateLimit-Remaining 0 and the reset;
-//   - what a GITHUB_TOKEN (github-actions[bot]) does triggers no workflow
-//     other than dispatches and workflow_run chains.
+//   - what a GITHUB_TOKEN (github-actions[bot]) does starts no workflow
+//     other than dispatches, and (strictly: GitHub documents only the first
+//     rule, independent reports agree on this one) the completion of a run
+//     a GITHUB_TOKEN dispatched fires no workflow_run;
+//   - workflow files (AddWorkflowFile) are read as GitHub reads them:
+//     triggers with activity types, workflow_dispatch inputs (a workflow
+//     without the trigger answers 422), permissions (a job's GITHUB_TOKEN
+//     carries exactly its job's, the restricted default when none are
+//     declared), concurrency groups (one running and one pending, a newer
+//     pending cancelling the older; workflow-level groups taken before any
+//     job's if) and jobs with needs and if (jobs.go, expr.go);
+//   - github-actions[bot] may open pull requests only where the repository
+//     allows it (SetActionsCanCreatePullRequests; off by default).
 //
 // Repository rules (settings.go, protection.go, checks.go). A repository
 // starts as a new public one with no rules; tests opt in:
@@ -175,6 +186,7 @@ type Fake struct {
 	contentLog  map[string][]time.Time
 
 	onDispatch []func(Run)
+	onJob      []func(context.Context, JobRun)
 
 	manifests map[string]*manifestReg // App-manifest codes not yet exchanged
 

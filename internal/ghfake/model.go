@@ -1,6 +1,7 @@
 package ghfake
 
 import (
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -94,6 +95,17 @@ func (f *Fake) userJSON(login string) *github.User {
 		AvatarURL: github.String(f.html("/avatars/" + a.login)),
 		HTMLURL:   github.String(f.html("/" + a.login)),
 		URL:       github.String(f.api("/users/" + a.login)),
+		// The simple-user schema requires every *_url (and gravatar_id).
+		GravatarID:        github.String(""),
+		FollowersURL:      github.String(f.api("/users/" + a.login + "/followers")),
+		FollowingURL:      github.String(f.api("/users/" + a.login + "/following{/other_user}")),
+		GistsURL:          github.String(f.api("/users/" + a.login + "/gists{/gist_id}")),
+		StarredURL:        github.String(f.api("/users/" + a.login + "/starred{/owner}{/repo}")),
+		SubscriptionsURL:  github.String(f.api("/users/" + a.login + "/subscriptions")),
+		OrganizationsURL:  github.String(f.api("/users/" + a.login + "/orgs")),
+		ReposURL:          github.String(f.api("/users/" + a.login + "/repos")),
+		EventsURL:         github.String(f.api("/users/" + a.login + "/events{/privacy}")),
+		ReceivedEventsURL: github.String(f.api("/users/" + a.login + "/received_events")),
 	}
 	if a.typ == Bot {
 		u.HTMLURL = github.String(f.html("/apps/" + strings.TrimSuffix(a.login, "[bot]")))
@@ -124,6 +136,43 @@ func (r *Repo) json() *github.Repository {
 		GitURL:        github.String(r.CloneURL()),
 		DefaultBranch: github.String(r.defaultBranch),
 		HasIssues:     github.Bool(true),
+		// The URL templates the repository schema requires.
+		ArchiveURL:       github.String(f.api("/repos/" + full + "/{archive_format}{/ref}")),
+		AssigneesURL:     github.String(f.api("/repos/" + full + "/assignees{/user}")),
+		BlobsURL:         github.String(f.api("/repos/" + full + "/git/blobs{/sha}")),
+		BranchesURL:      github.String(f.api("/repos/" + full + "/branches{/branch}")),
+		CollaboratorsURL: github.String(f.api("/repos/" + full + "/collaborators{/collaborator}")),
+		CommentsURL:      github.String(f.api("/repos/" + full + "/comments{/number}")),
+		CommitsURL:       github.String(f.api("/repos/" + full + "/commits{/sha}")),
+		CompareURL:       github.String(f.api("/repos/" + full + "/compare/{base}...{head}")),
+		ContentsURL:      github.String(f.api("/repos/" + full + "/contents/{+path}")),
+		ContributorsURL:  github.String(f.api("/repos/" + full + "/contributors")),
+		DeploymentsURL:   github.String(f.api("/repos/" + full + "/deployments")),
+		DownloadsURL:     github.String(f.api("/repos/" + full + "/downloads")),
+		EventsURL:        github.String(f.api("/repos/" + full + "/events")),
+		ForksURL:         github.String(f.api("/repos/" + full + "/forks")),
+		GitCommitsURL:    github.String(f.api("/repos/" + full + "/git/commits{/sha}")),
+		GitRefsURL:       github.String(f.api("/repos/" + full + "/git/refs{/sha}")),
+		GitTagsURL:       github.String(f.api("/repos/" + full + "/git/tags{/sha}")),
+		HooksURL:         github.String(f.api("/repos/" + full + "/hooks")),
+		IssueCommentURL:  github.String(f.api("/repos/" + full + "/issues/comments{/number}")),
+		IssueEventsURL:   github.String(f.api("/repos/" + full + "/issues/events{/number}")),
+		IssuesURL:        github.String(f.api("/repos/" + full + "/issues{/number}")),
+		KeysURL:          github.String(f.api("/repos/" + full + "/keys{/key_id}")),
+		LabelsURL:        github.String(f.api("/repos/" + full + "/labels{/name}")),
+		LanguagesURL:     github.String(f.api("/repos/" + full + "/languages")),
+		MergesURL:        github.String(f.api("/repos/" + full + "/merges")),
+		MilestonesURL:    github.String(f.api("/repos/" + full + "/milestones{/number}")),
+		NotificationsURL: github.String(f.api("/repos/" + full + "/notifications{?since,all,participating}")),
+		PullsURL:         github.String(f.api("/repos/" + full + "/pulls{/number}")),
+		ReleasesURL:      github.String(f.api("/repos/" + full + "/releases{/id}")),
+		StargazersURL:    github.String(f.api("/repos/" + full + "/stargazers")),
+		StatusesURL:      github.String(f.api("/repos/" + full + "/statuses/{sha}")),
+		SubscribersURL:   github.String(f.api("/repos/" + full + "/subscribers")),
+		SubscriptionURL:  github.String(f.api("/repos/" + full + "/subscription")),
+		TagsURL:          github.String(f.api("/repos/" + full + "/tags")),
+		TeamsURL:         github.String(f.api("/repos/" + full + "/teams")),
+		TreesURL:         github.String(f.api("/repos/" + full + "/git/trees{/sha}")),
 	}
 }
 
@@ -289,6 +338,20 @@ func (r *Repo) prJSON(is *issue, refs map[string]string, withMergeable bool) *gi
 			User:  f.userJSON(r.owner),
 		},
 		MaintainerCanModify: github.Bool(false),
+		ReviewCommentsURL:   github.String(f.api(base + "/comments")),
+		ReviewCommentURL:    github.String(f.api("/repos/" + r.FullName() + "/pulls/comments{/number}")),
+		StatusesURL:         github.String(f.api("/repos/" + r.FullName() + "/statuses/" + p.headSHA)),
+		RequestedTeams:      []*github.Team{},
+		Links: &github.PRLinks{
+			Self:           &github.PRLink{HRef: github.String(f.api(base))},
+			HTML:           &github.PRLink{HRef: github.String(f.html(html))},
+			Issue:          &github.PRLink{HRef: github.String(f.api("/repos/" + r.FullName() + "/issues/" + strconv.Itoa(is.number)))},
+			Comments:       &github.PRLink{HRef: github.String(f.api("/repos/" + r.FullName() + "/issues/" + strconv.Itoa(is.number) + "/comments"))},
+			ReviewComments: &github.PRLink{HRef: github.String(f.api(base + "/comments"))},
+			ReviewComment:  &github.PRLink{HRef: github.String(f.api("/repos/" + r.FullName() + "/pulls/comments{/number}"))},
+			Commits:        &github.PRLink{HRef: github.String(f.api(base + "/commits"))},
+			Statuses:       &github.PRLink{HRef: github.String(f.api("/repos/" + r.FullName() + "/statuses/" + p.headSHA))},
+		},
 	}
 	if p.mergeSHA != "" {
 		out.MergeCommitSHA = github.String(p.mergeSHA)
@@ -338,4 +401,76 @@ func (r *Repo) issue(n int) *issue {
 		return nil
 	}
 	return r.issues[n-1]
+}
+
+// setLocation gives a 201 the Location header GitHub sends: the API URL of
+// what was created (the body's url).
+func setLocation(c *rc) {
+	if c.status != 201 || c.hdr.Get("Location") != "" {
+		return
+	}
+	var v struct {
+		URL string `json:"url"`
+	}
+	if json.Unmarshal(c.out, &v) == nil && v.URL != "" {
+		c.hdr.Set("Location", v.URL)
+	}
+}
+
+// Nullable fields GitHub's schemas require: go-github drops nil fields
+// (omitempty), GitHub sends them as null.
+var (
+	issueNulls = []string{"assignee", "milestone", "closed_at", "body", "active_lock_reason"}
+	pullNulls  = []string{"assignee", "milestone", "closed_at", "merged_at", "merge_commit_sha", "body", "active_lock_reason", "auto_merge"}
+	// A single pull request also has these (null while GitHub computes
+	// mergeability, or when nobody merged it).
+	fullPullNulls = []string{"merged_by", "mergeable", "rebaseable"}
+)
+
+// withRequiredNulls adds the schema's required-but-null fields to the
+// encoding b of v, for the types whose schemas have them.
+func withRequiredNulls(v any, b []byte) []byte {
+	var keys []string
+	list := false
+	switch v.(type) {
+	case *github.Issue:
+		keys = issueNulls
+	case []*github.Issue:
+		keys, list = issueNulls, true
+	case *github.PullRequest:
+		keys = append(append([]string(nil), pullNulls...), fullPullNulls...)
+	case []*github.PullRequest:
+		keys, list = pullNulls, true
+	default:
+		return b
+	}
+	fill := func(m map[string]any) {
+		for _, k := range keys {
+			if _, ok := m[k]; !ok {
+				m[k] = nil
+			}
+		}
+	}
+	if list {
+		var ms []map[string]any
+		if json.Unmarshal(b, &ms) != nil {
+			return b
+		}
+		for _, m := range ms {
+			fill(m)
+		}
+		if out, err := json.Marshal(ms); err == nil {
+			return out
+		}
+		return b
+	}
+	var m map[string]any
+	if json.Unmarshal(b, &m) != nil {
+		return b
+	}
+	fill(m)
+	if out, err := json.Marshal(m); err == nil {
+		return out
+	}
+	return b
 }

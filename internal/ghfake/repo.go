@@ -33,6 +33,7 @@ type Repo struct {
 	comments  map[int64]*comment
 	workflows map[string]*workflow
 	runs      []*run
+	actions   actionsState // concurrency groups, Actions settings (jobs.go)
 
 	// Settings, rules, checks and mergeability (settings.go, protection.go,
 	// checks.go, pulls.go).

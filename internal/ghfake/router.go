@@ -251,6 +251,7 @@ func (f *Fake) run(c *rc) {
 	if c.status == 0 {
 		c.status = http.StatusOK
 	}
+	setLocation(c)
 	if c.r.Method == http.MethodGet && c.status == http.StatusOK {
 		sum := sha256.Sum256(c.out)
 		etag := `"` + hex.EncodeToString(sum[:]) + `"`
@@ -544,6 +545,7 @@ func (c *rc) json(status int, v any) {
 		c.fail(http.StatusInternalServerError, "ghfake: encoding response: "+err.Error())
 		return
 	}
+	b = withRequiredNulls(v, b)
 	c.status = status
 	c.hdr.Set("Content-Type", "application/json; charset=utf-8")
 	c.out = b

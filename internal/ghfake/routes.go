@@ -48,7 +48,12 @@ func (f *Fake) registerRoutes() {
 
 	// Pull requests.
 	f.add("GET "+repo+"/pulls", f.listPulls, ro{perm: pullsRead})
-	f.add("POST "+repo+"/pulls", f.createPull, ro{creates: true, perm: pullsWrite})
+	// GitHub Actions may open PRs only where the repository allows it.
+	f.add("POST "+repo+"/pulls", func(c *rc) {
+		if !f.actionsMayNotCreatePR(c) {
+			f.createPull(c)
+		}
+	}, ro{creates: true, perm: pullsWrite})
 	f.add("GET "+repo+"/pulls/{number}", f.getPull, ro{perm: pullsRead})
 	f.add("PATCH "+repo+"/pulls/{number}", f.editPull, ro{creates: true, perm: pullsWrite, role: "read"})
 	f.add("PUT "+repo+"/pulls/{number}/merge", f.mergePull, ro{creates: true, perm: contentsW})
@@ -62,6 +67,7 @@ func (f *Fake) registerRoutes() {
 	f.add("POST "+repo+"/actions/workflows/{workflow_id}/dispatches", f.dispatch, ro{creates: true, perm: actionsW})
 	f.add("GET "+repo+"/actions/workflows/{workflow_id}/runs", f.listWorkflowRuns, ro{perm: actionsR})
 	f.add("GET "+repo+"/actions/runs/{run_id}", f.getRun, ro{perm: actionsR})
+	f.add("GET "+repo+"/actions/runs/{run_id}/jobs", f.listRunJobs, ro{perm: actionsR})
 	f.add("POST "+repo+"/actions/runs/{run_id}/cancel", f.cancelRun, ro{creates: true, perm: actionsW})
 
 	// Branches, protection, rulesets, checks and statuses (protection.go).
