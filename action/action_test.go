@@ -51,7 +51,7 @@ func newUnitWith(t *testing.T, config string) *unit {
 	_, err = repo.Push(e2eOwner, "main", map[string]string{"README.md": "# widgets\n", "seed.txt": "ok\n", ".github/bazinga.yml": config}, "Initial commit")
 	require.NoError(t, err)
 	f.SetPermission("alice", "write")
-	f.AddToken(e2eBotTok, f.BotLogin(), ghfake.Bot)
+	require.NoError(t, f.AddAppToken(e2eBotTok, "../app.yml"))
 	// The real agent workflow: its jobs' tokens carry exactly their
 	// permissions (readToken, writeToken).
 	require.NoError(t, f.AddWorkflowFileFrom(e2eFull, agentWorkflowFile))

@@ -271,7 +271,7 @@ func TestE2EPushRefusedByProtection(t *testing.T) {
 func playAppModeUntilPaused(t *testing.T, w *world) string {
 	t.Helper()
 	f := w.f
-	f.AddToken(e2eBotTok, f.BotLogin(), ghfake.Bot)
+	require.NoError(t, f.AddAppToken(e2eBotTok, "../app.yml"))
 	tr := ghapi.NewTransport(http.DefaultTransport, ghapi.TransportOptions{APIPrefix: "/api/v3", Identity: "app"})
 	client, err := github.NewClient(&http.Client{Transport: tr}).WithAuthToken(e2eBotTok).WithEnterpriseURLs(f.APIURL(), f.URL()+"/api/uploads/")
 	require.NoError(t, err)

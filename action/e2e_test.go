@@ -752,7 +752,8 @@ func playAppModeWith(t *testing.T, config string, setup func(*world)) (*world, p
 		setup(w)
 	}
 	f := w.f
-	f.AddToken(e2eBotTok, f.BotLogin(), ghfake.Bot)
+	// The App's installation token carries exactly app.yml's permissions.
+	require.NoError(t, f.AddAppToken(e2eBotTok, "../app.yml"))
 
 	// The App: bot.New behind server.NewServer, over HTTP, webhooks signed.
 	tr := ghapi.NewTransport(http.DefaultTransport, ghapi.TransportOptions{APIPrefix: "/api/v3", Identity: "app"})

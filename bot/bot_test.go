@@ -107,7 +107,8 @@ func newCoreHarness(t testing.TB, o coreOpts) *coreHarness {
 	require.NoError(t, err)
 	_, err = repo.Push(coreOwner, "main", files, "Initial commit")
 	require.NoError(t, err)
-	f.AddToken(coreBotTok, f.BotLogin(), ghfake.Bot)
+	// The App's installation token carries exactly app.yml's permissions.
+	require.NoError(t, f.AddAppToken(coreBotTok, "../app.yml"))
 	f.SetPermission("alice", "write")
 	f.SetPermission("mallory", "read")
 	require.NoError(t, f.AddWorkflow(coreOwner+"/"+coreRepo, "bazinga-agent.yml", ghfake.Workflow{

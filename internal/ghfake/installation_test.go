@@ -2,6 +2,8 @@ package ghfake
 
 import (
 	"net/http"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/google/go-github/v66/github"
@@ -39,4 +41,29 @@ func TestListInstallationRepositories(t *testing.T) {
 	_, resp, err = f.Client("ghp_alice").Apps.ListRepos(t.Context(), nil)
 	require.Error(t, err)
 	assert.Equal(t, http.StatusForbidden, resp.StatusCode)
+}
+
+// TestAppPermissionsFromTheManifest: the App's token carries exactly the
+// manifest's default_permissions, and a bad manifest is a clear error.
+func TestAppPermissionsFromTheManifest(t *testing.T) {
+	perms, err := AppPermissions("../../app.yml")
+	require.NoError(t, err)
+	assert.Equal(t, "write", perms["actions"])
+	assert.Equal(t, "read", perms["checks"])
+	_, hasAdmin := perms["administration"]
+	assert.False(t, hasAdmin, "the App asks for no administration")
+
+	dir := t.TempDir()
+	for name, body := range map[string]string{
+		"none.yml":  "name: x\n",
+		"level.yml": "default_permissions:\n  contents: everything\n",
+		"yaml.yml":  "default_permissions: [\n",
+	} {
+		p := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(p, []byte(body), 0o644))
+		_, err := AppPermissions(p)
+		assert.Error(t, err, name)
+	}
+	_, err = AppPermissions(filepath.Join(dir, "missing.yml"))
+	assert.ErrorContains(t, err, "reading the App manifest")
 }
