@@ -48,12 +48,6 @@ type prMerger struct {
 	actionsOnly bool
 }
 
-// MergePR lands through the pull request (stepexec.PRMerger).
-func (m prMerger) MergePR(ctx context.Context, branch, base, head string) (gitops.FinishResult, error) {
-	fr, _, err := m.land(ctx, branch, base, head)
-	return fr, err
-}
-
 // land merges the pull request, or, on a base that requires up-to-date
 // heads while the tested head is behind it, brings the group branch up to
 // date with the tested merge and returns its commit (updated) instead: the

@@ -85,7 +85,7 @@ func TestPRMergerMethods(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			f := &landFake{base: tBase, found: true, pr: ghapi.PR{Number: 4, State: "open"}, settings: tc.settings, rules: tc.rules}
 			m := prMerger{gh: f, base: "main", pref: tc.pref, title: func(string) string { return "t" }}
-			fr, err := m.MergePR(context.Background(), "bazinga/1-A", tBase, tHead)
+			fr, _, err := m.land(context.Background(), "bazinga/1-A", tBase, tHead)
 			require.NoError(t, err)
 			if tc.reason != "" {
 				assert.Equal(t, gitops.MergeBlocked, fr.Outcome)
@@ -132,7 +132,7 @@ func TestPRMergerGuards(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			m := prMerger{gh: &tc.f, base: "main", title: func(string) string { return "t" }}
-			fr, err := m.MergePR(context.Background(), "bazinga/1-A", tBase, tHead)
+			fr, _, err := m.land(context.Background(), "bazinga/1-A", tBase, tHead)
 			require.NoError(t, err)
 			assert.Equal(t, tc.retry, fr.Retry)
 			if tc.retry {
@@ -148,7 +148,7 @@ func TestPRMergerGuards(t *testing.T) {
 	t.Run("auto tries the next method when a rule it could not read refuses one", func(t *testing.T) {
 		f := &methodFake{landFake: landFake{base: tBase, found: true, pr: open, settings: all}, refuse: map[string]string{
 			"merge": "Merge commits are not allowed on this branch."}}
-		fr, err := prMerger{gh: f, base: "main", title: func(string) string { return "t" }}.MergePR(context.Background(), "b", tBase, tHead)
+		fr, _, err := prMerger{gh: f, base: "main", title: func(string) string { return "t" }}.land(context.Background(), "b", tBase, tHead)
 		require.NoError(t, err)
 		assert.Equal(t, gitops.MergeSuccess, fr.Outcome)
 		assert.Equal(t, []string{tHead + " merge", tHead + " squash"}, f.merged)
@@ -156,14 +156,14 @@ func TestPRMergerGuards(t *testing.T) {
 		f = &methodFake{landFake: landFake{base: tBase, found: true, pr: open, settings: all}, refuse: map[string]string{
 			"merge": "Merge commits are not allowed on this branch.", "squash": "Merge method squash is not allowed by the ruleset.",
 			"rebase": "Base branch requires signed commits. Rebase merges cannot be automatically signed by GitHub"}}
-		fr, err = prMerger{gh: f, base: "main", title: func(string) string { return "t" }}.MergePR(context.Background(), "b", tBase, tHead)
+		fr, _, err = prMerger{gh: f, base: "main", title: func(string) string { return "t" }}.land(context.Background(), "b", tBase, tHead)
 		require.NoError(t, err)
 		assert.Equal(t, gitops.MergeBlocked, fr.Outcome)
 		assert.Contains(t, fr.Reason, "GitHub refused every merge method for pull request #4 (merge: Merge commits are not allowed")
 	})
 	t.Run("another error is an error", func(t *testing.T) {
 		f := landFake{base: tBase, found: true, pr: open, settings: all, mergeErr: errors.New("boom")}
-		_, err := prMerger{gh: &f, base: "main", title: func(string) string { return "t" }}.MergePR(context.Background(), "b", tBase, tHead)
+		_, _, err := prMerger{gh: &f, base: "main", title: func(string) string { return "t" }}.land(context.Background(), "b", tBase, tHead)
 		assert.ErrorContains(t, err, "boom")
 	})
 }
@@ -261,7 +261,7 @@ func TestPRMergerBringsUpToDate(t *testing.T) {
 	t.Run("without an update (stepexec's merger) it pauses with what to do", func(t *testing.T) {
 		f := &landFake{base: tBase, found: true, pr: open, settings: all, rules: ghapi.BranchRules{Strict: true}}
 		m := prMerger{gh: f, base: "main", title: func(string) string { return "t" }, behind: true}
-		fr, err := m.MergePR(context.Background(), "b", tBase, tHead)
+		fr, _, err := m.land(context.Background(), "b", tBase, tHead)
 		require.NoError(t, err)
 		assert.Equal(t, gitops.MergeBlocked, fr.Outcome)
 		assert.Contains(t, fr.Reason, "its head is not up to date with main")

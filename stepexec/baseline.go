@@ -46,16 +46,8 @@ func (e *Executor) startBaseline(ctx context.Context, s pipeline.Session, rep *R
 	}
 }
 
-// TakeBaseline runs the build and test commands on the head of the
+// takeBaseline runs the build and test commands on the head of the
 // session's base branch and says what failed there.
-func (e *Executor) TakeBaseline(ctx context.Context, s pipeline.Session) (pipeline.Baseline, error) {
-	b, err := e.takeBaseline(ctx, s)
-	if err != nil {
-		return pipeline.Baseline{}, err
-	}
-	return *b, nil
-}
-
 func (e *Executor) takeBaseline(ctx context.Context, s pipeline.Session) (*pipeline.Baseline, error) {
 	dir, cleanup, err := e.workdir("bazinga-baseline-")
 	if err != nil {

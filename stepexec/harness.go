@@ -87,12 +87,6 @@ func (e *Executor) merge(ctx context.Context, s pipeline.Session, st pipeline.St
 		// The gate runs here; the tested heads are landed by a job that
 		// runs no repository code.
 		req.Finish = e.HandOver.Tested
-	} else if e.Config.Merge.Method == pipeline.MergePullRequest && e.PullRequests != nil {
-		// The gate still tests merge(base, head) here; the pull request is
-		// then merged at exactly that head, if the base has not moved.
-		req.Finish = func(ctx context.Context, base, head plumbing.Hash) (gitops.FinishResult, error) {
-			return e.PullRequests.MergePR(ctx, g.Branch, base.String(), head.String())
-		}
 	}
 	lr, err := gitops.Land(ctx, req)
 	if err != nil {

@@ -37,20 +37,9 @@ type Executor struct {
 	Logger *slog.Logger
 	// Comments returns human comments to show a group's agents (optional).
 	Comments func(group string) []agent.UntrustedText
-	// PullRequests merges group pull requests for merge.method
-	// "pull-request"; without it (local mode has no pull requests) merges
-	// are pushed.
-	PullRequests PRMerger
 	// HandOver, when set, takes what would be pushed (GitHub mode; see
 	// HandOver). Local mode leaves it nil.
 	HandOver HandOver
-}
-
-// PRMerger merges a group's pull request through the forge's API.
-type PRMerger interface {
-	// MergePR merges the pull request of branch at exactly head, provided the
-	// base still points at base (the pair whose merge passed the gate).
-	MergePR(ctx context.Context, branch, base, head string) (gitops.FinishResult, error)
 }
 
 // Report is what a person may want to see about a step beyond its capsule.
