@@ -23,6 +23,9 @@ const (
 	OutcomeDuplicate = "duplicate"
 	OutcomePanicked  = "panicked"
 	OutcomeDropped   = "dropped"
+	// OutcomeRateLimited: a sweep whose only failures were GitHub rate
+	// limits; the sessions concerned wait for the reset by themselves.
+	OutcomeRateLimited = "rate_limited"
 )
 
 // latencyBuckets are the upper bounds (seconds) of the webhook request

@@ -18,6 +18,7 @@ import (
 	"golang.org/x/net/netutil"
 
 	"github.com/bazinga-bot/bazinga/bot"
+	"github.com/bazinga-bot/bazinga/ghapi"
 )
 
 // Processor is what the server feeds; the core's *Bot implements it.
@@ -213,6 +214,13 @@ func (s *Server) sweep(ctx context.Context) {
 		s.metrics.sweep(outcome)
 	}()
 	if err := s.p.Sweep(ctx); err != nil {
+		if reset, ok := onlyRateLimited(err); ok {
+			// Not a failure: the sessions it left wait for the reset and
+			// resume by themselves (bot records the wait).
+			outcome = OutcomeRateLimited
+			s.log.Warn("sweep rate-limited", "reset", reset.UTC().Format(time.RFC3339), "err", err, "duration", time.Since(start))
+			return
+		}
 		outcome = OutcomeFailed
 		s.log.Error("sweep failed", "err", err, "duration", time.Since(start))
 		return
@@ -433,4 +441,34 @@ func (s *Server) handleHealthz(w http.ResponseWriter, _ *http.Request) {
 		QueueCap   int    `json:"queue_capacity"`
 		InFlight   int    `json:"in_flight"`
 	}{"ok", s.QueueDepth(), s.cfg.QueueSize, s.q.running()})
+}
+
+// onlyRateLimited reports whether every error err joins is a GitHub rate
+// limit, and the latest reset among them.
+func onlyRateLimited(err error) (time.Time, bool) {
+	if rl, ok := err.(*ghapi.RateLimitedError); ok {
+		return rl.Reset, true
+	}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		var latest time.Time
+		found := false
+		for _, e := range j.Unwrap() {
+			if e == nil {
+				continue
+			}
+			r, ok := onlyRateLimited(e)
+			if !ok {
+				return time.Time{}, false
+			}
+			found = true
+			if r.After(latest) {
+				latest = r
+			}
+		}
+		return latest, found
+	}
+	if u := errors.Unwrap(err); u != nil {
+		return onlyRateLimited(u)
+	}
+	return time.Time{}, false
 }

@@ -937,3 +937,43 @@ func TestConnectionLimit(t *testing.T) {
 	resp.Body.Close()
 	assert.Equal(t, http.StatusOK, resp.StatusCode)
 }
+
+// sweepProcessor is a processor whose sweeps fail with err.
+type sweepProcessor struct {
+	noopProcessor
+	err error
+}
+
+func (p sweepProcessor) Sweep(context.Context) error { return p.err }
+
+// TestSweepOutcomes: a sweep whose only failures are rate limits is counted
+// and logged as rate-limited (the sessions wait for the reset by
+// themselves), not as failed; any other failure among them fails it.
+func TestSweepOutcomes(t *testing.T) {
+	reset := time.Date(2026, 3, 2, 15, 42, 0, 0, time.UTC)
+	limited := &ghapi.RateLimitedError{Identity: "installation/1", Resource: "core", Reset: reset}
+	later := &ghapi.RateLimitedError{Identity: "installation/2", Resource: "core", Reset: reset.Add(time.Hour)}
+	tests := []struct {
+		name    string
+		err     error
+		outcome string
+		log     string
+	}{
+		{"ok", nil, OutcomeProcessed, ""},
+		{"one rate limit", fmt.Errorf("sweep acme/widgets#1: %w", limited), OutcomeRateLimited, `"reset":"2026-03-02T15:42:00Z"`},
+		{"rate limits joined", errors.Join(fmt.Errorf("a: %w", limited), fmt.Errorf("b: %w", errors.Join(later))), OutcomeRateLimited, `"reset":"2026-03-02T16:42:00Z"`},
+		{"a rate limit and a failure", errors.Join(limited, errors.New("boom")), OutcomeFailed, `"msg":"sweep failed"`},
+		{"a failure", errors.New("boom"), OutcomeFailed, `"msg":"sweep failed"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var logs bytes.Buffer
+			s, err := NewServer(Config{WebhookSecret: []byte(testSecret)}, sweepProcessor{err: tt.err}, slog.New(slog.NewJSONHandler(&logs, nil)))
+			require.NoError(t, err)
+			s.sweep(context.Background())
+			metrics := serve(s, httptest.NewRequest(http.MethodGet, "/metrics", nil)).Body.String()
+			assert.Contains(t, metrics, `bazinga_sweeps_total{outcome="`+tt.outcome+`"} 1`)
+			assert.Contains(t, logs.String(), tt.log)
+		})
+	}
+}
