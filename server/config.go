@@ -18,6 +18,10 @@ const (
 	DefaultWorkers       = 4
 	DefaultQueueSize     = 1000
 	DefaultSweepInterval = 5 * time.Minute
+	// DefaultRateLimitWait and DefaultRateLimitReserve are ghapi's own
+	// defaults, stated here so that serve's settings show them.
+	DefaultRateLimitWait    = 90 * time.Second
+	DefaultRateLimitReserve = 20
 	// DefaultMaxBodyBytes caps a webhook body. GitHub allows payloads up to
 	// 25 MB, but the events bazinga subscribes to are kilobytes (an issue
 	// comment is at most 65,536 characters); 1 MiB leaves ample room and
@@ -61,6 +65,13 @@ type Config struct {
 	QueueSize     int
 	SweepInterval time.Duration
 	LogLevel      slog.Level
+	// RateLimitWait is the longest GitHub rate-limit wait a call sits out
+	// before the session pauses until the reset instead
+	// (ghapi.TransportOptions.MaxRateLimitWait); RateLimitReserve is how
+	// many requests of the primary limit are kept for saying why a session
+	// stops (TransportOptions.Reserve; -1: none).
+	RateLimitWait    time.Duration
+	RateLimitReserve int
 
 	MaxBodyBytes int64
 	// MaxBodyReads bounds concurrent webhook body reads; a request that
@@ -89,16 +100,18 @@ type Config struct {
 
 // Environment variables read by ConfigFromEnv.
 const (
-	EnvAppID          = "BAZINGA_APP_ID"
-	EnvPrivateKey     = "BAZINGA_PRIVATE_KEY"
-	EnvPrivateKeyPath = "BAZINGA_PRIVATE_KEY_PATH"
-	EnvWebhookSecret  = "BAZINGA_WEBHOOK_SECRET"
-	EnvGitHubURL      = "BAZINGA_GITHUB_URL"
-	EnvListen         = "BAZINGA_LISTEN"
-	EnvWorkers        = "BAZINGA_WORKERS"
-	EnvQueueSize      = "BAZINGA_QUEUE_SIZE"
-	EnvSweepInterval  = "BAZINGA_SWEEP_INTERVAL"
-	EnvLogLevel       = "BAZINGA_LOG_LEVEL"
+	EnvAppID            = "BAZINGA_APP_ID"
+	EnvPrivateKey       = "BAZINGA_PRIVATE_KEY"
+	EnvPrivateKeyPath   = "BAZINGA_PRIVATE_KEY_PATH"
+	EnvWebhookSecret    = "BAZINGA_WEBHOOK_SECRET"
+	EnvGitHubURL        = "BAZINGA_GITHUB_URL"
+	EnvListen           = "BAZINGA_LISTEN"
+	EnvWorkers          = "BAZINGA_WORKERS"
+	EnvQueueSize        = "BAZINGA_QUEUE_SIZE"
+	EnvSweepInterval    = "BAZINGA_SWEEP_INTERVAL"
+	EnvRateLimitWait    = "BAZINGA_RATE_LIMIT_WAIT"
+	EnvRateLimitReserve = "BAZINGA_RATE_LIMIT_RESERVE"
+	EnvLogLevel         = "BAZINGA_LOG_LEVEL"
 	// EnvCredentialsFile names the file the setup page writes the App's
 	// credentials to and ConfigFromEnv falls back to (default
 	// bazinga-app.env in the working directory).
@@ -134,6 +147,8 @@ const EnvHelp = `Environment:
   BAZINGA_WORKERS           webhook workers (default 4)
   BAZINGA_QUEUE_SIZE        webhook queue capacity; full → 503 (default 1000)
   BAZINGA_SWEEP_INTERVAL    period of the active-session sweep, e.g. 5m (default 5m)
+  BAZINGA_RATE_LIMIT_WAIT   longest GitHub rate-limit wait sat out before a session pauses until the reset (default 90s, at most 15m)
+  BAZINGA_RATE_LIMIT_RESERVE requests of the hourly limit kept to say why a session stops (default 20; -1: none)
   BAZINGA_LOG_LEVEL         debug | info | warn | error (default info)
   BAZINGA_TOKEN_EXCHANGE    on | off: POST /token gives a privileged job of an installed repository an App token
                             for its OIDC token (default on)
@@ -266,6 +281,17 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		}
 	}
 
+	c.RateLimitWait = DefaultRateLimitWait
+	if v := get(EnvRateLimitWait); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < time.Second || d > 15*time.Minute {
+			errs = append(errs, fmt.Errorf("%s must be a duration from 1s to 15m such as 90s, got %q", EnvRateLimitWait, v))
+		} else {
+			c.RateLimitWait = d
+		}
+	}
+	c.RateLimitReserve = intVar(EnvRateLimitReserve, DefaultRateLimitReserve, -1, 1000)
+
 	if v := get(EnvLogLevel); v != "" {
 		if err := c.LogLevel.UnmarshalText([]byte(v)); err != nil {
 			errs = append(errs, fmt.Errorf("%s must be debug, info, warn or error, got %q", EnvLogLevel, v))
@@ -382,6 +408,8 @@ func (c Config) LogValue() slog.Value {
 		slog.Int("workers", c.Workers),
 		slog.Int("queue_size", c.QueueSize),
 		slog.Duration("sweep_interval", c.SweepInterval),
+		slog.Duration("rate_limit_wait", c.RateLimitWait),
+		slog.Int("rate_limit_reserve", c.RateLimitReserve),
 		slog.String("log_level", c.LogLevel.String()),
 		slog.String("credentials_file", c.CredentialsFile),
 		slog.String("public_url", c.PublicURL),

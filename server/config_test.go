@@ -33,6 +33,8 @@ func TestConfigFromEnvDefaults(t *testing.T) {
 	assert.Equal(t, 1000, c.QueueSize)
 	assert.Equal(t, 5*time.Minute, c.SweepInterval)
 	assert.Equal(t, slog.LevelInfo, c.LogLevel)
+	assert.Equal(t, 90*time.Second, c.RateLimitWait)
+	assert.Equal(t, 20, c.RateLimitReserve)
 }
 
 func TestConfigFromEnvAll(t *testing.T) {
@@ -42,6 +44,7 @@ func TestConfigFromEnvAll(t *testing.T) {
 		EnvAppID: "9", EnvPrivateKeyPath: keyFile, EnvWebhookSecret: "x",
 		EnvGitHubURL: "https://ghe.example.com/", EnvListen: "127.0.0.1:9000",
 		EnvWorkers: "16", EnvQueueSize: "50", EnvSweepInterval: "90s", EnvLogLevel: "debug",
+		EnvRateLimitWait: "5m", EnvRateLimitReserve: "-1",
 	}))
 	require.NoError(t, err)
 	assert.Equal(t, "https://ghe.example.com/api/v3/", c.APIURL)
@@ -52,6 +55,8 @@ func TestConfigFromEnvAll(t *testing.T) {
 	assert.Equal(t, 50, c.QueueSize)
 	assert.Equal(t, 90*time.Second, c.SweepInterval)
 	assert.Equal(t, slog.LevelDebug, c.LogLevel)
+	assert.Equal(t, 5*time.Minute, c.RateLimitWait)
+	assert.Equal(t, -1, c.RateLimitReserve)
 }
 
 func TestConfigFromEnvEscapedNewlines(t *testing.T) {
@@ -101,6 +106,9 @@ func TestConfigFromEnvErrors(t *testing.T) {
 		{"bad queue", with(EnvQueueSize, "-1"), EnvQueueSize},
 		{"bad sweep", with(EnvSweepInterval, "soon"), EnvSweepInterval},
 		{"sweep too short", with(EnvSweepInterval, "1ms"), EnvSweepInterval},
+		{"bad rate-limit wait", with(EnvRateLimitWait, "forever"), EnvRateLimitWait},
+		{"rate-limit wait too long", with(EnvRateLimitWait, "1h"), EnvRateLimitWait},
+		{"bad reserve", with(EnvRateLimitReserve, "-5"), EnvRateLimitReserve},
 		{"bad level", with(EnvLogLevel, "chatty"), EnvLogLevel},
 	}
 	for _, tc := range tests {

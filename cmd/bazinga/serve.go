@@ -147,7 +147,8 @@ func browsable(a net.Addr) string {
 // serve builds the client factory, the bot and the server, and runs until
 // ctx ends.
 func serve(ctx context.Context, cfg server.Config, logger *slog.Logger) error {
-	factory, err := ghapi.NewClientFactory(cfg.App(), nil, ghapi.TransportOptions{Logger: logger})
+	factory, err := ghapi.NewClientFactory(cfg.App(), nil, ghapi.TransportOptions{Logger: logger,
+		MaxRateLimitWait: cfg.RateLimitWait, Reserve: cfg.RateLimitReserve})
 	if err != nil {
 		return fmt.Errorf("github clients: %w", err)
 	}
