@@ -147,6 +147,13 @@ type world struct {
 	// actionInputs are the bazinga action's inputs (action.yml) with
 	// their defaults.
 	actionInputs map[string]string
+	// oidc, when set, is the runner's OIDC token service: a job whose
+	// permissions grant id-token: write gets its request variables, as on
+	// GitHub (the token exchange of the privileged jobs).
+	oidc *ghfake.OIDCIssuer
+	// jobIdentity is the login the privileged jobs post results as
+	// (github.job_identity); "" is github-actions[bot].
+	jobIdentity string
 
 	mu        sync.Mutex
 	running   int
@@ -272,6 +279,9 @@ func (w *world) playJob(ctx context.Context, j ghfake.JobRun) {
 		return
 	}
 	env = append(env, "GITHUB_JOB="+j.Spec.ID, "PATH="+os.Getenv("PATH"), "HOME="+os.Getenv("HOME"), "TMPDIR="+os.TempDir())
+	if w.oidc != nil && started.Permissions["id-token"] == "write" {
+		env = append(env, w.oidc.JobEnv(started.Run)...)
+	}
 	w.mu.Lock()
 	vars := map[string]any{}
 	for k, v := range w.vars {
@@ -681,7 +691,11 @@ func (w *world) assertVerified(issue int, trust codec.StateTrust) pipeline.Sessi
 	for _, n := range where {
 		for _, c := range w.repo.Comments(n) {
 			if rec, ok := codec.ParseResultComment(c.GetBody()); ok {
-				assert.Equal(t, ghfake.ActionsLogin, c.GetUser().GetLogin())
+				author := w.jobIdentity
+				if author == "" {
+					author = ghfake.ActionsLogin
+				}
+				assert.Equal(t, author, c.GetUser().GetLogin())
 				assert.NotContains(t, results, rec.Step, "one result per step")
 				assert.NotEmpty(t, rec.RunURL)
 				results[rec.Step] = rec

@@ -1,0 +1,204 @@
+package action_test
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/bazinga-bot/bazinga/codec"
+	"github.com/bazinga-bot/bazinga/ghapi"
+	"github.com/bazinga-bot/bazinga/internal/ghfake"
+	"github.com/bazinga-bot/bazinga/internal/testkey"
+	"github.com/bazinga-bot/bazinga/pipeline"
+	"github.com/bazinga-bot/bazinga/server"
+)
+
+// Action-only mode on a protected base whose required check ci/test comes
+// from the repository's CI (issue 11 items 3, 4, 7), with the real example
+// workflows: CI runs on a push or an API-opened PR unless a GITHUB_TOKEN
+// made it, as on GitHub.
+//
+//   - With every job on its GITHUB_TOKEN the group branches never get the
+//     check: the session waits for it and pauses after merge.checks_timeout
+//     naming it, and nothing reaches main.
+//   - With the repository variable BAZINGA_TOKEN_EXCHANGE_URL set (the
+//     example's publish and land jobs pass it as token-exchange-url), those
+//     jobs exchange their OIDC token with `bazinga serve` for an App token:
+//     their pushes start CI, the check passes on each group head, and the
+//     group PRs are merged through the API at their tested heads.
+func TestE2EActionOnlyRequiredCheck(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		exchange bool
+	}{
+		{"GITHUB_TOKEN: CI never runs, the session pauses", false},
+		{"token exchange: the privileged jobs act as the App", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			config := e2eConfig
+			if tc.exchange {
+				// The orchestrator stays github-actions[bot] (the example's
+				// reconcile job has no exchange); the results the App posts
+				// are trusted through github.job_identity.
+				config += "github:\n  job_identity: bazinga[bot]\n"
+			} else {
+				// Short, so the test sees the timeout (the default is 2h).
+				config += "merge:\n  checks_timeout: 2s\n"
+			}
+			w := newWorldWith(t, config)
+			f := w.f
+			w.actionOnly()
+			require.NoError(t, w.repo.Protect("main", ghfake.Protection{RequirePR: true, RequiredChecks: []string{"ci/test"}}))
+			require.NoError(t, w.repo.AddCI(ghfake.CI{Name: "ci/test"}))
+			if tc.exchange {
+				require.Equal(t, "bazinga[bot]", f.BotLogin(), "the login job_identity names")
+				w.oidc = ghfake.StartOIDC(t, f)
+				w.vars["BAZINGA_TOKEN_EXCHANGE_URL"] = startTokenExchange(t, f, w.oidc)
+				w.jobIdentity = f.BotLogin()
+			}
+			mainBefore, ok := w.repo.Ref("refs/heads/main")
+			require.True(t, ok)
+
+			issue, err := w.repo.CreateIssue("alice", "Write a.txt and b.txt", "Both must say ok.")
+			require.NoError(t, err)
+			require.NoError(t, w.repo.LabelIssue("alice", issue, "bazinga"))
+			sweeps := 0
+			label := w.wait(issue, 40*time.Second, func() {
+				sweeps++
+				_, _ = f.TriggerSchedule(e2eFull, "bazinga.yml")
+			})
+			w.settle()
+			var log strings.Builder
+			for _, c := range w.repo.Comments(issue) {
+				log.WriteString(c.GetBody())
+			}
+			trust := codec.StateTrust{PublicKey: e2eActionOnlyKey, Authors: []string{ghfake.ActionsLogin}}
+
+			if !tc.exchange {
+				if !assert.Equal(t, "bazinga:paused", label) {
+					w.dump(issue)
+				}
+				s := actionOnlyState(t, w, issue, trust)
+				require.Equal(t, pipeline.SessionPaused, s.Status, s.Reason)
+				assert.Contains(t, s.Reason, "(ci/test on ")
+				assert.Contains(t, s.Reason, "merge.checks_timeout 2s")
+				assert.Contains(t, log.String(), "waiting for required checks: ci/test")
+				// Nothing reached main, no PR was merged, and CI never ran on
+				// a group head: every push was the jobs' GITHUB_TOKEN's.
+				mainAfter, _ := w.repo.Ref("refs/heads/main")
+				assert.Equal(t, mainBefore, mainAfter, "nothing was pushed to main")
+				prs := w.repo.PRs()
+				assert.Len(t, prs, 2, "one PR per group")
+				for _, pr := range prs {
+					assert.False(t, pr.GetMerged(), "PR #%d", pr.GetNumber())
+				}
+				for _, g := range s.Groups {
+					require.NotEmpty(t, g.Head, "group %s", g.ID)
+					assert.Empty(t, w.repo.CheckRuns(g.Head), "group %s's head %s has no check run", g.ID, g.Head)
+				}
+				for _, c := range f.Calls() {
+					if c.Method == http.MethodPut && strings.HasSuffix(c.Route, "/pulls/{number}/merge") {
+						t.Errorf("a merge was attempted: %s %s (%d)", c.Method, c.Path, c.Status)
+					}
+				}
+				assertPushers(t, f, ghfake.ActionsLogin)
+				t.Logf("paused after %d sweeps: %s", sweeps, s.Reason)
+				return
+			}
+
+			if label != "bazinga:done" {
+				w.dump(issue)
+			}
+			require.Equal(t, "bazinga:done", label)
+			s := w.assertVerified(issue, trust)
+			w.assertJobs(s)
+			// assertVerified checked each PR merged at the head the engine
+			// recorded for its group; CI passed on exactly that head.
+			for _, g := range s.Groups {
+				runs := w.repo.CheckRuns(g.Head)
+				require.Len(t, runs, 1, "group %s's head %s has the CI's check run", g.ID, g.Head)
+				assert.Equal(t, "ci/test", runs[0].GetName())
+				assert.Equal(t, "success", runs[0].GetConclusion())
+				// The orchestrator read that head's checks before the merge.
+				read := false
+				for _, c := range f.Calls() {
+					if c.Method == http.MethodGet && strings.HasSuffix(c.Path, "/commits/"+g.Head+"/check-runs") && c.Status == http.StatusOK && c.Login == ghfake.ActionsLogin {
+						read = true
+					}
+				}
+				assert.True(t, read, "group %s: the orchestrator read the check runs of %s", g.ID, g.Head)
+			}
+			// Both merges went through the API, as the App, with nothing
+			// refused; every push was the App's (the orchestrator's
+			// github-actions[bot] only creates branches and opens PRs).
+			merges := 0
+			for _, c := range f.Calls() {
+				if c.Method == http.MethodPut && strings.HasSuffix(c.Route, "/pulls/{number}/merge") {
+					merges++
+					assert.Equal(t, http.StatusOK, c.Status, "merge %s", c.Path)
+					assert.Equal(t, f.BotLogin(), c.Login, "merge %s", c.Path)
+				}
+			}
+			assert.Equal(t, 2, merges)
+			assertPushers(t, f, f.BotLogin())
+			for _, pr := range w.repo.PRs() {
+				assert.Equal(t, ghfake.ActionsLogin, pr.GetUser().GetLogin(), "PR #%d is opened by the orchestrator", pr.GetNumber())
+			}
+			// Each privileged job exchanged its own OIDC token.
+			exchanged := 0
+			for _, j := range w.jobsCopy() {
+				if j.command == "publish" || j.command == "land" {
+					exchanged++
+					assert.Contains(t, j.output, "acting as "+f.BotLogin()+" with an App token for "+e2eFull, "%s job of run %d", j.command, j.run.ID)
+				}
+			}
+			assert.Positive(t, exchanged)
+		})
+	}
+}
+
+// startTokenExchange starts `bazinga serve`'s POST /token for the fake's
+// App, trusting the fake OIDC issuer, and returns its URL.
+func startTokenExchange(t *testing.T, f *ghfake.Fake, o *ghfake.OIDCIssuer) string {
+	t.Helper()
+	factory, err := ghapi.NewClientFactory(ghapi.App{ID: f.AppID(), PrivateKey: testkey.PEM(t), APIURL: f.APIURL()}, f.Transport(),
+		ghapi.TransportOptions{MaxRetries: -1, MaxRateLimitRetries: -1})
+	require.NoError(t, err)
+	x, err := server.NewTokenExchange(server.TokenExchangeConfig{Issuer: o.URL()},
+		server.TokenExchangeOptions{GitHub: server.FactoryGitHub{F: factory}, Login: f.BotLogin()})
+	require.NoError(t, err)
+	srv := httptest.NewServer(x)
+	t.Cleanup(srv.Close)
+	return srv.URL + server.TokenPath
+}
+
+// actionOnlyState is the session as the orchestrator's tracking comment
+// holds it.
+func actionOnlyState(t *testing.T, w *world, issue int, trust codec.StateTrust) pipeline.Session {
+	t.Helper()
+	var comments []ghapi.Comment
+	for _, c := range w.repo.Comments(issue) {
+		comments = append(comments, ghapi.Comment{ID: c.GetID(), Author: c.GetUser().GetLogin(), AuthorType: c.GetUser().GetType(), Body: c.GetBody()})
+	}
+	st, _, err := codec.FindState(comments, ghapi.RepoRef{Owner: e2eOwner, Name: e2eName}, issue, trust)
+	require.NoError(t, err)
+	return st.Session
+}
+
+// assertPushers: every git push (receive-pack) was made by login.
+func assertPushers(t *testing.T, f *ghfake.Fake, login string) {
+	t.Helper()
+	pushes := 0
+	for _, c := range f.GitCalls() {
+		if c.Method == http.MethodPost && strings.HasSuffix(c.Path, "/git-receive-pack") {
+			pushes++
+			assert.Equal(t, login, c.Login, "push %d", c.Seq)
+		}
+	}
+	assert.Positive(t, pushes, "the jobs pushed")
+}
