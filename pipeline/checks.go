@@ -196,7 +196,7 @@ func (r *reconciler) checksTimeouts() {
 		}
 		if waited := r.now.Sub(c.Since); waited > limit {
 			r.pause(fmt.Sprintf("the required checks of group %s (%s on %s) are still pending after %s (merge.checks_timeout %s); see why they do not run or finish, then /bazinga resume",
-				g.ID, checkNames(c.Pending, c.Required), shortSHA(c.Head), waited.Round(time.Minute), limit))
+				g.ID, checkNames(c.Pending, c.Required), shortSHA(c.Head), roundWait(waited), limit))
 		}
 	}
 }
@@ -219,4 +219,13 @@ func checkNames(names, fallback []string) string {
 		return "(unnamed)"
 	}
 	return strings.Join(names, ", ")
+}
+
+// roundWait rounds a wait for people: to the minute from a minute on, to
+// the second below (a timeout of seconds must not read "after 0s").
+func roundWait(d time.Duration) time.Duration {
+	if d >= time.Minute {
+		return d.Round(time.Minute)
+	}
+	return d.Round(time.Second)
 }

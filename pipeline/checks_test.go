@@ -108,6 +108,8 @@ func TestRequiredChecksGateTheMerge(t *testing.T) {
 		assert.Equal(t, SessionRunning, h.s.Status)
 		assert.Equal(t, WaitChecks, h.group("A").Wait)
 		assert.Equal(t, h.now, h.group("A").RequiredChecks.Since)
+		assert.Equal(t, 2*time.Second, roundWait(2*time.Second+300*time.Millisecond), "a wait under a minute reads in seconds")
+		assert.Equal(t, 61*time.Minute, roundWait(61*time.Minute+20*time.Second))
 		h.reconcile(ChecksEvent("s1", "A", "h1", ciReport(ChecksPassed)))
 		assert.Equal(t, RoleMerge, h.inFlight("A").Role)
 	})
