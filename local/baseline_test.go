@@ -181,3 +181,24 @@ func TestParseBaselineReply(t *testing.T) {
 		}
 	}
 }
+
+// A red baseline and the plan checkpoint share the terminal: the baseline is
+// asked first (the session is paused), then the plan, one line each.
+func TestRedBaselineThenPlanCheckpoint(t *testing.T) {
+	repo := gitRepo(t, map[string]string{"README.md": "x\n", ".github/bazinga.yml": "checkpoints: [plan]\n"})
+	agentCmd, state := writeAgent(t, planAgent)
+	t.Setenv("STATE", state)
+	test := "test -f hello.txt"
+	var out bytes.Buffer
+	res, err := Run(context.Background(), Options{Repo: repo, Requirements: "greet", AgentCommand: agentCmd, TestCommand: &test,
+		PassEnv: []string{"STATE"}, Out: &out, Terminal: true, Input: strings.NewReader("a\na\n")})
+	require.NoError(t, err, out.String())
+	require.True(t, res.Verified(), "%s: %s\n%s", res.Status, res.Reason, out.String())
+	assert.Equal(t, "terminal", res.Session.Baseline.AcceptedBy)
+	assert.Equal(t, []string{"plan-1 approved:terminal revised: "}, passed(res.Session))
+	text := out.String()
+	bl, plan := strings.Index(text, baselineQuestion), strings.Index(text, `Approve the plan? Type "a"`)
+	require.GreaterOrEqual(t, bl, 0, text)
+	assert.Greater(t, plan, bl, "the baseline first, then the plan")
+	assert.FileExists(t, filepath.Join(repo, "hello.txt"))
+}
