@@ -140,7 +140,7 @@ func (j *job) publish(ctx context.Context) int {
 		State: pipeline.StepDone, Result: &res}))
 	j.log.Info("result posted", "status", res.Status.String(), "on", where)
 	j.out.set(in.step, res.Status.String(), res.Summary)
-	rep := stepexec.Report{Files: filesOf(res), Usage: rec.Usage}
+	rep := stepexec.Report{Files: filesOf(res), Usage: rec.Usage, Harness: rec.Harness}
 	if t, ok := strings.CutPrefix(rec.Note, "tests: "); ok {
 		rep.Tests = t
 	}

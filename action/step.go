@@ -308,7 +308,76 @@ func renderSummary(st pipeline.Step, rep stepexec.Report, res *pipeline.Result, 
 	if rep.Usage != nil && !rep.Usage.IsZero() {
 		row("Usage", cell(rep.Usage.Detail()))
 	}
+	// --- baseline and harness-run checks (issue 13 items 1 and 4) ---
+	if h := rep.Harness; h != nil {
+		if h.Baseline != nil {
+			row("Baseline", baselineCell(*h.Baseline))
+		}
+		if len(h.Checks) > 0 {
+			row("Checks", checksCell(h.Checks))
+		}
+	}
 	return b.String()
+}
+
+// baselineCell says what the baseline this step took found: the commit,
+// green or red, the failing tests by name (or that only the exit status is
+// known), and how failures were told apart.
+func baselineCell(bl pipeline.Baseline) string {
+	verdict := "**red**"
+	if bl.Green {
+		verdict = "green"
+	}
+	s := fmt.Sprintf("%s at `%s` (%s)", verdict, cell(shortCommit(bl.Commit)), cell(bl.Identity.String()))
+	if bl.Green {
+		return s
+	}
+	const shown = 10 // a summary row stays readable; the state keeps them all
+	switch {
+	case len(bl.Failed) > 0:
+		names := make([]string, 0, min(len(bl.Failed), shown))
+		for _, n := range bl.Failed[:min(len(bl.Failed), shown)] {
+			names = append(names, "`"+strings.ReplaceAll(cell(n), "`", "'")+"`")
+		}
+		s += " — failing: " + strings.Join(names, ", ")
+		if more := len(bl.Failed) - shown; more > 0 {
+			s += fmt.Sprintf(" and %d more", more)
+		}
+		if bl.Unnamed {
+			s += ", and failures without a test name"
+		}
+	default:
+		s += " — exit status only: no failing test named"
+	}
+	return s
+}
+
+// checksCell lists each harness-run check: pass or fail, required or
+// optional, and the harness's one line about the run.
+func checksCell(cs []pipeline.CheckOutcome) string {
+	lines := make([]string, 0, len(cs))
+	for _, c := range cs {
+		verdict, need := "✓ pass", "optional"
+		if !c.Passed {
+			verdict = "✗ **fail**"
+		}
+		if c.Required {
+			need = "required"
+		}
+		l := fmt.Sprintf("`%s` %s (%s)", strings.ReplaceAll(cell(c.Name), "`", "'"), verdict, need)
+		if c.Summary != "" {
+			l += " — " + cell(c.Summary)
+		}
+		lines = append(lines, l)
+	}
+	return strings.Join(lines, "<br>")
+}
+
+func shortCommit(sha string) string {
+	if len(sha) > 12 {
+		return sha[:12]
+	}
+	return sha
 }
 
 func cells(lines []string) string {

@@ -68,6 +68,8 @@ func (r *runner) reply(rep termReply) []pipeline.Event {
 			return nil // answered or timed out meanwhile; an empty line waits for the fallback
 		}
 		return []pipeline.Event{pipeline.CommandEvent(r.s.ID, "terminal", pipeline.Command{Kind: pipeline.CommandAnswer, Text: rep.line})}
+	case "baseline":
+		return r.baselineReply(id, rep.line)
 	case "checkpoint":
 		cp := r.s.Checkpoint
 		if cp == nil || cp.ID != id {

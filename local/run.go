@@ -104,6 +104,8 @@ type runner struct {
 	askedCP string
 	// noInput is set once the terminal's input ended.
 	noInput bool
+	// askedBL is the commit of the red baseline last put to the human.
+	askedBL string
 }
 
 // termReply is one line read from the terminal for a prompt (key names it).
@@ -436,7 +438,15 @@ func (r *runner) loop(ctx context.Context) (Outcome, error) {
 	}
 	for {
 		r.view.progress(r.s)
-		if r.s.Status.Terminal() || (r.s.Status == pipeline.SessionPaused && len(r.running) == 0) {
+		if r.s.Status.Terminal() {
+			break
+		}
+		r.askBaseline()
+		if r.s.Status == pipeline.SessionPaused && len(r.running) == 0 && !r.awaitsBaseline() {
+			if baselineWaits(r.s) {
+				// A red baseline and nobody here to accept it: stop, saved.
+				r.view.baselineStop(r.s, r.opts.Repo, r.askedBL == r.s.Baseline.Commit)
+			}
 			break
 		}
 		if r.s.Clarification != nil && (!r.opts.Terminal || r.opts.Input == nil) {
@@ -536,7 +546,7 @@ func (r *runner) interrupt() {
 }
 
 func (r *runner) outcome() Outcome {
-	return Outcome{ID: r.s.ID, Status: r.s.Status, Reason: r.s.Reason, Session: r.s}
+	return Outcome{ID: r.s.ID, Status: r.s.Status, Reason: localReason(r.s), Session: r.s}
 }
 
 // newSessionID names a session after its start time, unique in the repository.

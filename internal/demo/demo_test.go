@@ -46,7 +46,7 @@ func TestDemoScenarioEndToEnd(t *testing.T) {
 	assert.Contains(t, text, "🧑 (scripted human) reads plan-1: 3 groups, 3 success criteria; approves it.")
 	assert.Contains(t, text, "plan-1 approved by reviewer: the work starts.")
 	assert.Less(t, strings.Index(text, "plan-1 approved by reviewer"), strings.Index(text, "Group A [developer/haiku]"))
-	assert.Contains(t, text, "🔨 Group A [developer/haiku] PARTIAL | Subtract written | tests still missing → developer")
+	assert.Contains(t, text, "🔨 Group A [developer/haiku] PARTIAL | Subtract written | tests still missing | $0.0210 · 13.2k tokens → developer")
 	assert.Contains(t, text, "🧪 Group A [qa/sonnet] FAIL")
 	assert.Contains(t, text, "👔 Group A [tech_lead/opus] CHANGES_REQUESTED")
 	assert.Contains(t, text, "MERGE_CONFLICT")
@@ -66,7 +66,30 @@ func TestDemoScenarioEndToEnd(t *testing.T) {
 	assert.Contains(t, text, "↳ baseline: the tests pass on main@")
 	// --- end checks ---
 
+	// --- cost (issue 13 item 5) ---
+	// Every agent step of the scenario reports its usage (a "usage" object
+	// in its result, as a result file may carry it): the capsules show each
+	// step's cost and tokens, the summary a USAGE column per group and the
+	// session's total. The harness's own steps (merges, validation) cost
+	// nothing. The demo sets no cost limit, so it never pauses for one.
+	assert.Contains(t, text, "📋 Session [pm/opus] PLANNING_COMPLETE | 3 groups over 2 phases | A subtract, B multiply in parallel; C describe after both | $0.4120 · 30.1k tokens → groups A, B, C\n")
+	assert.Contains(t, text, "🛠️ Group A [senior/sonnet] READY_FOR_QA | resolved the Operations conflict | kept both operations | $0.0830 · 15.9k tokens → qa\n")
+	assert.Contains(t, text, "👔 Group C [tech_lead/opus] APPROVED_WITH_NOTES | fine; consider caching | $0.2030 · 12.5k tokens → merge\n")
+	assert.Contains(t, text, "📋 Session [pm/opus] BAZINGA | all groups merged | every criterion met | $0.1870 · 24.8k tokens → validate\n")
+	assert.Regexp(t, `🔀 Group B \[merge/harness\] MERGE_SUCCESS \| merged as [0-9a-f]{12}; tests pass in [^|$]*; checks: gofmt pass → merged\n`, text)
+	assert.Regexp(t, `🏁 Session \[validate/sonnet\] ACCEPT \| 3 group\(s\) merged into main \| tests pass on main \([0-9a-f]{12}\) \| 3 criteria met with evidence → done\n`, text)
+	assert.Contains(t, text, "\nGROUP  NAME      STAGE   STEPS  USAGE                   LAST\n"+
+		"A      subtract  merged  13     $1.08 · 145.7k tokens   🔀 Group A [merge/harness] MERGE_SUCCESS")
+	assert.Contains(t, text, "\nB      multiply  merged  5      $0.2660 · 42.0k tokens  🔀 Group B [merge/harness] MERGE_SUCCESS")
+	assert.Contains(t, text, "\nC      describe  merged  4      $0.2640 · 33.2k tokens  🔀 Group C [merge/harness] MERGE_SUCCESS")
+	assert.Contains(t, text, "\n_      session   done    3      $0.5990 · 55.0k tokens  \n")
+	assert.Contains(t, text, "\nUsage: $2.21 · 275.8k tokens (in 231.8k, out 19.6k, cache read 24.4k).\n")
+	assert.NotContains(t, text, "paused", "no cost limit: the demo never pauses")
+	// --- end cost ---
+
 	s := res.Session
+	// The 20 agent steps, each priced; the harness steps report nothing.
+	assert.Equal(t, pipeline.Usage{CostMicros: 2_212_000, InputTokens: 231_800, OutputTokens: 19_640, CacheReadTokens: 24_400, Steps: 20, Priced: 20}, s.Usage)
 	require.Len(t, s.PassedCheckpoints, 1)
 	assert.Equal(t, "reviewer", s.PassedCheckpoints[0].ApprovedBy)
 	for _, g := range s.Groups {
