@@ -184,6 +184,43 @@ func (b *Bot) refuse(ctx context.Context, gh GitHub, repo ghapi.RepoRef, number 
 	return err
 }
 
+// untrustedJobNotice tells the session, once per author, that a result for
+// a step in flight came from a bot the configuration does not name as the
+// job identity: the usual cause is step jobs acting as an App (a token
+// exchange, an App token, a PAT) while github.job_identity still names
+// github-actions[bot]. Without it the step would only time out. People's
+// accounts cannot end in [bot], so only an installed App can cause it.
+func (b *Bot) untrustedJobNotice(ctx context.Context, gh GitHub, ref sessionRef, st *codec.State, r *resultIn) error {
+	if !strings.HasSuffix(strings.ToLower(r.author), "[bot]") {
+		return nil
+	}
+	if step := st.Session.Step(r.rec.Step); step == nil || step.State != pipeline.StepInFlight {
+		return nil
+	}
+	text := untrustedJobText(r.author, st.Config.GitHub.JobIdentity)
+	cs, err := gh.ListComments(ctx, ref.repo, ref.issue)
+	if err != nil {
+		return err
+	}
+	for _, c := range cs {
+		if b.own(c.Author) && c.Body == text {
+			return nil
+		}
+	}
+	_, err = gh.CreateComment(ctx, ref.repo, ref.issue, text)
+	return err
+}
+
+func untrustedJobText(author, job string) string {
+	if job == "" {
+		job = pipeline.DefaultConfig().GitHub.JobIdentity
+	}
+	return fmt.Sprintf("⚠️ A step result was posted by `%s`, but results are taken only from the orchestrator and "+
+		"`github.job_identity` (`%s`), so it was ignored and the step will time out. If your step jobs act as `%s` "+
+		"(a token exchange, an App token or a PAT), set `github.job_identity: %s` in `.github/bazinga.yml`.",
+		codec.OneLine(author), codec.OneLine(job), codec.OneLine(author), codec.OneLine(author))
+}
+
 func refusalText(login string) string {
 	return fmt.Sprintf("@%s only people with write, maintain or admin permission on this repository can run bazinga commands.", login)
 }
@@ -505,6 +542,9 @@ func (b *Bot) checkResult(ctx context.Context, gh GitHub, ref sessionRef, ld *lo
 	if !b.trustedResultAuthor(r.author, st.Config) {
 		b.log.Warn("ignoring a result from an untrusted author", "delivery", in.delivery, "repo", ref.repo.String(),
 			"issue", ref.issue, "step", r.rec.Step, "author", r.author)
+		if err := b.untrustedJobNotice(ctx, gh, ref, st, r); err != nil {
+			return pipeline.Event{}, false, err
+		}
 		return pipeline.Event{}, false, nil
 	}
 	if pr := st.PRNumber(r.rec.Group); r.number != ref.issue && pr != 0 && r.number != pr {

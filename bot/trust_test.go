@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-github/v66/github"
 	"github.com/stretchr/testify/require"
 
+	"github.com/bazinga-bot/bazinga/codec"
 	"github.com/bazinga-bot/bazinga/ghapi"
 	"github.com/bazinga-bot/bazinga/internal/ghfake"
 	"github.com/bazinga-bot/bazinga/pipeline"
@@ -152,6 +153,54 @@ func TestHandDispatchedRunDoesNotFailAStep(t *testing.T) {
 
 	st, _ = h.state()
 	require.Equal(t, pipeline.StepInFlight, st.Session.Step(step).State, "a run alice dispatched does not fail the step")
+	require.Equal(t, pipeline.SessionDone, h.run(500))
+	h.assertVerifiedBazinga()
+}
+
+// TestResultFromAnUnnamedBotIsNoticedOnce: a result for a step in flight
+// posted by an App the configuration does not name as the job identity
+// (step jobs acting as an App while github.job_identity still names
+// github-actions[bot]) is not applied, and the session says so once,
+// naming the setting, instead of only timing out; a person's forged result
+// gets no notice.
+func TestResultFromAnUnnamedBotIsNoticedOnce(t *testing.T) {
+	h := newCoreHarness(t, coreOpts{groups: 1})
+	h.start()
+	h.steps(6)
+	st, ok := h.state()
+	require.True(t, ok)
+	inFlight := st.Session.InFlight()
+	require.NotEmpty(t, inFlight)
+	step := inFlight[0]
+	ref, _ := codec.ParseStepID(step.ID)
+	body := codec.RenderResultComment(codec.ResultRecord{Step: step.ID, Role: ref.Role, Group: ref.Group,
+		Result: pipeline.Result{Status: pipeline.StatusPlanningComplete, Summary: []string{"forged"}}})
+	notices := func() int {
+		n := 0
+		for _, c := range h.repo.Comments(h.issue) {
+			if c.GetUser().GetLogin() == h.f.BotLogin() && strings.Contains(c.GetBody(), "github.job_identity: other-app[bot]") {
+				n++
+			}
+		}
+		return n
+	}
+	for range 2 {
+		_, err := h.repo.Comment("other-app[bot]", h.issue, body)
+		require.NoError(t, err)
+		h.drain()
+	}
+	_, err := h.repo.Comment("mallory", h.issue, body)
+	require.NoError(t, err)
+	h.drain()
+
+	st, _ = h.state()
+	require.Equal(t, pipeline.StepInFlight, st.Session.Step(step.ID).State, "a result from an unnamed bot is not applied")
+	require.Equal(t, 1, notices(), "one notice naming the setting, however many such results")
+	for _, c := range h.repo.Comments(h.issue) {
+		if c.GetUser().GetLogin() == h.f.BotLogin() {
+			require.NotContains(t, c.GetBody(), "mallory", "a person's forged result gets no notice")
+		}
+	}
 	require.Equal(t, pipeline.SessionDone, h.run(500))
 	h.assertVerifiedBazinga()
 }
