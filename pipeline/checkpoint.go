@@ -82,11 +82,9 @@ func (r *reconciler) checkpoints(phase int) {
 			s.Status = r.liveStatus()
 		}
 	}
-	started := false
-	for _, g := range s.Groups {
-		started = started || g.Started
-	}
-	if r.cfg.HasCheckpoint(CheckpointPlan) && len(s.Groups) > 0 && !started && s.PlanRev > 0 && !s.approved(planCheckpointID(s.PlanRev)) {
+	// A plan waits once: approved, or sent back (its groups gone), it does
+	// not open again; the pm's next plan is a new revision.
+	if r.cfg.HasCheckpoint(CheckpointPlan) && len(s.Groups) > 0 && !anyStarted(s.Groups) && s.PlanRev > 0 && s.passed(planCheckpointID(s.PlanRev)) == nil {
 		r.open(Checkpoint{ID: planCheckpointID(s.PlanRev), Kind: CheckpointPlan, Step: s.Lead.Last},
 			fmt.Sprintf("The plan (%s) waits for approval before any work starts: %s.", planCheckpointID(s.PlanRev), r.planCounts()))
 		return
@@ -226,7 +224,19 @@ func (r *reconciler) feedback(who, text string) {
 	done := *cp
 	done.RevisedBy, done.Feedback = who, text
 	r.pass(done)
-	s.Groups, s.SuccessCriteria, s.Mode = nil, nil, ModeSimple
+	// The plan under review goes back; a group a human merged meanwhile
+	// (nothing started: the plan still waited) stays, since its work is on
+	// the base, and the new plan adds to it as a plan mid-session does.
+	var kept []Group
+	for _, g := range s.Groups {
+		if g.Stage == StageMerged {
+			kept = append(kept, g)
+		}
+	}
+	s.Groups = kept
+	if len(kept) == 0 {
+		s.SuccessCriteria, s.Mode = nil, ModeSimple
+	}
 	if s.Status == SessionRunning || s.Status == SessionAwaitingInput && s.Clarification == nil {
 		s.Status = SessionPlanning
 	}

@@ -433,3 +433,33 @@ func TestParseConfigCheckpoints(t *testing.T) {
 	assert.True(t, checkpointConfig(CheckpointPhase).HasCheckpoint(CheckpointPhase))
 	assert.False(t, checkpointConfig(CheckpointPhase).HasCheckpoint(CheckpointPlan))
 }
+
+// Found by FuzzReconcile: feedback on a plan must not drop a group whose
+// PR a human merged while the plan waited — its work is on the base; only
+// the plan under review goes back to the pm, and the new plan adds to what
+// stays (and waits for approval as a new revision).
+func TestPlanFeedbackKeepsGroupsThatEnded(t *testing.T) {
+	h := newHarness(t, checkpointConfig(CheckpointPlan))
+	h.plan(pg("A", 1), pg("B", 1))
+	assertHeldAt(t, h, "plan-1")
+	h.reconcile(Event{Kind: EventPRClosed, Session: "s1", Group: "A", Actor: "carol", Merged: true, Commit: "byhand"})
+	require.Equal(t, StageMerged, h.group("A").Stage)
+
+	h.reconcile(CommandEvent("s1", "alice", Command{Kind: CommandAnswer, Text: "Drop B."}))
+	require.Len(t, h.s.Groups, 1, "B (never started) goes back with the plan; merged A stays")
+	assert.Equal(t, StageMerged, h.group("A").Stage)
+	pm := h.inFlight(LeadGroup)
+	assert.Equal(t, RolePM, pm.Role)
+	assert.False(t, pm.Baseline, "a base with merged work is not the session's starting base")
+
+	// The new plan adds to merged A and waits, as plan-2, for approval.
+	h.report(LeadGroup, StatusPlanningComplete, planJSON(pg("C", 1)), "replanned")
+	require.NotNil(t, h.s.Checkpoint)
+	assert.Equal(t, "plan-2", h.s.Checkpoint.ID)
+	assert.Equal(t, SessionAwaitingInput, h.s.Status)
+	assert.Empty(t, h.s.InFlight())
+	assert.Equal(t, WaitCheckpoint, h.group("C").Wait)
+	h.reconcile(approveCmd("bob", ""))
+	assert.Equal(t, RoleDeveloper, h.inFlight("C").Role)
+	assert.Equal(t, StageMerged, h.group("A").Stage)
+}

@@ -50,7 +50,21 @@ func runProgram(t *testing.T, program []byte) {
 		step := func(evs []Event) {
 			s2, acts := Reconcile(s, evs, now, cfg)
 			if err := checkTransition(transition{before: s, events: evs, now: now, cfg: cfg, after: s2, acts: acts}); err != nil {
-				t.Fatalf("promise broken: %v\nevents: %+v", err, evs)
+				var cmds []string
+				for _, ev := range evs {
+					if ev.Command != nil {
+						cmds = append(cmds, fmt.Sprintf("%+v", *ev.Command))
+					}
+				}
+				var before, after []string
+				for _, g := range s.Groups {
+					before = append(before, g.ID+":"+g.Stage.String())
+				}
+				for _, g := range s2.Groups {
+					after = append(after, g.ID+":"+g.Stage.String())
+				}
+				t.Fatalf("promise broken: %v\nevents: %+v\ncommands: %v\ngroups before %v, after %v (status %s → %s)",
+					err, evs, cmds, before, after, s.Status, s2.Status)
 			}
 			s = s2
 		}

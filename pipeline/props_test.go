@@ -627,7 +627,8 @@ func checkBaselineTransition(tr transition, dispatched []Step, humanRestart bool
 	}
 	for _, st := range dispatched {
 		if st.Baseline && (st.Role != RolePM || merged || tr.before.Baseline != nil || tr.cfg.Tests.Baseline == BaselineOff) {
-			fail("step %s asked to take a baseline", st.ID)
+			fail("step %s asked to take a baseline (role %s, a group merged %v, baseline already %v, tests.baseline %q)",
+				st.ID, st.Role, merged, tr.before.Baseline != nil, tr.cfg.Tests.Baseline)
 		}
 	}
 }

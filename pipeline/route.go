@@ -469,8 +469,11 @@ func (r *reconciler) applyContinue(st *Step, d continueDecision) string {
 			return r.want(&s.Lead, nil, StepSpec{Role: RolePM, Purpose: PurposeCoordinate, From: st.ID,
 				Feedback: "The groups you added could not be used: " + err.Error()})
 		}
-		if len(s.Groups) == 0 {
-			s.PlanRev++ // planned from nothing: a plan checkpoint holds it too
+		if !anyStarted(s.Groups) {
+			// Planned before any work started (from nothing, or after a plan
+			// was sent back while a group ended by hand): a plan
+			// checkpoint holds it too.
+			s.PlanRev++
 		}
 		s.Groups = append(s.Groups, groups...)
 		for _, g := range groups {
@@ -631,4 +634,14 @@ func (r *reconciler) completionSummary() string {
 		fmt.Fprintf(&b, "\n- %s %s: %s", g.ID, g.Name, g.Stage)
 	}
 	return b.String()
+}
+
+// anyStarted reports whether any group started work.
+func anyStarted(groups []Group) bool {
+	for _, g := range groups {
+		if g.Started {
+			return true
+		}
+	}
+	return false
 }
