@@ -548,6 +548,31 @@ func cfgMaxDurationKey(path string, field func(*Config) *Duration, max time.Dura
 }
 
 func cfgEnvKey(path string, field func(*Config) *[]string, comment string) cfgKey {
+	return cfgListKey(path, field, comment, cfgList[string]{
+		wantList: "want a list of environment variable names",
+		wantItem: "want an environment variable name",
+		parse:    func(v string) (string, string) { return v, cfgCheckEnvName(v) },
+		check:    cfgCheckEnvName,
+		name:     func(v string) string { return v },
+	})
+}
+
+// cfgList describes a list key of distinct strings: what is wanted (for
+// errors), how an item parses (a value, or a message naming what is wrong),
+// how a value is checked again (Validate), and its name in the file.
+type cfgList[T comparable] struct {
+	wantList, wantItem string
+	parse              func(string) (T, string)
+	check              func(T) string
+	name               func(T) string
+	// flow writes the list inline even when it has items ([plan, phase]);
+	// an empty list is always written [] rather than a bare key.
+	flow bool
+}
+
+// cfgListKey is a key holding a list of distinct values; an item listed
+// twice is an error naming both lines.
+func cfgListKey[T comparable](path string, field func(*Config) *[]T, comment string, l cfgList[T]) cfgKey {
 	return cfgKey{
 		path:    path,
 		comment: comment,
@@ -557,56 +582,57 @@ func cfgEnvKey(path string, field func(*Config) *[]string, comment string) cfgKe
 				if n.Kind == yaml.ScalarNode && n.ShortTag() == "!!str" {
 					hint = fmt.Sprintf(" (write a list: [%s])", n.Value)
 				}
-				return cfgErrs(n.Line, path, "want a list of environment variable names, got %s%s", cfgDescribe(n), hint)
+				return cfgErrs(n.Line, path, "%s, got %s%s", l.wantList, cfgDescribe(n), hint)
 			}
 			var (
-				errs  []*ConfigError
-				names []string
-				seen  = map[string]int{}
+				errs   []*ConfigError
+				values []T
+				seen   = map[T]int{}
 			)
 			for _, e := range n.Content {
 				e = cfgResolve(e)
 				if e.Kind != yaml.ScalarNode || e.ShortTag() != "!!str" {
-					errs = append(errs, cfgErrs(e.Line, path, "want an environment variable name, got %s", cfgDescribe(e))...)
+					errs = append(errs, cfgErrs(e.Line, path, "%s, got %s", l.wantItem, cfgDescribe(e))...)
 					continue
 				}
-				if msg := cfgCheckEnvName(e.Value); msg != "" {
+				v, msg := l.parse(e.Value)
+				if msg != "" {
 					errs = append(errs, cfgErrs(e.Line, path, "%s", msg)...)
 					continue
 				}
-				if first, dup := seen[e.Value]; dup {
+				if first, dup := seen[v]; dup {
 					errs = append(errs, cfgErrs(e.Line, path, "%q is listed twice (lines %d and %d)", e.Value, first, e.Line)...)
 					continue
 				}
-				seen[e.Value] = e.Line
-				names = append(names, e.Value)
+				seen[v] = e.Line
+				values = append(values, v)
 			}
 			if len(errs) > 0 {
 				return errs
 			}
-			*field(c) = names // nil when the list is empty, so a round trip is exact
+			*field(c) = values // nil when the list is empty, so a round trip is exact
 			return nil
 		},
 		check: func(c *Config) []string {
 			var msgs []string
-			seen := map[string]bool{}
-			for _, name := range *field(c) {
-				if msg := cfgCheckEnvName(name); msg != "" {
+			seen := map[T]bool{}
+			for _, v := range *field(c) {
+				if msg := l.check(v); msg != "" {
 					msgs = append(msgs, msg)
-				} else if seen[name] {
-					msgs = append(msgs, fmt.Sprintf("%q is listed twice", name))
+				} else if seen[v] {
+					msgs = append(msgs, fmt.Sprintf("%q is listed twice", l.name(v)))
 				}
-				seen[name] = true
+				seen[v] = true
 			}
 			return msgs
 		},
 		encode: func(c *Config) *yaml.Node {
 			seq := &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq"}
-			if len(*field(c)) == 0 {
+			if l.flow || len(*field(c)) == 0 {
 				seq.Style = yaml.FlowStyle // "env: []" rather than a bare "env:"
 			}
-			for _, name := range *field(c) {
-				seq.Content = append(seq.Content, cfgStringNode(name))
+			for _, v := range *field(c) {
+				seq.Content = append(seq.Content, cfgStringNode(l.name(v)))
 			}
 			return seq
 		},
@@ -622,72 +648,28 @@ func cfgCheckpointsKey(path string, field func(*Config) *[]CheckpointKind, comme
 		known = append(known, k.String())
 	}
 	want := "want a list of checkpoints: " + strings.Join(known, ", ")
-	return cfgKey{
-		path:    path,
-		comment: comment,
-		decode: func(c *Config, n *yaml.Node, path string) []*ConfigError {
-			if n.Kind != yaml.SequenceNode {
-				hint := ""
-				if n.Kind == yaml.ScalarNode && n.ShortTag() == "!!str" {
-					hint = fmt.Sprintf(" (write a list: [%s])", n.Value)
-				}
-				return cfgErrs(n.Line, path, "%s, got %s%s", want, cfgDescribe(n), hint)
+	return cfgListKey(path, field, comment, cfgList[CheckpointKind]{
+		wantList: want,
+		wantItem: want,
+		parse: func(v string) (CheckpointKind, string) {
+			k, err := ParseCheckpointKind(v)
+			if err == nil && k != CheckpointNone {
+				return k, ""
 			}
-			var (
-				errs  []*ConfigError
-				kinds []CheckpointKind
-				seen  = map[CheckpointKind]int{}
-			)
-			for _, e := range n.Content {
-				e = cfgResolve(e)
-				if e.Kind != yaml.ScalarNode || e.ShortTag() != "!!str" {
-					errs = append(errs, cfgErrs(e.Line, path, "%s, got %s", want, cfgDescribe(e))...)
-					continue
-				}
-				k, err := ParseCheckpointKind(e.Value)
-				if err != nil || k == CheckpointNone {
-					msg := fmt.Sprintf("unknown checkpoint %q (known: %s)", e.Value, strings.Join(known, ", "))
-					if best := cfgClosest(e.Value, known); best != "" {
-						msg = fmt.Sprintf("unknown checkpoint %q; did you mean %q?", e.Value, best)
-					}
-					errs = append(errs, cfgErrs(e.Line, path, "%s", msg)...)
-					continue
-				}
-				if first, dup := seen[k]; dup {
-					errs = append(errs, cfgErrs(e.Line, path, "%q is listed twice (lines %d and %d)", e.Value, first, e.Line)...)
-					continue
-				}
-				seen[k] = e.Line
-				kinds = append(kinds, k)
+			if best := cfgClosest(v, known); best != "" {
+				return k, fmt.Sprintf("unknown checkpoint %q; did you mean %q?", v, best)
 			}
-			if len(errs) > 0 {
-				return errs
-			}
-			*field(c) = kinds // nil when the list is empty, so a round trip is exact
-			return nil
+			return k, fmt.Sprintf("unknown checkpoint %q (known: %s)", v, strings.Join(known, ", "))
 		},
-		check: func(c *Config) []string {
-			var msgs []string
-			seen := map[CheckpointKind]bool{}
-			for _, k := range *field(c) {
-				switch {
-				case k != CheckpointPlan && k != CheckpointPhase:
-					msgs = append(msgs, fmt.Sprintf("unknown checkpoint %s (known: %s)", k, strings.Join(known, ", ")))
-				case seen[k]:
-					msgs = append(msgs, fmt.Sprintf("%q is listed twice", k.String()))
-				}
-				seen[k] = true
+		check: func(k CheckpointKind) string {
+			if k != CheckpointPlan && k != CheckpointPhase {
+				return fmt.Sprintf("unknown checkpoint %s (known: %s)", k, strings.Join(known, ", "))
 			}
-			return msgs
+			return ""
 		},
-		encode: func(c *Config) *yaml.Node {
-			seq := &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq", Style: yaml.FlowStyle}
-			for _, k := range *field(c) {
-				seq.Content = append(seq.Content, cfgStringNode(k.String()))
-			}
-			return seq
-		},
-	}
+		name: CheckpointKind.String,
+		flow: true,
+	})
 }
 
 // --- value checks (shared by ParseConfig and Validate) ----------------------
