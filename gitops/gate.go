@@ -242,22 +242,8 @@ func runTests(ctx context.Context, dir string, cfg GateConfig) (GateResult, erro
 	if err != nil {
 		return GateResult{}, fmt.Errorf("test gate: running %q: %w", cfg.Command, err)
 	}
-	res := GateResult{Duration: pr.Duration, Output: out.String(), Truncated: out.Truncated(), ExitCode: pr.ExitCode}
-	switch {
-	case pr.TimedOut:
-		res.TestsOutcome, res.ExitCode = GateTimeout, -1
-		res.Note = fmt.Sprintf("timed out after %s", cfg.Timeout)
-	case pr.Cancelled:
-		res.TestsOutcome, res.ExitCode = GateTimeout, -1
-		res.Note = "cancelled: " + ctx.Err().Error()
-	case pr.Signal != 0:
-		res.TestsOutcome = GateFail
-		res.Note = "killed by " + pr.Signal.String()
-	case pr.ExitCode != 0:
-		res.TestsOutcome = GateFail
-	default:
-		res.TestsOutcome = GatePass
-	}
+	res := GateResult{Duration: pr.Duration, Output: out.String(), Truncated: out.Truncated()}
+	res.TestsOutcome, res.ExitCode, res.Note = commandOutcome(ctx, pr, cfg.Timeout)
 	res.Outcome = res.TestsOutcome
 	switch {
 	case cfg.JUnit != "":
@@ -341,21 +327,23 @@ func RunCheck(ctx context.Context, dir string, c Check, defTimeout, grace time.D
 	if err != nil {
 		return res, fmt.Errorf("check %s: running %q: %w", c.Name, c.Command, err)
 	}
-	res.Duration, res.Output, res.ExitCode = pr.Duration, out.String(), pr.ExitCode
+	res.Duration, res.Output = pr.Duration, out.String()
+	res.Outcome, res.ExitCode, res.Note = commandOutcome(ctx, pr, timeout)
+	return res, nil
+}
+
+// commandOutcome judges a test or check command as it ended: a timeout or
+// cancellation (exit code -1), a kill by a signal, a non-zero exit or a pass.
+func commandOutcome(ctx context.Context, pr proc.Result, timeout time.Duration) (GateOutcome, int, string) {
 	switch {
 	case pr.TimedOut:
-		res.Outcome, res.ExitCode = GateTimeout, -1
-		res.Note = fmt.Sprintf("timed out after %s", timeout)
+		return GateTimeout, -1, fmt.Sprintf("timed out after %s", timeout)
 	case pr.Cancelled:
-		res.Outcome, res.ExitCode = GateTimeout, -1
-		res.Note = "cancelled: " + ctx.Err().Error()
+		return GateTimeout, -1, "cancelled: " + ctx.Err().Error()
 	case pr.Signal != 0:
-		res.Outcome = GateFail
-		res.Note = "killed by " + pr.Signal.String()
+		return GateFail, pr.ExitCode, "killed by " + pr.Signal.String()
 	case pr.ExitCode != 0:
-		res.Outcome = GateFail
-	default:
-		res.Outcome = GatePass
+		return GateFail, pr.ExitCode, ""
 	}
-	return res, nil
+	return GatePass, pr.ExitCode, ""
 }
