@@ -10,8 +10,8 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"time"
 
+	"github.com/bazinga-bot/bazinga/ghapi"
 	"github.com/sethvargo/go-githubactions"
 )
 
@@ -82,56 +82,44 @@ func checkExchangeURL(raw string) error {
 	return fmt.Errorf("%q must be https (the job's OIDC token is sent to it)", raw)
 }
 
-// exchanged is the exchange's answer.
-type exchanged struct {
-	Token       string            `json:"token"`
-	ExpiresAt   time.Time         `json:"expires_at"`
-	Repository  string            `json:"repository"`
-	Permissions map[string]string `json:"permissions"`
-	Login       string            `json:"login"`
-}
-
 // exchangeToken requests the job's OIDC token from the runner (as
 // @actions/core's getIDToken does), exchanges it at in.exchangeURL and
 // returns the App's installation token, masked in the log.
-func exchangeToken(ctx context.Context, client *http.Client, gha *githubactions.Action, getenv func(string) string, in inputs) (exchanged, error) {
+func exchangeToken(ctx context.Context, client *http.Client, gha *githubactions.Action, getenv func(string) string, in inputs) (ghapi.ExchangedToken, error) {
 	idToken, err := requestIDToken(ctx, client, getenv(EnvIDTokenRequestURL), getenv(EnvIDTokenRequestToken), in.exchangeAudience)
 	if err != nil {
-		return exchanged{}, fmt.Errorf("requesting the job's OIDC token: %w", err)
+		return ghapi.ExchangedToken{}, fmt.Errorf("requesting the job's OIDC token: %w", err)
 	}
 	gha.AddMask(idToken)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, in.exchangeURL, nil)
 	if err != nil {
-		return exchanged{}, err
+		return ghapi.ExchangedToken{}, err
 	}
 	req.Header.Set("Authorization", "Bearer "+idToken)
 	req.Header.Set("Accept", "application/json")
 	resp, err := client.Do(req)
 	if err != nil {
-		return exchanged{}, fmt.Errorf("token exchange at %s: %w", in.exchangeURL, err)
+		return ghapi.ExchangedToken{}, fmt.Errorf("token exchange at %s: %w", in.exchangeURL, err)
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxExchangeBody))
 	if err != nil {
-		return exchanged{}, fmt.Errorf("token exchange at %s: %w", in.exchangeURL, err)
+		return ghapi.ExchangedToken{}, fmt.Errorf("token exchange at %s: %w", in.exchangeURL, err)
 	}
 	if resp.StatusCode/100 != 2 {
-		var refusal struct {
-			Error   string `json:"error"`
-			Message string `json:"message"`
-		}
+		var refusal ghapi.ExchangeRefusal
 		if json.Unmarshal(body, &refusal) == nil && refusal.Message != "" {
-			return exchanged{}, fmt.Errorf("the token exchange at %s refused (%s, check %s): %s", in.exchangeURL, resp.Status, refusal.Error, refusal.Message)
+			return ghapi.ExchangedToken{}, fmt.Errorf("the token exchange at %s refused (%s, check %s): %s", in.exchangeURL, resp.Status, refusal.Error, refusal.Message)
 		}
-		return exchanged{}, fmt.Errorf("the token exchange at %s answered %s", in.exchangeURL, resp.Status)
+		return ghapi.ExchangedToken{}, fmt.Errorf("the token exchange at %s answered %s", in.exchangeURL, resp.Status)
 	}
-	var out exchanged
+	var out ghapi.ExchangedToken
 	if err := json.Unmarshal(body, &out); err != nil || out.Token == "" {
-		return exchanged{}, fmt.Errorf("the token exchange at %s answered no token", in.exchangeURL)
+		return ghapi.ExchangedToken{}, fmt.Errorf("the token exchange at %s answered no token", in.exchangeURL)
 	}
 	gha.AddMask(out.Token)
 	if out.Repository != "" && !strings.EqualFold(out.Repository, in.repo.String()) {
-		return exchanged{}, fmt.Errorf("the token exchange gave a token for %s, not %s", out.Repository, in.repo)
+		return ghapi.ExchangedToken{}, fmt.Errorf("the token exchange gave a token for %s, not %s", out.Repository, in.repo)
 	}
 	return out, nil
 }

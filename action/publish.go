@@ -140,7 +140,7 @@ func (j *job) publish(ctx context.Context) int {
 		State: pipeline.StepDone, Result: &res}))
 	j.log.Info("result posted", "status", res.Status.String(), "on", where)
 	j.out.set(in.step, res.Status.String(), res.Summary)
-	rep := stepexec.Report{Files: filesOf(res), Usage: rec.Usage, Harness: rec.Harness}
+	rep := stepexec.Report{Files: stepexec.FilesChanged(res), Usage: rec.Usage, Harness: rec.Harness}
 	if t, ok := strings.CutPrefix(rec.Note, "tests: "); ok {
 		rep.Tests = t
 	}
@@ -533,14 +533,4 @@ func short(h string) string {
 		return h[:12]
 	}
 	return h
-}
-
-func filesOf(res pipeline.Result) []string {
-	var h struct {
-		Files []string `json:"files_changed"`
-	}
-	if len(res.Handoff) > 0 {
-		_ = json.Unmarshal(res.Handoff, &h)
-	}
-	return h.Files
 }

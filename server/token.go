@@ -321,21 +321,6 @@ func (x *TokenExchange) match(repo, wref, def string, anyRef bool) (workflowEntr
 	return workflowEntry{}, false
 }
 
-// tokenResponse is the exchange's answer.
-type tokenResponse struct {
-	Token       string            `json:"token"`
-	ExpiresAt   time.Time         `json:"expires_at"`
-	Repository  string            `json:"repository"`
-	Permissions map[string]string `json:"permissions"`
-	Login       string            `json:"login,omitempty"`
-}
-
-// tokenRefusal is the body of a refused exchange.
-type tokenRefusal struct {
-	Error   string `json:"error"`
-	Message string `json:"message"`
-}
-
 func (x *TokenExchange) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
@@ -499,7 +484,7 @@ func (x *TokenExchange) exchange(w http.ResponseWriter, r *http.Request, c *JobC
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(http.StatusCreated)
-	_ = json.NewEncoder(w).Encode(tokenResponse{Token: tok.GetToken(), ExpiresAt: tok.GetExpiresAt().Time,
+	_ = json.NewEncoder(w).Encode(ghapi.ExchangedToken{Token: tok.GetToken(), ExpiresAt: tok.GetExpiresAt().Time,
 		Repository: c.Repository, Permissions: perms, Login: x.login})
 }
 
@@ -534,7 +519,7 @@ func (x *TokenExchange) refuse(w http.ResponseWriter, r *http.Request, status in
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(tokenRefusal{Error: check.String(), Message: msg})
+	_ = json.NewEncoder(w).Encode(ghapi.ExchangeRefusal{Error: check.String(), Message: msg})
 }
 
 // grantable is want cut down to what the installation holds (a lower

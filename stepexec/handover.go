@@ -46,6 +46,10 @@ type Change struct {
 // Bazinga-Step trailer, which gitops adds).
 func CommitMessage(st pipeline.Step, res pipeline.Result) string { return commitMessage(st, res) }
 
+// FilesChanged is the files_changed list of a result's handoff (what the
+// step's report shows).
+func FilesChanged(res pipeline.Result) []string { return filesChanged(res) }
+
 // handOverChange gives the working copy's commit to the HandOver.
 func (e *Executor) handOverChange(ctx context.Context, repo *git.Repository, branch string, start plumbing.Hash, existed bool, merge *gitops.WorkingMerge) error {
 	head, err := repo.Head()
