@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -45,6 +46,9 @@ type RunnerConfig struct {
 	// Command is the agent command template, split like a shell, with
 	// {model}, {role} and {prompt_file} filled in per argument.
 	Command string
+	// CLI names the agent CLI (agent.cli): "" or "auto" recognises it from
+	// the command's program; "generic" is any other command.
+	CLI string
 	// Timeout bounds one step (default 30m). On expiry the agent and every
 	// process it started get SIGTERM, then SIGKILL after KillGrace.
 	Timeout time.Duration
@@ -54,14 +58,39 @@ type RunnerConfig struct {
 	// PassEnv names harness environment variables passed to the agent
 	// (e.g. ANTHROPIC_API_KEY). Unset names are skipped.
 	PassEnv []string
-	// OutputCap is how many bytes of stdout and of stderr are kept, the
-	// tail (default 1 MiB each).
+	// OutputCap is how many bytes of stdout and of stderr are kept to show
+	// (the tail, default 1 MiB each). The result is read from the whole
+	// output as it streams, whatever its size.
 	OutputCap int
 	// TempDir is where per-step directories for the prompt and result files
 	// are made (default os.TempDir()). It must be outside the working copy,
 	// so the harness does not commit them.
 	TempDir string
+	// TranscriptDir, when set, keeps each step's whole output there
+	// (<step>.stdout and <step>.stderr, up to MaxTranscriptBytes each).
+	TranscriptDir string
+	// MaxTurns and MaxBudgetUSD are caps passed to CLIs that take them, so
+	// the CLI stops itself (0: none).
+	MaxTurns     int
+	MaxBudgetUSD float64
+	// Retries is how many more times a run that failed on a likely-transient
+	// model API error (overloaded, rate limited, 5xx) is tried, after
+	// RetryBackoff, doubled each time (defaults 2 and 30s; -1: no retry).
+	Retries      int
+	RetryBackoff time.Duration
+	// Sandboxed says the harness runs on a throwaway machine (an Actions
+	// runner), where a CLI's unsandboxed mode may be used as root.
+	Sandboxed bool
 }
+
+// MaxTranscriptBytes bounds each stream of a kept transcript.
+const MaxTranscriptBytes = 256 << 20
+
+// Defaults of the transient-error retry.
+const (
+	DefaultRetries      = 2
+	DefaultRetryBackoff = 30 * time.Second
+)
 
 // Runner runs agent steps. It holds no per-step state and is safe for
 // concurrent use.
@@ -69,6 +98,7 @@ type Runner struct {
 	args    []string
 	cfg     RunnerConfig
 	passEnv []string
+	driver  Driver
 }
 
 // StepSpec is one step to run.
@@ -91,9 +121,18 @@ type Outcome struct {
 	// timeout's SIGTERM and was killed.
 	Killed bool
 	// NoResult is true when the agent produced nothing parsable and either
-	// printed nothing at all, crashed (non-zero exit) or timed out: the engine
-	// retries such a step as a failed attempt rather than counting a PARTIAL.
+	// printed nothing at all, crashed (non-zero exit), timed out or its CLI
+	// reported a failure: the engine retries such a step as a failed attempt
+	// rather than counting a PARTIAL.
 	NoResult bool
+	// Failure is the CLI's own report of why the run failed (nil when it
+	// did not, or the CLI has no driver that reads one).
+	Failure *CLIFailure
+	// Denied lists the tool uses the CLI refused.
+	Denied []string
+	// Attempts is how many times the CLI ran (retries after transient API
+	// errors included).
+	Attempts int
 	Stdout   []byte // tail, at most OutputCap bytes
 	Stderr   []byte // tail, at most OutputCap bytes
 	// StdoutBytes and StderrBytes are the full sizes printed, kept or not.
@@ -101,6 +140,8 @@ type Outcome struct {
 	StderrBytes int64
 	Duration    time.Duration
 	ResultFile  []byte // raw bytes of the result file, if any
+	// Transcript names the files holding the whole output, when kept.
+	Transcript []string
 }
 
 // NewRunner checks a configuration and returns a Runner. It does not look
@@ -111,8 +152,8 @@ func NewRunner(cfg RunnerConfig) (*Runner, error) {
 	if err != nil {
 		return nil, err
 	}
-	if cfg.Timeout < 0 || cfg.KillGrace < 0 || cfg.OutputCap < 0 {
-		return nil, errors.New("agent runner: negative timeout, kill grace or output cap")
+	if cfg.Timeout < 0 || cfg.KillGrace < 0 || cfg.OutputCap < 0 || cfg.MaxTurns < 0 || cfg.MaxBudgetUSD < 0 || cfg.RetryBackoff < 0 {
+		return nil, errors.New("agent runner: negative timeout, kill grace, output cap, turn cap, budget or backoff")
 	}
 	if cfg.Timeout == 0 {
 		cfg.Timeout = DefaultTimeout
@@ -122,6 +163,19 @@ func NewRunner(cfg RunnerConfig) (*Runner, error) {
 	}
 	if cfg.OutputCap == 0 {
 		cfg.OutputCap = DefaultOutputCap
+	}
+	switch {
+	case cfg.Retries == 0:
+		cfg.Retries = DefaultRetries
+	case cfg.Retries < 0:
+		cfg.Retries = 0
+	}
+	if cfg.RetryBackoff == 0 {
+		cfg.RetryBackoff = DefaultRetryBackoff
+	}
+	driver, err := DriverFor(cfg.CLI, args)
+	if err != nil {
+		return nil, err
 	}
 	var pass []string
 	for _, name := range cfg.PassEnv {
@@ -148,16 +202,30 @@ func NewRunner(cfg RunnerConfig) (*Runner, error) {
 		}
 		args[0] = abs
 	}
-	return &Runner{args: args, cfg: cfg, passEnv: pass}, nil
+	return &Runner{args: args, cfg: cfg, passEnv: pass, driver: driver}, nil
 }
 
 // Timeout is how long a step may run before it is stopped.
 func (r *Runner) Timeout() time.Duration { return r.cfg.Timeout }
 
-// Run runs one agent step and reads its result. A timeout, a non-zero exit or
-// a missing result are reported in the Outcome, not as errors; the error is
-// for what stops the harness from running the step at all (no working copy,
-// no program, the caller's context cancelled).
+// CLI names the driver the runner uses.
+func (r *Runner) CLI() string { return r.driver.Name() }
+
+// FinalAnswer says whether results come from the CLI's final answer (the
+// prompt then asks for the result as the answer, not in a file).
+func (r *Runner) FinalAnswer() bool { return r.driver.FinalAnswer() }
+
+// ResultFileName is where an agent without a final answer writes its
+// result: in the working copy, where any agent may write; the runner reads
+// and removes it, so it is never committed.
+const ResultFileName = ".bazinga-result.json"
+
+// Run runs one agent step and reads its result. A timeout, a non-zero exit,
+// a CLI's failure report or a missing result are reported in the Outcome,
+// not as errors; the error is for what stops the harness from running the
+// step at all (no working copy, no program, the caller's context cancelled).
+// A run that failed on a likely-transient API error is run again in the
+// same working copy after a backoff, up to Retries times, within Timeout.
 func (r *Runner) Run(ctx context.Context, spec StepSpec) (Outcome, error) {
 	var out Outcome
 	if fi, err := os.Stat(spec.WorkDir); err != nil {
@@ -165,6 +233,54 @@ func (r *Runner) Run(ctx context.Context, spec StepSpec) (Outcome, error) {
 	} else if !fi.IsDir() {
 		return out, fmt.Errorf("agent step %s: working copy %s is not a directory", spec.StepID, spec.WorkDir)
 	}
+	deadline := time.Now().Add(r.cfg.Timeout)
+	var (
+		total    pipeline.Usage
+		priced   bool
+		counted  bool
+		retried  []string
+		duration time.Duration
+	)
+	for attempt := 1; ; attempt++ {
+		o, err := r.runOnce(ctx, spec, time.Until(deadline), attempt)
+		duration += o.Duration
+		if o.Parsed.Usage != nil {
+			total.Add(*o.Parsed.Usage)
+			priced, counted = priced || o.Parsed.Usage.Priced > 0, true
+		}
+		out = o
+		if err != nil {
+			return out, err
+		}
+		if out.Failure == nil || !out.Failure.Kind.Transient() || out.TimedOut || attempt > r.cfg.Retries {
+			break
+		}
+		wait := r.cfg.RetryBackoff << (attempt - 1)
+		if time.Until(deadline) < wait+time.Second {
+			break
+		}
+		retried = append(retried, fmt.Sprintf("attempt %d: %s; retried after %s", attempt, out.Failure.Message, wait))
+		select {
+		case <-ctx.Done():
+			return out, fmt.Errorf("agent step %s: %w", spec.StepID, ctx.Err())
+		case <-time.After(wait):
+		}
+	}
+	out.Duration = duration
+	if counted && out.Attempts > 1 {
+		// Every attempt was paid for.
+		total.Steps = 1
+		if !priced {
+			total.Priced = 0
+		}
+		out.Parsed.Usage = &total
+	}
+	out.Parsed.Notes = append(retried, out.Parsed.Notes...)
+	return out, nil
+}
+
+func (r *Runner) runOnce(ctx context.Context, spec StepSpec, timeout time.Duration, attempt int) (Outcome, error) {
+	out := Outcome{Attempts: attempt}
 	dir, err := os.MkdirTemp(r.cfg.TempDir, "bazinga-step-")
 	if err != nil {
 		return out, fmt.Errorf("agent step %s: temp dir: %w", spec.StepID, err)
@@ -175,7 +291,6 @@ func (r *Runner) Run(ctx context.Context, spec StepSpec) (Outcome, error) {
 		return out, fmt.Errorf("agent step %s: temp dir %s is inside the working copy %s", spec.StepID, dir, spec.WorkDir)
 	}
 	promptFile := filepath.Join(dir, "prompt.md")
-	resultFile := filepath.Join(dir, "result.json")
 	if err := os.WriteFile(promptFile, []byte(spec.Prompt), 0o600); err != nil {
 		return out, fmt.Errorf("agent step %s: write prompt: %w", spec.StepID, err)
 	}
@@ -185,7 +300,39 @@ func (r *Runner) Run(ctx context.Context, spec StepSpec) (Outcome, error) {
 	}
 	defer stdin.Close()
 
-	out.Args = fillPlaceholders(r.args, spec.Model, spec.Role.String(), promptFile)
+	resultFile := ""
+	var notes []string
+	if !r.driver.FinalAnswer() {
+		resultFile = filepath.Join(spec.WorkDir, ResultFileName)
+		// A result the branch carries is not this step's.
+		if _, err := os.Lstat(resultFile); err == nil {
+			if err := os.Remove(resultFile); err != nil {
+				return out, fmt.Errorf("agent step %s: removing a stale %s: %w", spec.StepID, ResultFileName, err)
+			}
+			notes = append(notes, "removed a "+ResultFileName+" already in the working copy")
+		}
+		defer os.Remove(resultFile)
+	}
+	filled := fillPlaceholders(r.args, spec.Model, spec.Role.String(), promptFile)
+	access := RoleAccess(spec.Role)
+	schema := ResultSchema(spec.Role)
+	if r.driver.Name() == "codex" {
+		schema = StrictResultSchema(spec.Role)
+	}
+	inv, err := r.driver.Invocation(filled, Invoke{
+		Role: spec.Role, Access: access, Model: spec.Model, Dir: dir, WorkDir: spec.WorkDir,
+		Schema: schema, MaxTurns: r.cfg.MaxTurns, MaxBudgetUSD: r.cfg.MaxBudgetUSD,
+		Root: os.Geteuid() == 0, Sandboxed: r.cfg.Sandboxed,
+	})
+	if err != nil {
+		return out, fmt.Errorf("agent step %s: %w", spec.StepID, err)
+	}
+	for _, name := range sortedKeys(inv.Files) {
+		if err := os.WriteFile(filepath.Join(dir, name), inv.Files[name], 0o600); err != nil {
+			return out, fmt.Errorf("agent step %s: write %s: %w", spec.StepID, name, err)
+		}
+	}
+	out.Args = inv.Args
 	prog := out.Args[0]
 	if !filepath.IsAbs(prog) {
 		if prog, err = resolveProgram(prog); err != nil {
@@ -193,33 +340,75 @@ func (r *Runner) Run(ctx context.Context, spec StepSpec) (Outcome, error) {
 		}
 	}
 
-	stdout, stderr := proc.NewTail(r.cfg.OutputCap), proc.NewTail(r.cfg.OutputCap)
+	reader := r.driver.NewReader()
+	lines := newLineWriter(reader, MaxLineBytes)
+	var sink io.Writer = lines
+	if raw, ok := reader.(rawOutputReader); ok {
+		sink = raw
+	}
+	stdoutTail, stderrTail := proc.NewTail(r.cfg.OutputCap), proc.NewTail(r.cfg.OutputCap)
+	stdoutW, stderrW := io.Writer(io.MultiWriter(sink, stdoutTail)), io.Writer(stderrTail)
+	if r.cfg.TranscriptDir != "" {
+		tout, terr, paths, err := r.openTranscript(spec.StepID, attempt)
+		if err != nil {
+			notes = append(notes, "transcript not kept: "+err.Error())
+		} else {
+			defer tout.Close()
+			defer terr.Close()
+			stdoutW, stderrW = io.MultiWriter(stdoutW, tout), io.MultiWriter(stderrW, terr)
+			out.Transcript = paths
+		}
+	}
 	res, err := proc.Run(ctx, proc.Cmd{
 		Path: prog, Args: out.Args, Dir: spec.WorkDir,
-		Env:   r.environ(spec, promptFile, resultFile),
-		Stdin: stdin, Stdout: stdout, Stderr: stderr,
+		Env:   r.environ(spec, promptFile, resultFile, inv.Env),
+		Stdin: stdin, Stdout: stdoutW, Stderr: stderrW,
 		// At the timeout the agent and everything it started get SIGTERM
 		// (time to save its work), then SIGKILL after the grace.
-		Timeout: r.cfg.Timeout, Grace: r.cfg.KillGrace,
+		Timeout: timeout, Grace: r.cfg.KillGrace,
 	})
 	if err != nil {
 		return out, fmt.Errorf("agent step %s: %w", spec.StepID, err)
 	}
+	if sink == io.Writer(lines) {
+		lines.close()
+	}
 	out.Duration = res.Duration
 	out.TimedOut, out.Killed = res.TimedOut, res.Killed
 	out.ExitCode = res.ExitCode
-	out.Stdout, out.StdoutBytes = stdout.Bytes(), stdout.Total()
-	out.Stderr, out.StderrBytes = stderr.Bytes(), stderr.Total()
+	out.Stdout, out.StdoutBytes = stdoutTail.Bytes(), stdoutTail.Total()
+	out.Stderr, out.StderrBytes = stderrTail.Bytes(), stderrTail.Total()
 
-	var notes []string
-	out.ResultFile, notes = readCapped(resultFile, DefaultResultFileCap)
-	out.Parsed = ParseResult(spec.Role, out.ResultFile, out.Stdout)
+	var answerFile []byte
+	if inv.AnswerFile != "" {
+		var n []string
+		answerFile, n = readCapped(filepath.Join(dir, inv.AnswerFile), MaxLineBytes)
+		notes = append(notes, n...)
+	}
+	final := reader.Finish(answerFile)
+	out.Failure, out.Denied = final.Failure, final.Denied
+	if r.driver.FinalAnswer() {
+		out.Parsed = ParseAnswer(spec.Role, final)
+	} else {
+		out.ResultFile, notes = readCappedAppend(resultFile, notes)
+		out.Parsed = ParseResult(spec.Role, out.ResultFile, final.raw)
+		if final.Usage != nil {
+			out.Parsed.Usage, out.Parsed.UsageSource = final.Usage, final.UsageSource
+		}
+		out.Parsed.Notes = append(final.Notes, out.Parsed.Notes...)
+	}
 	out.Parsed.Notes = append(notes, out.Parsed.Notes...)
-	if out.StdoutBytes > int64(len(out.Stdout)) {
-		out.Parsed.Notes = append(out.Parsed.Notes, fmt.Sprintf("stdout was %d bytes; kept the last %d", out.StdoutBytes, len(out.Stdout)))
+	if out.Failure == nil && !out.TimedOut && out.ExitCode != 0 && out.Parsed.Source == SourceMalformed {
+		out.Failure = newFailure(FailureExecution, "%s exited with code %d%s", r.driver.Name(), out.ExitCode, suffix(lastLine(out.Stderr)))
+	}
+	if out.Failure != nil {
+		out.Parsed.Notes = append(out.Parsed.Notes, out.Failure.Message)
+	}
+	if len(out.Denied) > 0 {
+		out.Parsed.Notes = append(out.Parsed.Notes, fmt.Sprintf("%s denied %d tool use(s): %s", r.driver.Name(), len(out.Denied), strings.Join(firstN(out.Denied, 5), ", ")))
 	}
 	if out.TimedOut {
-		note := fmt.Sprintf("timed out after %s", r.cfg.Timeout)
+		note := fmt.Sprintf("timed out after %s", shortDur(r.cfg.Timeout))
 		if res.Killed {
 			note += fmt.Sprintf("; still running %s after SIGTERM, killed", r.cfg.KillGrace)
 		}
@@ -229,8 +418,15 @@ func (r *Runner) Run(ctx context.Context, spec StepSpec) (Outcome, error) {
 		out.Parsed.Notes = append(out.Parsed.Notes, fmt.Sprintf("killed %d process(es) the agent left running", res.Strays))
 	}
 	out.Parsed.Notes = append(out.Parsed.Notes, res.Notes...)
-	out.NoResult = out.Parsed.Source == SourceMalformed &&
-		(out.TimedOut || out.ExitCode != 0 || (isBlank(out.Stdout) && isBlank(out.ResultFile)))
+	if out.Failure != nil && out.Failure.Kind != FailureNone {
+		// The CLI says the run failed: its text (if any) is not an answer.
+		out.NoResult = true
+		out.Parsed.Result = pipeline.Result{Status: pipeline.StatusPartial, Summary: []string{MalformedSummary}}
+		out.Parsed.Source = SourceMalformed
+	} else {
+		out.NoResult = out.Parsed.Source == SourceMalformed &&
+			(out.TimedOut || out.ExitCode != 0 || (isBlank([]byte(final.Answer)) && isBlank(final.raw) && isBlank(out.ResultFile)))
+	}
 
 	if ctx.Err() != nil && !out.TimedOut {
 		return out, fmt.Errorf("agent step %s: %w", spec.StepID, ctx.Err())
@@ -238,18 +434,128 @@ func (r *Runner) Run(ctx context.Context, spec StepSpec) (Outcome, error) {
 	return out, nil
 }
 
+func readCappedAppend(path string, notes []string) ([]byte, []string) {
+	b, n := readCapped(path, DefaultResultFileCap)
+	return b, append(notes, n...)
+}
+
+func (r *Runner) openTranscript(stepID string, attempt int) (io.WriteCloser, io.WriteCloser, []string, error) {
+	if err := os.MkdirAll(r.cfg.TranscriptDir, 0o700); err != nil {
+		return nil, nil, nil, err
+	}
+	name := safeName(stepID)
+	if attempt > 1 {
+		name += fmt.Sprintf(".attempt%d", attempt)
+	}
+	var files []io.WriteCloser
+	var paths []string
+	for _, ext := range []string{".stdout", ".stderr"} {
+		p := filepath.Join(r.cfg.TranscriptDir, name+ext)
+		f, err := os.OpenFile(p, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
+		if err != nil {
+			for _, f := range files {
+				f.Close()
+			}
+			return nil, nil, nil, err
+		}
+		files = append(files, &cappedFile{f: f, left: MaxTranscriptBytes})
+		paths = append(paths, p)
+	}
+	return files[0], files[1], paths, nil
+}
+
+// cappedFile writes at most left bytes, then a marker, and swallows the
+// rest: a transcript never fills the disk.
+type cappedFile struct {
+	f    *os.File
+	left int64
+	cut  bool
+}
+
+func (c *cappedFile) Write(p []byte) (int, error) {
+	n := len(p)
+	if c.left <= 0 {
+		if !c.cut {
+			c.cut = true
+			_, _ = c.f.WriteString("\n[bazinga: transcript cut here]\n")
+		}
+		return n, nil
+	}
+	if int64(len(p)) > c.left {
+		p = p[:c.left]
+	}
+	c.left -= int64(len(p))
+	_, _ = c.f.Write(p) // a transcript that cannot be written never fails the step
+	return n, nil
+}
+
+func (c *cappedFile) Close() error { return c.f.Close() }
+
+var unsafeNameRe = regexp.MustCompile(`[^A-Za-z0-9._-]`)
+
+func safeName(s string) string {
+	s = unsafeNameRe.ReplaceAllString(s, "_")
+	if s == "" || s == "." || s == ".." {
+		return "step"
+	}
+	return s
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+func firstN(s []string, n int) []string {
+	if len(s) > n {
+		return append(slices.Clone(s[:n]), fmt.Sprintf("and %d more", len(s)-n))
+	}
+	return s
+}
+
+// lastLine is the last non-empty line of output, for a failure's reason.
+func lastLine(b []byte) string {
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	return strings.TrimSpace(lines[len(lines)-1])
+}
+
+func shortDur(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = s[:len(s)-2]
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = s[:len(s)-2]
+	}
+	return s
+}
+
 // environ builds the agent's whole environment: the base names, the
 // configured pass-through names, then the harness's own variables, sorted.
-func (r *Runner) environ(spec StepSpec, promptFile, resultFile string) []string {
-	return proc.Environ(append(slices.Clone(baseEnv), r.passEnv...), map[string]string{
+func (r *Runner) environ(spec StepSpec, promptFile, resultFile string, extra map[string]string) []string {
+	set := map[string]string{}
+	for k, v := range extra {
+		set[k] = v
+	}
+	for k, v := range map[string]string{
 		"TERM":        "dumb",
 		EnvRole:       spec.Role.String(),
 		EnvGroup:      spec.Group,
 		EnvStep:       spec.StepID,
 		EnvModel:      spec.Model,
 		EnvPromptFile: promptFile,
-		EnvResultFile: resultFile,
-	})
+	} {
+		set[k] = v
+	}
+	if resultFile != "" {
+		// Offered only to agents whose result is not their final answer.
+		set[EnvResultFile] = resultFile
+	}
+	return proc.Environ(append(slices.Clone(baseEnv), r.passEnv...), set)
 }
 
 // readCapped reads the result file; a missing file is no result, an oversized
@@ -292,4 +598,4 @@ func within(path, dir string) bool {
 	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
 }
 
-func isBlank(b []byte) bool { return len(strings.TrimSpace(string(b))) == 0 }
+func isBlank(b []byte) bool { return len(bytes.TrimSpace(b)) == 0 }
