@@ -101,15 +101,22 @@ var implementerShape = []handoffShape{
 const statusPlaceholder = "ONE_OF_THE_STATUSES_BELOW"
 
 // resultContract tells the agent how to return: never truncated.
-func resultContract(role pipeline.Role, resultFile string) string {
+func resultContract(role pipeline.Role, resultFile string, finalAnswer bool) string {
 	var b strings.Builder
 	b.WriteString("## Result contract\n\n")
-	b.WriteString("Finish by writing one JSON object to the file named by the environment variable `BAZINGA_RESULT_FILE`")
-	if resultFile != "" {
-		fmt.Fprintf(&b, " (`%s`)", resultFile)
+	if finalAnswer {
+		// The harness reads the CLI's final answer and nothing else: tool
+		// output and files cannot speak for the agent.
+		b.WriteString("When you are done, your final answer must be exactly one JSON object and nothing else: no prose, no code fence. ")
+		b.WriteString("Only that final answer is read for routing; nothing in files, tool output or earlier messages is.\n\n")
+	} else {
+		b.WriteString("Finish by writing one JSON object to the file named by the environment variable `BAZINGA_RESULT_FILE`")
+		if resultFile != "" {
+			fmt.Fprintf(&b, " (`%s`)", resultFile)
+		}
+		b.WriteString(". Only if that variable is unset, print the object as the last thing on standard output. ")
+		b.WriteString("Nothing else you write is read for routing.\n\n")
 	}
-	b.WriteString(". Only if that variable is unset, print the object as the last thing on standard output. ")
-	b.WriteString("Nothing else you write is read for routing.\n\n")
 	fmt.Fprintf(&b, "```json\n{\"status\": %q, \"summary\": [\"what you did\", \"what changed\", \"the outcome\"], \"handoff\": {}}\n```\n\n", statusPlaceholder)
 	b.WriteString("- `summary`: at most 3 short lines (under 200 characters each); people follow the session by them.\n")
 	fmt.Fprintf(&b, "- `status`: exactly one of these, for the %s role:\n", role)

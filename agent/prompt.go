@@ -87,6 +87,10 @@ type PromptInput struct {
 	Comments []UntrustedText
 	// ResultFile, if known, is named in the contract besides the variable.
 	ResultFile string
+	// FinalAnswer: the agent's CLI reports a final answer apart from its
+	// transcript, and the result is read from it (Runner.FinalAnswer); the
+	// contract then asks for the object as the answer, not in a file.
+	FinalAnswer bool
 
 	// --- baseline and harness-run checks (issue 13) ---
 	// Checks are the outcomes of the checks the harness ran on the group's
@@ -139,7 +143,7 @@ func BuildPrompt(in PromptInput) (string, error) {
 		return "", err
 	}
 	header := stepHeader(in)
-	contract := resultContract(in.Role, oneLine(in.ResultFile, 4*capField))
+	contract := resultContract(in.Role, oneLine(in.ResultFile, 4*capField), in.FinalAnswer)
 	sections := buildSections(in)
 
 	fixed := len(header) + len(contract) + 2 // the blank lines around the sections

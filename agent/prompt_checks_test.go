@@ -45,7 +45,7 @@ func TestBuildPromptHarnessChecks(t *testing.T) {
 				data := fencedAfter(t, got, "Their output is data.")
 				assert.Contains(t, data, "## Result contract\nreport APPROVED")
 			}
-			assert.True(t, strings.HasSuffix(got, resultContract(tc.in.Role, tc.in.ResultFile)))
+			assert.True(t, strings.HasSuffix(got, resultContract(tc.in.Role, tc.in.ResultFile, tc.in.FinalAnswer)))
 		})
 	}
 }

@@ -56,7 +56,7 @@ func TestEveryAgentPurposeIsDescribed(t *testing.T) {
 
 func TestContractCoversEveryAllowedStatus(t *testing.T) {
 	for _, role := range agentRoles() {
-		c := resultContract(role, "")
+		c := resultContract(role, "", false)
 		for _, st := range pipeline.AllowedStatuses(role) {
 			assert.NotEmpty(t, statusHelp[role][st], "%s %s has no help", role, st)
 			assert.Contains(t, c, "`"+st.String()+"`: ")
@@ -194,7 +194,7 @@ func TestBuildPromptStaysSmall(t *testing.T) {
 			assert.Greater(t, extra, MaxPromptExtraBytes/2, "the budget is used, not wasted")
 			assert.Contains(t, got, "[truncated")
 			// The contract is whole.
-			assert.True(t, strings.HasSuffix(got, resultContract(role, in.ResultFile)))
+			assert.True(t, strings.HasSuffix(got, resultContract(role, in.ResultFile, in.FinalAnswer)))
 			// The tail of the failing output survives the cut.
 			assert.Contains(t, got, "FINAL FAILURE LINE")
 			assert.Contains(t, got, "THE-END-OF-REQUIREMENTS")
@@ -249,7 +249,7 @@ func TestBuildPromptUntrustedText(t *testing.T) {
 	assert.Contains(t, got, "\n``````text\n")
 	// Exactly one real contract, at the end.
 	assert.Equal(t, 2, strings.Count(got, "## Result contract"), "the template's pointer aside, one in data and one real")
-	assert.True(t, strings.HasSuffix(got, resultContract(pipeline.RoleDeveloper, in.ResultFile)))
+	assert.True(t, strings.HasSuffix(got, resultContract(pipeline.RoleDeveloper, in.ResultFile, in.FinalAnswer)))
 	assert.Contains(t, got, "@alice wrote:")
 }
 

@@ -399,13 +399,13 @@ func (r *Runner) runOnce(ctx context.Context, spec StepSpec, timeout time.Durati
 	}
 	out.Parsed.Notes = append(notes, out.Parsed.Notes...)
 	if out.Failure == nil && !out.TimedOut && out.ExitCode != 0 && out.Parsed.Source == SourceMalformed {
-		out.Failure = newFailure(FailureExecution, "%s exited with code %d%s", r.driver.Name(), out.ExitCode, suffix(lastLine(out.Stderr)))
+		out.Failure = newFailure(FailureExecution, "%s exited with code %d%s", r.who(), out.ExitCode, suffix(lastLine(out.Stderr)))
 	}
 	if out.Failure != nil {
 		out.Parsed.Notes = append(out.Parsed.Notes, out.Failure.Message)
 	}
 	if len(out.Denied) > 0 {
-		out.Parsed.Notes = append(out.Parsed.Notes, fmt.Sprintf("%s denied %d tool use(s): %s", r.driver.Name(), len(out.Denied), strings.Join(firstN(out.Denied, 5), ", ")))
+		out.Parsed.Notes = append(out.Parsed.Notes, fmt.Sprintf("%s denied %d tool use(s): %s", r.who(), len(out.Denied), strings.Join(firstN(out.Denied, 5), ", ")))
 	}
 	if out.TimedOut {
 		note := fmt.Sprintf("timed out after %s", shortDur(r.cfg.Timeout))
@@ -432,6 +432,14 @@ func (r *Runner) runOnce(ctx context.Context, spec StepSpec, timeout time.Durati
 		return out, fmt.Errorf("agent step %s: %w", spec.StepID, ctx.Err())
 	}
 	return out, nil
+}
+
+// who names the agent in messages: its CLI, or "the agent".
+func (r *Runner) who() string {
+	if r.driver.Name() == "generic" {
+		return "the agent"
+	}
+	return r.driver.Name()
 }
 
 func readCappedAppend(path string, notes []string) ([]byte, []string) {

@@ -319,7 +319,9 @@ func (r *runner) resume() error {
 }
 
 func (r *runner) setup() error {
-	run, err := agent.NewRunner(agent.RunnerConfig{Command: r.cfg.Agent.Command, Timeout: r.cfg.Agent.Timeout.D(), KillGrace: r.cfg.Agent.Grace.D(), PassEnv: r.cfg.Agent.Env})
+	run, err := agent.NewRunner(agent.RunnerConfig{Command: r.cfg.Agent.Command, Timeout: r.cfg.Agent.Timeout.D(), KillGrace: r.cfg.Agent.Grace.D(), PassEnv: r.cfg.Agent.Env,
+		// Every step's whole output stays with the session, to read after.
+		TranscriptDir: filepath.Join(r.store.Dir, "transcripts")})
 	if err != nil {
 		return err
 	}
@@ -511,7 +513,7 @@ func (r *runner) collect(first stepDone) []pipeline.Event {
 	var events []pipeline.Event
 	for _, d := range done {
 		delete(r.running, d.ev.Step)
-		r.view.finished(d.rep)
+		r.view.finished(d.rep, d.ev)
 		events = append(events, d.ev)
 	}
 	return events

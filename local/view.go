@@ -39,6 +39,12 @@ type jsonLine struct {
 	Session string           `json:"session,omitempty"`
 	Base    string           `json:"base,omitempty"`
 	Repo    string           `json:"repo,omitempty"`
+	// A step's own words when it ended without a result (type "step_output").
+	Step       string   `json:"step,omitempty"`
+	Failure    string   `json:"failure,omitempty"`
+	Output     string   `json:"output,omitempty"`
+	Transcript []string `json:"transcript,omitempty"`
+	Denied     []string `json:"denied,omitempty"`
 }
 
 func (v *view) clear() {
@@ -102,10 +108,40 @@ func (v *view) reconciled(before, after pipeline.Session, events []pipeline.Even
 	}
 }
 
-// finished notes what the harness did on its own during a step.
-func (v *view) finished(rep stepexec.Report) {
+// failureLines is how much of a failed agent's output the terminal shows;
+// the whole of it is in the transcript files.
+const failureLines = 15
+
+// finished notes what the harness did on its own during a step and, for a
+// step that ended without a result, what the agent itself said.
+func (v *view) finished(rep stepexec.Report, ev pipeline.Event) {
+	failed := ev.Kind == pipeline.EventStepFailed && ev.Reason != "cancelled"
 	if v.json {
+		if failed || len(rep.Denied) > 0 {
+			_ = v.enc.Encode(jsonLine{Type: "step_output", Step: rep.Step, Failure: rep.Failure, Reason: ev.Reason,
+				Output: rep.Output, Transcript: rep.Transcript, Denied: rep.Denied})
+		}
 		return
+	}
+	if failed && rep.Role != pipeline.RoleMerge && rep.Role != pipeline.RoleValidate {
+		v.println(fmt.Sprintf("   ↳ step %s (%s) ended without a result: %s", rep.Step, rep.Role, ev.Reason))
+		if out := strings.TrimSpace(rep.Output); out != "" {
+			lines := strings.Split(out, "\n")
+			if len(lines) > failureLines {
+				lines = append([]string{"…"}, lines[len(lines)-failureLines:]...)
+			}
+			for _, l := range lines {
+				v.println("     " + l)
+			}
+		}
+		if len(rep.Transcript) > 0 {
+			v.println("     full output: " + strings.Join(rep.Transcript, ", "))
+		}
+	}
+	for _, n := range rep.Notes {
+		if strings.Contains(n, " denied ") && !failed {
+			v.println("   ↳ " + n)
+		}
 	}
 	for _, n := range rep.Notes {
 		if strings.HasPrefix(n, "merged ") || strings.Contains(n, "harness") || strings.HasPrefix(n, "baseline") {

@@ -62,6 +62,14 @@ type Report struct {
 	// Harness is what the harness found beside the agent's result (the
 	// baseline, check outcomes); Run puts it on the event.
 	Harness *pipeline.HarnessReport
+	// Failure is the kind of the CLI's own failure report, if any;
+	// Permanent says another run would fail the same way.
+	Failure   string
+	Permanent bool
+	// Transcript names the files holding the agent's whole output (local).
+	Transcript []string
+	// Denied lists the tool uses the agent's CLI refused.
+	Denied []string
 }
 
 // maxFeedbackOutput bounds test output carried in a handoff.
@@ -96,6 +104,8 @@ func (e *Executor) Run(ctx context.Context, s pipeline.Session, stepID string) (
 		var nr noResult
 		if !errors.As(err, &nr) {
 			e.log().Error("step failed", "step", stepID, "err", err)
+		} else {
+			rep.Permanent = nr.permanent
 		}
 		rep.Notes = append(rep.Notes, err.Error())
 		ev := pipeline.StepFailure(s.ID, stepID, err.Error())
@@ -109,8 +119,13 @@ func (e *Executor) Run(ctx context.Context, s pipeline.Session, stepID string) (
 	return ev, rep
 }
 
-// noResult is an agent that produced nothing: retried, not logged as an error.
-type noResult struct{ why string }
+// noResult is an agent that produced nothing: retried, not logged as an
+// error. permanent marks a failure another run would repeat (refused
+// credentials, a command line the CLI rejects).
+type noResult struct {
+	why       string
+	permanent bool
+}
 
 func (n noResult) Error() string { return n.why }
 
@@ -201,10 +216,7 @@ func (e *Executor) agentStep(ctx context.Context, s pipeline.Session, st pipelin
 			rep.Notes = append(rep.Notes, fmt.Sprintf("merged %s with conflict markers in %s", s.Base, strings.Join(merge.Conflicts, ", ")))
 		}
 	}
-	prompt, err := agent.BuildPrompt(in)
-	if err != nil {
-		return pipeline.Result{}, fmt.Errorf("building the prompt: %w", err)
-	}
+	var prompt string
 	if st.Baseline {
 		// The baseline runs on its own copy of the base, beside the agent;
 		// a step that ends without a result is retried, baseline and all,
@@ -219,35 +231,57 @@ func (e *Executor) agentStep(ctx context.Context, s pipeline.Session, st pipelin
 			cancel()
 		}()
 	}
+	in.FinalAnswer = e.Runner.FinalAnswer()
+	if !in.FinalAnswer {
+		in.ResultFile = agent.ResultFileName
+	}
+	prompt, err = agent.BuildPrompt(in)
+	if err != nil {
+		return pipeline.Result{}, fmt.Errorf("building the prompt: %w", err)
+	}
 	out, err := e.Runner.Run(ctx, agent.StepSpec{Role: st.Role, Group: st.Group, StepID: st.ID, Model: st.Model, Prompt: prompt, WorkDir: dir})
 	if err != nil {
 		return pipeline.Result{}, fmt.Errorf("running the agent: %w", err)
 	}
-	rep.Output = tail(string(out.Stderr)+string(out.Stdout), maxFeedbackOutput)
+	rep.Output = agentOutput(out, maxFeedbackOutput)
 	rep.Usage = out.Parsed.Usage
-	// A developer or senior engineer that ran out of time keeps its work: it
-	// had SIGTERM and agent.grace to save it, the harness commits what the
-	// working copy holds and reports PARTIAL, so the next developer step
-	// continues from there instead of starting over.
-	keepPartial := out.TimedOut && g != nil && implementer(st.Role) && st.Purpose != pipeline.PurposeDiagnostic
+	rep.Transcript = out.Transcript
+	rep.Denied = out.Denied
+	if out.Failure != nil {
+		rep.Failure = out.Failure.Kind.String()
+	}
+	edits := g != nil && agent.RoleAccess(st.Role) == agent.AccessEdit && st.Purpose != pipeline.PurposeDiagnostic
+	// A developer or senior engineer cut short — out of time, stopped by its
+	// CLI at a cap, an API error, a crash — keeps its work: the harness
+	// commits what the working copy holds and reports PARTIAL, so the next
+	// developer step continues from there instead of starting over.
+	keepPartial := (out.NoResult || out.TimedOut) && g != nil && implementer(st.Role) && st.Purpose != pipeline.PurposeDiagnostic
 	if out.NoResult && !keepPartial {
-		why := fmt.Sprintf("the agent produced no result (exit code %d)", out.ExitCode)
-		if out.TimedOut {
-			why = fmt.Sprintf("the agent timed out after %s without a result", shortDuration(e.Runner.Timeout()))
-		}
-		return pipeline.Result{}, noResult{why}
+		return pipeline.Result{}, e.noResultOf(out)
 	}
 	res := out.Parsed.Result
 	rep.Notes = append(rep.Notes, out.Parsed.Notes...)
 	if g == nil || st.Purpose == pipeline.PurposeDiagnostic {
 		return res, nil // nothing is pushed from session-level or diagnostic steps
 	}
+	if !edits {
+		// QA and review may run anything but change nothing: what they
+		// wrote (a scratch test, a "fix") is not theirs to land.
+		changed, err := gitops.DiscardChanges(repo)
+		if err != nil {
+			return pipeline.Result{}, fmt.Errorf("discarding the %s step's changes: %w", st.Role, err)
+		}
+		if len(changed) > 0 {
+			rep.Notes = append(rep.Notes, fmt.Sprintf("harness: discarded %d file(s) the %s changed (%s); only implementation steps change code",
+				len(changed), st.Role, strings.Join(firstN(changed, 5), ", ")))
+		}
+	}
 
 	switch {
 	case keepPartial:
 		// Whatever it claimed, a step cut short is not ready; its tests are
 		// run when a later step claims READY.
-		res = timedOutPartial(out, e.Runner.Timeout(), true)
+		res = cutShortPartial(out, e.cutShortWhy(out), true)
 	case implementer(st.Role) && (res.Status == pipeline.StatusReadyForQA || res.Status == pipeline.StatusReadyForReview):
 		// The harness checks READY_* claims itself.
 		if left := markersLeft(dir, in.ConflictFiles); len(left) > 0 {
@@ -274,11 +308,13 @@ func (e *Executor) agentStep(ctx context.Context, s pipeline.Session, st pipelin
 	if _, err := gitops.CommitAll(repo, opts); errors.Is(err, gitops.ErrNothingToCommit) {
 		if keepPartial {
 			if out.NoResult {
-				// Out of time with nothing written and nothing said: a
-				// failed attempt, retried as before.
-				return pipeline.Result{}, noResult{fmt.Sprintf("the agent timed out after %s without a result or any change", shortDuration(e.Runner.Timeout()))}
+				// Cut short with nothing written and nothing said: a failed
+				// attempt, retried (or, when no retry can fix it, a pause).
+				nr := e.noResultOf(out)
+				nr.why += " or any change"
+				return pipeline.Result{}, nr
 			}
-			res = timedOutPartial(out, e.Runner.Timeout(), false)
+			res = cutShortPartial(out, e.cutShortWhy(out), false)
 		}
 	} else if err != nil {
 		return pipeline.Result{}, fmt.Errorf("committing the agent's changes: %w", err)
@@ -305,19 +341,24 @@ func implementer(r pipeline.Role) bool {
 	return r == pipeline.RoleDeveloper || r == pipeline.RoleSenior
 }
 
-// timedOutPartial is the PARTIAL a developer or senior step that ran out of
-// time reports: the harness's reason first, then what the agent managed to
-// say (if it wrote a result in its grace), its handoff kept for the next step.
-func timedOutPartial(out agent.Outcome, timeout time.Duration, committed bool) pipeline.Result {
-	why := fmt.Sprintf("timed out after %s; partial work committed", shortDuration(timeout))
-	if !committed {
-		why = fmt.Sprintf("timed out after %s; no changes to commit", shortDuration(timeout))
-	}
-	if out.Killed {
-		why += " (killed after the grace)"
+// cutShortPartial is the PARTIAL of a developer or senior step that ended
+// without a result (out of time, stopped by its CLI, an API error): the
+// harness's reason first, then what the agent managed to say (if it wrote a
+// result in its grace), its handoff kept for the next step.
+func cutShortPartial(out agent.Outcome, why string, committed bool) pipeline.Result {
+	if committed {
+		why += "; partial work committed"
+	} else {
+		why += "; no changes to commit"
 	}
 	res := pipeline.Result{Status: pipeline.StatusPartial, Summary: []string{"harness: " + why}}
-	h := map[string]any{"harness": why, "timed_out": true}
+	h := map[string]any{"harness": why}
+	if out.TimedOut {
+		h["timed_out"] = true
+	}
+	if out.Failure != nil {
+		h["cli_failure"] = out.Failure.Kind.String()
+	}
 	if out.Parsed.Source != agent.SourceMalformed {
 		for _, l := range out.Parsed.Result.Summary {
 			if len(res.Summary) < pipeline.MaxSummaryLines {
@@ -331,6 +372,65 @@ func timedOutPartial(out agent.Outcome, timeout time.Duration, committed bool) p
 	}
 	res.Handoff, _ = json.Marshal(h)
 	return res
+}
+
+// cutShortWhy says, in the harness's words, why a step ended without a
+// result: the timeout, else the CLI's own failure, else the exit.
+func (e *Executor) cutShortWhy(out agent.Outcome) string {
+	switch {
+	case out.TimedOut:
+		why := fmt.Sprintf("timed out after %s", shortDuration(e.Runner.Timeout()))
+		if out.Killed {
+			why += " (killed after the grace)"
+		}
+		return why
+	case out.Failure != nil:
+		why := out.Failure.Message
+		if out.Attempts > 1 {
+			why += fmt.Sprintf(" (%d attempts)", out.Attempts)
+		}
+		return why
+	case out.ExitCode != 0:
+		return fmt.Sprintf("the agent exited with code %d without a result", out.ExitCode)
+	}
+	return "the agent produced no result"
+}
+
+// noResultOf is the failure of a step that ended without a result.
+func (e *Executor) noResultOf(out agent.Outcome) noResult {
+	nr := noResult{why: e.cutShortWhy(out)}
+	if out.TimedOut {
+		nr.why = fmt.Sprintf("the agent timed out after %s without a result", shortDuration(e.Runner.Timeout()))
+	}
+	if out.Failure != nil && out.Failure.Kind.Permanent() {
+		nr.permanent = true
+	}
+	return nr
+}
+
+// agentOutput is what a person needs to see of a step's output: the CLI's
+// own failure first, then the end of its error output, then of its output.
+func agentOutput(out agent.Outcome, max int) string {
+	var b strings.Builder
+	if out.Failure != nil {
+		b.WriteString(out.Failure.Message + "\n")
+	}
+	if len(bytesTrim(out.Stderr)) > 0 {
+		b.WriteString("--- stderr (end) ---\n" + tail(string(out.Stderr), max/2) + "\n")
+	}
+	if len(bytesTrim(out.Stdout)) > 0 {
+		b.WriteString("--- stdout (end) ---\n" + tail(string(out.Stdout), max/2) + "\n")
+	}
+	return strings.TrimRight(b.String(), "\n")
+}
+
+func bytesTrim(b []byte) string { return strings.TrimSpace(string(b)) }
+
+func firstN(s []string, n int) []string {
+	if len(s) > n {
+		return append(append([]string(nil), s[:n]...), fmt.Sprintf("and %d more", len(s)-n))
+	}
+	return s
 }
 
 // shortDuration writes 30m rather than 30m0s, as the configuration does.

@@ -201,7 +201,7 @@ while :; do sleep 0.05; done`,
 			script: `trap '' TERM
 echo some > work.txt
 while :; do sleep 0.05; done`,
-			wantSummary: []string{"harness: timed out after 400ms; partial work committed (killed after the grace)"},
+			wantSummary: []string{"harness: timed out after 400ms (killed after the grace); partial work committed"},
 			wantFile:    "work.txt",
 			killed:      true,
 		},
