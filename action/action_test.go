@@ -395,13 +395,13 @@ func TestStepWithoutResultFailsTheJob(t *testing.T) {
 	tok := u.writeToken(u.run)
 	r := u.action(u.env(map[string]string{"command": "agent", "step": "1/_/pm/1", "github-token": u.readToken(), "agent-command": "sh -c 'exit 3'"}))
 	assert.Equal(t, 1, r.code, r.stdout)
-	assert.Contains(t, r.stdout, "::error title=bazinga%3A step 1/_/pm/1 ended without a result::the agent produced no result (exit code 3)")
+	assert.Contains(t, r.stdout, "::error title=bazinga%3A step 1/_/pm/1 ended without a result::no result: the agent exited with code 3")
 	assert.Contains(t, r.outputs, "failed")
 	assert.Contains(t, r.summary, "| Status | **failed** |")
 	// The privileged job (it runs after a failed first job) publishes the failure.
 	r = u.action(u.env(map[string]string{"command": "publish", "step": "1/_/pm/1", "github-token": tok}))
 	assert.Equal(t, 1, r.code, r.stdout)
-	assert.Contains(t, r.stdout, "::error title=bazinga%3A step 1/_/pm/1 ended without a result::the agent produced no result (exit code 3)")
+	assert.Contains(t, r.stdout, "::error title=bazinga%3A step 1/_/pm/1 ended without a result::no result: the agent exited with code 3")
 	assert.Contains(t, r.outputs, "failed")
 	assert.True(t, u.claimed("1/_/pm/1"), "the step was claimed; the bot retries it as a new step")
 	assert.Zero(t, u.resultComments(), "no result comment")
@@ -409,7 +409,7 @@ func TestStepWithoutResultFailsTheJob(t *testing.T) {
 	for _, c := range u.repo.Comments(u.issue) {
 		if fr, ok := codec.ParseFailureComment(c.GetBody()); ok {
 			failures++
-			assert.Contains(t, fr.Reason, "exit code 3")
+			assert.Contains(t, fr.Reason, "exited with code 3")
 		}
 	}
 	assert.Equal(t, 1, failures, "the failure reaches the orchestrator")

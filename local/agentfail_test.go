@@ -52,7 +52,7 @@ func TestFailingAgentIsVisible(t *testing.T) {
 				}
 				assert.Equal(t, 3, seen, "one step_output per failed attempt:\n%s", text)
 			} else {
-				assert.Contains(t, text, "ended without a result: the agent exited with code 3: API Error: 401")
+				assert.Contains(t, text, "failed: no result: the agent exited with code 3: API Error: 401")
 				assert.Contains(t, text, "--- stderr (end) ---")
 				assert.Contains(t, text, "starting pm")
 				assert.Contains(t, text, "full output: ")

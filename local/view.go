@@ -124,7 +124,7 @@ func (v *view) finished(rep stepexec.Report, ev pipeline.Event) {
 		return
 	}
 	if failed && rep.Role != pipeline.RoleMerge && rep.Role != pipeline.RoleValidate {
-		v.println(fmt.Sprintf("   ↳ step %s (%s) ended without a result: %s", rep.Step, rep.Role, ev.Reason))
+		v.println(fmt.Sprintf("   ↳ step %s (%s) failed: %s", rep.Step, rep.Role, ev.Reason))
 		if out := strings.TrimSpace(rep.Output); out != "" {
 			lines := strings.Split(out, "\n")
 			if len(lines) > failureLines {

@@ -311,7 +311,7 @@ func (e *Executor) agentStep(ctx context.Context, s pipeline.Session, st pipelin
 				// Cut short with nothing written and nothing said: a failed
 				// attempt, retried (or, when no retry can fix it, a pause).
 				nr := e.noResultOf(out)
-				nr.why += " or any change"
+				nr.why += "; no changes"
 				return pipeline.Result{}, nr
 			}
 			res = cutShortPartial(out, e.cutShortWhy(out), false)
@@ -398,7 +398,7 @@ func (e *Executor) cutShortWhy(out agent.Outcome) string {
 
 // noResultOf is the failure of a step that ended without a result.
 func (e *Executor) noResultOf(out agent.Outcome) noResult {
-	nr := noResult{why: e.cutShortWhy(out)}
+	nr := noResult{why: "no result: " + e.cutShortWhy(out)}
 	if out.TimedOut {
 		nr.why = fmt.Sprintf("the agent timed out after %s without a result", shortDuration(e.Runner.Timeout()))
 	}

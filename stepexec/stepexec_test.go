@@ -125,7 +125,7 @@ func TestAgentWithoutResultIsAFailure(t *testing.T) {
 	e := f.exec(t, `exit 3`)
 	ev, _ := e.Run(context.Background(), f.s, f.s.Groups[0].InFlight)
 	assert.Equal(t, pipeline.EventStepFailed, ev.Kind)
-	assert.Contains(t, ev.Reason, "no result (exit code 3)")
+	assert.Contains(t, ev.Reason, "no result: the agent exited with code 3")
 }
 
 func TestMergeStep(t *testing.T) {
@@ -248,7 +248,7 @@ func TestTimedOutWithoutWorkIsAFailure(t *testing.T) {
 		want         string
 	}{
 		{"developer without changes", `while :; do sleep 0.05; done`, pipeline.RoleDeveloper,
-			"the agent timed out after 300ms without a result or any change"},
+			"the agent timed out after 300ms without a result; no changes"},
 		{"tech lead", `echo x > review-notes.txt; while :; do sleep 0.05; done`, pipeline.RoleTechLead,
 			"the agent timed out after 300ms without a result"},
 	} {
