@@ -86,6 +86,7 @@ var ErrInterrupted = errors.New("interrupted")
 
 type runner struct {
 	opts    Options
+	agent   agent.Agent // what the preflight found
 	store   *Store
 	cfg     pipeline.Config
 	exec    *stepexec.Executor
@@ -145,9 +146,9 @@ func Run(ctx context.Context, opts Options) (Outcome, error) {
 	opts.Repo = repoDir
 	r := &runner{opts: opts, results: make(chan stepDone, 64), replies: make(chan termReply, 1), running: map[string]context.CancelFunc{}}
 	if opts.ResumeID != "" {
-		err = r.resume()
+		err = r.resume(ctx)
 	} else {
-		err = r.create()
+		err = r.create(ctx)
 	}
 	if err != nil {
 		return Outcome{}, err
@@ -156,7 +157,7 @@ func Run(ctx context.Context, opts Options) (Outcome, error) {
 }
 
 // create checks everything before any session work, then starts the session.
-func (r *runner) create() error {
+func (r *runner) create(ctx context.Context) error {
 	o := r.opts
 	if strings.TrimSpace(o.Requirements) == "" {
 		return errors.New("no requirements: give them as an argument or with --issue-file")
@@ -181,7 +182,7 @@ func (r *runner) create() error {
 	if err != nil {
 		return err
 	}
-	if cfg, err = r.override(cfg); err != nil {
+	if cfg, err = r.override(ctx, cfg); err != nil {
 		return err
 	}
 	if cur := currentBranch(repo); cur != o.Base {
@@ -207,11 +208,12 @@ func (r *runner) create() error {
 		return err
 	}
 	r.view.started(id, o.Base, o.Repo, false)
+	r.view.agentFound(r.agent)
 	return r.apply([]pipeline.Event{pipeline.Started(id, o.Requirements, o.Base)})
 }
 
 // override applies the command-line flags to the file's configuration.
-func (r *runner) override(cfg pipeline.Config) (pipeline.Config, error) {
+func (r *runner) override(ctx context.Context, cfg pipeline.Config) (pipeline.Config, error) {
 	o := r.opts
 	if o.AgentCommand != "" {
 		cfg.Agent.Command = o.AgentCommand
@@ -233,9 +235,13 @@ func (r *runner) override(cfg pipeline.Config) (pipeline.Config, error) {
 	if err := cfg.Validate(); err != nil {
 		return cfg, fmt.Errorf("configuration: %w", err)
 	}
-	if err := agent.CheckCommand(cfg.Agent.Command); err != nil {
+	// Before any model is paid for: the CLI is there, answers, and its
+	// flags can work headless.
+	a, err := agent.Preflight(ctx, cfg, "")
+	if err != nil {
 		return cfg, err
 	}
+	r.agent = a
 	// Local mode has no pull requests: its merges land by push, through the
 	// same test gate, whatever merge.method says for GitHub mode.
 	cfg.Merge.Method = pipeline.MergePush
@@ -250,7 +256,7 @@ func (r *runner) override(cfg pipeline.Config) (pipeline.Config, error) {
 // resume reloads a session after a stop or a kill: the saved state plus the
 // log entries it had not applied yet; the steps that were in flight are sent
 // again (they are the interrupted ones).
-func (r *runner) resume() error {
+func (r *runner) resume(ctx context.Context) error {
 	o := r.opts
 	store, err := OpenStore(o.Repo, o.ResumeID)
 	if err != nil {
@@ -263,7 +269,7 @@ func (r *runner) resume() error {
 	if err != nil {
 		return err
 	}
-	cfg, err := r.override(saved)
+	cfg, err := r.override(ctx, saved)
 	if err != nil {
 		return err
 	}
@@ -309,6 +315,7 @@ func (r *runner) resume() error {
 		return nil
 	}
 	r.view.started(s.ID, s.Base, o.Repo, true)
+	r.view.agentFound(r.agent)
 	if err := r.apply([]pipeline.Event{pipeline.CommandEvent(s.ID, "local", pipeline.Command{Kind: pipeline.CommandResume, Restart: true})}); err != nil {
 		return err
 	}

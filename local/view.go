@@ -3,6 +3,7 @@ package local
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/bazinga-bot/bazinga/agent"
 	"io"
 	"strings"
 	"text/tabwriter"
@@ -45,6 +46,26 @@ type jsonLine struct {
 	Output     string   `json:"output,omitempty"`
 	Transcript []string `json:"transcript,omitempty"`
 	Denied     []string `json:"denied,omitempty"`
+	// The agent CLI the preflight found (type "agent").
+	CLI     string `json:"cli,omitempty"`
+	Version string `json:"version,omitempty"`
+	Program string `json:"program,omitempty"`
+}
+
+// agentFound says which agent CLI runs the steps, as the preflight found it.
+func (v *view) agentFound(a agent.Agent) {
+	if v.json {
+		_ = v.enc.Encode(jsonLine{Type: "agent", CLI: a.CLI, Version: a.Version, Program: a.Program})
+		return
+	}
+	if a.CLI == "generic" || a.CLI == "" {
+		return
+	}
+	line := "agent: " + a.CLI
+	if a.Version != "" {
+		line += " " + a.Version
+	}
+	v.println(line)
 }
 
 func (v *view) clear() {
