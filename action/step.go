@@ -1,10 +1,13 @@
 package action
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -141,9 +144,23 @@ func (j *job) runStep(ctx context.Context) int {
 	}
 	ex := &stepexec.Executor{Remote: remote, Config: cfg, TempDir: work, Logger: j.log, HandOver: rec}
 	if step.Role != pipeline.RoleMerge && step.Role != pipeline.RoleValidate {
-		r, err := agent.NewRunner(agent.RunnerConfig{Command: cfg.Agent.Command, Timeout: cfg.Agent.Timeout.D(), KillGrace: cfg.Agent.Grace.D(), PassEnv: cfg.Agent.Env, TempDir: work})
+		r, err := agent.NewRunner(agent.RunnerConfig{Command: cfg.Agent.Command, Timeout: cfg.Agent.Timeout.D(), KillGrace: cfg.Agent.Grace.D(), PassEnv: cfg.Agent.Env, TempDir: work,
+			TranscriptDir: filepath.Join(work, "transcripts"),
+			// A GitHub-hosted runner is a throwaway machine; a self-hosted one may not be.
+			Sandboxed: j.d.Getenv("RUNNER_ENVIRONMENT") == "github-hosted"})
 		if err != nil {
 			return j.fail("the agent command", err)
+		}
+		// The CLI is checked before any model is paid for: a missing binary
+		// or flags that cannot work headless fail here, named.
+		j.gha.Group("bazinga: check the agent CLI")
+		a, perr := agent.Preflight(ctx, cfg, "")
+		j.gha.EndGroup()
+		if perr != nil {
+			return j.agentUnusable(*step, ho, handOver, perr)
+		}
+		if a.Version != "" {
+			j.gha.Infof("agent: %s %s (%s)", a.CLI, a.Version, a.Program)
 		}
 		ex.Runner = r
 		// What people with write access said reaches the agents, as data.
@@ -163,6 +180,9 @@ func (j *job) runStep(ctx context.Context) int {
 	if rep.Output != "" && ev.Kind != pipeline.EventStepResult {
 		j.gha.Infof("%s", rep.Output)
 	}
+	// The whole output goes to the job log, where GitHub masks the
+	// secrets it knows; never to an artifact, where nothing is masked.
+	j.printTranscript(rep.Transcript)
 	for _, n := range rep.Notes {
 		j.gha.Infof("harness: %s", n)
 	}
@@ -173,7 +193,7 @@ func (j *job) runStep(ctx context.Context) int {
 		j.gha.WithFieldsMap(map[string]string{"title": "bazinga: step " + in.step + " ended without a result"}).
 			Errorf("%s; the job fails so that bazinga retries the step", oneLine(ev.Reason))
 		j.out.set(in.step, StatusFailed, []string{ev.Reason})
-		j.out.summary(renderSummary(*step, rep, nil, started, ended, in.runURL))
+		j.out.summary(renderSummary(*step, j.redacted(rep, cfg), nil, started, ended, in.runURL))
 		// The reason goes to the orchestrator (through the publishing job),
 		// which retries the step; the run's failure alone would say only
 		// that the job failed.
@@ -207,7 +227,7 @@ func (j *job) runStep(ctx context.Context) int {
 		State: pipeline.StepDone, Result: &res}))
 	j.log.Info("result handed over", "status", res.Status.String())
 	j.out.set(in.step, res.Status.String(), res.Summary)
-	j.out.summary(renderSummary(*step, rep, &res, started, ended, in.runURL))
+	j.out.summary(renderSummary(*step, j.redacted(rep, cfg), &res, started, ended, in.runURL))
 	return 0
 }
 
@@ -308,6 +328,9 @@ func renderSummary(st pipeline.Step, rep stepexec.Report, res *pipeline.Result, 
 	if rep.Usage != nil && !rep.Usage.IsZero() {
 		row("Usage", cell(rep.Usage.Detail()))
 	}
+	if len(rep.Denied) > 0 {
+		row("Denied", cell(strings.Join(rep.Denied, ", ")))
+	}
 	// --- baseline and harness-run checks (issue 13 items 1 and 4) ---
 	if h := rep.Harness; h != nil {
 		if h.Baseline != nil {
@@ -317,7 +340,94 @@ func renderSummary(st pipeline.Step, rep stepexec.Report, res *pipeline.Result, 
 			row("Checks", checksCell(h.Checks))
 		}
 	}
+	if res == nil && strings.TrimSpace(rep.Output) != "" {
+		// The agent's own words, for a step that ended without a result.
+		fence := codeFence(rep.Output)
+		fmt.Fprintf(&b, "\n<details><summary>What the agent printed (the end)</summary>\n\n%s\n%s\n%s\n\n</details>\n", fence, rep.Output, fence)
+	}
 	return b.String()
+}
+
+// codeFence is a backtick fence longer than any run of backticks in s, so
+// the agent's output cannot close it and write markdown of its own.
+func codeFence(s string) string {
+	longest, run := 0, 0
+	for _, c := range s {
+		if c == '`' {
+			run++
+			longest = max(longest, run)
+		} else {
+			run = 0
+		}
+	}
+	return strings.Repeat("`", max(3, longest+1))
+}
+
+// agentUnusable hands over a step whose agent CLI cannot run at all: a
+// failure no retry can fix, so the session pauses naming it.
+func (j *job) agentUnusable(step pipeline.Step, ho HandOver, handOver func(HandOver, func(int) ([]byte, error)) error, err error) int {
+	reason := err.Error()
+	j.gha.WithFieldsMap(map[string]string{"title": "bazinga: the agent CLI cannot run"}).Errorf("%s", reason)
+	j.out.set(j.in.step, StatusFailed, []string{reason})
+	ho.Outcome = OutcomeFailure
+	ho.Failure = &codec.FailureRecord{Step: j.in.step, Role: step.Role, Group: step.Group, Reason: reason, RunURL: j.in.runURL}
+	if herr := handOver(ho, nil); herr != nil {
+		j.gha.Warningf("bazinga: could not hand over the failure of %s: %v", j.in.step, herr)
+	}
+	return 1
+}
+
+// transcriptLogBytes bounds what of each output stream goes to the job log.
+const transcriptLogBytes = 4 << 20
+
+// printTranscript puts the agent's whole output (up to a bound, the end)
+// into a collapsed group of the job log.
+func (j *job) printTranscript(paths []string) {
+	for _, p := range paths {
+		b, err := readTail(p, transcriptLogBytes)
+		if err != nil || len(bytes.TrimSpace(b)) == 0 {
+			continue
+		}
+		j.gha.Group("bazinga: the agent's " + strings.TrimPrefix(filepath.Ext(p), "."))
+		j.gha.Infof("%s", b)
+		j.gha.EndGroup()
+	}
+}
+
+func readTail(path string, max int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if fi.Size() > max {
+		if _, err := f.Seek(fi.Size()-max, io.SeekStart); err != nil {
+			return nil, err
+		}
+	}
+	return io.ReadAll(io.LimitReader(f, max))
+}
+
+// redacted removes the values of the variables passed to the agent (its
+// model key) from what the job summary shows: a summary is not masked the
+// way the log is, and an agent may have printed its environment.
+func (j *job) redacted(rep stepexec.Report, cfg pipeline.Config) stepexec.Report {
+	for _, name := range cfg.Agent.Env {
+		v := j.d.Getenv(name)
+		if len(v) < 8 {
+			continue // too short to be a secret; replacing it would garble text
+		}
+		rep.Output = strings.ReplaceAll(rep.Output, v, "***")
+		rep.Notes = append([]string(nil), rep.Notes...)
+		for i := range rep.Notes {
+			rep.Notes[i] = strings.ReplaceAll(rep.Notes[i], v, "***")
+		}
+	}
+	return rep
 }
 
 // baselineCell says what the baseline this step took found: the commit,
