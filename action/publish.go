@@ -112,7 +112,7 @@ func (j *job) publish(ctx context.Context) int {
 		fr := *h.Failure
 		fr.RunURL = in.runURL
 		j.gha.WithFieldsMap(map[string]string{"title": "bazinga: step " + in.step + " ended without a result"}).
-			Errorf("%s; the job fails so that bazinga retries the step", oneLine(fr.Reason))
+			Errorf("%s; %s", oneLine(fr.Reason), failureNext(fr.Permanent))
 		j.out.set(in.step, StatusFailed, []string{fr.Reason})
 		if _, err := j.postComment(ctx, issue, s, step.Group, codec.RenderFailureComment(fr)); err != nil {
 			j.gha.Warningf("bazinga: could not post the failure of %s: %v", in.step, err)
@@ -184,6 +184,14 @@ func usageOf(r *codec.ResultRecord) **pipeline.Usage {
 		return nil
 	}
 	return &r.Usage
+}
+
+// failureNext says what follows a step's failure, for the job's log.
+func failureNext(permanent bool) string {
+	if permanent {
+		return "retrying will not fix it: bazinga pauses the session until the cause is fixed"
+	}
+	return "the job fails so that bazinga retries the step"
 }
 
 func usageOfFailure(f *codec.FailureRecord) **pipeline.Usage {

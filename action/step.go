@@ -191,14 +191,15 @@ func (j *job) runStep(ctx context.Context) int {
 
 	if ev.Kind != pipeline.EventStepResult || ev.Result == nil {
 		j.gha.WithFieldsMap(map[string]string{"title": "bazinga: step " + in.step + " ended without a result"}).
-			Errorf("%s; the job fails so that bazinga retries the step", oneLine(ev.Reason))
+			Errorf("%s; %s", oneLine(ev.Reason), failureNext(ev.Permanent))
 		j.out.set(in.step, StatusFailed, []string{ev.Reason})
 		j.out.summary(renderSummary(*step, j.redacted(rep, cfg), nil, started, ended, in.runURL))
 		// The reason goes to the orchestrator (through the publishing job),
 		// which retries the step; the run's failure alone would say only
 		// that the job failed.
 		ho.Outcome = OutcomeFailure
-		ho.Failure = &codec.FailureRecord{Step: in.step, Role: step.Role, Group: step.Group, Reason: ev.Reason, RunURL: in.runURL, Usage: ev.Usage}
+		ho.Failure = &codec.FailureRecord{Step: in.step, Role: step.Role, Group: step.Group, Reason: ev.Reason, RunURL: in.runURL, Usage: ev.Usage,
+			Permanent: ev.Permanent}
 		if err := handOver(ho, nil); err != nil {
 			j.gha.Warningf("bazinga: could not hand over the failure of %s: %v", in.step, err)
 		}

@@ -196,6 +196,46 @@ func TestFailureReportCarriesReason(t *testing.T) {
 	require.Equal(t, pipeline.SessionDone, s.run(500))
 }
 
+// TestPermanentFailurePauses: a failure report that retrying cannot fix
+// (the CLI's credentials refused) pauses the session at once, naming the
+// step; after /bazinga resume the same work runs again.
+func TestPermanentFailurePauses(t *testing.T) {
+	s := newFakeSession(t, 1, "")
+	s.hold = func(step string) bool { return strings.Contains(step, "/qa/") }
+	s.start()
+	s.steps(60)
+	var qa string
+	for _, r := range s.gh.runs {
+		if strings.Contains(r.inputs["step"], "/qa/") && r.Status != "completed" {
+			qa = r.inputs["step"]
+		}
+	}
+	require.NotEmpty(t, qa)
+	ref, _ := codec.ParseStepID(qa)
+	pr := 0
+	for _, p := range s.prs() {
+		pr = p.Number
+	}
+	body := codec.RenderFailureComment(codec.FailureRecord{Step: qa, Role: ref.Role, Group: ref.Group,
+		Reason: "claude: invalid API key", Permanent: true})
+	s.comment(actionsLogin, pr, body)
+	s.drain()
+	st, _ := s.state()
+	require.Equal(t, pipeline.SessionPaused, st.Session.Status)
+	require.Contains(t, st.Session.Reason, qa)
+	require.Contains(t, st.Session.Reason, "retrying will not fix it: claude: invalid API key")
+	require.Equal(t, pipeline.StepFailed, st.Session.Step(qa).State)
+	g := st.Session.Group(ref.Group)
+	require.NotNil(t, g)
+	require.NotNil(t, g.Next)
+	require.Equal(t, st.Session.Step(qa).StepSpec, *g.Next, "no attempt spent")
+
+	s.hold = nil
+	s.comment("alice", s.issue, "/bazinga resume")
+	s.drain()
+	require.Equal(t, pipeline.SessionDone, s.run(500))
+}
+
 func TestCommandAuthorisation(t *testing.T) {
 	s := newFakeSession(t, 2, "")
 	s.start()

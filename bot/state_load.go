@@ -501,9 +501,7 @@ func (b *Bot) applyLoggedResults(ctx context.Context, gh GitHub, ref sessionRef)
 		if r.fail == nil {
 			continue
 		}
-		sref, _ := codec.ParseStepID(r.fail.Step)
-		ev := pipeline.StepFailure(sref.Session, r.fail.Step, r.fail.Reason)
-		ev.Usage, ev.RunURL = r.fail.Usage, r.fail.RunURL
+		ev := r.fail.Event()
 		apply(input{delivery: "logged-result-" + strconv.FormatInt(r.c.ID, 10), commentID: r.c.ID, fail: &ev, failAuthor: r.c.Author}, 1)
 	}
 	return applied, errors.Join(errs...)

@@ -466,8 +466,7 @@ func (t translator) comment(p *payload) (intent, error) {
 		if n == 0 {
 			return intent{}, ignored("failure of step %s of no issue", rec.Step)
 		}
-		ev := pipeline.StepFailure(ref.Session, rec.Step, rec.Reason)
-		ev.Usage, ev.RunURL = rec.Usage, rec.RunURL
+		ev := rec.Event()
 		return intent{issue: n, in: input{labels: labels, fail: &ev, failAuthor: author.Login}}, nil
 	}
 	cmds := ParseCommands(p.Comment.Body)

@@ -58,6 +58,8 @@ func TestTranslate(t *testing.T) {
 	resultBody := codec.RenderResultComment(codec.ResultRecord{Step: "1/A/qa/4", Role: pipeline.RoleQA, Group: "A",
 		Result: pipeline.Result{Status: pipeline.StatusPass, Summary: []string{"ok"}}})
 	failureBody := codec.RenderFailureComment(codec.FailureRecord{Step: "1/A/qa/4", Role: pipeline.RoleQA, Group: "A", Reason: "timed out"})
+	permanentBody := codec.RenderFailureComment(codec.FailureRecord{Step: "1/A/qa/4", Role: pipeline.RoleQA, Group: "A",
+		Reason: "credentials refused", Permanent: true})
 	tr := translator{login: "bazinga[bot]", startLabel: "bazinga"}
 	tests := []struct {
 		name    string
@@ -124,7 +126,16 @@ func TestTranslate(t *testing.T) {
 			check: func(t *testing.T, it intent) {
 				require.NotNil(t, it.in.fail)
 				assert.Equal(t, "timed out", it.in.fail.Reason)
+				assert.Equal(t, "1", it.in.fail.Session)
+				assert.False(t, it.in.fail.Permanent)
 				assert.Equal(t, "github-actions[bot]", it.in.failAuthor)
+			}},
+		{name: "a failure retrying cannot fix", event: "issue_comment", fixture: "core_issue_comment_created.json",
+			edits: map[string]any{"comment.body": permanentBody, "comment.user": map[string]any{"login": "github-actions[bot]", "type": "Bot"}, "sender.login": "github-actions[bot]"},
+			check: func(t *testing.T, it intent) {
+				require.NotNil(t, it.in.fail)
+				assert.Equal(t, "credentials refused", it.in.fail.Reason)
+				assert.True(t, it.in.fail.Permanent)
 			}},
 		{name: "a result the App posted (a step job with an exchanged token)", event: "issue_comment", fixture: "core_issue_comment_created.json",
 			edits: map[string]any{"comment.body": resultBody, "comment.user": map[string]any{"login": "bazinga[bot]", "type": "Bot"}, "sender.login": "bazinga[bot]"},

@@ -229,6 +229,20 @@ type FailureRecord struct {
 	RunURL string        `json:"run_url,omitempty"`
 	// Usage is what the step cost before it failed, when reported.
 	Usage *pipeline.Usage `json:"usage,omitempty"`
+	// Permanent marks a failure that retrying cannot fix (the CLI's
+	// credentials refused, its command line rejected): the orchestrator
+	// pauses the session instead of retrying. Records written before the
+	// field existed are transient.
+	Permanent bool `json:"permanent,omitempty"`
+}
+
+// Event is the step-failure event the record reports, in the session its
+// step id names.
+func (r FailureRecord) Event() pipeline.Event {
+	ref, _ := ParseStepID(r.Step)
+	ev := pipeline.StepFailure(ref.Session, r.Step, r.Reason)
+	ev.Permanent, ev.Usage, ev.RunURL = r.Permanent, r.Usage, r.RunURL
+	return ev
 }
 
 // FailureMarker starts a failure block.
@@ -249,6 +263,9 @@ func RenderFailureComment(r FailureRecord) string {
 		js = []byte("{}")
 	}
 	line := fmt.Sprintf("⚠️ Step `%s` ended without a result: %s", r.Step, OneLine(r.Reason))
+	if r.Permanent {
+		line = fmt.Sprintf("⛔ Step `%s` ended without a result, and retrying will not fix it: %s", r.Step, OneLine(r.Reason))
+	}
 	if r.RunURL != "" {
 		line += fmt.Sprintf(" ([job run](%s))", r.RunURL)
 	}

@@ -1,12 +1,14 @@
 package codec
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/bazinga-bot/bazinga/pipeline"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -57,4 +59,45 @@ func TestFailureCommentRoundTrip(t *testing.T) {
 		_, ok := ParseFailureComment(RenderFailureComment(bad))
 		require.False(t, ok, "%+v", bad)
 	}
+}
+
+func TestFailureCommentPermanent(t *testing.T) {
+	usage := &pipeline.Usage{CostMicros: 250000, InputTokens: 1200}
+	tests := []struct {
+		name      string
+		rec       FailureRecord
+		line      string
+		permanent bool
+	}{
+		{"transient", FailureRecord{Step: "7/A/developer/3", Role: pipeline.RoleDeveloper, Group: "A", Reason: "runner lost"},
+			"⚠️ Step `7/A/developer/3` ended without a result: runner lost", false},
+		{"permanent", FailureRecord{Step: "7/A/developer/3", Role: pipeline.RoleDeveloper, Group: "A",
+			Reason: "claude: invalid API key", Permanent: true, Usage: usage, RunURL: "https://example.com/run/2"},
+			"⛔ Step `7/A/developer/3` ended without a result, and retrying will not fix it: claude: invalid API key", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			body := RenderFailureComment(tt.rec)
+			assert.True(t, strings.HasPrefix(body, tt.line), body)
+			got, ok := ParseFailureComment(body)
+			require.True(t, ok)
+			assert.Equal(t, tt.rec, got)
+			ev := got.Event()
+			assert.Equal(t, pipeline.EventStepFailed, ev.Kind)
+			assert.Equal(t, "7", ev.Session)
+			assert.Equal(t, tt.rec.Step, ev.Step)
+			assert.Equal(t, tt.rec.Reason, ev.Reason)
+			assert.Equal(t, tt.permanent, ev.Permanent)
+			assert.Equal(t, tt.rec.Usage, ev.Usage)
+			assert.Equal(t, tt.rec.RunURL, ev.RunURL)
+		})
+	}
+	t.Run("a record written before the field is transient", func(t *testing.T) {
+		js := `{"step":"7/A/developer/3","role":"developer","group":"A","reason":"crashed"}`
+		body := "x\n\n" + FailureMarker + base64.StdEncoding.EncodeToString([]byte(js)) + BlockEnd
+		got, ok := ParseFailureComment(body)
+		require.True(t, ok)
+		assert.False(t, got.Permanent)
+		assert.False(t, got.Event().Permanent)
+	})
 }

@@ -44,7 +44,10 @@ func (c Config) HasCheckpoint(k CheckpointKind) bool {
 // AgentConfig says how an agent step is run.
 type AgentConfig struct {
 	// Command is split like a shell; {model} {role} {prompt_file} are filled in.
-	Command string   `json:"command"`
+	Command string `json:"command"`
+	// CLI is the coding-agent CLI the command runs (agent.cli); CLIAuto
+	// recognises it from the command (see Config.AgentCLI).
+	CLI     AgentCLI `json:"cli,omitempty"`
 	Timeout Duration `json:"timeout"`
 	// Grace is how long an agent has, after the SIGTERM sent at its timeout,
 	// to save its work and exit before it is killed.
@@ -53,6 +56,9 @@ type AgentConfig struct {
 	// (e.g. ANTHROPIC_API_KEY). Nothing else from the harness's environment is;
 	// names that carry credentials other than model keys are refused.
 	Env []string `json:"env,omitempty"`
+	// MaxTurns caps the agent's turns, for the CLIs that take a cap
+	// (agent.max_turns); 0 leaves the CLI's own default.
+	MaxTurns int `json:"max_turns,omitempty"`
 }
 
 // ModelsConfig names the model each role runs with. Escalation is the model a
@@ -72,7 +78,10 @@ type ModelsConfig struct {
 // TestsConfig is the test gate, the harness's own check of READY_* claims and
 // the test part of BAZINGA validation.
 type TestsConfig struct {
-	Command string   `json:"command"`
+	Command string `json:"command"`
+	// CLI is the coding-agent CLI the command runs (agent.cli); CLIAuto
+	// recognises it from the command (see Config.AgentCLI).
+	CLI     AgentCLI `json:"cli,omitempty"`
 	Timeout Duration `json:"timeout"`
 	// Baseline says what a base that already fails at session start does:
 	// pause for a human, accept (compare failures), or off (no baseline).
@@ -195,17 +204,9 @@ func DefaultConfig() Config {
 			Timeout: Duration(30 * time.Minute),
 			Grace:   Duration(30 * time.Second),
 		},
-		Models: ModelsConfig{
-			PM:           "opus",
-			Developer:    "haiku",
-			Senior:       "sonnet",
-			QA:           "sonnet",
-			TechLead:     "opus",
-			Investigator: "opus",
-			Requirements: "sonnet",
-			Validator:    "sonnet",
-			Escalation:   "opus",
-		},
+		// The models of the default command's CLI; a file that runs another
+		// CLI and sets no models gets that CLI's (ParseConfig).
+		Models:               DefaultModels(CLIClaude),
 		Tests:                TestsConfig{Command: "go test ./...", Timeout: Duration(20 * time.Minute), Baseline: BaselinePause},
 		MaxParallel:          4,
 		QA:                   true,

@@ -217,21 +217,25 @@ type cfgKey struct {
 var cfgKeys = []cfgKey{
 	cfgCommandKey("agent.command", func(c *Config) *string { return &c.Agent.Command },
 		"split like a shell; {model} {role} {prompt_file} are filled in"),
+	cfgAgentCLIKey("agent.cli", "auto (from the command) | claude | codex | gemini | aider | opencode | generic"),
 	cfgDurationKey("agent.timeout", func(c *Config) *Duration { return &c.Agent.Timeout }, ""),
 	cfgMaxDurationKey("agent.grace", func(c *Config) *Duration { return &c.Agent.Grace }, MaxAgentGrace,
 		"it must fit in the engine's step grace with the commit and push after it",
 		"after the timeout's SIGTERM, before SIGKILL"),
+	cfgIntKey("agent.max_turns", func(c *Config) *int { return &c.Agent.MaxTurns }, 0, MaxAgentTurns,
+		" (0 = the CLI's default)", "turn cap for the CLIs that take one; 0 = the CLI's default"),
 	cfgEnvKey("agent.env", func(c *Config) *[]string { return &c.Agent.Env },
 		"names of environment variables passed through to the agent"),
-	cfgModelKey("models.pm", func(c *Config) *string { return &c.Models.PM }),
-	cfgModelKey("models.developer", func(c *Config) *string { return &c.Models.Developer }),
-	cfgModelKey("models.senior", func(c *Config) *string { return &c.Models.Senior }),
-	cfgModelKey("models.qa", func(c *Config) *string { return &c.Models.QA }),
-	cfgModelKey("models.tech_lead", func(c *Config) *string { return &c.Models.TechLead }),
-	cfgModelKey("models.investigator", func(c *Config) *string { return &c.Models.Investigator }),
-	cfgModelKey("models.requirements", func(c *Config) *string { return &c.Models.Requirements }),
-	cfgModelKey("models.validator", func(c *Config) *string { return &c.Models.Validator }),
-	cfgModelKey("models.escalation", func(c *Config) *string { return &c.Models.Escalation }),
+	// models.*: a key the file leaves out takes DefaultModels of the CLI.
+	cfgModelKey("pm"),
+	cfgModelKey("developer"),
+	cfgModelKey("senior"),
+	cfgModelKey("qa"),
+	cfgModelKey("tech_lead"),
+	cfgModelKey("investigator"),
+	cfgModelKey("requirements"),
+	cfgModelKey("validator"),
+	cfgModelKey("escalation"),
 	cfgStringKey("tests.command", func(c *Config) *string { return &c.Tests.Command }, nil,
 		"the test gate, the check of READY_* claims and BAZINGA validation"),
 	cfgDurationKey("tests.timeout", func(c *Config) *Duration { return &c.Tests.Timeout }, ""),
@@ -352,8 +356,12 @@ func cfgStringKey[T ~string](path string, field func(*Config) *T, check func(str
 	}
 }
 
-func cfgModelKey(path string, field func(*Config) *string) cfgKey {
-	return cfgStringKey(path, field, cfgCheckModel, "")
+// cfgModelKey is models.<name>.
+func cfgModelKey(name string) cfgKey {
+	if (&ModelsConfig{}).field(name) == nil {
+		panic("no models key " + name)
+	}
+	return cfgStringKey("models."+name, func(c *Config) *string { return c.Models.field(name) }, cfgCheckModel, "")
 }
 
 func cfgCommandKey(path string, field func(*Config) *string, comment string) cfgKey {
@@ -813,23 +821,11 @@ func cfgCheckEnvName(s string) string {
 			return fmt.Sprintf("%q cannot be passed through: %s", s, p.why)
 		}
 	}
-	for _, word := range []string{"TOKEN", "SECRET", "KEY"} {
-		if strings.Contains(up, word) {
-			return fmt.Sprintf("%q cannot be passed through: it looks like a credential (*%s*); of those only model keys are passed (%s)",
-				s, word, strings.Join(ModelKeys, ", "))
-		}
+	if word := cfgCredentialWord(s); word != "" {
+		return fmt.Sprintf("%q cannot be passed through: it looks like a credential (*%s*); of those only model keys are passed (%s)",
+			s, word, strings.Join(ModelKeys, ", "))
 	}
 	return ""
-}
-
-// ModelKeys are the credential-named variables agent.env accepts: the keys
-// of model APIs, which an agent needs and which cannot write to a repository.
-// The list is fixed so that a repository's configuration cannot widen it.
-var ModelKeys = []string{
-	"ANTHROPIC_API_KEY", "CLAUDE_CODE_OAUTH_TOKEN",
-	"OPENAI_API_KEY", "AZURE_OPENAI_API_KEY",
-	"GEMINI_API_KEY", "GOOGLE_API_KEY",
-	"MISTRAL_API_KEY", "OPENROUTER_API_KEY", "XAI_API_KEY", "DEEPSEEK_API_KEY", "GROQ_API_KEY",
 }
 
 // CheckAgentEnvName reports why a name may not be passed to the agent
@@ -845,7 +841,7 @@ func CheckAgentEnvName(name string) error {
 // --- walking the document --------------------------------------------------
 
 func parseConfig(data []byte, file string) (Config, error) {
-	p := &cfgParser{cfg: DefaultConfig()}
+	p := &cfgParser{cfg: DefaultConfig(), set: map[string]bool{}}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var doc yaml.Node
 	if err := cfgDecode(dec, &doc); err != nil {
@@ -874,7 +870,19 @@ func parseConfig(data []byte, file string) (Config, error) {
 		sort.SliceStable(p.errs, func(i, j int) bool { return p.errs[i].Line < p.errs[j].Line })
 		return Config{}, cfgWithFile(joinConfigErrors(p.errs), file)
 	}
+	p.defaultModels()
 	return p.cfg, nil
+}
+
+// defaultModels gives each models key the file leaves out the default of
+// the configuration's CLI (DefaultConfig's are Claude's).
+func (p *cfgParser) defaultModels() {
+	def := DefaultModels(p.cfg.AgentCLI())
+	for _, name := range modelKeyNames {
+		if !p.set["models."+name] {
+			*p.cfg.Models.field(name) = *def.field(name)
+		}
+	}
 }
 
 // cfgDecode guards against a panic inside the YAML library: a configuration
@@ -903,6 +911,8 @@ func cfgSyntaxError(err error) *ConfigError {
 type cfgParser struct {
 	cfg  Config
 	errs []*ConfigError
+	// set holds the paths of the leaf keys the file gives a value.
+	set map[string]bool
 }
 
 func (p *cfgParser) add(errs ...*ConfigError) { p.errs = append(p.errs, errs...) }
@@ -942,6 +952,7 @@ func (p *cfgParser) mapping(n *yaml.Node, prefix string, known []*cfgLevel) {
 			continue // "key:" with nothing after it keeps the default
 		}
 		if lvl.key != nil {
+			p.set[path] = true
 			p.add(lvl.key.decode(&p.cfg, vn, path)...)
 			continue
 		}

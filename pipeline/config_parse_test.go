@@ -45,10 +45,12 @@ func configErrors(t testing.TB, err error) []*ConfigError {
 func fullConfig() Config {
 	return Config{
 		Agent: AgentConfig{
-			Command: `codex exec --model '{model}' --role={role} --prompt "{prompt_file}"`,
-			Timeout: Duration(90 * time.Minute),
-			Grace:   Duration(45 * time.Second),
-			Env:     []string{"ANTHROPIC_API_KEY", "OPENAI_API_KEY"},
+			Command:  `codex exec --model '{model}' --role={role} --prompt "{prompt_file}"`,
+			CLI:      CLICodex,
+			Timeout:  Duration(90 * time.Minute),
+			Grace:    Duration(45 * time.Second),
+			Env:      []string{"ANTHROPIC_API_KEY", "OPENAI_API_KEY"},
+			MaxTurns: 50,
 		},
 		Models: ModelsConfig{
 			PM: "claude-opus-4", Developer: "claude-haiku", Senior: "claude-sonnet", QA: "claude-haiku",
@@ -198,7 +200,7 @@ func TestParseConfigErrors(t *testing.T) {
 
 		// wrong kinds
 		{"list for a section", "agent:\n  - command\n", 2, "agent",
-			[]string{"agent: want a mapping of keys (command, timeout, grace, env), got a list"}},
+			[]string{"agent: want a mapping of keys (command, cli, timeout, grace, max_turns, env), got a list"}},
 		{"scalar for a section", "models: opus\n", 1, "models", []string{`models: want a mapping of keys (pm, developer,`, `got "opus"`}},
 		{"mapping for an int", "max_parallel:\n  value: 4\n", 2, "max_parallel", []string{"want a whole number from 1 to 64, got a mapping"}},
 		{"list for a string", "tests:\n  command: [go, test]\n", 2, "tests.command", []string{"want a string, got a list"}},
@@ -289,7 +291,8 @@ func TestParseConfigErrors(t *testing.T) {
 		{"env actions runtime", "agent:\n  env: [ACTIONS_ID_TOKEN_REQUEST_URL]\n", 2, "agent.env",
 			[]string{`"ACTIONS_ID_TOKEN_REQUEST_URL" cannot be passed through: ACTIONS_* variables are the Actions runner's own tokens and URLs`}},
 		{"env secret", "agent:\n  env: [MY_SECRET]\n", 2, "agent.env", []string{`"MY_SECRET" cannot be passed through: it looks like a credential (*SECRET*)`}},
-		{"env key", "agent:\n  env: [AWS_ACCESS_KEY_ID]\n", 2, "agent.env", []string{`"AWS_ACCESS_KEY_ID" cannot be passed through: it looks like a credential (*KEY*)`}},
+		{"env key", "agent:\n  env: [DEPLOY_KEY_ID]\n", 2, "agent.env", []string{`"DEPLOY_KEY_ID" cannot be passed through: it looks like a credential (*KEY*)`}},
+		{"env gh token", "agent:\n  env: [GH_TOKEN]\n", 2, "agent.env", []string{`"GH_TOKEN" cannot be passed through: it looks like a credential (*TOKEN*)`}},
 		{"env key lower case", "agent:\n  env: [npm_token]\n", 2, "agent.env", []string{`"npm_token" cannot be passed through: it looks like a credential (*TOKEN*)`}},
 		{"env model key in lower case is not the model key", "agent:\n  env: [anthropic_api_key]\n", 2, "agent.env", []string{`(*KEY*)`}},
 		// agent.grace

@@ -11,6 +11,10 @@ type Event struct {
 	Result *Result `json:"result,omitempty"`
 	// Reason says why a step failed.
 	Reason string `json:"reason,omitempty"`
+	// Permanent marks a step failure that retrying cannot fix (the CLI's
+	// credentials were refused, its command line was rejected): the session
+	// pauses at once instead of spending the step's attempts.
+	Permanent bool `json:"permanent,omitempty"`
 	// Command is set for EventCommand.
 	Command *Command `json:"command,omitempty"`
 	// Group is the group a review or PR closure is about.
@@ -75,6 +79,14 @@ func StepResult(session, step string, r Result) Event {
 // StepFailure returns the event of a step that ended without a result.
 func StepFailure(session, step, reason string) Event {
 	return Event{Kind: EventStepFailed, Session: session, Step: step, Reason: reason}
+}
+
+// StepFailurePermanent returns the event of a step that ended without a
+// result for a reason retrying cannot fix: the session pauses naming it.
+func StepFailurePermanent(session, step, reason string) Event {
+	ev := StepFailure(session, step, reason)
+	ev.Permanent = true
+	return ev
 }
 
 // CommandEvent returns the event of a human command.

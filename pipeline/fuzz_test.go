@@ -125,6 +125,7 @@ func fuzzEvent(s Session, op, a, b byte) Event {
 		return ev
 	case 3:
 		ev := StepFailure(s.ID, pickStep(), "crash")
+		ev.Permanent = b%5 == 0 // credentials refused: pauses at once
 		ev.Usage = fuzzUsage(a, b)
 		return ev
 	case 4:

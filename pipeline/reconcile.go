@@ -110,7 +110,7 @@ func (r *reconciler) apply(ev Event) {
 			r.metered(ev)
 		}
 	case EventStepFailed:
-		if r.failed(ev.Step, ev.Reason) {
+		if r.failed(ev.Step, ev.Reason, ev.Permanent) {
 			r.metered(ev)
 		}
 	case EventCommand:
@@ -266,7 +266,10 @@ func (r *reconciler) lateMerge(id string) (*Step, *Track, *Group, bool) {
 	return st, t, g, true
 }
 
-func (r *reconciler) failed(id, reason string) bool {
+// failed ends a step in flight without a result. A failure is retried as a
+// new attempt; a permanent one (retrying cannot fix it) pauses the session at
+// once.
+func (r *reconciler) failed(id, reason string, permanent bool) bool {
 	st, t, _, ok := r.inFlight(id, "the failure")
 	if !ok {
 		return false
@@ -279,8 +282,24 @@ func (r *reconciler) failed(id, reason string) bool {
 	st.EndedAt = r.now
 	st.Note = reason
 	t.InFlight = ""
-	st.Routed = r.retry(t, st, reason)
+	if permanent {
+		st.Routed = r.holdForHuman(t, st, reason)
+	} else {
+		st.Routed = r.retry(t, st, reason)
+	}
 	return true
+}
+
+// holdForHuman pauses the session for a failure that retrying cannot fix,
+// spending no attempt: the same work waits as the track's next step and runs
+// again after resume (or retry), once a human fixed the cause.
+func (r *reconciler) holdForHuman(t *Track, st *Step, reason string) string {
+	spec := st.StepSpec
+	t.Next = &spec
+	t.Stage = StageBlocked
+	r.pause(fmt.Sprintf("step %s failed and retrying will not fix it: %s; fix the cause, then /bazinga resume or retry",
+		st.ID, reason))
+	return "paused"
 }
 
 // retry asks for the same work again as a new attempt; past the limit the
@@ -629,7 +648,7 @@ func (r *reconciler) checkTimeouts() {
 		}
 		limit := r.stepTimeout(st.StepSpec)
 		if r.now.Sub(st.DispatchedAt) > limit {
-			r.failed(st.ID, fmt.Sprintf("no result within %s", limit))
+			r.failed(st.ID, fmt.Sprintf("no result within %s", limit), false)
 		}
 	}
 	r.checksTimeouts()
