@@ -129,7 +129,7 @@ func (j *job) runStep(ctx context.Context) int {
 
 	cfg := st.Config
 	if in.agentCommand != "" {
-		cfg.Agent.Command = in.agentCommand
+		cfg = cfg.WithAgentCommand(in.agentCommand)
 	}
 	work, err := os.MkdirTemp(in.workDir, "bazinga-")
 	if err != nil {
@@ -144,7 +144,8 @@ func (j *job) runStep(ctx context.Context) int {
 	}
 	ex := &stepexec.Executor{Remote: remote, Config: cfg, TempDir: work, Logger: j.log, HandOver: rec}
 	if step.Role != pipeline.RoleMerge && step.Role != pipeline.RoleValidate {
-		r, err := agent.NewRunner(agent.RunnerConfig{Command: cfg.Agent.Command, Timeout: cfg.Agent.Timeout.D(), KillGrace: cfg.Agent.Grace.D(), PassEnv: cfg.Agent.Env, TempDir: work,
+		r, err := agent.NewRunner(agent.RunnerConfig{Command: cfg.Agent.Command, CLI: string(cfg.AgentCLI()), Timeout: cfg.Agent.Timeout.D(), KillGrace: cfg.Agent.Grace.D(), PassEnv: cfg.Agent.Env, TempDir: work,
+			MaxTurns: cfg.Agent.MaxTurns, MaxBudgetUSD: cfg.Limits.StepCostUSD,
 			TranscriptDir: filepath.Join(work, "transcripts"),
 			// A GitHub-hosted runner is a throwaway machine; a self-hosted one may not be.
 			Sandboxed: j.d.Getenv("RUNNER_ENVIRONMENT") == "github-hosted"})
@@ -154,7 +155,7 @@ func (j *job) runStep(ctx context.Context) int {
 		// The CLI is checked before any model is paid for: a missing binary
 		// or flags that cannot work headless fail here, named.
 		j.gha.Group("bazinga: check the agent CLI")
-		a, perr := agent.Preflight(ctx, cfg, "")
+		a, perr := agent.Preflight(ctx, cfg)
 		j.gha.EndGroup()
 		if perr != nil {
 			return j.agentUnusable(*step, ho, handOver, perr)
@@ -371,7 +372,7 @@ func (j *job) agentUnusable(step pipeline.Step, ho HandOver, handOver func(HandO
 	j.gha.WithFieldsMap(map[string]string{"title": "bazinga: the agent CLI cannot run"}).Errorf("%s", reason)
 	j.out.set(j.in.step, StatusFailed, []string{reason})
 	ho.Outcome = OutcomeFailure
-	ho.Failure = &codec.FailureRecord{Step: j.in.step, Role: step.Role, Group: step.Group, Reason: reason, RunURL: j.in.runURL}
+	ho.Failure = &codec.FailureRecord{Step: j.in.step, Role: step.Role, Group: step.Group, Reason: reason, RunURL: j.in.runURL, Permanent: true}
 	if herr := handOver(ho, nil); herr != nil {
 		j.gha.Warningf("bazinga: could not hand over the failure of %s: %v", j.in.step, herr)
 	}

@@ -3,7 +3,6 @@ package agent
 import (
 	"encoding/json"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"strings"
 
@@ -239,45 +238,17 @@ func register(d Driver) {
 func DriverNames() []string { return slices.Clone(driverOrder) }
 
 // DriverFor returns the driver agent.cli names, or, when it names none
-// ("" or "auto"), the one the command's program is recognised as.
-func DriverFor(cli string, args []string) (Driver, error) {
+// ("" or "auto"), the one the command's program is recognised as
+// (pipeline.RecogniseCLI; anything else is generic).
+func DriverFor(cli, command string) (Driver, error) {
 	switch cli {
 	case "", "auto":
-		return drivers[recognise(args)], nil
+		cli = string(pipeline.RecogniseCLI(command))
 	}
 	if d, ok := drivers[cli]; ok {
 		return d, nil
 	}
-	return nil, fmt.Errorf("agent.cli %q: no such CLI (known: %s)", cli, strings.Join(driverOrder, ", "))
-}
-
-// recognise names the CLI a command runs, from its program (and, for npx
-// and friends, the package it runs); else generic.
-func recognise(args []string) string {
-	for i, a := range args {
-		base := strings.ToLower(filepath.Base(a))
-		base = strings.TrimSuffix(strings.TrimSuffix(base, ".exe"), ".cmd")
-		switch {
-		case i == 0 && (base == "npx" || base == "bunx" || base == "pnpx"):
-			continue
-		case i > 0 && strings.HasPrefix(a, "-"):
-			continue
-		}
-		switch {
-		case base == "claude" || strings.HasPrefix(a, "@anthropic-ai/claude-code"):
-			return "claude"
-		case base == "codex" || strings.HasPrefix(a, "@openai/codex"):
-			return "codex"
-		case base == "gemini" || strings.HasPrefix(a, "@google/gemini-cli"):
-			return "gemini"
-		case base == "aider":
-			return "aider"
-		case base == "opencode" || strings.HasPrefix(a, "opencode-ai"):
-			return "opencode"
-		}
-		break
-	}
-	return "generic"
+	return nil, fmt.Errorf("agent.cli %q: no driver for it (known: %s)", cli, strings.Join(driverOrder, ", "))
 }
 
 // Flag helpers shared by the drivers. args is the command as split.

@@ -32,27 +32,24 @@ func readFixture(t *testing.T, d Driver, path string, answerFile []byte) Final {
 	return r.Finish(answerFile)
 }
 
-func TestRecognise(t *testing.T) {
+func TestDriverFor(t *testing.T) {
 	for cmd, want := range map[string]string{
 		"claude -p --model {model}":           "claude",
 		"/usr/local/bin/claude -p":            "claude",
 		"node_modules/.bin/codex exec":        "codex",
 		"npx -y @anthropic-ai/claude-code -p": "claude",
 		"npx @openai/codex@0.169.0 exec":      "codex",
-		"gemini -p":                           "gemini",
-		"npx @google/gemini-cli":              "gemini",
-		"aider --message-file {prompt_file}":  "aider",
-		"opencode run":                        "opencode",
 		"./my-agent.sh":                       "generic",
-		"sh -c 'claude -p'":                   "generic",
-		"C:/tools/claude.exe -p":              "claude",
 	} {
-		args, err := parseCommand(cmd)
+		d, err := DriverFor("", cmd)
 		require.NoError(t, err)
-		assert.Equal(t, want, recognise(args), cmd)
+		assert.Equal(t, want, d.Name(), cmd)
 	}
-	_, err := DriverFor("claudee", nil)
-	assert.ErrorContains(t, err, `agent.cli "claudee": no such CLI`)
+	d, err := DriverFor("codex", "my-wrapper.sh")
+	require.NoError(t, err)
+	assert.Equal(t, "codex", d.Name(), "agent.cli names the CLI behind a wrapper")
+	_, err = DriverFor("claudee", "x")
+	assert.ErrorContains(t, err, `agent.cli "claudee": no driver`)
 }
 
 func TestClaudeInvocation(t *testing.T) {

@@ -33,13 +33,13 @@ type Agent struct {
 // its flags can work together headless, and it can run the models the
 // configuration names. Every problem is reported at once, in words a user
 // can act on.
-func Preflight(ctx context.Context, cfg pipeline.Config, cli string) (Agent, error) {
+func Preflight(ctx context.Context, cfg pipeline.Config) (Agent, error) {
 	var a Agent
 	args, err := parseCommand(cfg.Agent.Command)
 	if err != nil {
 		return a, err
 	}
-	d, err := DriverFor(cli, args)
+	d, err := DriverFor(string(cfg.AgentCLI()), cfg.Agent.Command)
 	if err != nil {
 		return a, err
 	}

@@ -173,7 +173,7 @@ func NewRunner(cfg RunnerConfig) (*Runner, error) {
 	if cfg.RetryBackoff == 0 {
 		cfg.RetryBackoff = DefaultRetryBackoff
 	}
-	driver, err := DriverFor(cfg.CLI, args)
+	driver, err := DriverFor(cfg.CLI, cfg.Command)
 	if err != nil {
 		return nil, err
 	}

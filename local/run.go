@@ -216,7 +216,7 @@ func (r *runner) create(ctx context.Context) error {
 func (r *runner) override(ctx context.Context, cfg pipeline.Config) (pipeline.Config, error) {
 	o := r.opts
 	if o.AgentCommand != "" {
-		cfg.Agent.Command = o.AgentCommand
+		cfg = cfg.WithAgentCommand(o.AgentCommand)
 	}
 	if o.TestCommand != nil {
 		cfg.Tests.Command = *o.TestCommand
@@ -237,7 +237,7 @@ func (r *runner) override(ctx context.Context, cfg pipeline.Config) (pipeline.Co
 	}
 	// Before any model is paid for: the CLI is there, answers, and its
 	// flags can work headless.
-	a, err := agent.Preflight(ctx, cfg, "")
+	a, err := agent.Preflight(ctx, cfg)
 	if err != nil {
 		return cfg, err
 	}
@@ -326,7 +326,9 @@ func (r *runner) resume(ctx context.Context) error {
 }
 
 func (r *runner) setup() error {
-	run, err := agent.NewRunner(agent.RunnerConfig{Command: r.cfg.Agent.Command, Timeout: r.cfg.Agent.Timeout.D(), KillGrace: r.cfg.Agent.Grace.D(), PassEnv: r.cfg.Agent.Env,
+	run, err := agent.NewRunner(agent.RunnerConfig{Command: r.cfg.Agent.Command, CLI: string(r.cfg.AgentCLI()), Timeout: r.cfg.Agent.Timeout.D(), KillGrace: r.cfg.Agent.Grace.D(), PassEnv: r.cfg.Agent.Env,
+		// The CLI stops itself at these caps, before the harness has to.
+		MaxTurns: r.cfg.Agent.MaxTurns, MaxBudgetUSD: r.cfg.Limits.StepCostUSD,
 		// Every step's whole output stays with the session, to read after.
 		TranscriptDir: filepath.Join(r.store.Dir, "transcripts")})
 	if err != nil {

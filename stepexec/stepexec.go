@@ -109,6 +109,7 @@ func (e *Executor) Run(ctx context.Context, s pipeline.Session, stepID string) (
 		}
 		rep.Notes = append(rep.Notes, err.Error())
 		ev := pipeline.StepFailure(s.ID, stepID, err.Error())
+		ev.Permanent = rep.Permanent
 		ev.Usage = rep.Usage
 		return ev, rep
 	}
