@@ -63,8 +63,14 @@ func (claudeDriver) Invocation(args []string, s Invoke) (Invocation, error) {
 		// No update checks, telemetry or error reports from a step.
 		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
 		"DISABLE_AUTOUPDATER":                      "1",
+		"DISABLE_TELEMETRY":                        "1",
+		"DISABLE_ERROR_REPORTING":                  "1",
 	}}
 	var extra []string
+	if !hasFlag(args, "--no-session-persistence", "--resume", "-r", "--continue", "-c") {
+		// A step is one conversation: nothing to resume, nothing to keep.
+		extra = append(extra, "--no-session-persistence")
+	}
 	if !hasFlag(args, "--output-format") {
 		extra = append(extra, "--output-format", "stream-json")
 		if !hasFlag(args, "--verbose") {

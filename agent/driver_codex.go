@@ -84,6 +84,10 @@ func (codexDriver) Invocation(args []string, s Invoke) (Invocation, error) {
 	if !hasFlag(args, "--skip-git-repo-check") {
 		extra = append(extra, "--skip-git-repo-check")
 	}
+	if !hasFlag(args, "--ephemeral") {
+		// A step is one conversation: no session files left behind.
+		extra = append(extra, "--ephemeral")
+	}
 	if !hasFlag(args, "--output-last-message", "-o") {
 		extra = append(extra, "--output-last-message", s.Dir+"/"+codexAnswerFile)
 		inv.AnswerFile = codexAnswerFile
