@@ -84,6 +84,14 @@ func (codexDriver) Invocation(args []string, s Invoke) (Invocation, error) {
 	if !hasFlag(args, "--skip-git-repo-check") {
 		extra = append(extra, "--skip-git-repo-check")
 	}
+	// No analytics from a step; and commands run in a plain shell, since a
+	// login shell's /etc/profile resets the PATH the runner set up (Go, …).
+	if !hasConfig(args, "analytics.enabled") {
+		extra = append(extra, "-c", "analytics.enabled=false")
+	}
+	if !hasConfig(args, "allow_login_shell") {
+		extra = append(extra, "-c", "allow_login_shell=false")
+	}
 	if !hasFlag(args, "--ephemeral") {
 		// A step is one conversation: no session files left behind.
 		extra = append(extra, "--ephemeral")
@@ -98,6 +106,25 @@ func (codexDriver) Invocation(args []string, s Invoke) (Invocation, error) {
 	}
 	inv.Args = insertFlags(args, []string{"exec", "e"}, extra...)
 	return inv, nil
+}
+
+// hasConfig reports whether a -c/--config override sets key.
+func hasConfig(args []string, key string) bool {
+	for i := 1; i < len(args); i++ {
+		v := ""
+		switch {
+		case (args[i] == "-c" || args[i] == "--config") && i+1 < len(args):
+			v = args[i+1]
+		case strings.HasPrefix(args[i], "--config="):
+			v = strings.TrimPrefix(args[i], "--config=")
+		default:
+			continue
+		}
+		if k, _, _ := strings.Cut(v, "="); strings.TrimSpace(k) == key {
+			return true
+		}
+	}
+	return false
 }
 
 func (codexDriver) NewReader() OutputReader { return &codexReader{} }

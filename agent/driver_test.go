@@ -232,7 +232,8 @@ func TestCodexInvocation(t *testing.T) {
 	args, _ := parseCommand("codex exec")
 	inv, err := d.Invocation(args, Invoke{Access: AccessEdit, Model: "gpt-5-codex", Dir: "/tmp/step", Schema: StrictResultSchema(pipeline.RoleDeveloper)})
 	require.NoError(t, err)
-	assert.Equal(t, []string{"codex", "exec", "--json", "--model", "gpt-5-codex", "--sandbox", "workspace-write", "--skip-git-repo-check", "--ephemeral",
+	assert.Equal(t, []string{"codex", "exec", "--json", "--model", "gpt-5-codex", "--sandbox", "workspace-write", "--skip-git-repo-check",
+		"-c", "analytics.enabled=false", "-c", "allow_login_shell=false", "--ephemeral",
 		"--output-last-message", "/tmp/step/codex-answer.txt", "--output-schema", "/tmp/step/result-schema.json"}, inv.Args)
 	assert.Equal(t, codexAnswerFile, inv.AnswerFile)
 	assert.JSONEq(t, string(StrictResultSchema(pipeline.RoleDeveloper)), string(inv.Files[codexSchemaFile]))
