@@ -260,6 +260,9 @@ func codexFailureKind(msg string) FailureKind {
 		return httpFailure(code)
 	}
 	switch {
+	case strings.Contains(low, "invalid_request_error"):
+		// The API refused the request itself: the same run is refused again.
+		return FailureUsage
 	case strings.Contains(low, "too many requests") || strings.Contains(low, "rate limit"):
 		return FailureRateLimited
 	case strings.Contains(low, "overloaded") || strings.Contains(low, "server_error") ||

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -37,8 +39,10 @@ var (
 
 // roleOf reads which bazinga role a conversation is: the prompt says so.
 func roleOf(r modelfake.Request) string {
-	if m := roleRe.FindStringSubmatch(r.FirstUserText()); m != nil {
-		return m[1]
+	for _, t := range r.UserTexts() {
+		if m := roleRe.FindStringSubmatch(t); m != nil {
+			return m[1]
+		}
 	}
 	return ""
 }
@@ -100,8 +104,10 @@ func (tm *team) shell(cmd string) modelfake.ToolCall {
 }
 
 func (tm *team) script(r modelfake.Request) modelfake.Reply {
-	turn := r.Turns()
-	prompt := r.FirstUserText()
+	// Where a conversation is: how many tool results came back (a turn with
+	// two tool calls is one assistant message in one API, two in another).
+	turn := r.NumToolResults()
+	prompt := strings.Join(r.UserTexts(), "\n")
 	use := func(calls ...modelfake.ToolCall) modelfake.Reply {
 		return modelfake.Reply{ToolCalls: calls, Usage: modelfake.Usage{InputTokens: 1500, OutputTokens: 60}}
 	}
@@ -122,7 +128,7 @@ func (tm *team) script(r modelfake.Request) modelfake.Reply {
 		switch turn {
 		case 0:
 			return use(tm.write(r, "mul.go", mulGo), tm.write(r, "mul_test.go", mulTest))
-		case 1:
+		case 2:
 			return use(tm.shell("go test ./..."))
 		}
 		last, _ := r.LastToolResult()
@@ -137,6 +143,7 @@ func (tm *team) script(r modelfake.Request) modelfake.Reply {
 		}
 		last, _ := r.LastToolResult()
 		if !strings.Contains(last.Text, "PASS") {
+			fmt.Fprintf(os.Stderr, "QA SAW: %s\n", last.Text)
 			return tm.answer(r, map[string]any{"status": "FAIL", "summary": []string{"TestMul does not pass"}})
 		}
 		return tm.answer(r, map[string]any{"status": "PASS", "summary": []string{"TestMul passes"},
@@ -174,7 +181,15 @@ func TestRealCLISession(t *testing.T) {
 			}
 			tm := &team{cli: cli, final: map[string]time.Time{}}
 			srv := modelfake.Start(t, tm.script)
-			repo := gitRepo(t, calcRepo)
+			files := maps.Clone(calcRepo)
+			if cli == "codex" {
+				// codex 0.169 talks to its catalogue's gpt-6 models in a "code
+				// mode" (tools nested in an additional_tools input item, called
+				// through JavaScript) that the scripted server does not play; for
+				// gpt-5.5 it sends the Responses API's function and custom tools.
+				files[".github/bazinga.yml"] = "models: {pm: gpt-5.5, developer: gpt-5.5, senior: gpt-5.5, qa: gpt-5.5, tech_lead: gpt-5.5, investigator: gpt-5.5, requirements: gpt-5.5, validator: gpt-5.5, escalation: gpt-5.5}\n"
+			}
+			repo := gitRepo(t, files)
 			home := t.TempDir()
 			var cmd string
 			var pass []string
@@ -190,7 +205,10 @@ func TestRealCLISession(t *testing.T) {
 				t.Setenv("CODEX_API_KEY", "sk-codex-test")
 				t.Setenv("CODEX_HOME", filepath.Join(home, ".codex"))
 				require.NoError(t, os.MkdirAll(filepath.Join(home, ".codex"), 0o755))
-				cmd = bin + ` exec -c openai_base_url="` + srv.OpenAIBaseURL() + `" --disable plugins`
+				// A provider of the user's own (as for a proxy or gateway): the
+				// built-in one tries a WebSocket first.
+				cmd = bin + ` exec -c model_provider=gw -c 'model_providers.gw={name="gw", base_url="` + srv.OpenAIBaseURL() +
+					`", env_key="CODEX_API_KEY", wire_api="responses"}' --disable plugins`
 				pass = []string{"CODEX_API_KEY", "CODEX_HOME"}
 			}
 			test := "go test ./..."

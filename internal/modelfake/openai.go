@@ -212,7 +212,10 @@ func foldItems(items []openaiItem) ([]Message, *openaiError) {
 			}
 			m := last("user")
 			m.ToolResults = append(m.ToolResults, ToolResult{ID: it.CallID, Text: text})
-		case "reasoning", "local_shell_call", "local_shell_call_output", "web_search_call", "compaction", "item_reference":
+		case "reasoning", "local_shell_call", "local_shell_call_output", "web_search_call", "compaction", "item_reference",
+			// codex 0.169 opens the input with an additional_tools item for the
+			// models of its catalogue (gpt-6-*); the API it is built for takes it.
+			"additional_tools":
 			// Carried along by clients; nothing the script needs.
 		default:
 			return nil, badRequest(fmt.Sprintf("input[%d].type", i), "invalid_value", "Invalid value: '%s'.", typ)
