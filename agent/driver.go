@@ -89,6 +89,9 @@ type Invoke struct {
 	Root bool
 	// Sandboxed is true on a throwaway machine (an Actions runner).
 	Sandboxed bool
+	// CacheDir is the user's cache directory (~/.cache, where Go, pip and
+	// others keep build caches), which a sandboxed CLI must let tests write.
+	CacheDir string
 }
 
 // Invocation is the command line a driver built for one step.

@@ -21,7 +21,7 @@ var aiderFlags = []string{"--yes-always", "--no-pretty", "--no-stream", "--no-au
 	"--chat-history-file", "/step/aider.chat.history.md", "--input-history-file", "/step/aider.input.history"}
 
 func TestAiderInvocation(t *testing.T) {
-	d, err := DriverFor("", []string{"/usr/local/bin/aider"})
+	d, err := DriverFor("", "/usr/local/bin/aider")
 	require.NoError(t, err)
 	require.Equal(t, "aider", d.Name())
 	assert.False(t, d.FinalAnswer(), "aider has no final answer apart from its output")

@@ -80,6 +80,11 @@ func (codexDriver) Invocation(args []string, s Invoke) (Invocation, error) {
 			mode = "workspace-write"
 		}
 		extra = append(extra, "--sandbox", mode)
+		if mode == "workspace-write" && s.CacheDir != "" {
+			// Tests write build caches under ~/.cache (go test: "open
+			// ~/.cache/go-build/…: read-only file system" without it).
+			extra = append(extra, "--add-dir", s.CacheDir)
+		}
 	}
 	if !hasFlag(args, "--skip-git-repo-check") {
 		extra = append(extra, "--skip-git-repo-check")

@@ -58,7 +58,7 @@ func hugeAnswer(status string) string {
 }
 
 func TestGeminiInvocation(t *testing.T) {
-	d, err := DriverFor("", []string{"gemini"})
+	d, err := DriverFor("", "gemini")
 	require.NoError(t, err)
 	require.Equal(t, "gemini", d.Name())
 	inv := func(args []string, access Access) Invocation {

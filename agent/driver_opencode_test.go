@@ -12,7 +12,7 @@ import (
 )
 
 func TestOpencodeInvocation(t *testing.T) {
-	d, err := DriverFor("", []string{"npx", "opencode-ai", "run"})
+	d, err := DriverFor("", "npx opencode-ai run")
 	require.NoError(t, err)
 	require.Equal(t, "opencode", d.Name())
 	for _, tc := range []struct {

@@ -230,9 +230,9 @@ func TestOverlongLineIsReportedNotGuessed(t *testing.T) {
 func TestCodexInvocation(t *testing.T) {
 	d := drivers["codex"]
 	args, _ := parseCommand("codex exec")
-	inv, err := d.Invocation(args, Invoke{Access: AccessEdit, Model: "gpt-5-codex", Dir: "/tmp/step", Schema: StrictResultSchema(pipeline.RoleDeveloper)})
+	inv, err := d.Invocation(args, Invoke{Access: AccessEdit, Model: "gpt-5-codex", Dir: "/tmp/step", Schema: StrictResultSchema(pipeline.RoleDeveloper), CacheDir: "/home/u/.cache"})
 	require.NoError(t, err)
-	assert.Equal(t, []string{"codex", "exec", "--json", "--model", "gpt-5-codex", "--sandbox", "workspace-write", "--skip-git-repo-check",
+	assert.Equal(t, []string{"codex", "exec", "--json", "--model", "gpt-5-codex", "--sandbox", "workspace-write", "--add-dir", "/home/u/.cache", "--skip-git-repo-check",
 		"-c", "analytics.enabled=false", "-c", "allow_login_shell=false", "--ephemeral",
 		"--output-last-message", "/tmp/step/codex-answer.txt", "--output-schema", "/tmp/step/result-schema.json"}, inv.Args)
 	assert.Equal(t, codexAnswerFile, inv.AnswerFile)

@@ -322,7 +322,7 @@ func (r *Runner) runOnce(ctx context.Context, spec StepSpec, timeout time.Durati
 	inv, err := r.driver.Invocation(filled, Invoke{
 		Role: spec.Role, Access: access, Model: spec.Model, Dir: dir, WorkDir: spec.WorkDir,
 		Schema: schema, MaxTurns: r.cfg.MaxTurns, MaxBudgetUSD: r.cfg.MaxBudgetUSD,
-		Root: os.Geteuid() == 0, Sandboxed: r.cfg.Sandboxed,
+		Root: os.Geteuid() == 0, Sandboxed: r.cfg.Sandboxed, CacheDir: cacheDir(),
 	})
 	if err != nil {
 		return out, fmt.Errorf("agent step %s: %w", spec.StepID, err)
@@ -432,6 +432,20 @@ func (r *Runner) runOnce(ctx context.Context, spec StepSpec, timeout time.Durati
 		return out, fmt.Errorf("agent step %s: %w", spec.StepID, ctx.Err())
 	}
 	return out, nil
+}
+
+// cacheDir is the agent's ~/.cache, made if missing so a sandboxed CLI can
+// be told to let tests write there; "" without a HOME.
+func cacheDir() string {
+	home := os.Getenv("HOME")
+	if home == "" || !filepath.IsAbs(home) {
+		return ""
+	}
+	dir := filepath.Join(home, ".cache")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return ""
+	}
+	return dir
 }
 
 // who names the agent in messages: its CLI, or "the agent".

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
@@ -132,7 +131,7 @@ func (tm *team) script(r modelfake.Request) modelfake.Reply {
 			return use(tm.shell("go test ./..."))
 		}
 		last, _ := r.LastToolResult()
-		if !strings.Contains(last.Text, "ok") {
+		if !strings.Contains(last.Text, "ok  \tcalc") {
 			return tm.answer(r, map[string]any{"status": "BLOCKED", "summary": []string{"tests did not pass: " + firstLine(last.Text)}})
 		}
 		return tm.answer(r, map[string]any{"status": "READY_FOR_QA", "summary": []string{"Added Mul with a test", "2 files", "tests pass"},
@@ -143,7 +142,6 @@ func (tm *team) script(r modelfake.Request) modelfake.Reply {
 		}
 		last, _ := r.LastToolResult()
 		if !strings.Contains(last.Text, "PASS") {
-			fmt.Fprintf(os.Stderr, "QA SAW: %s\n", last.Text)
 			return tm.answer(r, map[string]any{"status": "FAIL", "summary": []string{"TestMul does not pass"}})
 		}
 		return tm.answer(r, map[string]any{"status": "PASS", "summary": []string{"TestMul passes"},
