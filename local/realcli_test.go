@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"maps"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -188,7 +189,14 @@ func TestRealCLISession(t *testing.T) {
 				files[".github/bazinga.yml"] = "models: {pm: gpt-5.5, developer: gpt-5.5, senior: gpt-5.5, qa: gpt-5.5, tech_lead: gpt-5.5, investigator: gpt-5.5, requirements: gpt-5.5, validator: gpt-5.5, escalation: gpt-5.5}\n"
 			}
 			repo := gitRepo(t, files)
+			// A home of its own, as on a fresh runner: the machine's shell
+			// profile (pyenv, nvm, …) is not the agent's. Go's build cache is
+			// kept, so the tests do not rebuild the standard library.
 			home := t.TempDir()
+			gocache, err := exec.Command("go", "env", "GOCACHE").Output()
+			require.NoError(t, err)
+			t.Setenv("GOCACHE", strings.TrimSpace(string(gocache)))
+			t.Setenv("HOME", home)
 			var cmd string
 			var pass []string
 			switch cli {
@@ -198,7 +206,7 @@ func TestRealCLISession(t *testing.T) {
 				t.Setenv("CLAUDE_CONFIG_DIR", filepath.Join(home, ".claude"))
 				// The README's command, as written: the driver adds the rest.
 				cmd = bin + " -p --model {model}"
-				pass = []string{"ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "CLAUDE_CONFIG_DIR"}
+				pass = []string{"ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "CLAUDE_CONFIG_DIR", "GOCACHE"}
 			case "codex":
 				t.Setenv("CODEX_API_KEY", "sk-codex-test")
 				t.Setenv("CODEX_HOME", filepath.Join(home, ".codex"))
@@ -207,7 +215,7 @@ func TestRealCLISession(t *testing.T) {
 				// built-in one tries a WebSocket first.
 				cmd = bin + ` exec -c model_provider=gw -c 'model_providers.gw={name="gw", base_url="` + srv.OpenAIBaseURL() +
 					`", env_key="CODEX_API_KEY", wire_api="responses"}' --disable plugins`
-				pass = []string{"CODEX_API_KEY", "CODEX_HOME"}
+				pass = []string{"CODEX_API_KEY", "CODEX_HOME", "GOCACHE"}
 			}
 			test := "go test ./..."
 			var out bytes.Buffer
