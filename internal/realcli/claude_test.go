@@ -454,6 +454,37 @@ func TestClaudeStructuredOutput(t *testing.T) {
 	assert.Equal(t, 1, len(s.Requests()))
 }
 
+// A model that never calls StructuredOutput is told to once; then the run ends "success" (exit 0) with
+// structured_output null — a caller must check it.
+func TestClaudeStructuredOutputMissing(t *testing.T) {
+	t.Parallel()
+	sb := newSandbox(t)
+	s := modelfake.Start(t, modelfake.ByTurn(modelfake.Reply{Text: "plain words"}))
+	schema := `{"type":"object","properties":{"status":{"type":"string"}},"required":["status"]}`
+	inv := invocation{argv: claudeArgv(t, "--json-schema", schema), env: claudeEnv(sb, s), stdin: "Do the task.", server: s}
+	o := run(t, sb, inv)
+	logRequests(t, s)
+	fixture(t, "claude", "structured-output-missing", inv, o)
+
+	require.Equal(t, 0, o.code)
+	res := claudeResult(t, o.stdout)
+	assert.Equal(t, "success", res["subtype"])
+	assert.Equal(t, false, res["is_error"])
+	assert.Nil(t, res["structured_output"])
+	assert.Equal(t, "plain words", res["result"])
+	assert.Equal(t, 2, len(s.Requests()))
+	var nudges int
+	for _, r := range s.Requests() {
+		for _, txt := range r.UserTexts() {
+			if strings.Contains(txt, "[structured-output-enforce]") {
+				nudges++
+				break
+			}
+		}
+	}
+	assert.Positive(t, nudges, "claude asks for the StructuredOutput call")
+}
+
 // A 3 MB answer arrives whole, on lines of over 3 MB (a line scanner with a default buffer would choke).
 func TestClaudeLargeAnswer(t *testing.T) {
 	t.Parallel()
