@@ -499,3 +499,22 @@ func TestClaudeLargeAnswer(t *testing.T) {
 	res := claudeResult(t, o.stdout)
 	assert.Equal(t, big, res["result"])
 }
+
+// Nothing listens at the base URL: retried like an API error (error "unknown", no status), then the run fails.
+func TestClaudeUnreachable(t *testing.T) {
+	t.Parallel()
+	sb := newSandbox(t)
+	s := modelfake.Start(t, modelfake.ByTurn(modelfake.Reply{Text: "hi"}))
+	env := claudeEnv(sb, s)
+	s.Close()
+	inv := invocation{argv: claudeArgv(t), env: env, stdin: "Do the task."}
+	o := run(t, sb, inv)
+	fixture(t, "claude", "unreachable", inv, o)
+
+	assert.Equal(t, 1, o.code)
+	res := claudeResult(t, o.stdout)
+	assert.Equal(t, true, res["is_error"])
+	assert.Equal(t, "api_error", res["terminal_reason"])
+	assert.Equal(t, "connection_failed", res["api_error"])
+	assert.Contains(t, res["result"], "API Error: Connection refused")
+}

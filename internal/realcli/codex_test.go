@@ -48,12 +48,14 @@ func codexProvider(s *modelfake.Server, fields ...string) string {
 
 // codexArgv is a headless run printing JSONL events, with nothing reaching for the network: analytics off and
 // the plugin sync off (with both, codex resolves no host name; without them it looks up ab.chatgpt.com,
-// chatgpt.com and github.com). allow_login_shell=false keeps PATH: a login shell reads /etc/profile, which resets
-// it. The prompt comes on stdin ("-").
+// chatgpt.com and github.com). Without unbounded_connection_retries an unreachable server fails the turn instead
+// of "waiting for network" forever. allow_login_shell=false keeps PATH: a login shell reads /etc/profile, which
+// resets it. The prompt comes on stdin ("-").
 func codexArgv(t *testing.T, provider string, extra ...string) []string {
 	argv := []string{Codex(t), "exec", "--json", "--skip-git-repo-check", "--ephemeral", "-m", codexModel,
 		"-c", "model_provider=fake", "-c", provider,
-		"-c", "analytics.enabled=false", "--disable", "plugins", "-c", "allow_login_shell=false"}
+		"-c", "analytics.enabled=false", "--disable", "plugins", "--disable", "unbounded_connection_retries",
+		"-c", "allow_login_shell=false"}
 	return append(append(argv, extra...), "-")
 }
 
@@ -434,6 +436,81 @@ func TestCodexBuiltinProvider(t *testing.T) {
 			fallback := items(evs, "error")
 			require.Len(t, fallback, 1)
 			assert.Contains(t, fallback[0]["message"], "Falling back from WebSockets to HTTPS transport")
+		})
+	}
+}
+
+// codex exec has no turn limit: neither a flag nor a config key (a run is bounded only by its caller's timeout).
+func TestCodexNoMaxTurns(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"max-turns-flag", []string{"--max-turns", "2"}, "unexpected argument '--max-turns' found"},
+		{"max-turns-config", []string{"--strict-config", "-c", "max_turns=2"}, "unknown configuration field `max_turns`"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			sb := newSandbox(t)
+			s := modelfake.Start(t, modelfake.ByTurn(modelfake.Reply{Text: "hi"}))
+			inv, o := codexRun(t, sb, s, codexProvider(s), tc.args)
+			fixture(t, "codex", tc.name, inv, o)
+			assert.NotEqual(t, 0, o.code)
+			assert.Contains(t, o.stderr, tc.want)
+			assert.Empty(t, s.Requests())
+		})
+	}
+}
+
+// Nothing listens at the base URL. By default (the feature unbounded_connection_retries) codex retries the
+// connection forever ("Reconnecting... waiting for network"); with it disabled the turn fails at once.
+func TestCodexUnreachable(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name    string
+		enable  bool
+		message string
+	}{
+		{"unreachable-default", true, "Reconnecting... waiting for network (Connection failed: error sending request)"},
+		{"unreachable", false, "Connection failed: error sending request"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			sb := newSandbox(t)
+			s := modelfake.Start(t, modelfake.ByTurn(modelfake.Reply{Text: "hi"}))
+			provider := codexProvider(s)
+			s.Close()
+			argv, timeout := codexArgv(t, provider), 2*time.Minute
+			if tc.enable {
+				// Leave codex its default: drop "--disable unbounded_connection_retries" (a later --enable loses).
+				var kept []string
+				for i := 0; i < len(argv); i++ {
+					if argv[i] == "--disable" && i+1 < len(argv) && argv[i+1] == "unbounded_connection_retries" {
+						i++
+						continue
+					}
+					kept = append(kept, argv[i])
+				}
+				argv, timeout = kept, 30*time.Second
+			}
+			inv := invocation{argv: argv, env: codexEnv(t, sb), stdin: "Do the task.", timeout: timeout}
+			o := run(t, sb, inv)
+			fixture(t, "codex", tc.name, inv, o)
+			evs := codexEvents(t, o.stdout)
+			errs := byType(evs, "error")
+			require.NotEmpty(t, errs)
+			assert.Equal(t, tc.message, errs[0]["message"])
+			if tc.enable {
+				assert.True(t, o.killed, "codex should still be waiting for the network")
+				assert.Empty(t, byType(evs, "turn.failed"))
+				return
+			}
+			assert.Equal(t, 1, o.code)
+			failed := byType(evs, "turn.failed")
+			require.Len(t, failed, 1)
+			assert.Equal(t, tc.message, failed[0]["error"].(map[string]any)["message"])
 		})
 	}
 }

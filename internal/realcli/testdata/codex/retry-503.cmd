@@ -14,6 +14,8 @@ model_providers.fake={name="fake", base_url="http://127.0.0.1:PORT/v1", env_key=
 analytics.enabled=false
 --disable
 plugins
+--disable
+unbounded_connection_retries
 -c
 allow_login_shell=false
 -
