@@ -82,6 +82,9 @@ func claudeRun(t *testing.T, sb sandbox, s *modelfake.Server, args []string, env
 	return inv, o
 }
 
+// claudeExtended are the table cases -short skips.
+var claudeExtended = map[string]bool{"retry-500": true, "retry-429": true, "api-error-500": true, "api-error-429": true, "api-error-401": true, "hang-stalled-stream-killed": true, "hang-sigterm": true}
+
 func toolCall(name string, input map[string]any) []modelfake.ToolCall {
 	return []modelfake.ToolCall{{Name: name, Input: input}}
 }
@@ -142,6 +145,9 @@ func TestClaudeBypassPermissions(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
+			if claudeExtended[tc.name] {
+				extended(t)
+			}
 			sb := newSandbox(t)
 			target := filepath.Join(sb.work, "hello.txt")
 			s := modelfake.Start(t, modelfake.ByTurn(
@@ -258,6 +264,9 @@ func TestClaudeRetries(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
+			if claudeExtended[tc.name] {
+				extended(t)
+			}
 			sb := newSandbox(t)
 			s := modelfake.Start(t, modelfake.FailFirst(2, tc.fail, modelfake.ByTurn(modelfake.Reply{Text: "recovered"})))
 			inv, o := claudeRun(t, sb, s, nil, "CLAUDE_CODE_MAX_RETRIES=3")
@@ -303,6 +312,9 @@ func TestClaudeAPIErrors(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
+			if claudeExtended[tc.name] {
+				extended(t)
+			}
 			sb := newSandbox(t)
 			s := modelfake.Start(t, modelfake.ByTurn(tc.reply))
 			inv, o := claudeRun(t, sb, s, nil)
@@ -374,6 +386,9 @@ func TestClaudeHang(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
+			if claudeExtended[tc.name] {
+				extended(t)
+			}
 			sb := newSandbox(t)
 			s := modelfake.Start(t, modelfake.ByTurn(tc.reply))
 			// Five seconds after its request, a claude that is still running is waiting for good.

@@ -95,6 +95,9 @@ func items(evs []map[string]any, typ string) []map[string]any {
 	return out
 }
 
+// codexExtended are the table cases -short skips.
+var codexExtended = map[string]bool{"retry-503": true, "retry-response-failed": true, "api-error-429-no-retry-after": true, "api-error-401": true, "api-error-400": true, "api-error-context-length": true, "api-error-insufficient-quota": true, "hang-sigterm": true, "builtin-openai-api-key": true, "unreachable-default": true, "max-turns-config": true, "danger-full-access": true}
+
 const helloPatch = "*** Begin Patch\n*** Add File: hello.txt\n+hello from codex\n*** End Patch\n"
 
 func execCommand(cmd string) []modelfake.ToolCall {
@@ -198,6 +201,9 @@ func TestCodexSandboxModes(t *testing.T) {
 	} {
 		t.Run(tc.mode, func(t *testing.T) {
 			t.Parallel()
+			if codexExtended[tc.mode] {
+				extended(t)
+			}
 			sb := newSandbox(t)
 			outside := filepath.Join(sb.home, "outside.txt")
 			s := modelfake.Start(t, modelfake.ByTurn(
@@ -236,6 +242,9 @@ func TestCodexRetries(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
+			if codexExtended[tc.name] {
+				extended(t)
+			}
 			sb := newSandbox(t)
 			s := modelfake.Start(t, modelfake.FailFirst(2, tc.fail, modelfake.ByTurn(modelfake.Reply{Text: "recovered"})))
 			start := time.Now()
@@ -278,6 +287,9 @@ func TestCodexAPIErrors(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
+			if codexExtended[tc.name] {
+				extended(t)
+			}
 			sb := newSandbox(t)
 			s := modelfake.Start(t, modelfake.ByTurn(tc.reply))
 			inv, o := codexRun(t, sb, s, codexProvider(s, tc.provider...), nil)
@@ -332,6 +344,9 @@ func TestCodexHang(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
+			if codexExtended[tc.name] {
+				extended(t)
+			}
 			sb := newSandbox(t)
 			s := modelfake.Start(t, modelfake.ByTurn(tc.reply))
 			inv := invocation{argv: codexArgv(t, codexProvider(s, tc.provider...)), env: codexEnv(t, sb), stdin: "Do the task.",
@@ -409,6 +424,9 @@ func TestCodexBuiltinProvider(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
+			if codexExtended[tc.name] {
+				extended(t)
+			}
 			sb := newSandbox(t)
 			s := modelfake.Start(t, modelfake.ByTurn(modelfake.Reply{Text: "hello"}))
 			argv := []string{Codex(t), "exec", "--json", "--skip-git-repo-check", "--ephemeral", "-m", codexModel,
@@ -453,6 +471,9 @@ func TestCodexNoMaxTurns(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
+			if codexExtended[tc.name] {
+				extended(t)
+			}
 			sb := newSandbox(t)
 			s := modelfake.Start(t, modelfake.ByTurn(modelfake.Reply{Text: "hi"}))
 			inv, o := codexRun(t, sb, s, codexProvider(s), tc.args)
@@ -478,6 +499,9 @@ func TestCodexUnreachable(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
+			if codexExtended[tc.name] {
+				extended(t)
+			}
 			sb := newSandbox(t)
 			s := modelfake.Start(t, modelfake.ByTurn(modelfake.Reply{Text: "hi"}))
 			provider := codexProvider(s)

@@ -33,6 +33,15 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
+// extended marks a case that widens the catalogue (another status, another signal) rather than a behaviour of
+// its own: -short skips it for a quicker loop; CI runs everything.
+func extended(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: one of a family of cases")
+	}
+}
+
 // sandbox is one test's private world: a working copy and a home the CLI may write, nothing shared.
 type sandbox struct {
 	root, work, home string
