@@ -3,6 +3,16 @@
 // with no network. It is never kinder than the real APIs: requests are validated the way the providers do
 // (authentication, required fields, tool calls matched by their results) and refused with the providers' error
 // shapes, so a CLI that would fail against the real service fails here too.
+//
+// A script answers each model request from the conversation so far:
+//
+//	s := modelfake.Start(t, modelfake.ByTurn(
+//		modelfake.Reply{ToolCalls: []modelfake.ToolCall{{Name: "Write", Input: map[string]any{"file_path": p, "content": "hi\n"}}}},
+//		modelfake.Reply{Text: `{"status": "READY_FOR_QA"}`, Usage: modelfake.Usage{InputTokens: 1200, OutputTokens: 30}},
+//	))
+//	// claude: ANTHROPIC_BASE_URL=s.URL; codex: a provider with base_url=s.OpenAIBaseURL()
+//
+// and s.Requests() holds what the CLI sent, for assertions.
 package modelfake
 
 import (
@@ -91,13 +101,16 @@ type Reply struct {
 
 	// Status, when non-zero, answers with an HTTP error of the provider's shape instead of a message. ErrorType
 	// and ErrorMessage default from the status (529 overloaded_error, 429 rate_limit_error, 500 api_error, …; the
-	// OpenAI equivalents for OpenAI requests). RetryAfter is sent as the retry-after header when set.
+	// OpenAI equivalents for OpenAI requests). RetryAfter is sent as the retry-after header when set (the real
+	// APIs send it on 429s; codex does not retry a 429 without it).
 	Status       int
 	ErrorType    string
 	ErrorMessage string
 	RetryAfter   string
-	// FailMidStream starts a streamed answer, then sends the provider's in-stream error (Anthropic "error" event,
-	// OpenAI response.failed) of ErrorType (default overloaded_error / server_error) and ends it.
+	// FailMidStream starts a streamed answer, then fails it in the stream: an Anthropic "error" event of type
+	// ErrorType (default overloaded_error), or an OpenAI response.failed whose error code is ErrorType (default
+	// server_error; codex treats context_length_exceeded, insufficient_quota and rate_limit_exceeded apart). A
+	// request without streaming gets the matching HTTP error instead.
 	FailMidStream bool
 
 	// Hang holds the request open without a byte of response until the client goes away or the server closes.
