@@ -119,8 +119,13 @@ func (m prMerger) merge(ctx context.Context, branch, base, head string) (gitops.
 		switch {
 		case err == nil:
 			return gitops.FinishResult{Outcome: gitops.MergeSuccess, Commit: plumbing.NewHash(sha)}, nil
-		case errors.As(err, &refusal) && (refusal.HeadModified() || refusal.BaseModified()):
-			// The head or the base moved after the gate: test again what is there now.
+		case errors.As(err, &refusal) && refusal.HeadModified():
+			// 409: the pull request's head is no longer the tested (and
+			// reviewed) head. Someone pushed after review: a fact, never a
+			// retry that would test and land what they pushed (issue 28).
+			return gitops.FinishResult{Outcome: gitops.MergeHeadMoved}, nil
+		case errors.As(err, &refusal) && refusal.BaseModified():
+			// The base moved after the gate: test again what is there now.
 			return gitops.FinishResult{Retry: true}, nil
 		case errors.As(err, &refusal) && refusal.MethodRefused():
 			// A rule bazinga could not read beforehand (classic protection

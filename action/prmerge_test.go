@@ -118,8 +118,11 @@ func TestPRMergerGuards(t *testing.T) {
 		{name: "merged by an earlier attempt", f: landFake{base: tBase, found: true,
 			pr: ghapi.PR{Number: 4, State: "closed", Merged: true, MergeCommitSHA: "5555555555555555555555555555555555555555"}},
 			out: gitops.MergeSuccess, commit: "5555555555555555555555555555555555555555"},
+		// Issue 28: a head that moved after review is a fact to report, never
+		// a retry (the retried gate would test, and land, what was pushed).
 		{name: "the head moved (409)", f: landFake{base: tBase, found: true, pr: open, settings: all,
-			mergeErr: &ghapi.MergeRefusal{Status: http.StatusConflict, Message: "Head branch was modified. Review and try the merge again."}}, retry: true},
+			mergeErr: &ghapi.MergeRefusal{Status: http.StatusConflict, Message: "Head branch was modified. Review and try the merge again."}},
+			out: gitops.MergeHeadMoved},
 		{name: "the base moved (405)", f: landFake{base: tBase, found: true, pr: open, settings: all,
 			mergeErr: &ghapi.MergeRefusal{Status: http.StatusMethodNotAllowed, Message: "Base branch was modified. Review and try the merge again."}}, retry: true},
 		{name: "protection refuses (405)", f: landFake{base: tBase, found: true, pr: open, settings: all,

@@ -287,6 +287,9 @@ type publisher struct {
 	old, commit plumbing.Hash
 	// tested: a merge to land (base, head).
 	tested *HandOverMerge
+	// moved: the group branch is not at the reviewed head (issue 28);
+	// nothing lands, the move is the result.
+	moved *pipeline.HeadMove
 }
 
 // prepare checks the hand-over against the branches as they are now and
@@ -369,20 +372,23 @@ func (p *publisher) prepare(ctx context.Context) error {
 	return nil
 }
 
-// prepareLand checks a merge hand-over: a tested merge must still be
-// between the same two heads and give the tested tree; a success without a
-// merge (already merged) must be true now.
+// prepareLand checks a merge hand-over: only the head the tech lead
+// approved may land, so a group branch found elsewhere makes the move the
+// result (whatever the gate said); a tested merge must be of the reviewed
+// head, still between the same two heads, and give the tested tree; a
+// success without a merge (already merged) must be true now.
 func (p *publisher) prepareLand(ctx context.Context, g *pipeline.Group) error {
 	h, s := p.h, p.s
 	if g == nil {
 		return refuse("merge step %s names no group", p.step.ID)
 	}
-	success := h.Result.Result.Status == pipeline.StatusMergeSuccess
-	if h.Merge == nil && !success {
+	status := h.Result.Result.Status
+	success, moved := status == pipeline.StatusMergeSuccess, status == pipeline.StatusMergeHeadMoved
+	if h.Merge == nil && !success && !moved {
 		return nil // conflict, test failure, blocked: a result to post, nothing to land
 	}
 	if h.Merge != nil && !success {
-		return refuse("a tested merge comes with status %s, not MERGE_SUCCESS", h.Result.Result.Status)
+		return refuse("a tested merge comes with status %s, not MERGE_SUCCESS", status)
 	}
 	repo, heads, err := gitops.FetchBare(ctx, p.remote, filepath.Join(p.dir, "repo"), s.Base, g.Branch)
 	if err != nil {
@@ -390,6 +396,21 @@ func (p *publisher) prepareLand(ctx context.Context, g *pipeline.Group) error {
 	}
 	p.repo = repo
 	baseHead, head := heads[s.Base], heads[g.Branch]
+	if head.IsZero() {
+		return refuse("%s is gone", g.Branch)
+	}
+	if rh := g.ReviewedHead; rh != "" && head.String() != rh {
+		// Someone pushed after review (before the gate, or between the gate
+		// and this job): a fact to report, never a merge of what is there
+		// now and never a retry of the same merge (issue 28). The move is
+		// what this job reads of GitHub, not what the gate job says.
+		mv := stepexec.HeadMove(ptr(gitops.DescribeMove(repo, plumbing.NewHash(rh), head)))
+		p.moved = &mv
+		return nil
+	}
+	if moved {
+		return refuse("it says %s moved after review, but it is at the reviewed head %s", g.Branch, short(head.String()))
+	}
 	if h.Merge == nil {
 		if ok, err := onBranch(repo, head, baseHead); err != nil || !ok || head.IsZero() {
 			return refuse("it says %s is already merged, but %s is not contained in %s", g.Branch, short(head.String()), s.Base)
@@ -397,6 +418,9 @@ func (p *publisher) prepareLand(ctx context.Context, g *pipeline.Group) error {
 		return nil
 	}
 	m := h.Merge
+	if rh := g.ReviewedHead; rh != "" && m.Head != rh {
+		return refuse("the gate tested %s at %s, not at the head the tech lead approved (%s)", g.Branch, short(m.Head), short(rh))
+	}
 	if baseHead.String() != m.Base || head.String() != m.Head {
 		return refuse("stale: the gate tested %s at %s with %s at %s; they are now at %s and %s",
 			s.Base, short(m.Base), g.Branch, short(m.Head), short(baseHead.String()), short(head.String()))
@@ -425,6 +449,9 @@ func (p *publisher) prepareLand(ctx context.Context, g *pipeline.Group) error {
 func (p *publisher) push(ctx context.Context) (codec.ResultRecord, error) {
 	rec := *p.h.Result
 	rec.Model, rec.RunURL = p.step.Model, p.j.in.runURL
+	if p.moved != nil {
+		return movedRecord(rec, p.step.Group, *p.moved), nil
+	}
 	if p.tested != nil && p.prs != nil {
 		g := p.s.Group(p.step.Group)
 		m := *p.prs
@@ -438,6 +465,15 @@ func (p *publisher) push(ctx context.Context) (codec.ResultRecord, error) {
 		}
 		if updated != "" {
 			return upToDate(rec, g.Branch, p.s.Base, updated), nil
+		}
+		if fr.Outcome == gitops.MergeHeadMoved {
+			// GitHub refused the merge at the tested head (409): the pull
+			// request's head moved after this job looked.
+			mv, err := p.movedNow(ctx, g, head)
+			if err != nil {
+				return rec, err
+			}
+			return movedRecord(rec, g.ID, mv), nil
 		}
 		if fr.Retry {
 			return rec, fmt.Errorf("%w: the base or the pull request moved after the gate; not merged", gitops.ErrStale)
@@ -490,6 +526,38 @@ func (p *publisher) bringUpToDate(ctx context.Context, g *pipeline.Group, base, 
 	p.j.gha.Infof("pushed %s to %s: the base requires an up-to-date head", c, g.Branch)
 	return c.String(), nil
 }
+
+// movedNow reads where the group branch is after GitHub said its head was
+// modified, and who made that commit.
+func (p *publisher) movedNow(ctx context.Context, g *pipeline.Group, tested plumbing.Hash) (pipeline.HeadMove, error) {
+	repo, heads, err := gitops.FetchBare(ctx, p.remote, filepath.Join(p.dir, "moved"), p.s.Base, g.Branch)
+	if err != nil {
+		return pipeline.HeadMove{}, err
+	}
+	head := heads[g.Branch]
+	if head.IsZero() {
+		return pipeline.HeadMove{}, fmt.Errorf("%s is gone after GitHub refused its merge: %w", g.Branch, gitops.ErrBranchNotFound)
+	}
+	if head == tested {
+		// The branch is where it was tested: GitHub's view of the pull
+		// request lags its branch. The merge runs again.
+		return pipeline.HeadMove{}, fmt.Errorf("%w: GitHub says the head of %s was modified, but it is at %s; not merged", gitops.ErrStale, g.Branch, short(head.String()))
+	}
+	return stepexec.HeadMove(ptr(gitops.DescribeMove(repo, tested, head))), nil
+}
+
+// movedRecord is a merge step's record when the group branch is not at the
+// reviewed head: nothing was merged, and the move is the result.
+func movedRecord(rec codec.ResultRecord, group string, m pipeline.HeadMove) codec.ResultRecord {
+	rec.Result.Status = pipeline.StatusMergeHeadMoved
+	rec.Result.Summary = []string{m.Sentence(group) + "; nothing was merged"}
+	rec.Result.Handoff = m.Handoff()
+	rec.Head = m.Head
+	rec.Note = "" // the gate's tests were of the reviewed head's merge, which did not land
+	return rec
+}
+
+func ptr[T any](v T) *T { return &v }
 
 // upToDate is a merge step's record when the land job brought the group
 // branch up to date instead of merging: the new head merges after its checks.

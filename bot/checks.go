@@ -3,6 +3,7 @@ package bot
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"strings"
 
@@ -58,6 +59,17 @@ func (x *executor) checkEvents(ctx context.Context, next pipeline.Session, actio
 			x.log.Warn("reading the head of a group PR", "group", g.ID, "pr", number, "err", err)
 			continue
 		}
+		if g.Head != "" && pr.HeadSHA != g.Head {
+			// The PR is at a head no step reported (issue 28): someone
+			// pushed. The branch itself says whether it really moved (a
+			// pull request's head can lag its branch for a moment); if it
+			// did, the engine sends the group back through review instead
+			// of merging or waiting on the checks of code nobody reviewed.
+			if ev, ok := x.branchMoved(ctx, next, g); ok {
+				out = append(out, ev)
+			}
+			continue
+		}
 		var checks []ghapi.Check
 		if len(rules.RequiredChecks) > 0 {
 			if checks, err = x.gh.Checks(ctx, x.ref.repo, pr.HeadSHA); err != nil {
@@ -72,6 +84,45 @@ func (x *executor) checkEvents(ctx context.Context, next pipeline.Session, actio
 		x.log.Info("required checks", "group", g.ID, "head", pr.HeadSHA, "state", rep.State.String(),
 			"pending", strings.Join(rep.Pending, ","), "failed", strings.Join(rep.Failed, ","))
 		out = append(out, pipeline.ChecksEvent(strconv.Itoa(x.ref.issue), g.ID, pr.HeadSHA, rep))
+	}
+	return out
+}
+
+// branchMoved reads a group branch's head and, when it is not the group's
+// head, returns the push as an event (who pushed is not known here).
+func (x *executor) branchMoved(ctx context.Context, s pipeline.Session, g *pipeline.Group) (pipeline.Event, bool) {
+	head, err := x.gh.GetRef(ctx, x.ref.repo, "heads/"+g.Branch)
+	if err != nil || head == "" || head == g.Head {
+		if err != nil {
+			x.log.Warn("reading a group branch", "group", g.ID, "branch", g.Branch, "err", err)
+		}
+		return pipeline.Event{}, false
+	}
+	x.log.Info("group branch moved", "group", g.ID, "head", head, "known", g.Head)
+	return pipeline.Pushed(s.ID, g.ID, head, ""), true
+}
+
+// pushesBehindReviews: a human review of a commit that is not the group's
+// head means someone pushed that commit (issue 28). Action-only mode hears
+// of no push (its workflow does not run on them), and the App may hear of
+// the review first. When the branch is at the reviewed commit, the push is
+// put before the review: the engine sends the group back through QA and
+// review, and the approval counts for the head it was given on.
+func pushesBehindReviews(ctx context.Context, gh GitHub, ref sessionRef, s pipeline.Session, events []pipeline.Event, log *slog.Logger) []pipeline.Event {
+	var out []pipeline.Event
+	for _, ev := range events {
+		g := s.Group(ev.Group)
+		if ev.Kind == pipeline.EventHumanReview && ev.Commit != "" && g != nil && !g.Stage.Finished() && g.Head != "" && ev.Commit != g.Head {
+			head, err := gh.GetRef(ctx, ref.repo, "heads/"+g.Branch)
+			switch {
+			case err != nil:
+				log.Warn("reading a group branch", "group", g.ID, "branch", g.Branch, "err", err)
+			case head == ev.Commit:
+				log.Info("group branch moved", "group", g.ID, "head", head, "known", g.Head)
+				out = append(out, pipeline.Pushed(s.ID, g.ID, head, ""))
+			}
+		}
+		out = append(out, ev)
 	}
 	return out
 }

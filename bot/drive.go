@@ -311,7 +311,7 @@ func (b *Bot) drive(ctx context.Context, gh GitHub, ref sessionRef, in input) er
 	if len(kept) == 0 && len(events) > 0 && in.start == nil {
 		return fmt.Errorf("%s: %w: bazinga's own merge", ref.key(), ErrIgnored)
 	}
-	events = kept
+	events = pushesBehindReviews(ctx, gh, ref, st.Session, kept, log)
 	if in.result != nil {
 		accepted := 0
 		for i := -1; i < len(in.more); i++ {

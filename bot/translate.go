@@ -49,6 +49,8 @@ type payload struct {
 	Branches   []struct {
 		Name string `json:"name"`
 	} `json:"branches"`
+	// After is a pull request synchronize's new head.
+	After string `json:"after"`
 }
 
 type hookIssue struct {
@@ -81,6 +83,7 @@ type hookPR struct {
 	Labels         []hookLabel `json:"labels"`
 	Head           struct {
 		Ref  string    `json:"ref"`
+		SHA  string    `json:"sha"`
 		Repo *hookRepo `json:"repo"`
 	} `json:"head"`
 }
@@ -566,6 +569,9 @@ func (t translator) review(p *payload) (intent, error) {
 }
 
 func (t translator) pullRequest(p *payload) (intent, error) {
+	if p.Action == "synchronize" && p.PullRequest != nil {
+		return t.synchronize(p)
+	}
 	if p.Action != "closed" || p.PullRequest == nil {
 		return intent{}, ignored("pull_request action %s", p.Action)
 	}
@@ -581,6 +587,31 @@ func (t translator) pullRequest(p *payload) (intent, error) {
 	if ev.Merged {
 		ev.Commit = p.PullRequest.MergeCommitSHA
 	}
+	return intent{issue: n, in: input{events: []pipeline.Event{ev}, pr: &prRef{number: p.PullRequest.Number, group: group}}}, nil
+}
+
+// synchronize is a push to a group PR's branch (issue 28): someone other
+// than bazinga moved it, and the engine must know before it merges what
+// was reviewed. bazinga's own pushes are its step jobs', acting as a bot
+// (github-actions[bot], the App); their results name the heads they left.
+// Whoever pushed to the repository's own branch has write access: no
+// authorisation is needed.
+func (t translator) synchronize(p *payload) (intent, error) {
+	n, group, err := groupPR(p)
+	if err != nil {
+		return intent{}, err
+	}
+	if p.Sender.isBot() {
+		return intent{}, ignored("a push by the bot %s", p.Sender.Login)
+	}
+	head := p.After
+	if head == "" {
+		head = p.PullRequest.Head.SHA
+	}
+	if head == "" {
+		return intent{}, ignored("a synchronize of PR #%d without a head", p.PullRequest.Number)
+	}
+	ev := pipeline.Pushed(strconv.Itoa(n), group, head, p.Sender.Login)
 	return intent{issue: n, in: input{events: []pipeline.Event{ev}, pr: &prRef{number: p.PullRequest.Number, group: group}}}, nil
 }
 

@@ -163,6 +163,26 @@ func TestTranslate(t *testing.T) {
 			edits: map[string]any{"pull_request.head.repo": nil}, ignored: "comes from another repository"},
 		{name: "a run waiting for approval is no failure", event: "workflow_run", fixture: "core_workflow_run_completed.json",
 			edits: map[string]any{"workflow_run.conclusion": "action_required"}, ignored: "waits for approval"},
+		// Issue 28: a push to a group branch that bazinga did not make.
+		{name: "a human's push to a group PR", event: "pull_request", fixture: "core_pull_request_closed.json",
+			edits: map[string]any{"action": "synchronize", "after": "def5678", "sender": map[string]any{"login": "alice", "type": "User"}},
+			check: func(t *testing.T, it intent) {
+				require.Len(t, it.in.events, 1)
+				assert.Equal(t, pipeline.Pushed("1", "A", "def5678", "alice"), it.in.events[0])
+				require.NotNil(t, it.in.pr, "counted only for the group's recorded PR")
+				assert.Nil(t, it.actor, "whoever pushed to the repository's branch may")
+			}},
+		{name: "a push without after: the PR's head", event: "pull_request", fixture: "core_pull_request_closed.json",
+			edits: map[string]any{"action": "synchronize", "pull_request.head.sha": "def5678", "sender": map[string]any{"login": "alice", "type": "User"}},
+			check: func(t *testing.T, it intent) {
+				assert.Equal(t, "def5678", it.in.events[0].Commit)
+			}},
+		{name: "a step job's push", event: "pull_request", fixture: "core_pull_request_closed.json",
+			edits:   map[string]any{"action": "synchronize", "after": "def5678", "sender": map[string]any{"login": "github-actions[bot]", "type": "Bot"}},
+			ignored: "a push by the bot github-actions[bot]"},
+		{name: "a push to a fork's branch of a group's name", event: "pull_request", fixture: "core_pull_request_closed.json",
+			edits: map[string]any{"action": "synchronize", "after": "def5678", "sender": map[string]any{"login": "mallory", "type": "User"},
+				"pull_request.head.repo": map[string]any{"full_name": "mallory/widgets"}}, ignored: "comes from another repository"},
 		{name: "a PR of another branch", event: "pull_request", fixture: "core_pull_request_closed.json", edits: map[string]any{"pull_request.head.ref": "feature"}, ignored: "not a group PR"},
 		{name: "an approval needs a writer", event: "pull_request_review", fixture: "core_pull_request_closed.json",
 			edits: map[string]any{"action": "submitted", "review": map[string]any{"id": 1, "state": "approved", "commit_id": "abc123",

@@ -21,6 +21,9 @@ const (
 	MergeConflict
 	MergeTestFailure
 	MergeBlocked
+	// MergeHeadMoved: the group branch is not at the reviewed head
+	// (LandRequest.Head); nothing was merged. A fact, not a failure.
+	MergeHeadMoved
 )
 
 func (o LandOutcome) String() string {
@@ -33,6 +36,8 @@ func (o LandOutcome) String() string {
 		return "MERGE_TEST_FAILURE"
 	case MergeBlocked:
 		return "MERGE_BLOCKED"
+	case MergeHeadMoved:
+		return "MERGE_HEAD_MOVED"
 	}
 	return fmt.Sprintf("LandOutcome(%d)", int(o))
 }
@@ -45,7 +50,12 @@ type LandRequest struct {
 	Remote Remote
 	Base   string // branch to land on
 	Branch string // group branch
-	Gate   GateConfig
+	// Head is the commit of Branch that was reviewed: Land merges exactly
+	// it, and when the branch is elsewhere (someone pushed after review)
+	// reports MergeHeadMoved instead. Zero merges the branch as it is (a
+	// session that recorded no reviewed head).
+	Head plumbing.Hash
+	Gate GateConfig
 	// Author of the merge commit; the committer is BotIdentity.
 	Author  Identity
 	Message string // default "Merge branch '<branch>' into <base>"
@@ -84,6 +94,8 @@ type LandResult struct {
 	Attempts      int
 	// Reason explains MERGE_BLOCKED and MERGE_TEST_FAILURE.
 	Reason string
+	// Moved says where the branch is, for MergeHeadMoved.
+	Moved *BranchMove
 }
 
 // Summary is one line for humans.
@@ -98,6 +110,11 @@ func (r LandResult) Summary() string {
 			s += "; " + r.Gate.Summary()
 		}
 		return s
+	case MergeHeadMoved:
+		if r.Moved != nil {
+			return fmt.Sprintf("the branch moved from %s to %s after review; nothing was merged", short(r.Moved.Reviewed), short(r.Moved.Head))
+		}
+		return "the branch moved after review; nothing was merged"
 	case MergeConflict:
 		if len(r.Conflicts) == 0 {
 			// git reports some directory-rename conflicts without a path.
@@ -179,6 +196,13 @@ func landOnce(ctx context.Context, req LandRequest) (res LandResult, retry bool,
 	branchHash, err := ResolveBranch(repo, req.Branch)
 	if err != nil {
 		return res, false, err
+	}
+	if !req.Head.IsZero() && branchHash != req.Head {
+		// Someone pushed after review: what is there was not reviewed, and
+		// what was reviewed is no longer what the branch holds. Neither is
+		// merged; the engine sends the new head through review.
+		mv := DescribeMove(repo, req.Head, branchHash)
+		return LandResult{Outcome: MergeHeadMoved, Moved: &mv}, false, nil
 	}
 	if err := deepenUntilDecided(ctx, w, req.Remote, local, baseHash, branchHash, []plumbing.Hash{baseHash, branchHash}, firstDepth); err != nil {
 		return res, false, err
@@ -272,6 +296,14 @@ func landOnce(ctx context.Context, req LandRequest) (res LandResult, retry bool,
 		res.Outcome, res.Commit, res.Reason = fr.Outcome, fr.Commit, fr.Reason
 		return res, false, nil
 	}
+	// A push to the group branch while the gate ran: the merge commit holds
+	// only the reviewed head, but the branch now says otherwise; report it
+	// rather than land a merge that leaves the pushed work silently behind.
+	if !req.Head.IsZero() {
+		if mv, err := branchMovedSince(ctx, w, req.Remote, local, repo, req.Branch, branchHash); err != nil || mv != nil {
+			return LandResult{Outcome: MergeHeadMoved, Moved: mv, Gate: &gate}, false, err
+		}
+	}
 	// Only the tested commit, and only if the base is still where it was
 	// tested: the update names the old value, and the remote refuses it
 	// when the base moved.
@@ -303,3 +335,31 @@ func landOnce(ctx context.Context, req LandRequest) (res LandResult, retry bool,
 	res.Commit = mergeHash
 	return res, false, nil
 }
+
+// branchMovedSince lists the remote's branches again and reports a group
+// branch that is no longer at head, with its new head fetched and described.
+// The window between this look and the push to the base is git's: the base
+// push cannot also name the group branch's old value.
+func branchMovedSince(ctx context.Context, w wire, remote Remote, local *localRepo, repo *git.Repository, branch string, head plumbing.Hash) (*BranchMove, error) {
+	all, err := w.refs(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("listing branches of %s: %w", remote, remote.redactErr(err))
+	}
+	cur, ok := all[plumbing.NewBranchReferenceName(branch)]
+	if ok && cur == head {
+		return nil, nil
+	}
+	if !ok {
+		// Deleted meanwhile: as for a branch missing at the start, an error
+		// (the step fails and is retried; past its attempts the session pauses).
+		return nil, fmt.Errorf("%s: %w", branch, ErrBranchNotFound)
+	}
+	if err := fetchBranches(ctx, w, remote, local, all, []string{branch}, 1); err != nil {
+		return nil, err
+	}
+	mv := DescribeMove(repo, head, cur)
+	return &mv, nil
+}
+
+// short is a commit's first 12 hex digits, as results show them.
+func short(h plumbing.Hash) string { return h.String()[:12] }

@@ -125,6 +125,9 @@ const (
 	StatusMergeTestFailure
 	StatusMergeBlocked
 	StatusMergeUpdated // the base requires an up-to-date head: the tested merge was pushed to the group branch
+	// The group branch is no longer at the head the tech lead approved
+	// (someone pushed after review): nothing was merged; a fact, not a failure.
+	StatusMergeHeadMoved
 	// validate
 	StatusAccept
 	StatusReject
@@ -141,7 +144,7 @@ var statusNames = []string{"",
 	"PASS", "FAIL", "FLAKY",
 	"APPROVED", "APPROVED_WITH_NOTES", "CHANGES_REQUESTED", "ESCALATE_TO_OPUS", "UNBLOCKING_GUIDANCE",
 	"ROOT_CAUSE_FOUND", "INVESTIGATION_INCOMPLETE", "EXHAUSTED", "NEED_DEVELOPER_DIAGNOSTIC", "HYPOTHESIS_ELIMINATED", "NEED_MORE_ANALYSIS",
-	"MERGE_SUCCESS", "MERGE_CONFLICT", "MERGE_TEST_FAILURE", "MERGE_BLOCKED", "MERGE_UPDATED",
+	"MERGE_SUCCESS", "MERGE_CONFLICT", "MERGE_TEST_FAILURE", "MERGE_BLOCKED", "MERGE_UPDATED", "MERGE_HEAD_MOVED",
 	"ACCEPT", "REJECT",
 	"INCOMPLETE", "WAITING_FOR_RESULTS", "UNBLOCKING_GUIDANCE_PROVIDED", "FAIL_ESCALATE",
 }
@@ -192,7 +195,7 @@ var allowedStatuses = map[Role][]Status{
 	RoleInvestigator: {StatusRootCauseFound, StatusInvestigationIncomplete, StatusBlocked, StatusExhausted,
 		StatusNeedDeveloperDiagnostic, StatusHypothesisEliminated, StatusNeedMoreAnalysis},
 	RoleRequirements: {StatusReadyForReview, StatusPartial, StatusBlocked},
-	RoleMerge:        {StatusMergeSuccess, StatusMergeConflict, StatusMergeTestFailure, StatusMergeBlocked, StatusMergeUpdated},
+	RoleMerge:        {StatusMergeSuccess, StatusMergeConflict, StatusMergeTestFailure, StatusMergeBlocked, StatusMergeUpdated, StatusMergeHeadMoved},
 	RoleValidate:     {StatusAccept, StatusReject},
 }
 

@@ -103,9 +103,10 @@ const (
 	EventPRClosed              // a group PR was closed
 	EventTick                  // time passed
 	EventChecks                // the state of a group PR head's required checks (CI)
+	EventPushed                // a group branch is at a head bazinga did not report: someone pushed to it
 )
 
-var eventKindNames = []string{"", "started", "step_result", "step_failed", "command", "human_review", "pr_closed", "tick", "checks"}
+var eventKindNames = []string{"", "started", "step_result", "step_failed", "command", "human_review", "pr_closed", "tick", "checks", "pushed"}
 
 func (k EventKind) String() string { return enumName(eventKindNames, int(k)) }
 

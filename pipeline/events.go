@@ -26,7 +26,8 @@ type Event struct {
 	Body   string      `json:"body,omitempty"`
 	// Commit is the group branch's head commit the event is about: the commit
 	// a human review was submitted on, or the head after a step (set by the
-	// executor when it knows it). Approvals count only for the head that merges.
+	// executor when it knows it), or the head someone pushed (EventPushed).
+	// Approvals count only for the head that merges.
 	Commit string `json:"commit,omitempty"`
 	// Merged is set for EventPRClosed when the PR was merged.
 	Merged bool `json:"merged,omitempty"`
@@ -92,6 +93,14 @@ func StepFailurePermanent(session, step, reason string) Event {
 // CommandEvent returns the event of a human command.
 func CommandEvent(session, actor string, c Command) Event {
 	return Event{Kind: EventCommand, Session: session, Actor: actor, Command: &c}
+}
+
+// Pushed returns the event of a push to a group branch that bazinga did not
+// make: the branch's head is now head, pushed by the login by ("" when not
+// known). Front-ends send it from a pull request's synchronize event (its
+// sender) or when the group PR's head they read is not the group's head.
+func Pushed(session, group, head, by string) Event {
+	return Event{Kind: EventPushed, Session: session, Group: group, Commit: head, Actor: by}
 }
 
 // Tick returns a tick event: time passed, check timeouts.

@@ -149,6 +149,10 @@ func fuzzEvent(s Session, op, a, b byte) Event {
 		if a%7 == 0 {
 			return Event{Kind: EventKind(b), Session: "other"}
 		}
+		if a%7 == 1 {
+			// A human pushes to a group branch (issue 28).
+			return Pushed(s.ID, group, fmt.Sprintf("push%d", b%4), "u")
+		}
 		return Tick(s.ID)
 	}
 }

@@ -108,6 +108,10 @@ func checkTransition(tr transition) error {
 				continue
 			}
 			c = g.Counters
+			if st.Role == RoleMerge && g.ReviewedHead != g.Head {
+				// Issue 28: only the head the tech lead approved merges.
+				fail("merge %s of group %s sent at head %q, but the tech lead approved %q", st.ID, g.ID, g.Head, g.ReviewedHead)
+			}
 			if old := b.Group(g.ID); (old == nil || !old.Started) && g.Phase > lowestOpen {
 				fail("group %s (phase %d) started while phase %d is open", g.ID, g.Phase, lowestOpen)
 			}

@@ -121,6 +121,8 @@ func (r *reconciler) apply(ev Event) {
 		r.prClosed(ev)
 	case EventChecks:
 		r.checks(ev)
+	case EventPushed:
+		r.pushed(ev)
 	case EventTick:
 		// Timeouts are checked on every reconcile.
 	default:
@@ -234,18 +236,8 @@ func countResult(c *Counters, spec StepSpec) {
 // a new head, or an implementation result naming none (the code may have
 // changed), makes earlier approvals stale.
 func (r *reconciler) headAfter(g *Group, role Role, commit string) {
-	switch {
-	case commit != "" && commit != g.Head:
-		g.Head = commit
-	case commit == "" && role.IsImplementer():
-		g.Head = ""
-	default:
-		return
-	}
-	if len(g.Approvals) > 0 {
-		r.s.Inbox = append(r.s.Inbox, Note{Group: g.ID, Text: fmt.Sprintf("The human approvals of group %s (%s) were for older code; they no longer count.",
-			g.ID, strings.Join(g.Approvals, ", "))})
-		g.Approvals = nil
+	if (commit != "" && commit != g.Head) || (commit == "" && role.IsImplementer()) {
+		r.newHead(g, commit)
 	}
 }
 
@@ -628,6 +620,7 @@ func (r *reconciler) prClosed(ev Event) {
 func (r *reconciler) merged(g *Group) {
 	g.Stage = StageMerged
 	g.Checks = nil // merged code is the base's now; keep the state small
+	g.Pushed = nil
 	g.Next = nil
 	g.Wait = WaitNone
 	g.WaitDetail = ""

@@ -42,10 +42,7 @@ func (r *reconciler) route(t *Track, g *Group, st *Step) string {
 		}
 		return r.want(t, g, StepSpec{Role: RolePM, Purpose: st.Purpose, From: from, Feedback: why + ": " + feedback})
 	case RouteToQA:
-		if !r.cfg.QA || (g != nil && g.Type == GroupResearch) {
-			return r.want(t, g, StepSpec{Role: RoleTechLead, Purpose: PurposeReview, From: from})
-		}
-		return r.want(t, g, StepSpec{Role: RoleQA, Purpose: PurposeTest, From: from})
+		return r.toQA(t, g, from, "")
 	case RouteToReview, RouteQAInconclusive:
 		return r.want(t, g, StepSpec{Role: RoleTechLead, Purpose: PurposeReview, From: from, Feedback: feedbackIf(row.Route == RouteQAInconclusive, feedback)})
 	case RouteDeveloperRevision:
@@ -94,6 +91,9 @@ func (r *reconciler) route(t *Track, g *Group, st *Step) string {
 			return r.backToBlocked(t, g, st, feedback)
 		}
 		g.ApprovedRev = r.rev
+		// What the tech lead reviewed is the head its step reported: the
+		// merge lands that commit and nothing else.
+		g.ReviewedHead = g.Head
 		return r.want(t, g, StepSpec{Role: RoleMerge, Purpose: PurposeMerge, From: from})
 	case RouteGuidanceApproved, RouteUnblock:
 		return r.backToBlocked(t, g, st, feedback)
@@ -162,7 +162,22 @@ func (r *reconciler) route(t *Track, g *Group, st *Step) string {
 		if g == nil {
 			return r.retry(t, st, "merge result on the session")
 		}
+		// The harness made that head itself: the reviewed head merged with
+		// the base, the tree its gate tested. It is what merges now.
+		g.ReviewedHead = g.Head
 		return r.want(t, g, StepSpec{Role: RoleMerge, Purpose: PurposeMerge, From: st.From})
+	case RouteHeadMoved:
+		if g == nil {
+			return r.retry(t, st, "merge result on the session")
+		}
+		m := ParseHeadMove(res.Handoff)
+		if m.Reviewed == "" {
+			m.Reviewed = g.ReviewedHead
+		}
+		if m.Head == "" {
+			m.Head = g.Head // the event's commit, when the executor put it there
+		}
+		return r.headMoved(t, g, from, m)
 	case RouteStepRetry:
 		return r.retry(t, st, "no usable verdict: "+feedback)
 	case RouteDone:

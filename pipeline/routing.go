@@ -43,13 +43,14 @@ const (
 	RouteDone                       // validation accepted BAZINGA
 	RouteRejected                   // validation rejected: pm with the failed checks
 	RouteMergeAgain                 // the group branch was brought up to date: its checks, then merge again
+	RouteHeadMoved                  // the branch moved after review: QA and review again on the new head
 )
 
 var routeNames = []string{"", "plan", "continue", "validate", "clarify", "session_investigation", "answers_only",
 	"pm_again", "to_qa", "to_review", "developer_revision", "senior_revision", "investigate", "guidance", "senior",
 	"qa_failed", "qa_inconclusive", "approved", "guidance_approved", "changes_requested", "escalate_model", "unblock",
 	"tech_lead_again", "validate_findings", "diagnostic", "diagnostic_done", "investigate_again", "requirements_again",
-	"merged", "merge_failed", "merge_blocked", "step_retry", "done", "rejected", "merge_again"}
+	"merged", "merge_failed", "merge_blocked", "step_retry", "done", "rejected", "merge_again", "head_moved"}
 
 func (r Route) String() string { return enumName(routeNames, int(r)) }
 
@@ -146,6 +147,8 @@ var RoutingTable = []RoutingRow{
 		Next: "pause: a human must let the merge land, then resume"},
 	{Roles: []Role{RoleMerge}, Statuses: []Status{StatusMergeUpdated}, Route: RouteMergeAgain,
 		Next: "the tested merge is the group head now: merge again once its required checks passed"},
+	{Roles: []Role{RoleMerge}, Statuses: []Status{StatusMergeHeadMoved}, Route: RouteHeadMoved,
+		Next: "nothing merged: the branch moved after review; qa (tech_lead when QA is disabled) → tech_lead → merge on the new head"},
 	{Roles: []Role{RoleMerge, RoleValidate}, Statuses: []Status{StatusPartial}, Route: RouteStepRetry,
 		Next: "retry the harness step"},
 	{Roles: []Role{RoleValidate}, Statuses: []Status{StatusAccept}, Route: RouteDone,

@@ -80,6 +80,11 @@ func (r *reconciler) schedule() {
 			r.toPM(&g.Track, g, fmt.Sprintf("group %s had nothing left to do but is not merged; decide", g.ID))
 			continue
 		}
+		if unreviewed(g) {
+			// Its head is not the one the tech lead approved (learned since
+			// the approval): only reviewed code merges.
+			r.headMoved(&g.Track, g, g.Next.From, HeadMove{Reviewed: g.ReviewedHead, Head: g.Head})
+		}
 		if g.Next.Role == RoleMerge && len(g.Approvals) >= r.cfg.Merge.RequiredApprovals && !r.checksGate(g) {
 			// Pending required checks wait (named); failed ones sent the
 			// group back to its implementer, who goes through the cap below.

@@ -164,6 +164,15 @@ type Group struct {
 	// Head is the group branch's head commit as the executor last reported it
 	// (Event.Commit of a step result); empty when unknown.
 	Head string `json:"head,omitempty"`
+	// ReviewedHead is the head the tech lead approved: the head its step
+	// reported (what it reviewed, after QA passed the code). The merge step
+	// lands exactly this commit or reports that the branch moved; empty when
+	// the executor reported no head (then the branch merges as it is).
+	ReviewedHead string `json:"reviewed_head,omitempty"`
+	// Pushed is the last push to the group branch that a front-end saw
+	// someone else make (EventPushed with its pusher): a merge that finds
+	// the branch at that head names who pushed it.
+	Pushed *Push `json:"pushed,omitempty"`
 	// Checks are the outcomes of the harness-run checks (checks:) on the
 	// group's code, as the last step that ran them reported.
 	Checks []CheckOutcome `json:"checks,omitempty"`
@@ -337,6 +346,10 @@ func (s Session) Clone() Session {
 		if g.RequiredChecks != nil {
 			gc := g.RequiredChecks.clone()
 			g.RequiredChecks = &gc
+		}
+		if g.Pushed != nil {
+			p := *g.Pushed
+			g.Pushed = &p
 		}
 		c.Groups[i] = g
 	}

@@ -42,6 +42,9 @@ type simulator struct {
 	version  map[string]int
 	head     map[string]string
 	approved map[string]map[string]int
+	// reviewed is the version of each group's code the tech lead last
+	// approved for merging (issue 28: only reviewed code merges).
+	reviewed map[string]int
 	// ci is the last required-checks report the engine accepted for each
 	// group, with the code version it was about.
 	ci map[string]simCI
@@ -53,6 +56,10 @@ type simulator struct {
 	// costRng draws what steps cost and the cost limits, apart from rng so
 	// that the sessions' other choices stay as they were before costs.
 	costRng *rand.Rand
+	// pushRng draws humans' pushes to group branches and merges that find
+	// the branch moved (issue 28), apart from rng for the same reason.
+	pushRng *rand.Rand
+	pushes  int
 }
 
 func simConfig(rng *rand.Rand) Config {
@@ -95,7 +102,8 @@ func newSimulator(seed uint64) *simulator {
 	rng := rand.New(rand.NewPCG(seed, seed*7919+1))
 	sim := &simulator{rng: rng, cfg: simConfig(rng), now: t0, dispatch: map[string]bool{}, merged: map[string]int{},
 		silent: map[string]bool{}, progress: 8, mergeFail: 5,
-		version: map[string]int{}, head: map[string]string{}, approved: map[string]map[string]int{}, ci: map[string]simCI{}}
+		version: map[string]int{}, head: map[string]string{}, approved: map[string]map[string]int{}, ci: map[string]simCI{},
+		reviewed: map[string]int{}}
 	switch rng.IntN(10) {
 	case 0:
 		sim.progress = 2 // hard work: agents rarely finish
@@ -108,6 +116,7 @@ func newSimulator(seed uint64) *simulator {
 	}
 	sim.lazyPM = rng.IntN(30) == 0
 	sim.costRng = rand.New(rand.NewPCG(seed^0xc057, seed*31+7))
+	sim.pushRng = rand.New(rand.NewPCG(seed^0x9e5d, seed*131+3))
 	switch sim.costRng.IntN(16) {
 	case 0:
 		sim.cfg.Limits.SessionCostUSD = float64(2 + sim.costRng.IntN(6))
@@ -250,10 +259,32 @@ func (sim *simulator) checkApprovals(t *testing.T, seed uint64, before Session, 
 				continue
 			}
 			applied[st.ID] = true
-			if st.Role.IsImplementer() || ev.Commit != "" && ev.Commit != sim.head[st.Group] {
-				sim.version[st.Group]++
-				sim.head[st.Group] = ev.Commit
+			done := after.Step(st.ID)
+			commit := ev.Commit
+			if done != nil && done.Result != nil && done.Result.Status == StatusMergeHeadMoved && commit == "" {
+				commit = ParseHeadMove(done.Result.Handoff).Head // the move, said in the handoff only
 			}
+			if st.Role.IsImplementer() || commit != "" && commit != sim.head[st.Group] {
+				sim.version[st.Group]++
+				sim.head[st.Group] = commit
+			}
+			if done != nil && done.Result != nil {
+				i := lookupIndex(st.Role, done.Result.Status, st.Purpose)
+				switch {
+				case i >= 0 && RoutingTable[i].Route == RouteApproved:
+					sim.reviewed[st.Group] = sim.version[st.Group]
+				case i >= 0 && RoutingTable[i].Route == RouteMergeAgain:
+					// The harness's own merge of the reviewed head with the base.
+					sim.reviewed[st.Group] = sim.version[st.Group]
+				}
+			}
+		case EventPushed:
+			g := before.Group(ev.Group)
+			if g == nil || g.Stage.Finished() || g.InFlight != "" || ev.Commit == "" || ev.Commit == sim.head[ev.Group] {
+				continue
+			}
+			sim.version[ev.Group]++
+			sim.head[ev.Group] = ev.Commit
 		case EventChecks:
 			g := before.Group(ev.Group)
 			if g == nil || g.Stage.Finished() || ev.Commit == "" || sim.head[ev.Group] != "" && ev.Commit != sim.head[ev.Group] {
@@ -288,6 +319,10 @@ func (sim *simulator) checkApprovals(t *testing.T, seed uint64, before Session, 
 		if ci, ok := sim.ci[a.Group]; ok && !resent && ci.version == sim.version[a.Group] && ci.state != ChecksPassed {
 			t.Fatalf("seed %d: merge of %s dispatched while the required checks of its current code are %s (engine: head %q, checks %+v; events %+v)",
 				seed, a.Group, ci.state, after.Group(a.Group).Head, after.Group(a.Group).RequiredChecks, events)
+		}
+		if !resent && sim.reviewed[a.Group] != sim.version[a.Group] {
+			t.Fatalf("seed %d: merge of %s dispatched for code version %d, but the tech lead approved version %d (engine: head %q, reviewed %q; events %+v)",
+				seed, a.Group, sim.version[a.Group], sim.reviewed[a.Group], after.Group(a.Group).Head, after.Group(a.Group).ReviewedHead, events)
 		}
 		if n < sim.cfg.Merge.RequiredApprovals {
 			t.Fatalf("seed %d: merge of %s dispatched with %d approval(s) of its current code, %d required (engine: %v)",
@@ -594,6 +629,18 @@ func (sim *simulator) humanEvents() []Event {
 		}
 		evs = append(evs, CommandEvent(s.ID, "bob", c))
 	}
+	for _, g := range s.Groups {
+		// A human pushes to a group branch while nothing of the group runs
+		// (issue 28): often while it waits to merge.
+		odds := 120
+		if g.Next != nil && g.Next.Role == RoleMerge {
+			odds = 8
+		}
+		if g.Started && !g.Stage.Finished() && g.InFlight == "" && sim.pushRng.IntN(odds) == 0 {
+			sim.pushes++
+			evs = append(evs, Pushed(s.ID, g.ID, fmt.Sprintf("push%d", sim.pushes), "dave"))
+		}
+	}
 	if len(s.Groups) > 0 && rng.IntN(150) == 0 {
 		g := s.Groups[rng.IntN(len(s.Groups))]
 		if g.Started {
@@ -688,6 +735,16 @@ func (sim *simulator) play(t *testing.T, seed uint64) {
 			}
 			if res.Status == StatusMergeUpdated && rng.IntN(4) != 0 {
 				ev.Commit = fmt.Sprintf("m%d", st.N) // the tested merge pushed to the group branch
+			}
+			if st.Role == RoleMerge && sim.pushRng.IntN(12) == 0 {
+				// Someone pushed after review: the merge lands nothing and
+				// says where the branch is (on the event, or only in the handoff).
+				m := HeadMove{Reviewed: sim.head[st.Group], Head: fmt.Sprintf("h%d", st.N), PushedBy: "erin"}
+				ev.Result = &Result{Status: StatusMergeHeadMoved, Summary: []string{m.Sentence(st.Group)}, Handoff: m.Handoff()}
+				ev.Commit = ""
+				if sim.pushRng.IntN(4) != 0 {
+					ev.Commit = m.Head
+				}
 			}
 			events = append(events, ev)
 			if rng.IntN(20) == 0 {

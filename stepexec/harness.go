@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
 
 	"github.com/bazinga-bot/bazinga/agent"
@@ -79,6 +80,8 @@ func (e *Executor) merge(ctx context.Context, s pipeline.Session, st pipeline.St
 	}
 	req := gitops.LandRequest{
 		Remote: e.Remote, Base: s.Base, Branch: g.Branch, Gate: e.gate(s), Author: e.author(),
+		// Only what the tech lead approved lands (issue 28).
+		Head:                 reviewedHead(*g),
 		Message:              fmt.Sprintf("Merge group %s (%s) into %s\n\nSession %s.", g.ID, g.Name, s.Base, s.ID),
 		StepID:               st.ID,
 		AllowWorkflowChanges: e.Config.AllowWorkflowChanges, TempDir: e.TempDir,
@@ -117,12 +120,60 @@ func (e *Executor) merge(ctx context.Context, s pipeline.Session, st pipeline.St
 			h["test_output"] = lr.Gate.Digest(maxFeedbackOutput)
 			rep.Output = lr.Gate.Digest(maxFeedbackOutput)
 		}
+	case gitops.MergeHeadMoved:
+		// A fact about the branch, not a failure: the engine sends the new
+		// head through QA and review. Its handoff is the move alone.
+		m := HeadMove(lr.Moved)
+		res.Status = pipeline.StatusMergeHeadMoved
+		res.Summary = []string{m.Sentence(g.ID) + "; nothing was merged"}
+		res.Handoff = m.Handoff()
+		rep.Head = m.Head
+		return res, nil
 	default:
 		res.Status = pipeline.StatusMergeBlocked
 		h["reason"] = lr.Reason
 	}
 	res.Handoff, _ = json.Marshal(h)
 	return res, nil
+}
+
+// branchHead is the group branch's head in a step's working copy after its
+// push: the commit the step pushed, or the one it worked on when it changed
+// nothing (a push of a branch that moved meanwhile is refused, so the step
+// fails and runs again rather than report a head it did not see).
+func branchHead(repo *git.Repository, branch string) string {
+	ref, err := repo.Reference(plumbing.NewBranchReferenceName(branch), true)
+	if err != nil {
+		return ""
+	}
+	return ref.Hash().String()
+}
+
+// reviewedHead is the commit a group's merge may land: the head the tech
+// lead approved; zero when the session recorded none (a session from before
+// reviewed heads were kept merges its branch as it is).
+func reviewedHead(g pipeline.Group) plumbing.Hash {
+	if !plumbing.IsHash(g.ReviewedHead) {
+		return plumbing.ZeroHash
+	}
+	return plumbing.NewHash(g.ReviewedHead)
+}
+
+// HeadMove is a branch move as the engine reads it from a MERGE_HEAD_MOVED
+// result: both modes build it the same way (the land job from what it read
+// of GitHub, local mode from the merge's own look at the branch).
+func HeadMove(mv *gitops.BranchMove) pipeline.HeadMove {
+	if mv == nil {
+		return pipeline.HeadMove{}
+	}
+	m := pipeline.HeadMove{Reviewed: mv.Reviewed.String(), PushedBy: mv.Login}
+	if !mv.Head.IsZero() {
+		m.Head = mv.Head.String()
+	}
+	if m.PushedBy == "" {
+		m.Author = mv.Author
+	}
+	return m
 }
 
 // criterion is one line of the pm's BAZINGA evidence.

@@ -70,6 +70,12 @@ type Report struct {
 	Transcript []string
 	// Denied lists the tool uses the agent's CLI refused.
 	Denied []string
+	// Head is the group branch's head after the step, when the step knows
+	// it (a pushed commit, the head it worked on, where a merge found the
+	// branch): Run puts it on the event, and the engine binds approvals and
+	// the reviewed head to it. GitHub mode learns it from the land or
+	// publish job instead.
+	Head string
 }
 
 // maxFeedbackOutput bounds test output carried in a handoff.
@@ -117,6 +123,7 @@ func (e *Executor) Run(ctx context.Context, s pipeline.Session, stepID string) (
 	ev := pipeline.StepResult(s.ID, stepID, res)
 	ev.Usage = rep.Usage
 	ev.Harness = rep.Harness
+	ev.Commit = rep.Head
 	return ev, rep
 }
 
@@ -333,6 +340,9 @@ func (e *Executor) agentStep(ctx context.Context, s pipeline.Session, st pipelin
 		return harnessPartial(res, err.Error(), ""), nil
 	case err != nil:
 		return pipeline.Result{}, fmt.Errorf("pushing %s: %w", g.Branch, err)
+	}
+	if e.HandOver == nil {
+		rep.Head = branchHead(repo, g.Branch) // issue 28: what this step saw or left
 	}
 	rep.Files = filesChanged(res)
 	return res, nil

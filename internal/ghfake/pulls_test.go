@@ -309,3 +309,41 @@ func (e *env) gitPush(t *testing.T, refspec string) error {
 	require.NoError(t, err)
 	return wc.Push(&git.PushOptions{RemoteName: "origin", Auth: tokenAuth(botTok), RefSpecs: []config.RefSpec{config.RefSpec(refspec)}})
 }
+
+// A writer force-pushes a pull request's branch (an amended head): a forced
+// push event and a synchronize naming the pusher and the new head; a merge
+// at the head that was there before answers 409, as GitHub documents for a
+// sha that is not the head ("Head branch was modified").
+func TestForcePushAndMergeAtTheOldHead(t *testing.T) {
+	e := newEnv(t)
+	e.branch(t, "feature", map[string]string{"f.txt": "feature\n"})
+	pr, _, err := e.gh.PullRequests.Create(e.ctx, owner, repoName, &github.NewPullRequest{Title: github.String("Feature"), Head: github.String("feature"), Base: github.String("main")})
+	require.NoError(t, err)
+	old := pr.GetHead().GetSHA()
+	e.hook.reset()
+	sha, err := e.repo.ForcePush("alice", "feature", old+"^", map[string]string{"f.txt": "amended\n"}, "feature, amended")
+	require.NoError(t, err)
+	head, _ := e.repo.Ref("refs/heads/feature")
+	assert.Equal(t, sha, head)
+	parent, _ := e.repo.resolve(old + "^")
+	newParent, _ := e.repo.resolve(sha + "^")
+	assert.Equal(t, parent, newParent, "the new head replaces the old one, it does not follow it")
+	assert.Equal(t, []string{"push", "pull_request.synchronize"}, e.hook.kinds())
+	evs := e.hook.all()
+	push := evs[0].payload.(*github.PushEvent)
+	assert.True(t, push.GetForced())
+	assert.Equal(t, "alice", push.GetSender().GetLogin())
+	sync := evs[1].payload.(*github.PullRequestEvent)
+	assert.Equal(t, "alice", sync.GetSender().GetLogin())
+	assert.Equal(t, sha, sync.GetAfter())
+	assert.Equal(t, sha, sync.GetPullRequest().GetHead().GetSHA())
+
+	_, _, err = e.gh.PullRequests.Merge(e.ctx, owner, repoName, pr.GetNumber(), "", &github.PullRequestOptions{SHA: old})
+	assert.Equal(t, http.StatusConflict, statusOf(err))
+	assert.Equal(t, "Head branch was modified. Review and try the merge again.", messageOf(err))
+	got, err := e.repo.ReadFile("main", "f.txt")
+	assert.Error(t, err, "nothing merged: %s", got)
+
+	_, err = e.repo.ForcePush("alice", "feature", "no-such-rev", nil, "x")
+	assert.ErrorIs(t, err, ErrNotFound)
+}

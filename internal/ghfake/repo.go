@@ -353,6 +353,34 @@ func (r *Repo) Push(user, branch string, files map[string]string, message string
 	return sha, nil
 }
 
+// ForcePush commits files on top of onto (a revision: "main", a sha,
+// "<sha>^") as user and moves branch to that commit whatever it held — a
+// `git push --force` that rewrites the branch (an amended or rebased head) —
+// with a push's effects (push webhook with forced set, pull request
+// synchronize). GitHub lets a writer force-push any branch that no rule
+// protects; bazinga's group branches have none. It returns the new commit.
+func (r *Repo) ForcePush(user, branch, onto string, files map[string]string, message string) (string, error) {
+	parent, ok := r.resolve(onto)
+	if !ok {
+		return "", fmt.Errorf("ghfake: force-push %s: %q names no commit: %w", branch, onto, ErrNotFound)
+	}
+	ref := "refs/heads/" + branch
+	old, _ := r.ref(ref)
+	sha, err := r.commitFiles(parent, files, message, user)
+	if err != nil {
+		return "", err
+	}
+	if err := r.updateRef(ref, sha, old); err != nil {
+		return "", err
+	}
+	r.f.mu.Lock()
+	r.f.account(user, "")
+	r.f.refChanged(r, ref, old, sha, user)
+	r.f.mu.Unlock()
+	r.f.afterChange()
+	return sha, nil
+}
+
 // Ref returns a ref's commit ("refs/heads/main", "refs/bazinga/claims/x").
 func (r *Repo) Ref(name string) (string, bool) { return r.ref(name) }
 
