@@ -159,6 +159,8 @@ const (
 	FailureAPI
 	// FailureAuth: the credentials were refused; retrying cannot help.
 	FailureAuth
+	// FailureQuota: the account is out of quota or credit.
+	FailureQuota
 	// FailureUsage: the CLI rejected its command line or configuration.
 	FailureUsage
 	// FailureExecution: the CLI failed during the run for another reason.
@@ -175,7 +177,7 @@ const (
 var failureKindNames = map[FailureKind]string{
 	FailureNone: "none", FailureMaxTurns: "max_turns", FailureBudget: "budget",
 	FailureOverloaded: "overloaded", FailureRateLimited: "rate_limited", FailureAPI: "api_error",
-	FailureAuth: "auth", FailureUsage: "usage", FailureExecution: "execution",
+	FailureAuth: "auth", FailureQuota: "quota", FailureUsage: "usage", FailureExecution: "execution",
 	FailureNoAnswer: "no_answer", FailureOutputCut: "output_cut", FailureConflict: "conflict",
 }
 
@@ -195,7 +197,7 @@ func (k FailureKind) Transient() bool {
 // Permanent says another run would fail the same way: the session pauses
 // at once naming it rather than spending attempts.
 func (k FailureKind) Permanent() bool {
-	return k == FailureAuth || k == FailureUsage
+	return k == FailureAuth || k == FailureQuota || k == FailureUsage
 }
 
 // Stopped says the CLI stopped itself at a cap: its work so far is kept.

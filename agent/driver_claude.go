@@ -187,6 +187,8 @@ type claudeResult struct {
 	StructuredOutput json.RawMessage   `json:"structured_output"`
 	Errors           []json.RawMessage `json:"errors"`
 	TerminalReason   string            `json:"terminal_reason"`
+	APIErrorStatus   int               `json:"api_error_status"`
+	APIError         string            `json:"api_error"`
 	NumTurns         int               `json:"num_turns"`
 	Denials          []struct {
 		ToolName  string          `json:"tool_name"`
@@ -271,6 +273,17 @@ func claudeFailure(res claudeResult) *CLIFailure {
 	case "success", "":
 		if !res.IsError {
 			return nil
+		}
+		// claude 2.1 says what ended the run (terminal_reason) and, for an
+		// API error, its HTTP status; older versions only say it in words.
+		switch {
+		case res.TerminalReason == "prompt_too_long":
+			return newFailure(FailureUsage, "claude: %s", detail)
+		case res.APIErrorStatus > 0:
+			return newFailure(httpFailure(res.APIErrorStatus), "claude: %s", detail)
+		case res.TerminalReason == "api_error":
+			// No status: the connection failed or timed out.
+			return newFailure(FailureAPI, "claude: %s", detail)
 		}
 		if k, ok := classifyAPIText(detail); ok {
 			return newFailure(k, "claude: %s", detail)

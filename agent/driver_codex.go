@@ -97,6 +97,11 @@ func (codexDriver) Invocation(args []string, s Invoke) (Invocation, error) {
 	if !hasConfig(args, "allow_login_shell") {
 		extra = append(extra, "-c", "allow_login_shell=false")
 	}
+	// Without this codex waits for an unreachable API forever ("Reconnecting…
+	// waiting for network"); the step should fail, named, instead.
+	if !hasFeature(args, "unbounded_connection_retries") {
+		extra = append(extra, "--disable", "unbounded_connection_retries")
+	}
 	if !hasFlag(args, "--ephemeral") {
 		// A step is one conversation: no session files left behind.
 		extra = append(extra, "--ephemeral")
@@ -111,6 +116,16 @@ func (codexDriver) Invocation(args []string, s Invoke) (Invocation, error) {
 	}
 	inv.Args = insertFlags(args, []string{"exec", "e"}, extra...)
 	return inv, nil
+}
+
+// hasFeature reports whether --enable or --disable names a feature.
+func hasFeature(args []string, name string) bool {
+	for i := 1; i+1 < len(args); i++ {
+		if (args[i] == "--enable" || args[i] == "--disable") && args[i+1] == name {
+			return true
+		}
+	}
+	return hasConfig(args, "features."+name)
 }
 
 // hasConfig reports whether a -c/--config override sets key.
@@ -265,6 +280,14 @@ func codexFailureKind(msg string) FailureKind {
 		return httpFailure(code)
 	}
 	switch {
+	case strings.Contains(low, "quota exceeded") || strings.Contains(low, "insufficient_quota"):
+		return FailureQuota
+	case strings.Contains(low, "context window") || strings.Contains(low, "context_length_exceeded"):
+		// The same prompt is too long again.
+		return FailureUsage
+	case strings.Contains(low, "high demand") || strings.Contains(low, "connection failed") ||
+		strings.Contains(low, "timed out") || strings.Contains(low, "idle timeout"):
+		return FailureAPI
 	case strings.Contains(low, "invalid_request_error"):
 		// The API refused the request itself: the same run is refused again.
 		return FailureUsage

@@ -233,7 +233,7 @@ func TestCodexInvocation(t *testing.T) {
 	inv, err := d.Invocation(args, Invoke{Access: AccessEdit, Model: "gpt-5-codex", Dir: "/tmp/step", Schema: StrictResultSchema(pipeline.RoleDeveloper), CacheDir: "/home/u/.cache"})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"codex", "exec", "--json", "--model", "gpt-5-codex", "--sandbox", "workspace-write", "--add-dir", "/home/u/.cache", "--skip-git-repo-check",
-		"-c", "analytics.enabled=false", "-c", "allow_login_shell=false", "--ephemeral",
+		"-c", "analytics.enabled=false", "-c", "allow_login_shell=false", "--disable", "unbounded_connection_retries", "--ephemeral",
 		"--output-last-message", "/tmp/step/codex-answer.txt", "--output-schema", "/tmp/step/result-schema.json"}, inv.Args)
 	assert.Equal(t, codexAnswerFile, inv.AnswerFile)
 	assert.JSONEq(t, string(StrictResultSchema(pipeline.RoleDeveloper)), string(inv.Files[codexSchemaFile]))
