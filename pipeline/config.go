@@ -200,7 +200,8 @@ func (d *Duration) UnmarshalText(b []byte) error {
 func DefaultConfig() Config {
 	return Config{
 		Agent: AgentConfig{
-			Command: "claude -p --model {model} --output-format json",
+			// The claude driver adds stream-json, permissions and the schema.
+			Command: "claude -p --model {model}",
 			Timeout: Duration(30 * time.Minute),
 			Grace:   Duration(30 * time.Second),
 		},

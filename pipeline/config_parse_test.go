@@ -630,7 +630,7 @@ func TestMarshalWritesEveryKey(t *testing.T) {
 	assert.Contains(t, s, "  timeout: 30m\n")
 	assert.Contains(t, s, "clarification_timeout: 24h")
 	assert.Contains(t, s, "  env: []")
-	assert.True(t, strings.HasPrefix(s, "agent:\n  command: claude -p --model {model} --output-format json"), s)
+	assert.True(t, strings.HasPrefix(s, "agent:\n  command: claude -p --model {model}"), s)
 	assert.Less(t, strings.Index(s, "\nlimits:"), strings.Index(s, "\ngithub:"))
 }
 
