@@ -203,6 +203,9 @@ func (r *claudeReader) Finish([]byte) Final {
 	}
 	switch len(r.results) {
 	case 0:
+		// claude reports usage only in its result: what a killed run spent
+		// is unknown, and the step says so rather than count nothing.
+		f.Notes = append(f.Notes, "claude ended without its result, so this step's cost is unknown")
 		if r.cutLines > 0 {
 			f.Failure = newFailure(FailureOutputCut, "claude's output had no result object bazinga could read (a line over %d bytes was cut)", MaxLineBytes)
 		} else {

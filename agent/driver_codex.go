@@ -239,6 +239,9 @@ func (r *codexReader) Finish(answerFile []byte) Final {
 		}
 	}
 	f.Notes = append(f.Notes, notes...)
+	if f.Usage == nil {
+		f.Notes = append(f.Notes, "codex reported no usage, so this step's tokens are unknown")
+	}
 	f.Denied = r.denied
 	if r.failed != "" {
 		f.Failure = newFailure(codexFailureKind(r.failed), "codex: %s", r.failed)

@@ -264,11 +264,13 @@ func (e *Executor) agentStep(ctx context.Context, s pipeline.Session, st pipelin
 	// commits what the working copy holds and reports PARTIAL, so the next
 	// developer step continues from there instead of starting over.
 	keepPartial := (out.NoResult || out.TimedOut) && g != nil && implementer(st.Role) && st.Purpose != pipeline.PurposeDiagnostic
+	// The runner's notes (retries, an unknown cost, denied tools) go with
+	// the step whatever its end.
+	rep.Notes = append(rep.Notes, out.Parsed.Notes...)
 	if out.NoResult && !keepPartial {
 		return pipeline.Result{}, e.noResultOf(out)
 	}
 	res := out.Parsed.Result
-	rep.Notes = append(rep.Notes, out.Parsed.Notes...)
 	if g == nil || st.Purpose == pipeline.PurposeDiagnostic {
 		return res, nil // nothing is pushed from session-level or diagnostic steps
 	}
