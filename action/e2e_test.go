@@ -587,6 +587,10 @@ func (w *world) ended(issue int) (bool, string) {
 
 // wait drives the world until the session ends; idle calls onIdle (a sweep).
 func (w *world) wait(issue int, limit time.Duration, onIdle func()) string {
+	// The limit catches a session that stalls, not a slow one: on a shared
+	// 2-core machine running the real agent CLIs' tests beside these, the
+	// fake's jobs run several times slower than alone.
+	limit *= 3
 	deadline := time.Now().Add(limit)
 	for time.Now().Before(deadline) {
 		if ok, label := w.ended(issue); ok {
