@@ -89,9 +89,10 @@ type Invoke struct {
 	Root bool
 	// Sandboxed is true on a throwaway machine (an Actions runner).
 	Sandboxed bool
-	// CacheDir is the user's cache directory (~/.cache, where Go, pip and
-	// others keep build caches), which a sandboxed CLI must let tests write.
-	CacheDir string
+	// CacheDirs are where the toolchains keep their caches (~/.cache, and
+	// GOCACHE, PIP_CACHE_DIR, … when passed to the agent elsewhere), which a
+	// sandboxed CLI must let tests write.
+	CacheDirs []string
 }
 
 // Invocation is the command line a driver built for one step.

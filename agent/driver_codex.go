@@ -80,10 +80,12 @@ func (codexDriver) Invocation(args []string, s Invoke) (Invocation, error) {
 			mode = "workspace-write"
 		}
 		extra = append(extra, "--sandbox", mode)
-		if mode == "workspace-write" && s.CacheDir != "" {
-			// Tests write build caches under ~/.cache (go test: "open
-			// ~/.cache/go-build/…: read-only file system" without it).
-			extra = append(extra, "--add-dir", s.CacheDir)
+		if mode == "workspace-write" {
+			// Tests write build caches (go test: "open ~/.cache/go-build/…:
+			// read-only file system" without it).
+			for _, d := range s.CacheDirs {
+				extra = append(extra, "--add-dir", d)
+			}
 		}
 	}
 	if !hasFlag(args, "--skip-git-repo-check") {

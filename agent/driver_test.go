@@ -230,7 +230,7 @@ func TestOverlongLineIsReportedNotGuessed(t *testing.T) {
 func TestCodexInvocation(t *testing.T) {
 	d := drivers["codex"]
 	args, _ := parseCommand("codex exec")
-	inv, err := d.Invocation(args, Invoke{Access: AccessEdit, Model: "gpt-5-codex", Dir: "/tmp/step", Schema: StrictResultSchema(pipeline.RoleDeveloper), CacheDir: "/home/u/.cache"})
+	inv, err := d.Invocation(args, Invoke{Access: AccessEdit, Model: "gpt-5-codex", Dir: "/tmp/step", Schema: StrictResultSchema(pipeline.RoleDeveloper), CacheDirs: []string{"/home/u/.cache"}})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"codex", "exec", "--json", "--model", "gpt-5-codex", "--sandbox", "workspace-write", "--add-dir", "/home/u/.cache", "--skip-git-repo-check",
 		"-c", "analytics.enabled=false", "-c", "allow_login_shell=false", "--disable", "unbounded_connection_retries", "--ephemeral",

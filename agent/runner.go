@@ -322,7 +322,7 @@ func (r *Runner) runOnce(ctx context.Context, spec StepSpec, timeout time.Durati
 	inv, err := r.driver.Invocation(filled, Invoke{
 		Role: spec.Role, Access: access, Model: spec.Model, Dir: dir, WorkDir: spec.WorkDir,
 		Schema: schema, MaxTurns: r.cfg.MaxTurns, MaxBudgetUSD: r.cfg.MaxBudgetUSD,
-		Root: os.Geteuid() == 0, Sandboxed: r.cfg.Sandboxed, CacheDir: cacheDir(),
+		Root: os.Geteuid() == 0, Sandboxed: r.cfg.Sandboxed, CacheDirs: r.cacheDirs(),
 	})
 	if err != nil {
 		return out, fmt.Errorf("agent step %s: %w", spec.StepID, err)
@@ -434,18 +434,31 @@ func (r *Runner) runOnce(ctx context.Context, spec StepSpec, timeout time.Durati
 	return out, nil
 }
 
-// cacheDir is the agent's ~/.cache, made if missing so a sandboxed CLI can
-// be told to let tests write there; "" without a HOME.
-func cacheDir() string {
-	home := os.Getenv("HOME")
-	if home == "" || !filepath.IsAbs(home) {
-		return ""
+// cacheVars name where toolchains keep caches outside ~/.cache.
+var cacheVars = []string{"GOCACHE", "GOMODCACHE", "XDG_CACHE_HOME", "PIP_CACHE_DIR", "npm_config_cache", "CARGO_HOME", "GRADLE_USER_HOME"}
+
+// cacheDirs are the agent's ~/.cache (made if missing) and the cache
+// directories the variables passed to it name, so that a sandboxed CLI can be
+// told to let tests write there.
+func (r *Runner) cacheDirs() []string {
+	var dirs []string
+	if home := os.Getenv("HOME"); filepath.IsAbs(home) {
+		dir := filepath.Join(home, ".cache")
+		if os.MkdirAll(dir, 0o700) == nil {
+			dirs = append(dirs, dir)
+		}
 	}
-	dir := filepath.Join(home, ".cache")
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return ""
+	for _, name := range cacheVars {
+		if !slices.Contains(r.passEnv, name) {
+			continue
+		}
+		if v := os.Getenv(name); filepath.IsAbs(v) && !slices.Contains(dirs, v) {
+			if fi, err := os.Stat(v); err == nil && fi.IsDir() {
+				dirs = append(dirs, v)
+			}
+		}
 	}
-	return dir
+	return dirs
 }
 
 // who names the agent in messages: its CLI, or "the agent".
