@@ -269,9 +269,10 @@ func (r *Runner) Run(ctx context.Context, spec StepSpec) (Outcome, error) {
 	out.Duration = duration
 	if counted && out.Attempts > 1 {
 		// Every attempt was paid for.
-		total.Steps = 1
-		if !priced {
-			total.Priced = 0
+		// One step, priced when any attempt reported dollars.
+		total.Steps, total.Priced = 1, 0
+		if priced {
+			total.Priced = 1
 		}
 		out.Parsed.Usage = &total
 	}
