@@ -270,7 +270,8 @@ func hasFlag(args []string, names ...string) bool {
 // "--x=v"; a flag given without a value returns "".
 func flagValue(args []string, names ...string) (string, bool) {
 	val, found := "", false
-	for i := 1; i < len(args); i++ {
+	// A package runner's own flags (npx -y) are not the CLI's.
+	for i := programEnd(args); i < len(args); i++ {
 		a := args[i]
 		if a == "--" {
 			break
@@ -294,7 +295,7 @@ func flagValue(args []string, names ...string) (string, bool) {
 // subcommand words (those listed in sub), so that a trailing "--" or a
 // positional prompt in the user's command stays last.
 func insertFlags(args []string, sub []string, extra ...string) []string {
-	at := 1
+	at := programEnd(args) // after "npx <package>", not after "npx"
 	for at < len(args) && slices.Contains(sub, args[at]) {
 		at++
 	}

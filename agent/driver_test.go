@@ -122,6 +122,16 @@ func assertSubsequence(t *testing.T, got, want []string) {
 	assert.Equal(t, len(want), i, "want %q in order within %q", want, got)
 }
 
+func TestFlagsGoAfterThePackageARunnerRuns(t *testing.T) {
+	args, _ := parseCommand("npx -y @anthropic-ai/claude-code@2.1.332 -p --model {model}")
+	inv, err := drivers["claude"].Invocation(fillPlaceholders(args, "sonnet", "qa", "/p"), Invoke{Access: AccessRun, Model: "sonnet"})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"npx", "-y", "@anthropic-ai/claude-code@2.1.332"}, inv.Args[:3])
+	assert.Contains(t, inv.Args, "--disallowedTools")
+	assert.Equal(t, 1, strings.Count(strings.Join(inv.Args, " "), "--model"), "the user's --model is seen past npx")
+	assert.Empty(t, drivers["claude"].Check(args), "npx's -y is not the CLI's flag")
+}
+
 func TestClaudeCheck(t *testing.T) {
 	for cmd, want := range map[string]string{
 		"claude -p --model {model}":                       "",
