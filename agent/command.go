@@ -63,24 +63,6 @@ func fillPlaceholders(args []string, model, role, promptFile string) []string {
 	return out
 }
 
-// CheckCommand reports whether an agent command can run at all: it splits,
-// its placeholders are known, and its program exists and is executable (a
-// path with a slash is checked as a file, a bare name is looked up on PATH).
-// Call it before any session work starts.
-func CheckCommand(command string) error {
-	args, err := parseCommand(command)
-	if err != nil {
-		return err
-	}
-	prog := args[0]
-	if placeholderRe.MatchString(prog) {
-		// Only known at run time; nothing to check yet.
-		return nil
-	}
-	_, err = resolveProgram(prog)
-	return err
-}
-
 // resolveProgram finds the program to run. A relative path with a slash is
 // taken relative to the harness's working directory, not the step's working
 // copy: that is what a user typing --agent ./my-agent.sh means.

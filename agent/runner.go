@@ -145,7 +145,7 @@ type Outcome struct {
 }
 
 // NewRunner checks a configuration and returns a Runner. It does not look
-// for the program (CheckCommand does), so a runner can be built where the
+// for the program (Preflight does), so a runner can be built where the
 // agent is not installed yet.
 func NewRunner(cfg RunnerConfig) (*Runner, error) {
 	args, err := parseCommand(cfg.Command)
@@ -409,7 +409,7 @@ func (r *Runner) runOnce(ctx context.Context, spec StepSpec, timeout time.Durati
 		out.Parsed.Notes = append(out.Parsed.Notes, fmt.Sprintf("%s denied %d tool use(s): %s", r.who(), len(out.Denied), strings.Join(firstN(out.Denied, 5), ", ")))
 	}
 	if out.TimedOut {
-		note := fmt.Sprintf("timed out after %s", shortDur(r.cfg.Timeout))
+		note := fmt.Sprintf("timed out after %s", pipeline.ShortDuration(r.cfg.Timeout))
 		if res.Killed {
 			note += fmt.Sprintf("; still running %s after SIGTERM, killed", r.cfg.KillGrace)
 		}
@@ -559,16 +559,6 @@ func lastLine(b []byte) string {
 	return strings.TrimSpace(lines[len(lines)-1])
 }
 
-func shortDur(d time.Duration) string {
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = s[:len(s)-2]
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = s[:len(s)-2]
-	}
-	return s
-}
 
 // environ builds the agent's whole environment: the base names, the
 // configured pass-through names, then the harness's own variables, sorted.

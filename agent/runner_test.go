@@ -423,7 +423,9 @@ func TestNewRunnerValidates(t *testing.T) {
 	}
 }
 
-func TestCheckCommand(t *testing.T) {
+// The preflight's first checks: the command splits, its placeholders are
+// known, its program exists and can run.
+func TestPreflightCommand(t *testing.T) {
 	dir := t.TempDir()
 	exe := filepath.Join(dir, "agent.sh")
 	require.NoError(t, os.WriteFile(exe, []byte("#!/bin/sh\n"), 0o755))
@@ -448,7 +450,9 @@ func TestCheckCommand(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.command, func(t *testing.T) {
-			err := CheckCommand(tt.command)
+			cfg := pipeline.DefaultConfig()
+			cfg.Agent.Command = tt.command
+			_, err := Preflight(context.Background(), cfg)
 			if tt.wantErr == "" {
 				assert.NoError(t, err)
 			} else {

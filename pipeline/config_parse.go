@@ -1156,8 +1156,12 @@ func cfgStringNode(s string) *yaml.Node {
 
 // cfgFormatDuration writes a duration the way people write it in the file:
 // "30m" rather than time.Duration's "30m0s".
-func cfgFormatDuration(d Duration) string {
-	s := time.Duration(d).String()
+func cfgFormatDuration(d Duration) string { return ShortDuration(time.Duration(d)) }
+
+// ShortDuration writes a duration as the configuration does: "30m", "1h",
+// "300ms", rather than time.Duration's "30m0s", "1h0m0s".
+func ShortDuration(d time.Duration) string {
+	s := d.String()
 	if strings.HasSuffix(s, "m0s") {
 		s = strings.TrimSuffix(s, "0s")
 		if strings.HasSuffix(s, "h0m") {

@@ -392,7 +392,7 @@ func cutShortPartial(out agent.Outcome, why string, committed bool) pipeline.Res
 func (e *Executor) cutShortWhy(out agent.Outcome) string {
 	switch {
 	case out.TimedOut:
-		why := fmt.Sprintf("timed out after %s", shortDuration(e.Runner.Timeout()))
+		why := fmt.Sprintf("timed out after %s", pipeline.ShortDuration(e.Runner.Timeout()))
 		if out.Killed {
 			why += " (killed after the grace)"
 		}
@@ -413,7 +413,7 @@ func (e *Executor) cutShortWhy(out agent.Outcome) string {
 func (e *Executor) noResultOf(out agent.Outcome) noResult {
 	nr := noResult{why: "no result: " + e.cutShortWhy(out)}
 	if out.TimedOut {
-		nr.why = fmt.Sprintf("the agent timed out after %s without a result", shortDuration(e.Runner.Timeout()))
+		nr.why = fmt.Sprintf("the agent timed out after %s without a result", pipeline.ShortDuration(e.Runner.Timeout()))
 	}
 	if out.Failure != nil && out.Failure.Kind.Permanent() {
 		nr.permanent = true
@@ -446,17 +446,6 @@ func firstN(s []string, n int) []string {
 	return s
 }
 
-// shortDuration writes 30m rather than 30m0s, as the configuration does.
-func shortDuration(d time.Duration) string {
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = s[:len(s)-2]
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = s[:len(s)-2]
-	}
-	return s
-}
 
 // harnessPartial turns a claim the harness could not confirm into PARTIAL,
 // keeping the agent's summary after the harness's reason.

@@ -279,6 +279,6 @@ func TestShortDuration(t *testing.T) {
 		30 * time.Minute: "30m", time.Hour: "1h", 90 * time.Minute: "1h30m", 10 * time.Second: "10s",
 		300 * time.Millisecond: "300ms", time.Hour + time.Second: "1h0m1s", 2*time.Minute + 30*time.Second: "2m30s",
 	} {
-		assert.Equal(t, want, shortDuration(d), d.String())
+		assert.Equal(t, want, pipeline.ShortDuration(d), d.String())
 	}
 }
