@@ -559,7 +559,6 @@ func lastLine(b []byte) string {
 	return strings.TrimSpace(lines[len(lines)-1])
 }
 
-
 // environ builds the agent's whole environment: the base names, the
 // configured pass-through names, then the harness's own variables, sorted.
 func (r *Runner) environ(spec StepSpec, promptFile, resultFile string, extra map[string]string) []string {

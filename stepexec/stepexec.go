@@ -446,7 +446,6 @@ func firstN(s []string, n int) []string {
 	return s
 }
 
-
 // harnessPartial turns a claim the harness could not confirm into PARTIAL,
 // keeping the agent's summary after the harness's reason.
 func harnessPartial(res pipeline.Result, why, output string) pipeline.Result {
