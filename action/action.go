@@ -48,6 +48,7 @@ import (
 	"github.com/bazinga-bot/bazinga/bot"
 	"github.com/bazinga-bot/bazinga/codec"
 	"github.com/bazinga-bot/bazinga/ghapi"
+	"github.com/bazinga-bot/bazinga/internal/secretstrength"
 )
 
 // Commands of `bazinga action`.
@@ -90,6 +91,11 @@ const DefaultOrchestratorWorkflow = "bazinga.yml"
 // EnvStatePublicKey names the variable step jobs may take the state public
 // key from when the input state-public-key is empty.
 const EnvStatePublicKey = "BAZINGA_STATE_PUBLIC_KEY"
+
+// EnvStatePreviousPublicKeys lists, comma-separated, the public keys of
+// earlier state keys whose states the orchestrator still reads while the
+// key is rotated.
+const EnvStatePreviousPublicKeys = "BAZINGA_STATE_PREVIOUS_PUBLIC_KEYS"
 
 // ClientFunc returns a go-github client that authenticates with token
 // against the REST API at apiURL (GITHUB_API_URL).
@@ -214,8 +220,12 @@ type inputs struct {
 	eventName, eventPath                                string
 	// signingKey signs the state (reconcile); publicKey verifies it and
 	// orchestrator is the only author whose state is read (step jobs).
-	signingKey   ed25519.PrivateKey
-	publicKey    ed25519.PublicKey
+	signingKey ed25519.PrivateKey
+	publicKey  ed25519.PublicKey
+	// previousKeys are earlier public keys still accepted during a
+	// rotation (after the first key of state-public-key, or from
+	// BAZINGA_STATE_PREVIOUS_PUBLIC_KEYS for the orchestrator).
+	previousKeys []ed25519.PublicKey
 	orchestrator string
 	// orchestratorWorkflow is the Action-only orchestrator's workflow file,
 	// which a privileged step job dispatches after posting (its comments,
@@ -274,24 +284,37 @@ func readInputs(gha *githubactions.Action, getenv func(string) string) (inputs, 
 		k := getenv(EnvStateKey)
 		if strings.TrimSpace(k) == "" {
 			problems = append(problems, "the secret "+EnvStateKey+" is not set: the Action-only orchestrator signs the session state with it; "+
-				"add a repository secret "+EnvStateKey+" (32 or more random bytes) and pass it as `env: "+EnvStateKey+": ${{ secrets."+EnvStateKey+" }}` to the orchestrator's job only")
+				"add a repository secret "+EnvStateKey+" ("+secretstrength.Advice+", then `gh secret set "+EnvStateKey+"`) and pass it as `env: "+EnvStateKey+": ${{ secrets."+EnvStateKey+" }}` to the orchestrator's job only")
+		} else if gha.AddMask(k); secretstrength.Check(k) != nil {
+			// Its public key is printed in every job's log: a guessable
+			// secret would let anyone sign states offline.
+			problems = append(problems, "the secret "+EnvStateKey+" is weak ("+secretstrength.Check(k).Error()+"): the state's public key is published, so it can be guessed offline; "+
+				"replace it: "+secretstrength.Advice+", then `gh secret set "+EnvStateKey+"`")
 		} else {
-			gha.AddMask(k)
-			in.signingKey = codec.SigningKeyFromSecret([]byte(k))
+			in.signingKey = codec.SigningKeyFromSecret([]byte(strings.TrimSpace(k)))
+		}
+		if v := strings.TrimSpace(getenv(EnvStatePreviousPublicKeys)); v != "" {
+			keys, err := codec.ParsePublicKeys(v)
+			if err != nil {
+				problems = append(problems, EnvStatePreviousPublicKeys+": "+err.Error())
+			}
+			in.previousKeys = keys
 		}
 	} else if in.command != "" {
 		pk := input(gha, "state-public-key")
 		if pk == "" {
 			pk = getenv(EnvStatePublicKey)
 		}
-		switch pub, err := codec.ParsePublicKey(pk); {
+		switch keys, err := codec.ParsePublicKeys(pk); {
 		case strings.TrimSpace(pk) == "":
 			problems = append(problems, "input `state-public-key` is empty: step jobs read the session state only when it is signed by the orchestrator; "+
 				"pass the public key `bazinga serve` logs (App) or the orchestrator job prints (Action-only), e.g. `state-public-key: ${{ vars."+EnvStatePublicKey+" }}`")
 		case err != nil:
 			problems = append(problems, "input `state-public-key`: "+err.Error())
 		default:
-			in.publicKey = pub
+			// The first key is the current one; the others are accepted
+			// while the state key is rotated.
+			in.publicKey, in.previousKeys = keys[0], keys[1:]
 		}
 	}
 	switch in.command {

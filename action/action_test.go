@@ -345,6 +345,25 @@ func TestForgedTrackingCommentIsNotTrusted(t *testing.T) {
 	assert.NotNil(t, st.Session.Step("1/_/pm/1"))
 }
 
+// TestStateKeyRotationInStepJobs: during a rotation of the state key,
+// state-public-key lists the new key first and the old one after it; a
+// state the old key signed is still read (and the orchestrator re-signs it
+// with the new key at its next write).
+func TestStateKeyRotationInStepJobs(t *testing.T) {
+	u := newUnit(t)
+	tok := u.writeToken(u.run)
+	next := codec.SigningKeyFromSecret([]byte("9c2e7a41f0b83d65c1e9a7f2b4d08e36a5c7f1e9b2d4a6c8e0f3b5d7a9c1e3f5")).Public().(ed25519.PublicKey)
+	env := u.env(map[string]string{"command": "agent", "step": "1/_/pm/1", "github-token": tok, "agent-command": "false",
+		"state-public-key": codec.FormatPublicKey(next) + ", " + codec.FormatPublicKey(e2ePublicKey)})
+	r := u.action(env)
+	assert.NotContains(t, r.stdout, "is not in flight")
+	assert.Contains(t, r.stdout, `msg="session loaded" command=agent step=1/_/pm/1`, "the state signed with the previous key was read")
+	// Without the previous key it is not.
+	env["INPUT_STATE-PUBLIC-KEY"] = codec.FormatPublicKey(next)
+	r = u.action(env)
+	assert.Contains(t, r.stdout, "is not in flight")
+}
+
 // TestStateKeysAreRequired: a step job without the public key, and the
 // Action-only orchestrator without its secret, refuse to run and name what
 // is missing.
@@ -360,6 +379,15 @@ func TestStateKeysAreRequired(t *testing.T) {
 	r = u.action(env)
 	assert.Equal(t, 1, r.code)
 	assert.Contains(t, r.stdout, "the secret BAZINGA_STATE_KEY is not set")
+	// Issue 21: a guessable state key is refused, with how to make a good one.
+	env = u.env(map[string]string{"command": "reconcile", "github-token": u.f.RunToken(u.run)})
+	env[action.EnvStateKey] = "hunter2"
+	r = u.action(env)
+	assert.Equal(t, 1, r.code)
+	assert.Contains(t, r.stdout, "the secret BAZINGA_STATE_KEY is weak")
+	assert.Contains(t, r.stdout, "openssl rand -hex 32")
+	assert.Contains(t, r.stdout, "::add-mask::hunter2", "masked before anything is printed")
+	assert.Equal(t, 1, strings.Count(r.stdout, "hunter2"), "never quoted by the refusal")
 	env = u.env(map[string]string{"command": "agent", "step": "1/_/pm/1", "github-token": u.readToken(), "agent-command": "false",
 		"state-public-key": "c2hvcnQ="})
 	r = u.action(env)

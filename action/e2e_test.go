@@ -58,9 +58,10 @@ const (
 // The App's signing key (in production derived from its webhook secret),
 // and the Action-only orchestrator's secret.
 var (
-	e2eSigningKey    = codec.SigningKeyFromSecret([]byte("e2e-app-state-secret"))
-	e2ePublicKey     = e2eSigningKey.Public().(ed25519.PublicKey)
-	e2eActionSecret  = "e2e-action-only-state-secret"
+	e2eSigningKey = codec.SigningKeyFromSecret([]byte("e2e-app-state-secret"))
+	e2ePublicKey  = e2eSigningKey.Public().(ed25519.PublicKey)
+	// As `openssl rand -hex 32` prints one (weak secrets are refused).
+	e2eActionSecret  = "3b9f07c2a6e14d58b0c7e2f9a4d61b3c8e5f0a7d2c9b4e16f3a8d0c5b7e2f94a"
 	e2eActionOnlyKey = codec.SigningKeyFromSecret([]byte(e2eActionSecret)).Public().(ed25519.PublicKey)
 )
 

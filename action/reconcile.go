@@ -68,12 +68,13 @@ func (j *job) reconcile(ctx context.Context) int {
 		codec.FormatPublicKey(in.signingKey.Public().(ed25519.PublicKey)))
 	gh := j.gh
 	b, err := bot.New(bot.Options{
-		Client:     func(context.Context, int64) (bot.GitHub, error) { return gh, nil },
-		Login:      j.botLogin(),
-		Now:        j.d.Now,
-		SigningKey: in.signingKey,
-		Logger:     j.log,
-		ConfigPath: in.config,
+		Client:       func(context.Context, int64) (bot.GitHub, error) { return gh, nil },
+		Login:        j.botLogin(),
+		Now:          j.d.Now,
+		SigningKey:   in.signingKey,
+		PreviousKeys: in.previousKeys,
+		Logger:       j.log,
+		ConfigPath:   in.config,
 		Repos: func(context.Context) ([]ghapi.InstalledRepo, error) {
 			return []ghapi.InstalledRepo{{Repo: in.repo}}, nil
 		},

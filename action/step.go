@@ -244,7 +244,7 @@ func (j *job) loadState(ctx context.Context, issue int) (codec.State, bool, erro
 	if err != nil {
 		return codec.State{}, false, err
 	}
-	st, c, err := codec.FindState(comments, j.in.repo, issue, codec.StateTrust{PublicKey: j.in.publicKey, Authors: []string{j.in.orchestrator}})
+	st, c, err := codec.FindState(comments, j.in.repo, issue, codec.StateTrust{PublicKey: j.in.publicKey, Previous: j.in.previousKeys, Authors: []string{j.in.orchestrator}})
 	if errors.Is(err, codec.ErrNoSession) {
 		j.log.Info("no trusted tracking comment", "why", err.Error())
 		return codec.State{}, false, nil

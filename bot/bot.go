@@ -26,8 +26,12 @@ type Options struct {
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 	// SigningKey signs the state block (Ed25519); jobs verify it with the
-	// public key. serve derives it from the webhook secret (required).
+	// public key. serve derives it from the random state key, never from
+	// another secret (required).
 	SigningKey ed25519.PrivateKey
+	// PreviousKeys are public keys of earlier signing keys whose states are
+	// still read during a key rotation (the next write re-signs).
+	PreviousKeys []ed25519.PublicKey
 	// Logger (default: discard).
 	Logger *slog.Logger
 	// Defaults is the configuration a repository without

@@ -45,7 +45,7 @@ func (b *Bot) load(ctx context.Context, gh GitHub, ref sessionRef, exclude int64
 			b.log.Warn("ignoring a state block not written by the bot", "repo", ref.repo.String(), "issue", ref.issue, "author", c.Author, "comment", c.ID)
 			continue
 		}
-		st, err := codec.DecodeState(c.Body, b.publicKey())
+		st, err := codec.DecodeState(c.Body, b.publicKey(), b.o.PreviousKeys...)
 		if err != nil || st.Issue != ref.issue || st.Repo != ref.repo.String() {
 			b.log.Warn("ignoring a tracking comment that does not verify", "repo", ref.repo.String(), "issue", ref.issue, "comment", c.ID, "err", err)
 			forged = true

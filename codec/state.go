@@ -114,9 +114,11 @@ func (s *State) GroupOfPR(number int) string {
 // command it runs, the workflows it may change), so a shared secret, which
 // every verifier would hold, is not enough.
 
-// SigningKeyFromSecret derives the orchestrator's signing key from a secret
-// (the App's webhook secret, or the Action-only secret BAZINGA_STATE_KEY),
-// so no second secret has to be kept.
+// SigningKeyFromSecret derives the orchestrator's signing key from the state
+// key (BAZINGA_STATE_KEY: random, generated for this and nothing else; the
+// caller checks its strength). Its public key is published to every job,
+// so a guessable secret would be an offline oracle: never pass another
+// secret (the webhook secret was, before issue 21).
 func SigningKeyFromSecret(secret []byte) ed25519.PrivateKey {
 	m := hmac.New(sha256.New, secret)
 	m.Write([]byte("bazinga state signing key v1"))
@@ -125,6 +127,24 @@ func SigningKeyFromSecret(secret []byte) ed25519.PrivateKey {
 
 // FormatPublicKey is the public key as jobs are given it: base64.
 func FormatPublicKey(pub ed25519.PublicKey) string { return base64.StdEncoding.EncodeToString(pub) }
+
+// ParsePublicKeys reads one or more public keys in FormatPublicKey's form,
+// separated by commas or white space: the current key first, then previous
+// ones still accepted during a key rotation.
+func ParsePublicKeys(s string) ([]ed25519.PublicKey, error) {
+	var keys []ed25519.PublicKey
+	for i, f := range strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' || r == '\n' || r == '\t' || r == '\r' }) {
+		k, err := ParsePublicKey(f)
+		if err != nil {
+			return nil, fmt.Errorf("key %d: %w", i+1, err)
+		}
+		keys = append(keys, k)
+	}
+	if len(keys) == 0 {
+		return nil, errors.New("no state public key")
+	}
+	return keys, nil
+}
 
 // ParsePublicKey reads a public key in FormatPublicKey's form.
 func ParsePublicKey(s string) (ed25519.PublicKey, error) {
@@ -161,6 +181,18 @@ func EncodeState(st State, key ed25519.PrivateKey) (string, error) {
 	return StateMarker + payload + "." + sigPrefix + base64.StdEncoding.EncodeToString(sig) + BlockEnd, nil
 }
 
+func verifyAny(payload, sig []byte, pub ed25519.PublicKey, previous []ed25519.PublicKey) bool {
+	if ed25519.Verify(pub, payload, sig) {
+		return true
+	}
+	for _, k := range previous {
+		if len(k) == ed25519.PublicKeySize && ed25519.Verify(k, payload, sig) {
+			return true
+		}
+	}
+	return false
+}
+
 // Errors reading a state block.
 var (
 	ErrNoState     = errors.New("no state block")
@@ -168,8 +200,10 @@ var (
 )
 
 // DecodeState reads the state block of a comment body and verifies its
-// signature with the orchestrator's public key.
-func DecodeState(body string, pub ed25519.PublicKey) (State, error) {
+// signature with the orchestrator's public key, or one of the previous keys
+// still accepted while the key is rotated (the next write re-signs with the
+// current key).
+func DecodeState(body string, pub ed25519.PublicKey, previous ...ed25519.PublicKey) (State, error) {
 	raw, ok := HiddenBlock(body, StateMarker)
 	if !ok {
 		return State{}, ErrNoState
@@ -184,7 +218,7 @@ func DecodeState(body string, pub ed25519.PublicKey) (State, error) {
 		return State{}, ErrBadStateSig
 	}
 	sb, err := base64.StdEncoding.DecodeString(s)
-	if err != nil || !ed25519.Verify(pub, []byte(payload), sb) {
+	if err != nil || !verifyAny([]byte(payload), sb, pub, previous) {
 		return State{}, ErrBadStateSig
 	}
 	gz, err := base64.StdEncoding.DecodeString(payload)

@@ -23,6 +23,8 @@ var ErrNoSession = errors.New("no trusted bazinga tracking comment")
 type StateTrust struct {
 	// PublicKey verifies the state block's signature (required).
 	PublicKey ed25519.PublicKey
+	// Previous are earlier public keys still accepted during a rotation.
+	Previous []ed25519.PublicKey
 	// Authors are the orchestrator's logins (required), e.g. "bazinga[bot]"
 	// or, in Action-only mode, "github-actions[bot]".
 	Authors []string
@@ -55,7 +57,7 @@ func FindState(comments []ghapi.Comment, repo ghapi.RepoRef, issue int, trust St
 			why = append(why, fmt.Sprintf("comment %d: written by %s, not the orchestrator", c.ID, c.Author))
 			continue
 		}
-		st, err := DecodeState(c.Body, trust.PublicKey)
+		st, err := DecodeState(c.Body, trust.PublicKey, trust.Previous...)
 		if err != nil {
 			why = append(why, fmt.Sprintf("comment %d: %v", c.ID, err))
 			continue

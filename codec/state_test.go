@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/bazinga-bot/bazinga/pipeline"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -36,4 +37,30 @@ func TestStateBlockRoundTripAndTamper(t *testing.T) {
 	require.ErrorContains(t, err, "not a state public key")
 	_, err = DecodeState("no block", testSigningKey.Public().(ed25519.PublicKey))
 	require.ErrorIs(t, err, ErrNoState)
+}
+
+func TestStateKeyRotation(t *testing.T) {
+	old := SigningKeyFromSecret([]byte("the previous state key, rotated out"))
+	cur := testSigningKey
+	st := State{V: StateVersion, Repo: "o/r", Issue: 3, Config: pipeline.DefaultConfig()}
+	st.Session, _ = pipeline.Reconcile(pipeline.Session{}, []pipeline.Event{pipeline.Started("3", "do it", "main")}, timeAt(0), st.Config)
+	block, err := EncodeState(st, old)
+	require.NoError(t, err)
+	_, err = DecodeState(block, cur.Public().(ed25519.PublicKey))
+	assert.ErrorIs(t, err, ErrBadStateSig, "without the previous key, an old state does not verify")
+	got, err := DecodeState(block, cur.Public().(ed25519.PublicKey), old.Public().(ed25519.PublicKey))
+	require.NoError(t, err, "during the grace period it does")
+	assert.Equal(t, st.Repo, got.Repo)
+	// A short or garbage previous key is skipped, never a panic.
+	_, err = DecodeState(block, cur.Public().(ed25519.PublicKey), ed25519.PublicKey("short"))
+	assert.ErrorIs(t, err, ErrBadStateSig)
+
+	keys, err := ParsePublicKeys(FormatPublicKey(cur.Public().(ed25519.PublicKey)) + ",\n " + FormatPublicKey(old.Public().(ed25519.PublicKey)))
+	require.NoError(t, err)
+	require.Len(t, keys, 2)
+	assert.Equal(t, cur.Public(), keys[0])
+	_, err = ParsePublicKeys(" , ")
+	assert.Error(t, err)
+	_, err = ParsePublicKeys(FormatPublicKey(cur.Public().(ed25519.PublicKey)) + ",nope")
+	assert.ErrorContains(t, err, "key 2")
 }

@@ -1,15 +1,19 @@
 package server
 
 import (
+	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"os"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/bazinga-bot/bazinga/codec"
 	"github.com/bazinga-bot/bazinga/ghapi"
+	"github.com/bazinga-bot/bazinga/internal/secretstrength"
 )
 
 // Defaults of the server configuration.
@@ -27,18 +31,36 @@ const (
 	// comment is at most 65,536 characters); 1 MiB leaves ample room and
 	// bounds what an unauthenticated sender can make the server hold.
 	DefaultMaxBodyBytes = 1 << 20
-	// DefaultMaxBodyReads bounds the webhook bodies being read at once, so
-	// body buffers take at most DefaultMaxBodyReads × MaxBodyBytes.
-	DefaultMaxBodyReads = 16
-	// DefaultBodyReadWait is how long a request waits for a body-read slot
-	// before it is answered 503 (GitHub redelivers on request).
-	DefaultBodyReadWait = 250 * time.Millisecond
-	// DefaultMaxConns caps open connections; more wait in the kernel's
-	// accept backlog until one closes.
-	DefaultMaxConns = 128
-	// DefaultReadTimeout bounds reading a request's headers and, separately,
-	// the whole request: a slow sender is cut off after it.
+	// DefaultBodyBudget bounds the bytes of webhook bodies held at once,
+	// counted as they arrive (a trickling client holds what it sent, not
+	// its Content-Length); beyond it a request is answered 503.
+	DefaultBodyBudget = 64 << 20
+	// DefaultBodyBudgetPerIP bounds the body bytes one client address has
+	// in flight (-1 in the configuration: no bound; behind a reverse proxy
+	// every client has the proxy's address).
+	DefaultBodyBudgetPerIP = 16 << 20
+	// DefaultBodyMinRate and DefaultBodyGrace: a body must arrive at this
+	// many bytes per second after the grace (Apache mod_reqtimeout's
+	// MinRate); GitHub sends a delivery in one burst, a trickler is cut off
+	// after about the grace.
+	DefaultBodyMinRate = 32 << 10
+	DefaultBodyGrace   = 2 * time.Second
+	// DefaultMaxConns caps open connections. At the cap, the connection
+	// that has waited longest without a request in a handler (idle, or
+	// still sending headers) is closed to admit the new one.
+	// A waiting connection costs a goroutine and two 4 KiB buffers, so the
+	// cap is generous (a flood below it churns nothing) and time is strict.
+	DefaultMaxConns = 4096
+	// DefaultMaxConnsPerIP caps one client address's connections, evicting
+	// the address's own longest-waiting one at the cap (-1: no limit).
+	DefaultMaxConnsPerIP = 1024
+	// DefaultHeaderTimeout bounds reading a request's headers (GitHub sends
+	// them at once); DefaultReadTimeout bounds the whole request.
+	DefaultHeaderTimeout = 5 * time.Second
 	DefaultReadTimeout   = 10 * time.Second
+	// DefaultIdleTimeout lets an idle keep-alive connection go (and it is
+	// the first evicted at the connection cap).
+	DefaultIdleTimeout   = 30 * time.Second
 	DefaultDedupSize     = 10000
 	DefaultDedupTTL      = time.Hour
 	DefaultShutdownGrace = 30 * time.Second
@@ -53,6 +75,13 @@ type Config struct {
 	PrivateKey []byte
 	// WebhookSecret is the shared secret of webhook signatures (required).
 	WebhookSecret []byte
+	// StateKey is the random secret the session state's Ed25519 signing key
+	// is derived from (BAZINGA_STATE_KEY; required by ConfigFromEnv). It is
+	// never the webhook secret: the state's public key is published.
+	StateKey []byte
+	// PreviousStateKeys are public keys of earlier state keys whose states
+	// are still read during a rotation.
+	PreviousStateKeys []ed25519.PublicKey
 	// GitHubURL is the web base (https://github.com or a GHES host);
 	// APIURL and UploadURL are the REST bases derived from it, with a
 	// trailing slash.
@@ -74,15 +103,27 @@ type Config struct {
 	RateLimitReserve int
 
 	MaxBodyBytes int64
-	// MaxBodyReads bounds concurrent webhook body reads; a request that
-	// finds no slot within BodyReadWait is answered 503.
-	MaxBodyReads int
-	BodyReadWait time.Duration
-	// MaxConns bounds open connections (Run/Serve only, not Handler).
-	MaxConns int
-	// ReadTimeout bounds the headers (ReadHeaderTimeout) and the whole
-	// request (ReadTimeout) of the HTTP server.
-	ReadTimeout time.Duration
+	// BodyBudget bounds the webhook body bytes held at once (503 beyond).
+	BodyBudget int64
+	// BodyBudgetPerIP bounds one address's share of it (-1: no bound).
+	BodyBudgetPerIP int64
+	// BodyMinRate (bytes/s) and BodyGrace: a body slower than this is cut
+	// off (408).
+	BodyMinRate int64
+	BodyGrace   time.Duration
+	// MaxConns bounds open connections, evicting the longest-waiting
+	// connection without a request in a handler at the cap; MaxConnsPerIP
+	// bounds one address's (-1: no limit). Run/Serve only, not Handler.
+	MaxConns      int
+	MaxConnsPerIP int
+	// HeaderTimeout bounds the headers, ReadTimeout the whole request,
+	// IdleTimeout a keep-alive connection between requests.
+	HeaderTimeout time.Duration
+	ReadTimeout   time.Duration
+	IdleTimeout   time.Duration
+	// WebhookSources, when set, are the only client addresses POST /webhook
+	// accepts (403 before the body), e.g. the `hooks` of GitHub's GET /meta.
+	WebhookSources []netip.Prefix
 
 	DedupSize     int
 	DedupTTL      time.Duration
@@ -100,18 +141,28 @@ type Config struct {
 
 // Environment variables read by ConfigFromEnv.
 const (
-	EnvAppID            = "BAZINGA_APP_ID"
-	EnvPrivateKey       = "BAZINGA_PRIVATE_KEY"
-	EnvPrivateKeyPath   = "BAZINGA_PRIVATE_KEY_PATH"
-	EnvWebhookSecret    = "BAZINGA_WEBHOOK_SECRET"
-	EnvGitHubURL        = "BAZINGA_GITHUB_URL"
-	EnvListen           = "BAZINGA_LISTEN"
-	EnvWorkers          = "BAZINGA_WORKERS"
-	EnvQueueSize        = "BAZINGA_QUEUE_SIZE"
-	EnvSweepInterval    = "BAZINGA_SWEEP_INTERVAL"
-	EnvRateLimitWait    = "BAZINGA_RATE_LIMIT_WAIT"
-	EnvRateLimitReserve = "BAZINGA_RATE_LIMIT_RESERVE"
-	EnvLogLevel         = "BAZINGA_LOG_LEVEL"
+	EnvAppID          = "BAZINGA_APP_ID"
+	EnvPrivateKey     = "BAZINGA_PRIVATE_KEY"
+	EnvPrivateKeyPath = "BAZINGA_PRIVATE_KEY_PATH"
+	EnvWebhookSecret  = "BAZINGA_WEBHOOK_SECRET"
+	// EnvStateKey is the random secret the session state is signed with
+	// (the same variable as the Action-only orchestrator's secret).
+	EnvStateKey = "BAZINGA_STATE_KEY"
+	// EnvStatePreviousKeys lists public keys of earlier state keys still
+	// accepted while the key is rotated.
+	EnvStatePreviousKeys = "BAZINGA_STATE_PREVIOUS_PUBLIC_KEYS"
+	EnvGitHubURL         = "BAZINGA_GITHUB_URL"
+	EnvListen            = "BAZINGA_LISTEN"
+	EnvWorkers           = "BAZINGA_WORKERS"
+	EnvQueueSize         = "BAZINGA_QUEUE_SIZE"
+	EnvSweepInterval     = "BAZINGA_SWEEP_INTERVAL"
+	EnvRateLimitWait     = "BAZINGA_RATE_LIMIT_WAIT"
+	EnvRateLimitReserve  = "BAZINGA_RATE_LIMIT_RESERVE"
+	EnvLogLevel          = "BAZINGA_LOG_LEVEL"
+	// The webhook front.
+	EnvMaxConns       = "BAZINGA_MAX_CONNS"
+	EnvMaxConnsPerIP  = "BAZINGA_MAX_CONNS_PER_IP"
+	EnvWebhookSources = "BAZINGA_WEBHOOK_SOURCES"
 	// EnvCredentialsFile names the file the setup page writes the App's
 	// credentials to and ConfigFromEnv falls back to (default
 	// bazinga-app.env in the working directory).
@@ -140,7 +191,13 @@ const EnvHelp = `Environment:
   BAZINGA_APP_ID            the GitHub App's numeric id (required, here or in the credentials file)
   BAZINGA_PRIVATE_KEY       the App's private key, PEM (this or _PATH is required, or the credentials file's)
   BAZINGA_PRIVATE_KEY_PATH  a file holding the App's private key, PEM
-  BAZINGA_WEBHOOK_SECRET    the webhook secret (required: deliveries are verified with it)
+  BAZINGA_WEBHOOK_SECRET    the webhook secret (required: deliveries are verified with it; at least 32 random
+                            characters, e.g. openssl rand -hex 32)
+  BAZINGA_STATE_KEY         the random key the session state is signed with (required; openssl rand -hex 32;
+                            the setup page generates it). Step jobs verify with the public key serve logs as
+                            state_public_key (the repository variable BAZINGA_STATE_PUBLIC_KEY)
+  BAZINGA_STATE_PREVIOUS_PUBLIC_KEYS  comma-separated public keys of earlier state keys, still accepted while
+                            the key is rotated (remove them once every session has been written since)
                             Without any of these three, and with a listen address, serve offers the setup page.
   BAZINGA_GITHUB_URL        GitHub Enterprise Server base, e.g. https://ghe.example.com (default https://github.com)
   BAZINGA_LISTEN            listen address (default :8080)
@@ -150,6 +207,12 @@ const EnvHelp = `Environment:
   BAZINGA_RATE_LIMIT_WAIT   longest GitHub rate-limit wait sat out before a session pauses until the reset (default 90s, at most 15m)
   BAZINGA_RATE_LIMIT_RESERVE requests of the hourly limit kept to say why a session stops (default 20; -1: none)
   BAZINGA_LOG_LEVEL         debug | info | warn | error (default info)
+  BAZINGA_MAX_CONNS         open connections; at the cap the longest-waiting one without a request in progress
+                            is closed (default 4096, at most 3/4 of the open-file limit)
+  BAZINGA_MAX_CONNS_PER_IP  connections of one client address, the same way (default 1024; -1: no per-address
+                            limits at all, for a reverse proxy in front, where every client has its address)
+  BAZINGA_WEBHOOK_SOURCES   comma-separated CIDRs POST /webhook accepts deliveries from, e.g. the "hooks" of
+                            GitHub's GET /meta (default: any address; signatures are checked regardless)
   BAZINGA_TOKEN_EXCHANGE    on | off: POST /token gives a privileged job of an installed repository an App token
                             for its OIDC token (default on)
   BAZINGA_OIDC_ISSUER       issuer of job tokens (default https://token.actions.githubusercontent.com;
@@ -198,7 +261,7 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	appID, appIDName := cred(EnvAppID)
 	key, keyName := cred(EnvPrivateKey)
 	keyPath := get(EnvPrivateKeyPath)
-	secret, _ := cred(EnvWebhookSecret)
+	secret, secretName := cred(EnvWebhookSecret)
 	noCredentials := strings.TrimSpace(appID) == "" && strings.TrimSpace(key) == "" && keyPath == "" && secret == ""
 
 	if v := strings.TrimSpace(appID); v == "" {
@@ -237,8 +300,32 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 
 	if secret == "" {
 		credErrs = append(credErrs, fmt.Errorf("%s is required: without it webhook deliveries cannot be verified, so the server refuses to start", EnvWebhookSecret))
+	} else if err := secretstrength.Check(secret); err != nil {
+		credErrs = append(credErrs, fmt.Errorf("%s is weak: %v; a signed delivery lets it be guessed offline. Set a new one on the App's settings page and here: %s", secretName, err, secretstrength.Advice))
 	} else {
 		c.WebhookSecret = []byte(secret)
+	}
+	stateKey, stateKeyName := cred(EnvStateKey)
+	switch {
+	case strings.TrimSpace(stateKey) == "":
+		credErrs = append(credErrs, fmt.Errorf("%s is required: the random key the session state is signed with (its public key is published, so it is never derived from another secret); "+
+			"%s, put it in the environment or %s, and give step jobs the state_public_key serve then logs (the repository variable BAZINGA_STATE_PUBLIC_KEY)",
+			EnvStateKey, secretstrength.Advice, c.CredentialsFile))
+	case strings.TrimSpace(stateKey) == strings.TrimSpace(secret):
+		credErrs = append(credErrs, fmt.Errorf("%s must not be the webhook secret: the state's public key is published; %s", stateKeyName, secretstrength.Advice))
+	default:
+		if err := secretstrength.Check(stateKey); err != nil {
+			credErrs = append(credErrs, fmt.Errorf("%s is weak: %v; its public key is published, so it can be guessed offline: %s", stateKeyName, err, secretstrength.Advice))
+		} else {
+			c.StateKey = []byte(strings.TrimSpace(stateKey))
+		}
+	}
+	if v := get(EnvStatePreviousKeys); v != "" {
+		keys, err := codec.ParsePublicKeys(v)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", EnvStatePreviousKeys, err))
+		}
+		c.PreviousStateKeys = keys
 	}
 
 	c.PublicURL = get(EnvPublicURL)
@@ -270,6 +357,23 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	}
 	c.Workers = intVar(EnvWorkers, DefaultWorkers, 1, 1024)
 	c.QueueSize = intVar(EnvQueueSize, DefaultQueueSize, 1, 1_000_000)
+	c.MaxConns = intVar(EnvMaxConns, DefaultMaxConns, 16, 1_000_000)
+	c.MaxConnsPerIP = intVar(EnvMaxConnsPerIP, DefaultMaxConnsPerIP, -1, 1_000_000)
+	if c.MaxConnsPerIP == 0 {
+		errs = append(errs, fmt.Errorf("%s must be positive or -1 (no limit)", EnvMaxConnsPerIP))
+	}
+	if c.MaxConnsPerIP < 0 {
+		// Behind a reverse proxy every client has the proxy's address: no
+		// per-address bound of any kind then.
+		c.BodyBudgetPerIP = -1
+	}
+	if v := get(EnvWebhookSources); v != "" {
+		src, err := ParseSources(v)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", EnvWebhookSources, err))
+		}
+		c.WebhookSources = src
+	}
 
 	c.SweepInterval = DefaultSweepInterval
 	if v := get(EnvSweepInterval); v != "" {
@@ -366,17 +470,32 @@ func (c Config) withDefaults() Config {
 	if c.MaxBodyBytes <= 0 {
 		c.MaxBodyBytes = DefaultMaxBodyBytes
 	}
-	if c.MaxBodyReads <= 0 {
-		c.MaxBodyReads = DefaultMaxBodyReads
+	if c.BodyBudget <= 0 {
+		c.BodyBudget = DefaultBodyBudget
 	}
-	if c.BodyReadWait <= 0 {
-		c.BodyReadWait = DefaultBodyReadWait
+	if c.BodyBudgetPerIP == 0 {
+		c.BodyBudgetPerIP = DefaultBodyBudgetPerIP
+	}
+	if c.BodyMinRate <= 0 {
+		c.BodyMinRate = DefaultBodyMinRate
+	}
+	if c.BodyGrace <= 0 {
+		c.BodyGrace = DefaultBodyGrace
 	}
 	if c.MaxConns <= 0 {
 		c.MaxConns = DefaultMaxConns
 	}
+	if c.MaxConnsPerIP == 0 {
+		c.MaxConnsPerIP = DefaultMaxConnsPerIP
+	}
+	if c.HeaderTimeout <= 0 {
+		c.HeaderTimeout = DefaultHeaderTimeout
+	}
 	if c.ReadTimeout <= 0 {
 		c.ReadTimeout = DefaultReadTimeout
+	}
+	if c.IdleTimeout <= 0 {
+		c.IdleTimeout = DefaultIdleTimeout
 	}
 	if c.DedupSize <= 0 {
 		c.DedupSize = DefaultDedupSize
@@ -402,11 +521,16 @@ func (c Config) LogValue() slog.Value {
 		slog.Int64("app_id", c.AppID),
 		slog.Bool("private_key_set", len(c.PrivateKey) > 0),
 		slog.Bool("webhook_secret_set", len(c.WebhookSecret) > 0),
+		slog.Bool("state_key_set", len(c.StateKey) > 0),
+		slog.Int("previous_state_keys", len(c.PreviousStateKeys)),
 		slog.String("github_url", c.GitHubURL),
 		slog.String("api_url", c.APIURL),
 		slog.String("listen", c.Listen),
 		slog.Int("workers", c.Workers),
 		slog.Int("queue_size", c.QueueSize),
+		slog.Int("max_conns", c.MaxConns),
+		slog.Int("max_conns_per_ip", c.MaxConnsPerIP),
+		slog.Int("webhook_sources", len(c.WebhookSources)),
 		slog.Duration("sweep_interval", c.SweepInterval),
 		slog.Duration("rate_limit_wait", c.RateLimitWait),
 		slog.Int("rate_limit_reserve", c.RateLimitReserve),

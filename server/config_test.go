@@ -17,15 +17,24 @@ import (
 
 func envOf(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
 
+// Secrets as GitHub's manifest flow and `openssl rand -hex 32` make them.
+const (
+	strongWebhookSecret = "8f3a61c0d2b94e7a5c1f0e9d8b7a6c5d4e3f2a1b"
+	strongStateKey      = "5f0c8e1d9b7a4c3e2f6a8b0d1c3e5f7a9b2d4c6e8f0a1b3c5d7e9f2a4b6c8d0e"
+)
+
 func TestConfigFromEnvDefaults(t *testing.T) {
 	key := testkey.PEM(t)
 	c, err := ConfigFromEnv(envOf(map[string]string{
-		EnvAppID: "123", EnvPrivateKey: string(key), EnvWebhookSecret: "s3cret",
+		EnvAppID: "123", EnvPrivateKey: string(key), EnvWebhookSecret: strongWebhookSecret, EnvStateKey: strongStateKey,
 	}))
 	require.NoError(t, err)
 	assert.Equal(t, int64(123), c.AppID)
 	assert.Equal(t, key, c.PrivateKey)
-	assert.Equal(t, []byte("s3cret"), c.WebhookSecret)
+	assert.Equal(t, []byte(strongWebhookSecret), c.WebhookSecret)
+	assert.Equal(t, []byte(strongStateKey), c.StateKey)
+	assert.Equal(t, DefaultMaxConnsPerIP, c.MaxConnsPerIP)
+	assert.Empty(t, c.WebhookSources)
 	assert.Equal(t, "https://github.com", c.GitHubURL)
 	assert.Equal(t, "https://api.github.com/", c.APIURL)
 	assert.Equal(t, ":8080", c.Listen)
@@ -41,10 +50,12 @@ func TestConfigFromEnvAll(t *testing.T) {
 	keyFile := filepath.Join(t.TempDir(), "app.pem")
 	require.NoError(t, os.WriteFile(keyFile, testkey.PEM(t), 0o600))
 	c, err := ConfigFromEnv(envOf(map[string]string{
-		EnvAppID: "9", EnvPrivateKeyPath: keyFile, EnvWebhookSecret: "x",
+		EnvAppID: "9", EnvPrivateKeyPath: keyFile, EnvWebhookSecret: strongWebhookSecret, EnvStateKey: strongStateKey,
 		EnvGitHubURL: "https://ghe.example.com/", EnvListen: "127.0.0.1:9000",
 		EnvWorkers: "16", EnvQueueSize: "50", EnvSweepInterval: "90s", EnvLogLevel: "debug",
 		EnvRateLimitWait: "5m", EnvRateLimitReserve: "-1",
+		EnvMaxConns: "100", EnvMaxConnsPerIP: "-1", EnvWebhookSources: "140.82.112.0/20,192.30.252.0/22",
+		EnvStatePreviousKeys: "0Ws8IsO0IqgEHe0Ml0jVFOOe8xkRTpNFqWbPsJowSVs=",
 	}))
 	require.NoError(t, err)
 	assert.Equal(t, "https://ghe.example.com/api/v3/", c.APIURL)
@@ -57,18 +68,23 @@ func TestConfigFromEnvAll(t *testing.T) {
 	assert.Equal(t, slog.LevelDebug, c.LogLevel)
 	assert.Equal(t, 5*time.Minute, c.RateLimitWait)
 	assert.Equal(t, -1, c.RateLimitReserve)
+	assert.Equal(t, 100, c.MaxConns)
+	assert.Equal(t, -1, c.MaxConnsPerIP)
+	assert.Equal(t, int64(-1), c.BodyBudgetPerIP, "no per-address limits behind a proxy")
+	assert.Len(t, c.WebhookSources, 2)
+	assert.Len(t, c.PreviousStateKeys, 1)
 }
 
 func TestConfigFromEnvEscapedNewlines(t *testing.T) {
 	key := strings.ReplaceAll(string(testkey.PEM(t)), "\n", `\n`)
-	c, err := ConfigFromEnv(envOf(map[string]string{EnvAppID: "1", EnvPrivateKey: key, EnvWebhookSecret: "x"}))
+	c, err := ConfigFromEnv(envOf(map[string]string{EnvAppID: "1", EnvPrivateKey: key, EnvWebhookSecret: strongWebhookSecret, EnvStateKey: strongStateKey}))
 	require.NoError(t, err)
 	assert.NoError(t, ghapi.ValidatePrivateKey(c.PrivateKey))
 }
 
 func TestConfigFromEnvErrors(t *testing.T) {
 	key := string(testkey.PEM(t))
-	valid := map[string]string{EnvAppID: "1", EnvPrivateKey: key, EnvWebhookSecret: "topsecret-value"}
+	valid := map[string]string{EnvAppID: "1", EnvPrivateKey: key, EnvWebhookSecret: strongWebhookSecret, EnvStateKey: strongStateKey}
 	with := func(k, v string) map[string]string {
 		m := map[string]string{}
 		for a, b := range valid {
@@ -110,22 +126,38 @@ func TestConfigFromEnvErrors(t *testing.T) {
 		{"rate-limit wait too long", with(EnvRateLimitWait, "1h"), EnvRateLimitWait},
 		{"bad reserve", with(EnvRateLimitReserve, "-5"), EnvRateLimitReserve},
 		{"bad level", with(EnvLogLevel, "chatty"), EnvLogLevel},
+		{"bad max conns", with(EnvMaxConns, "3"), EnvMaxConns},
+		{"zero conns per address", with(EnvMaxConnsPerIP, "0"), EnvMaxConnsPerIP},
+		{"bad sources", with(EnvWebhookSources, "github"), EnvWebhookSources},
+		// Issue 21: weak secrets are offline oracles.
+		{"weak webhook secret", with(EnvWebhookSecret, "development"), EnvWebhookSecret + " is weak"},
+		{"dictionary webhook secret", with(EnvWebhookSecret, "development-development-2024!!!!"), EnvWebhookSecret + " is weak"},
+		{"no state key", with(EnvStateKey, "<unset>"), EnvStateKey + " is required"},
+		{"weak state key", with(EnvStateKey, "hunter2"), EnvStateKey + " is weak"},
+		{"state key is the webhook secret", with(EnvStateKey, strongWebhookSecret), "must not be the webhook secret"},
+		{"bad previous key", with(EnvStatePreviousKeys, "not-a-key"), EnvStatePreviousKeys},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := ConfigFromEnv(envOf(tc.env))
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), tc.want)
-			assert.NotContains(t, err.Error(), "topsecret-value")
+			assert.NotContains(t, err.Error(), strongWebhookSecret)
+			assert.NotContains(t, err.Error(), strongStateKey)
+			assert.NotContains(t, err.Error(), "hunter2")
+			if strings.Contains(tc.want, "is weak") || strings.Contains(tc.want, "is required") && tc.want != EnvWebhookSecret {
+				assert.Contains(t, err.Error(), "openssl rand -hex 32", "a refusal says how to make a good secret")
+			}
 			assert.NotContains(t, err.Error(), "PRIVATE KEY-----\nMII")
 		})
 	}
 }
 
 func TestConfigNeverPrintsSecrets(t *testing.T) {
-	c := Config{AppID: 1, PrivateKey: testkey.PEM(t), WebhookSecret: []byte("topsecret-value")}
+	c := Config{AppID: 1, PrivateKey: testkey.PEM(t), WebhookSecret: []byte("topsecret-value"), StateKey: []byte(strongStateKey)}
 	for _, s := range []string{c.String(), fmt.Sprintf("%v", c), fmt.Sprintf("%+v", c), c.LogValue().String()} {
 		assert.NotContains(t, s, "topsecret-value")
+		assert.NotContains(t, s, strongStateKey)
 		assert.NotContains(t, s, "PRIVATE KEY")
 	}
 }
@@ -134,7 +166,7 @@ func TestConfigFromCredentialsFile(t *testing.T) {
 	key := string(testkey.PEM(t))
 	file := filepath.Join(t.TempDir(), "app.env")
 	require.NoError(t, WriteCredentials(file, Credentials{AppID: 31, Slug: "my-bazinga", PrivateKey: key,
-		WebhookSecret: `we"ird #secret\`, ClientID: "Iv1.abc", ClientSecret: "cs"}, time.Unix(0, 0)))
+		WebhookSecret: `we"ird #secret\` + strongWebhookSecret, StateKey: strongStateKey, ClientID: "Iv1.abc", ClientSecret: "cs"}, time.Unix(0, 0)))
 	st, err := os.Stat(file)
 	require.NoError(t, err)
 	assert.Equal(t, os.FileMode(0o600), st.Mode().Perm())
@@ -143,16 +175,17 @@ func TestConfigFromCredentialsFile(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, int64(31), c.AppID)
 	assert.Equal(t, key, string(c.PrivateKey))
-	assert.Equal(t, `we"ird #secret\`, string(c.WebhookSecret))
+	assert.Equal(t, `we"ird #secret\`+strongWebhookSecret, string(c.WebhookSecret))
+	assert.Equal(t, strongStateKey, string(c.StateKey), "the state key is kept with the App's credentials")
 	assert.Equal(t, file, c.CredentialsFile)
 
 	// The environment wins, variable by variable.
 	keyFile := filepath.Join(t.TempDir(), "other.pem")
 	require.NoError(t, os.WriteFile(keyFile, testkey.PEM(t), 0o600))
-	c, err = ConfigFromEnv(envOf(map[string]string{EnvCredentialsFile: file, EnvAppID: "32", EnvWebhookSecret: "from-env", EnvPrivateKeyPath: keyFile}))
+	c, err = ConfigFromEnv(envOf(map[string]string{EnvCredentialsFile: file, EnvAppID: "32", EnvWebhookSecret: "from-env-" + strongStateKey, EnvPrivateKeyPath: keyFile}))
 	require.NoError(t, err, "a key path in the environment replaces the file's key rather than clashing with it")
 	assert.Equal(t, int64(32), c.AppID)
-	assert.Equal(t, "from-env", string(c.WebhookSecret))
+	assert.Equal(t, "from-env-"+strongStateKey, string(c.WebhookSecret))
 
 	// Setup never overwrites.
 	err = WriteCredentials(file, Credentials{AppID: 1}, time.Now())

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -48,6 +49,33 @@ type Metrics struct {
 	// exchanges is registered by MountTokenExchange.
 	exchanges *prometheus.CounterVec
 	exOnce    sync.Once
+	// conns is the connection guard of the listener being served.
+	conns atomic.Pointer[connGuard]
+}
+
+// setConns makes the connection gauges read g.
+func (m *Metrics) setConns(g *connGuard) { m.conns.Store(g) }
+
+// connGauges are the webhook front's connection figures, read at scrape time.
+func (m *Metrics) connGauges() []prometheus.Collector {
+	read := func(f func(g *connGuard) float64) func() float64 {
+		return func() float64 {
+			if g := m.conns.Load(); g != nil {
+				return f(g)
+			}
+			return 0
+		}
+	}
+	return []prometheus.Collector{
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "bazinga_connections_open", Help: "Open HTTP connections."},
+			read(func(g *connGuard) float64 { return float64(g.open()) })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "bazinga_connections_evicted_total",
+			Help: "Connections closed at the connection cap because they waited longest without a request in a handler."},
+			read(func(g *connGuard) float64 { return float64(g.evicted.Load()) })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "bazinga_connections_refused_total",
+			Help: "Connections closed at accept: their address was at its cap, or every slot was busy."},
+			read(func(g *connGuard) float64 { return float64(g.refused.Load()) })),
+	}
 }
 
 // tokenExchanges counts POST /token answers by outcome: "issued" or the
@@ -92,6 +120,7 @@ func newMetrics() *Metrics {
 	m.reg.MustRegister(m.events, m.requests, m.sweeps, m.latency, m.dropped, m.api,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.reg.MustRegister(m.connGauges()...)
 	return m
 }
 

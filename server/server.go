@@ -1,11 +1,11 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"mime"
 	"net"
@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/google/go-github/v66/github"
-	"golang.org/x/net/netutil"
 
 	"github.com/bazinga-bot/bazinga/bot"
 	"github.com/bazinga-bot/bazinga/ghapi"
@@ -46,7 +45,7 @@ type Server struct {
 	metrics *Metrics
 	q       *queue
 	seen    *dedup
-	reads   chan struct{} // body-read semaphore
+	budget  *bodyBudget // webhook body bytes held, in all and per address
 	mux     *http.ServeMux
 
 	workCtx    context.Context // cancelled when draining gives up
@@ -74,7 +73,7 @@ func NewServer(cfg Config, p Processor, logger *slog.Logger) (*Server, error) {
 		cfg: cfg, p: p, log: logger, metrics: newMetrics(),
 		q:       newQueue(cfg.QueueSize),
 		seen:    newDedup(cfg.DedupSize, cfg.DedupTTL),
-		reads:   make(chan struct{}, cfg.MaxBodyReads),
+		budget:  newBodyBudget(cfg.BodyBudget, cfg.BodyBudgetPerIP),
 		stopped: make(chan struct{}),
 	}
 	s.metrics.setQueue(s.q.depth, cfg.QueueSize, s.q.running)
@@ -119,19 +118,28 @@ func (s *Server) Run(ctx context.Context) error {
 }
 
 // Serve is Run on a listener the caller opened. At most MaxConns
-// connections are served at once; a client slower than ReadTimeout to send
-// its headers, or its whole request, is cut off.
+// connections are open at once (at the cap the longest-waiting one without
+// a request in a handler is closed), MaxConnsPerIP per client address; a
+// client slower than HeaderTimeout to send its headers, or ReadTimeout its
+// whole request, is cut off, and a webhook body slower than BodyMinRate
+// after BodyGrace too (front.go).
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
-	ln = netutil.LimitListener(ln, s.cfg.MaxConns)
+	maxConns := s.cfg.MaxConns
+	if lim := openFileLimit(); lim > 0 && maxConns > lim*3/4 {
+		// Past the descriptor limit accept fails instead of evicting.
+		maxConns = lim * 3 / 4
+	}
+	guard := newConnGuard(maxConns, s.cfg.MaxConnsPerIP, s.log)
+	s.metrics.setConns(guard)
+	ln = &guardListener{Listener: ln, g: guard}
 	hs := &http.Server{
 		Handler:           s.Handler(),
-		ReadHeaderTimeout: s.cfg.ReadTimeout,
+		ReadHeaderTimeout: s.cfg.HeaderTimeout,
 		ReadTimeout:       s.cfg.ReadTimeout,
 		WriteTimeout:      30 * time.Second,
-		// An idle keep-alive connection holds one of MaxConns: let it go
-		// after half a minute.
-		IdleTimeout: 30 * time.Second,
-		ErrorLog:    slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+		IdleTimeout:       s.cfg.IdleTimeout,
+		ConnState:         guard.connState,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
 	s.log.Info("bazinga serve listening", "addr", ln.Addr().String(), "config", s.cfg)
 	serveErr := make(chan error, 1)
@@ -294,7 +302,13 @@ func (s *Server) handleWebhook(w http.ResponseWriter, r *http.Request) {
 	}
 
 	// Everything that can be refused without the body is refused first: an
-	// unauthenticated or oversized request costs no body read.
+	// unauthenticated, oversized or foreign request costs no body read.
+	ip := remoteIP(r.RemoteAddr)
+	if !sourceAllowed(s.cfg.WebhookSources, ip) {
+		w.Header().Set("Connection", "close")
+		fail(http.StatusForbidden, "deliveries are accepted only from the configured webhook source ranges", "remote", ip.String())
+		return
+	}
 	sig := r.Header.Get("X-Hub-Signature-256")
 	if sig == "" && r.Header.Get("X-Hub-Signature") != "" {
 		fail(http.StatusUnauthorized, ErrSHA1Only.Error())
@@ -302,6 +316,15 @@ func (s *Server) handleWebhook(w http.ResponseWriter, r *http.Request) {
 	}
 	if err := checkSignatureHeader(sig); err != nil {
 		fail(http.StatusUnauthorized, err.Error())
+		return
+	}
+	// GitHub sends both headers with every delivery.
+	if event := r.Header.Get(headerEvent); !validEvent(event) {
+		fail(http.StatusBadRequest, "missing or malformed "+headerEvent)
+		return
+	}
+	if !validDeliveryID(r.Header.Get(headerDelivery)) {
+		fail(http.StatusBadRequest, "missing or malformed "+headerDelivery)
 		return
 	}
 	if r.ContentLength > s.cfg.MaxBodyBytes {
@@ -319,25 +342,29 @@ func (s *Server) handleWebhook(w http.ResponseWriter, r *http.Request) {
 		fail(http.StatusUnsupportedMediaType, fmt.Sprintf("unsupported Content-Type %q: GitHub sends application/json or application/x-www-form-urlencoded", ct))
 		return
 	}
-	if !s.acquireBodyRead(r.Context()) {
-		w.Header().Set("Retry-After", "1")
-		fail(http.StatusServiceUnavailable, "too many webhook bodies being read, retry later")
-		return
+	var hard time.Time
+	if s.cfg.ReadTimeout > 0 {
+		hard = start.Add(s.cfg.ReadTimeout)
 	}
-	// MaxBytesReader before any read: the body is never held beyond the
-	// cap, whatever Content-Length said (chunked bodies have none).
-	body := &readErr{r: http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)}
-	payload, err := github.ValidatePayloadFromBody(ct, body, sig, s.cfg.WebhookSecret)
-	s.releaseBodyRead()
-	if body.err != nil {
+	raw, reserved, rerr := readBody(r.Body, s.cfg.MaxBodyBytes, s.budget, ip, http.NewResponseController(w), s.cfg.BodyMinRate, s.cfg.BodyGrace, hard)
+	defer s.budget.release(ip, reserved)
+	if rerr != nil {
 		var mbe *http.MaxBytesError
-		if errors.As(body.err, &mbe) {
+		w.Header().Set("Connection", "close")
+		switch {
+		case errors.As(rerr, &mbe):
 			fail(http.StatusRequestEntityTooLarge, fmt.Sprintf("payload larger than %d bytes", s.cfg.MaxBodyBytes))
-		} else {
-			fail(http.StatusBadRequest, "cannot read body", "err", body.err)
+		case errors.Is(rerr, errBodyBudget):
+			w.Header().Set("Retry-After", "1")
+			fail(http.StatusServiceUnavailable, rerr.Error())
+		case errors.Is(rerr, errBodySlow):
+			fail(http.StatusRequestTimeout, rerr.Error(), "remote", ip.String())
+		default:
+			fail(http.StatusBadRequest, "cannot read body", "err", rerr)
 		}
 		return
 	}
+	payload, err := github.ValidatePayloadFromBody(ct, bytes.NewReader(raw), sig, s.cfg.WebhookSecret)
 	if err != nil {
 		// The header is well-formed, so what is left is a mismatch (or, for
 		// a form body, a malformed form, which is no more authenticated).
@@ -345,10 +372,6 @@ func (s *Server) handleWebhook(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	event := r.Header.Get(headerEvent)
-	if event == "" {
-		fail(http.StatusBadRequest, "missing "+headerEvent)
-		return
-	}
 	if len(payload) == 0 {
 		fail(http.StatusBadRequest, "form body without a payload field")
 		return
@@ -383,43 +406,6 @@ const (
 	headerDelivery = "X-GitHub-Delivery"
 	headerEvent    = "X-GitHub-Event"
 )
-
-// acquireBodyRead takes a body-read slot, waiting at most BodyReadWait: a
-// burst beyond the bound is refused quickly instead of queuing readers.
-func (s *Server) acquireBodyRead(ctx context.Context) bool {
-	select {
-	case s.reads <- struct{}{}:
-		return true
-	default:
-	}
-	t := time.NewTimer(s.cfg.BodyReadWait)
-	defer t.Stop()
-	select {
-	case s.reads <- struct{}{}:
-		return true
-	case <-t.C:
-		return false
-	case <-ctx.Done():
-		return false
-	}
-}
-
-func (s *Server) releaseBodyRead() { <-s.reads }
-
-// readErr remembers the error of the underlying reader, so a failed read
-// (too large, client gone) is told apart from a bad signature.
-type readErr struct {
-	r   io.Reader
-	err error
-}
-
-func (e *readErr) Read(p []byte) (int, error) {
-	n, err := e.r.Read(p)
-	if err != nil && err != io.EOF {
-		e.err = err
-	}
-	return n, err
-}
 
 // key calls Processor.Key, treating a panic as "no ordering" rather than
 // failing the request.

@@ -287,6 +287,13 @@ func (s *Setup) handleCallback(w http.ResponseWriter, r *http.Request) {
 		AppID: cfg.GetID(), Slug: cfg.GetSlug(), PrivateKey: cfg.GetPEM(), WebhookSecret: cfg.GetWebhookSecret(),
 		ClientID: cfg.GetClientID(), ClientSecret: cfg.GetClientSecret(),
 	}
+	// The state key is bazinga's own, random, and written with the App's
+	// credentials; nothing of the webhook secret is ever published.
+	if creds.StateKey, err = GenerateStateKey(); err != nil {
+		s.log.Error("setup: generating the state key", "err", err)
+		http.Error(w, "cannot generate the state key: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
 	if err := checkCredentials(creds); err != nil {
 		s.log.Error("setup: GitHub's answer is unusable", "err", err)
 		http.Error(w, "GitHub's answer is unusable: "+err.Error(), http.StatusBadGateway)
@@ -482,6 +489,10 @@ var donePage = template.Must(template.New("done").Parse(`<!doctype html>
 <h1>The GitHub App {{.Slug}} is registered</h1>
 <p>App id {{.ID}}. Its credentials are in <code>{{.File}}</code> (mode 0600; keep it private), which
 <code>bazinga serve</code> reads at start. It now serves webhooks with them.</p>
+<p>The file also holds <code>BAZINGA_STATE_KEY</code>, a random key generated here that signs the session
+state. <code>bazinga serve</code> logs its public key at start as <code>state_public_key</code>: store that as the
+repository (or organisation) variable <code>BAZINGA_STATE_PUBLIC_KEY</code>, which step jobs verify the state with.
+The state key itself never goes to GitHub.</p>
 <p>Next: <a href="{{.Install}}">install the App</a> on the repositories bazinga should work on.</p>
 </body></html>
 `))

@@ -127,6 +127,10 @@ func TestSetupRegistersTheApp(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, int64(77), cfg.AppID)
 	assert.Equal(t, creds.WebhookSecret, string(cfg.WebhookSecret))
+	// The state key is generated here, random, and not the webhook secret.
+	assert.Len(t, creds.StateKey, 64)
+	assert.Equal(t, creds.StateKey, string(cfg.StateKey))
+	assert.NotEqual(t, creds.WebhookSecret, creds.StateKey)
 	assert.Equal(t, creds.PrivateKey, string(cfg.PrivateKey))
 	require.NoError(t, ghapi.ValidatePrivateKey(cfg.PrivateKey))
 	vals, err := readCredentialsFile(w.file)

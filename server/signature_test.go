@@ -44,7 +44,7 @@ func TestVerifySignature(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			s := newTestServer(t, Config{WebhookSecret: []byte(tc.secret)}, &fakeProcessor{})
-			r := webhookRequest("ping", "", []byte(tc.body))
+			r := webhookRequest("ping", "d", []byte(tc.body))
 			r.Header.Set("X-Hub-Signature-256", tc.header)
 			w := serve(s, r)
 			if tc.want == nil {
@@ -58,7 +58,7 @@ func TestVerifySignature(t *testing.T) {
 	}
 	// Sign and the check agree.
 	s := newTestServer(t, Config{WebhookSecret: []byte(ghVectorSecret)}, &fakeProcessor{})
-	r := webhookRequest("ping", "", []byte("{}"))
+	r := webhookRequest("ping", "d", []byte("{}"))
 	r.Header.Set("X-Hub-Signature-256", Sign([]byte(ghVectorSecret), []byte("{}")))
 	assert.Equal(t, http.StatusAccepted, serve(s, r).Code)
 }

@@ -13,7 +13,7 @@ import (
 
 func TestTokenExchangeConfigFromEnv(t *testing.T) {
 	creds := func(extra map[string]string) map[string]string {
-		m := map[string]string{EnvAppID: "1", EnvPrivateKey: string(testkey.PEM(t)), EnvWebhookSecret: "s"}
+		m := map[string]string{EnvAppID: "1", EnvPrivateKey: string(testkey.PEM(t)), EnvWebhookSecret: strongWebhookSecret, EnvStateKey: strongStateKey}
 		for k, v := range extra {
 			m[k] = v
 		}

@@ -161,9 +161,13 @@ func serve(ctx context.Context, cfg server.Config, logger *slog.Logger) error {
 		return fmt.Errorf("reading the GitHub App (check BAZINGA_APP_ID and the private key): %w", err)
 	}
 	login := app.GetSlug() + "[bot]"
-	// The state is signed with a key derived from the webhook secret; step
-	// jobs verify it with the public key (the action's state-public-key).
-	signing := codec.SigningKeyFromSecret(cfg.WebhookSecret)
+	// The state is signed with a key derived from the random state key,
+	// never the webhook secret (its public key is published); step jobs
+	// verify it with the public key (the action's state-public-key).
+	if len(cfg.StateKey) == 0 {
+		return fmt.Errorf("%s is required (the random key the session state is signed with): make one with `openssl rand -hex 32`", server.EnvStateKey)
+	}
+	signing := codec.SigningKeyFromSecret(cfg.StateKey)
 	b, err := bot.New(bot.Options{
 		Client: func(_ context.Context, id int64) (bot.GitHub, error) {
 			c, err := factory.Installation(id)
@@ -172,10 +176,11 @@ func serve(ctx context.Context, cfg server.Config, logger *slog.Logger) error {
 			}
 			return ghapi.New(c), nil
 		},
-		Login:      login,
-		SigningKey: signing,
-		Logger:     logger,
-		Repos:      factory.InstalledRepos,
+		Login:        login,
+		SigningKey:   signing,
+		PreviousKeys: cfg.PreviousStateKeys,
+		Logger:       logger,
+		Repos:        factory.InstalledRepos,
 	})
 	if err != nil {
 		return err

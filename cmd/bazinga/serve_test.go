@@ -36,6 +36,29 @@ func TestServeHelpListsEnvironment(t *testing.T) {
 	}
 }
 
+// testStateKey is a state key as `openssl rand -hex 32` prints one.
+const testStateKey = "5f0c8e1d9b7a4c3e2f6a8b0d1c3e5f7a9b2d4c6e8f0a1b3c5d7e9f2a4b6c8d0e"
+
+// TestServeRefusesWeakSecrets: the secrets of issue 21's offline attack
+// stop serve at start, with how to make good ones.
+func TestServeRefusesWeakSecrets(t *testing.T) {
+	t.Setenv(server.EnvCredentialsFile, filepath.Join(t.TempDir(), "none.env"))
+	t.Setenv(server.EnvAppID, "1")
+	t.Setenv(server.EnvPrivateKey, string(testkey.PEM(t)))
+	t.Setenv(server.EnvPrivateKeyPath, "")
+	t.Setenv(server.EnvListen, "")
+	t.Setenv(server.EnvWebhookSecret, "development")
+	t.Setenv(server.EnvStateKey, "hunter2")
+	var out, errOut bytes.Buffer
+	code := run([]string{"serve"}, &out, &errOut)
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errOut.String(), server.EnvWebhookSecret+" is weak")
+	assert.Contains(t, errOut.String(), server.EnvStateKey+" is weak")
+	assert.Contains(t, errOut.String(), "openssl rand -hex 32")
+	assert.NotContains(t, errOut.String(), "hunter2", "a refusal never quotes the secret")
+	assert.NotContains(t, errOut.String(), "development")
+}
+
 func TestServeRefusesWithoutSecret(t *testing.T) {
 	for _, k := range []string{server.EnvAppID, server.EnvPrivateKey, server.EnvPrivateKeyPath, server.EnvWebhookSecret, server.EnvGitHubURL, server.EnvListen} {
 		t.Setenv(k, "")
@@ -182,7 +205,7 @@ func TestServeRunsAndStops(t *testing.T) {
 	web, api, upload, err := ghapi.GitHubURLs(fake.URL())
 	require.NoError(t, err)
 	cfg := server.Config{
-		AppID: 1, WebhookSecret: []byte("s"), Listen: "127.0.0.1:0",
+		AppID: 1, WebhookSecret: []byte("s"), StateKey: []byte(testStateKey), Listen: "127.0.0.1:0",
 		PrivateKey: testkey.PEM(t),
 		GitHubURL:  web, APIURL: api, UploadURL: upload,
 	}
@@ -193,7 +216,7 @@ func TestServeRunsAndStops(t *testing.T) {
 
 func TestServeReportsAnUnreachableApp(t *testing.T) {
 	cfg := server.Config{
-		AppID: 1, WebhookSecret: []byte("s"), Listen: "127.0.0.1:0",
+		AppID: 1, WebhookSecret: []byte("s"), StateKey: []byte(testStateKey), Listen: "127.0.0.1:0",
 		PrivateKey: testkey.PEM(t),
 		GitHubURL:  "http://127.0.0.1:1", APIURL: "http://127.0.0.1:1/api/v3/", UploadURL: "http://127.0.0.1:1/api/uploads/",
 	}

@@ -39,7 +39,7 @@ func TestServeExchangesJobTokens(t *testing.T) {
 		addr := ln.Addr().String()
 		ln.Close()
 		cfg := server.Config{
-			AppID: 1, WebhookSecret: []byte("s"), Listen: addr, PrivateKey: testkey.PEM(t),
+			AppID: 1, WebhookSecret: []byte("s"), StateKey: []byte(testStateKey), Listen: addr, PrivateKey: testkey.PEM(t),
 			GitHubURL: web, APIURL: api, UploadURL: upload,
 			TokenExchange: server.TokenExchangeConfig{Issuer: o.URL(), Disabled: disabled},
 		}
