@@ -58,6 +58,8 @@ type Bot struct {
 	repos map[string]ghapi.InstalledRepo
 	// holds are the installations waiting for a rate limit's reset.
 	holds map[int64]hold
+	// refused remembers who was refused recently (refusal.go).
+	refused refusals
 }
 
 // New checks the options and returns the core.
@@ -84,7 +86,7 @@ func New(o Options) (*Bot, error) {
 		o.StartLabel = "bazinga"
 	}
 	return &Bot{o: o, log: o.Logger, locks: map[string]*sync.Mutex{}, repos: map[string]ghapi.InstalledRepo{},
-		holds: map[int64]hold{}}, nil
+		holds: map[int64]hold{}, refused: refusals{}}, nil
 }
 
 // publicKey verifies the state blocks the bot signed.

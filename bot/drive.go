@@ -64,7 +64,7 @@ func (b *Bot) Process(ctx context.Context, d Delivery) (err error) {
 		}
 		if !ok {
 			if it.refuse {
-				if err := b.refuse(ctx, gh, repo, replyNumber(ref, it.in), it.actor.Login); err != nil {
+				if err := b.refuse(ctx, gh, inst, repo, replyNumber(ref, it.in), it.actor.Login); err != nil {
 					return fmt.Errorf("delivery %s: refusal: %w", d.ID, err)
 				}
 			}
@@ -157,33 +157,6 @@ func (b *Bot) authorised(ctx context.Context, gh GitHub, repo ghapi.RepoRef, u h
 	return false, nil
 }
 
-// refusalEvery is how often one person is told, on one issue or PR, that
-// they may not run commands: a hundred refused commands must not become a
-// hundred comments (GitHub allows an installation 80 content-creating
-// requests a minute).
-const refusalEvery = time.Hour
-
-// refuse tells login they may not run commands, unless the bot told them so
-// on this thread within the last hour. GitHub holds the memory (the bot's
-// own comments), so the limit holds in Action-only mode too, where every
-// event is a new process.
-func (b *Bot) refuse(ctx context.Context, gh GitHub, repo ghapi.RepoRef, number int, login string) error {
-	text := refusalText(login)
-	cs, err := gh.ListComments(ctx, repo, number)
-	if err != nil {
-		return err
-	}
-	since := b.o.Now().Add(-refusalEvery)
-	for _, c := range cs {
-		if b.own(c.Author) && c.Body == text && c.CreatedAt.After(since) {
-			b.log.Info("refusal already posted within the hour", "repo", repo.String(), "number", number, "user", login)
-			return nil
-		}
-	}
-	_, err = gh.CreateComment(ctx, repo, number, text)
-	return err
-}
-
 // untrustedJobNotice tells the session, once per author, that a result for
 // a step in flight came from a bot the configuration does not name as the
 // job identity: the usual cause is step jobs acting as an App (a token
@@ -219,10 +192,6 @@ func untrustedJobText(author, job string) string {
 		"`github.job_identity` (`%s`), so it was ignored and the step will time out. If your step jobs act as `%s` "+
 		"(a token exchange, an App token or a PAT), set `github.job_identity: %s` in `.github/bazinga.yml`.",
 		codec.OneLine(author), codec.OneLine(job), codec.OneLine(author), codec.OneLine(author))
-}
-
-func refusalText(login string) string {
-	return fmt.Sprintf("@%s only people with write, maintain or admin permission on this repository can run bazinga commands.", login)
 }
 
 func replyNumber(ref sessionRef, in input) int {

@@ -69,6 +69,8 @@ type hookComment struct {
 	Body      string    `json:"body"`
 	User      hookUser  `json:"user"`
 	CreatedAt time.Time `json:"created_at"`
+	// Association is GitHub's author_association (refusal.go).
+	Association string `json:"author_association"`
 }
 
 type hookPR struct {
@@ -479,7 +481,7 @@ func (t translator) comment(p *payload) (intent, error) {
 	if author.isBot() {
 		return intent{}, ignored("commands from bots are ignored")
 	}
-	it := intent{issue: p.Issue.Number, actor: &author, refuse: true,
+	it := intent{issue: p.Issue.Number, actor: &author, refuse: mayBeRefused(p.Comment.Association),
 		in: input{labels: labels, command: true, written: p.Comment.CreatedAt}}
 	if isPR(p.Issue.PullRequest) {
 		// The session is the issue the group PR belongs to.

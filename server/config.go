@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -177,6 +178,9 @@ const (
 	EnvTokenWorkflows   = "BAZINGA_TOKEN_WORKFLOWS"
 	EnvTokenPermissions = "BAZINGA_TOKEN_PERMISSIONS"
 	EnvTokenEnvironment = "BAZINGA_TOKEN_ENVIRONMENT"
+	// EnvTokenSpentFile is where spent job tokens are kept until they
+	// expire (default bazinga-spent-tokens next to the credentials file).
+	EnvTokenSpentFile = "BAZINGA_TOKEN_SPENT_FILE"
 )
 
 // ErrNoAppCredentials is wrapped by ConfigFromEnv's error when none of the
@@ -225,6 +229,8 @@ const EnvHelp = `Environment:
                             (default actions:write,checks:read,contents:write,issues:write,pull_requests:write,statuses:read)
   BAZINGA_TOKEN_ENVIRONMENT the deployment environment exchanging jobs must run in (their token's environment claim;
                             default none required)
+  BAZINGA_TOKEN_SPENT_FILE  where exchanged job tokens are remembered until they expire, so a restart does not make
+                            them good again (default bazinga-spent-tokens next to the credentials file)
 `
 
 // ConfigFromEnv reads the configuration through getenv (os.Getenv in
@@ -402,6 +408,13 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		}
 	}
 	c.TokenExchange, errs = tokenExchangeFromEnv(get, c.GitHubURL, errs)
+	if !c.TokenExchange.Disabled {
+		// Spent job tokens outlive a restart, next to the credentials.
+		c.TokenExchange.SpentFile = get(EnvTokenSpentFile)
+		if c.TokenExchange.SpentFile == "" {
+			c.TokenExchange.SpentFile = filepath.Join(filepath.Dir(c.CredentialsFile), DefaultSpentTokensFile)
+		}
+	}
 	if noCredentials && len(errs) == 0 {
 		// Everything but the App is usable: the caller may serve the setup
 		// page with this configuration.

@@ -31,6 +31,11 @@ const (
 	// DefaultJWKSMinRefresh spaces the refetches an unknown kid causes, so
 	// tokens with made-up key ids cannot make the server hammer the issuer.
 	DefaultJWKSMinRefresh = 30 * time.Second
+	// DefaultJWKSMaxStale is how long past DefaultJWKSTTL known keys are
+	// still served: a refresh runs behind them (a withdrawn key stops as
+	// soon as it succeeds), and an unreachable issuer does not stop every
+	// exchange at once.
+	DefaultJWKSMaxStale = 6 * time.Hour
 	// maxJWKSBytes bounds the discovery document and the JWKS (GitHub's
 	// are about 2 KiB).
 	maxJWKSBytes = 256 << 10
@@ -77,11 +82,18 @@ type JobTokenVerifier struct {
 	ttl        time.Duration
 	minRefresh time.Duration
 
+	maxStale time.Duration
+
 	mu          sync.Mutex
 	keys        map[string]*rsa.PublicKey
 	fetched     time.Time // when keys were read
 	lastAttempt time.Time // the last fetch, successful or not
+	lastErr     error     // the last fetch's failure, nil after a success
+	inflight    *fetchCall
 }
+
+// jwksRequestTimeout bounds each request of a fetch (discovery, JWKS).
+const jwksRequestTimeout = 10 * time.Second
 
 // VerifierOptions configure a JobTokenVerifier; zero values are defaults.
 type VerifierOptions struct {
@@ -92,6 +104,9 @@ type VerifierOptions struct {
 	Leeway     time.Duration
 	TTL        time.Duration
 	MinRefresh time.Duration
+	// MaxStale is how long past TTL cached keys are still served while a
+	// refresh runs or the issuer is unreachable (default DefaultJWKSMaxStale).
+	MaxStale time.Duration
 }
 
 // NewJobTokenVerifier returns a verifier; it reaches the issuer only when
@@ -123,8 +138,11 @@ func NewJobTokenVerifier(o VerifierOptions) (*JobTokenVerifier, error) {
 	if o.MinRefresh <= 0 {
 		o.MinRefresh = DefaultJWKSMinRefresh
 	}
+	if o.MaxStale <= 0 {
+		o.MaxStale = DefaultJWKSMaxStale
+	}
 	return &JobTokenVerifier{issuer: o.Issuer, audience: o.Audience, client: o.Client, now: o.Now,
-		leeway: o.Leeway, ttl: o.TTL, minRefresh: o.MinRefresh}, nil
+		leeway: o.Leeway, ttl: o.TTL, minRefresh: o.MinRefresh, maxStale: o.MaxStale}, nil
 }
 
 // Check names a check of the token exchange, as refusals and logs say it.
@@ -228,41 +246,99 @@ func classify(err error) Check {
 	return CheckMalformed
 }
 
-// key returns the issuer's key kid: from the cache while it is fresh and
-// knows kid; otherwise the JWKS is read again, at most every minRefresh.
+// key returns the issuer's key kid. No request can block or cancel another's
+// key: the JWKS is read by a fetch detached from every request (a client
+// that hangs up stops waiting, not the fetch), one at a time (callers join
+// the fetch in flight), and never under v.mu. A known key is served from
+// the cache at once — while it is fresh, and for up to maxStale after while
+// a refresh runs in the background (stale-while-revalidate); an unknown
+// kid waits for a fetch, which starts at most every minRefresh.
 func (v *JobTokenVerifier) key(ctx context.Context, kid string) (*rsa.PublicKey, error) {
 	v.mu.Lock()
-	defer v.mu.Unlock()
 	now := v.now()
-	fresh := v.keys != nil && now.Sub(v.fetched) < v.ttl
-	if k, ok := v.keys[kid]; ok && fresh {
-		return k, nil
-	}
-	// Stale, or an unknown kid (a rotation, or a forgery): read again,
-	// unless that was tried less than minRefresh ago.
+	age := now.Sub(v.fetched)
+	k, known := v.keys[kid]
 	canFetch := v.lastAttempt.IsZero() || now.Sub(v.lastAttempt) >= v.minRefresh
 	switch {
-	case !fresh && !canFetch:
-		// Stale and the last fetch (just now) failed.
-		return nil, fmt.Errorf("%w: the last attempt failed less than %s ago; retry later", ErrJWKSUnavailable, v.minRefresh)
-	case canFetch:
-		v.lastAttempt = now
-		keys, err := v.fetch(ctx)
-		switch {
-		case err == nil:
-			v.keys, v.fetched = keys, now
-		case !fresh:
-			return nil, fmt.Errorf("%w: %w", ErrJWKSUnavailable, err)
-		}
-	}
-	if k, ok := v.keys[kid]; ok {
+	case known && age < v.ttl:
+		v.mu.Unlock()
 		return k, nil
+	case known && age < v.ttl+v.maxStale:
+		// Stale: serve it, and refresh behind it.
+		if canFetch {
+			v.startFetchLocked(now)
+		}
+		v.mu.Unlock()
+		return k, nil
+	}
+	call := v.inflight
+	if call == nil && canFetch {
+		call = v.startFetchLocked(now)
+	}
+	lastErr := v.lastErr
+	haveKeys := v.keys != nil && age < v.ttl+v.maxStale
+	v.mu.Unlock()
+	if call == nil {
+		// Fetched a moment ago and the kid was not there.
+		if !haveKeys {
+			return nil, fmt.Errorf("%w: the last attempt failed less than %s ago (%v); retry later", ErrJWKSUnavailable, v.minRefresh, lastErr)
+		}
+		return nil, fmt.Errorf("%w: %q", ErrUnknownKey, kid)
+	}
+	select {
+	case <-call.done:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("%w: %w", ErrJWKSUnavailable, ctx.Err())
+	}
+	v.mu.Lock()
+	haveKeys = v.keys != nil && v.now().Sub(v.fetched) < v.ttl+v.maxStale
+	k, known = v.keys[kid]
+	v.mu.Unlock()
+	switch {
+	case known && haveKeys:
+		return k, nil
+	case call.err != nil && !haveKeys:
+		return nil, fmt.Errorf("%w: %w", ErrJWKSUnavailable, call.err)
 	}
 	return nil, fmt.Errorf("%w: %q", ErrUnknownKey, kid)
 }
 
-// fetch reads the discovery document, then the JWKS it names. Caller holds
-// v.mu: fetches are serialised, so a burst of tokens makes one.
+// fetchCall is a JWKS fetch in flight; done is closed when it ends.
+type fetchCall struct {
+	done chan struct{}
+	err  error
+}
+
+// startFetchLocked starts a detached fetch unless one is in flight, and
+// returns the one in flight. Caller holds v.mu.
+func (v *JobTokenVerifier) startFetchLocked(now time.Time) *fetchCall {
+	if v.inflight != nil {
+		return v.inflight
+	}
+	call := &fetchCall{done: make(chan struct{})}
+	v.inflight, v.lastAttempt = call, now
+	go func() {
+		// Detached from every request: its own deadline only.
+		ctx, cancel := context.WithTimeout(context.Background(), 2*jwksRequestTimeout)
+		defer cancel()
+		keys, err := v.fetch(ctx)
+		v.mu.Lock()
+		if err == nil {
+			// Aged from when the fetch began: conservative.
+			v.keys, v.fetched, v.lastErr = keys, now, nil
+		} else {
+			v.lastErr = err
+		}
+		call.err = err
+		v.inflight = nil
+		v.mu.Unlock()
+		close(call.done)
+	}()
+	return call
+}
+
+// fetch reads the discovery document, then the JWKS it names. It runs in
+// startFetchLocked's goroutine, one at a time, without v.mu.
 func (v *JobTokenVerifier) fetch(ctx context.Context) (map[string]*rsa.PublicKey, error) {
 	var doc struct {
 		Issuer  string `json:"issuer"`
@@ -302,7 +378,7 @@ func (v *JobTokenVerifier) fetch(ctx context.Context) (map[string]*rsa.PublicKey
 }
 
 func (v *JobTokenVerifier) getJSON(ctx context.Context, u string, out any) error {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, jwksRequestTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {

@@ -83,6 +83,9 @@ type TokenExchangeConfig struct {
 	// Rate and Burst limit the exchanges per repository.
 	Rate  time.Duration
 	Burst int
+	// SpentFile keeps spent job tokens across restarts ("" = in memory
+	// only); ConfigFromEnv puts it next to the credentials file.
+	SpentFile string
 }
 
 func (c TokenExchangeConfig) withDefaults(githubURL string) TokenExchangeConfig {
@@ -180,6 +183,8 @@ type TokenExchange struct {
 	// token is good for one exchange, so one copied from a job (a log, a
 	// proxy) after its use is worth nothing.
 	seen *lru.Cache[string, time.Time]
+	// spentFile, when configured, keeps them across restarts (spent.go).
+	spentFile *spentFile
 }
 
 // TokenExchangeOptions are the parts of a TokenExchange that are not
@@ -233,8 +238,14 @@ func NewTokenExchange(cfg TokenExchangeConfig, o TokenExchangeOptions) (*TokenEx
 	if err != nil {
 		return nil, err
 	}
-	return &TokenExchange{cfg: cfg, verifier: v, gh: o.GitHub, login: o.Login, log: o.Logger, now: o.Now,
-		limiters: lim, workflow: entries, seen: seen}, nil
+	x := &TokenExchange{cfg: cfg, verifier: v, gh: o.GitHub, login: o.Login, log: o.Logger, now: o.Now,
+		limiters: lim, workflow: entries, seen: seen}
+	if cfg.SpentFile != "" {
+		if x.spentFile, err = openSpentFile(cfg.SpentFile, o.Now()); err != nil {
+			return nil, fmt.Errorf("token exchange: %w", err)
+		}
+	}
+	return x, nil
 }
 
 // LogValue logs the exchange's configuration.
@@ -458,7 +469,12 @@ func (x *TokenExchange) exchange(w http.ResponseWriter, r *http.Request, c *JobC
 	}
 	// Spent just before GitHub is asked for the token: a refused
 	// exchange leaves the job token usable for a retry.
-	if !x.spend(c) {
+	if fresh, err := x.spend(c); err != nil {
+		// Fail closed: a spend that is not on disk could be replayed
+		// after a restart.
+		x.refuse(w, r, http.StatusServiceUnavailable, CheckNone, "cannot record the job token as spent; retry later", append(attrs, "err", err))
+		return
+	} else if !fresh {
 		x.refuse(w, r, http.StatusUnauthorized, CheckReplay, "this job token was already exchanged; request a new one", attrs)
 		return
 	}
@@ -490,17 +506,31 @@ func (x *TokenExchange) exchange(w http.ResponseWriter, r *http.Request, c *JobC
 
 // spend marks the token's jti used; false when it was (a token without
 // jti cannot be told apart from a copy and is refused).
-func (x *TokenExchange) spend(c *JobClaims) bool {
+// With a spent file, the spend is on disk before it returns true, so a
+// restart does not make the token good again.
+func (x *TokenExchange) spend(c *JobClaims) (bool, error) {
 	if c.ID == "" {
-		return false
+		return false, nil
 	}
 	key := c.Issuer + "\x00" + c.ID
 	exp := c.ExpiresAt.Time
-	if prev, found, _ := x.seen.PeekOrAdd(key, exp); found && x.now().Before(prev.Add(x.verifier.leeway)) {
-		return false
+	now := x.now()
+	if prev, found, _ := x.seen.PeekOrAdd(key, exp); found && now.Before(prev.Add(x.verifier.leeway)) {
+		return false, nil
+	}
+	if x.spentFile != nil {
+		if x.spentFile.spent(key, now) {
+			x.seen.Add(key, exp)
+			return false, nil
+		}
+		// Kept for the leeway past exp too: the verifier accepts it that long.
+		if err := x.spentFile.add(key, exp.Add(x.verifier.leeway), now); err != nil {
+			x.seen.Remove(key)
+			return false, err
+		}
 	}
 	x.seen.Add(key, exp)
-	return true
+	return true, nil
 }
 
 func (x *TokenExchange) allowed() string {

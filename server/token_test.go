@@ -13,6 +13,8 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -85,6 +87,15 @@ type exchangeWorld struct {
 	logs  *bytes.Buffer
 	run   ghfake.Run
 	logMu *sync.Mutex
+	cfg   server.TokenExchangeConfig
+	opts  server.TokenExchangeOptions
+}
+
+// restart is a new process: a new exchange with the same configuration.
+func (w *exchangeWorld) restart() {
+	x, err := server.NewTokenExchange(w.cfg, w.opts)
+	require.NoError(w.t, err)
+	w.x = x
 }
 
 func newExchangeWorld(t testing.TB, cfg server.TokenExchangeConfig) *exchangeWorld {
@@ -108,14 +119,15 @@ func newExchangeWorld(t testing.TB, cfg server.TokenExchangeConfig) *exchangeWor
 	logs := &bytes.Buffer{}
 	mu := &sync.Mutex{}
 	cfg.Issuer = o.URL()
-	x, err := server.NewTokenExchange(cfg, server.TokenExchangeOptions{
+	opts := server.TokenExchangeOptions{
 		GitHub: server.FactoryGitHub{F: factory}, Login: f.BotLogin(), Now: clk.now,
 		Logger: slog.New(slog.NewJSONHandler(lockedWriter{mu, logs}, nil)),
-	})
+	}
+	x, err := server.NewTokenExchange(cfg, opts)
 	require.NoError(t, err)
 	run := ghfake.Run{ID: 5_000_001, Repo: "acme/widgets", Workflow: "bazinga-agent.yml", Name: "bazinga agent",
 		Ref: "main", HeadSHA: strings.Repeat("a", 40), Event: "workflow_dispatch", Actor: "bazinga[bot]", RunNumber: 1}
-	return &exchangeWorld{t: t, clk: clk, f: f, o: o, x: x, rec: rec, logs: logs, run: run, logMu: mu}
+	return &exchangeWorld{t: t, clk: clk, f: f, o: o, x: x, rec: rec, logs: logs, run: run, logMu: mu, cfg: cfg, opts: opts}
 }
 
 type lockedWriter struct {
@@ -349,13 +361,15 @@ func TestTokenExchangeKeyRotationAndCache(t *testing.T) {
 	}
 	assert.Equal(t, 3, w.o.JWKSFetches(), "one read for the burst")
 
-	// The old key, withdrawn, stops verifying once the cache expires.
+	// The old key, withdrawn, stops verifying once the cache expires and
+	// the refresh that runs behind the stale keys has read the JWKS.
 	a := w.exchange("Bearer " + oldKeyToken)
 	require.Equal(t, http.StatusCreated, a.status, "the old key is still published: %v", a.body)
 	require.NoError(t, w.o.RetireKey(oldKid))
 	w.clk.add(server.DefaultJWKSTTL)
-	ok("after the cache expired")
-	assert.Equal(t, 4, w.o.JWKSFetches(), "an expired cache is read again")
+	ok("after the cache expired: served stale while it is read again")
+	require.Eventually(t, func() bool { return w.o.JWKSFetches() == 4 }, 5*time.Second, time.Millisecond, "an expired cache is read again")
+	time.Sleep(200 * time.Millisecond) // the refresh stores its keys
 	a = w.exchange("Bearer " + oldKeyToken)
 	assert.Equal(t, "signature", a.body["error"], "a withdrawn key verifies nothing: %v", a.body)
 }
@@ -442,6 +456,49 @@ func TestTokenExchangeRefusesReplays(t *testing.T) {
 	other := "Bearer " + w.o.Mint(c)
 	assert.Equal(t, "repository_id", w.exchange(other).body["error"])
 	assert.Equal(t, "repository_id", w.exchange(other).body["error"], "not spent by a refusal")
+}
+
+// TestTokenExchangeRefusesReplaysAcrossRestarts is issue 21 item 4: a job
+// token spent before a restart buys nothing after it. The store keeps a hash,
+// not the jti, and forgets a token once it has expired.
+func TestTokenExchangeRefusesReplaysAcrossRestarts(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "spent")
+	w := newExchangeWorld(t, server.TokenExchangeConfig{SpentFile: file})
+	tok := w.o.Mint(w.claims())
+	a := w.exchange("Bearer " + tok)
+	require.Equal(t, http.StatusCreated, a.status, "%v", a.body)
+	w.restart()
+	a = w.exchange("Bearer " + tok)
+	assert.Equal(t, http.StatusUnauthorized, a.status)
+	assert.Equal(t, "replay", a.body["error"], "spent before the restart, spent after it")
+	b, err := os.ReadFile(file)
+	require.NoError(t, err)
+	parsed, _, err := jwt.NewParser().ParseUnverified(tok, jwt.MapClaims{})
+	require.NoError(t, err)
+	jti, _ := parsed.Claims.(jwt.MapClaims)["jti"].(string)
+	require.NotEmpty(t, jti)
+	assert.NotContains(t, string(b), jti, "no jti in clear")
+	st, err := os.Stat(file)
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o600), st.Mode().Perm())
+
+	// A fresh token still works after the restart; an expired entry is
+	// dropped when the store is read again.
+	a = w.exchange("Bearer " + w.o.Mint(w.claims()))
+	require.Equal(t, http.StatusCreated, a.status, "%v", a.body)
+	w.clk.add(2 * time.Hour)
+	w.restart()
+	b, err = os.ReadFile(file)
+	require.NoError(t, err)
+	assert.Empty(t, strings.TrimSpace(string(b)), "expired spends are forgotten")
+
+	// A torn last line (a crash mid-append) is dropped; other damage
+	// stops the start, naming the file.
+	require.NoError(t, os.WriteFile(file, []byte("123"), 0o600))
+	w.restart()
+	require.NoError(t, os.WriteFile(file, []byte("garbage line\n"), 0o600))
+	_, err = server.NewTokenExchange(w.cfg, w.opts)
+	assert.ErrorContains(t, err, file)
 }
 
 func TestTokenExchangeIssuerUnavailable(t *testing.T) {
