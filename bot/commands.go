@@ -4,6 +4,10 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/yuin/goldmark"
+	"github.com/yuin/goldmark/ast"
+	"github.com/yuin/goldmark/text"
+
 	"github.com/bazinga-bot/bazinga/pipeline"
 )
 
@@ -58,52 +62,36 @@ const commandPrefix = "/bazinga"
 // groupIDPattern is the engine's group id syntax (DESIGN §3).
 var groupIDPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,32}$`)
 
-// ParseCommands returns the commands of a comment body, in order. A command
-// is a line that starts (after leading blanks) with "/bazinga"; lines inside
-// fenced code blocks and ">" quotes are never commands, so quoting someone's
-// command in a reply does not run it again.
+// ParseCommands returns the commands of a comment body, in order. The body
+// is parsed as GitHub renders it (CommonMark, with goldmark): a command is a
+// line of a paragraph — at the top level, in a list item — that starts with
+// "/bazinga" as plain text. Fenced and indented code blocks, HTML blocks and
+// comments (`<!-- … -->`, also inline), block quotes and code spans are
+// inert: what a reader cannot see, or sees as code or as a quotation of
+// someone else, never runs (quoting a command in a reply does not run it
+// again). An answer's text continues on the following lines of its
+// paragraph, up to a blank line.
+//
+// This is the one definition of a command: the App and the Action-only
+// orchestrator both call it; the Action-only route job only pre-filters
+// comments that contain "/bazinga" at all.
 func ParseCommands(body string) []ParsedCommand {
-	body = strings.ReplaceAll(body, "\r\n", "\n")
-	lines := strings.Split(body, "\n")
+	src := []byte(strings.ReplaceAll(body, "\r\n", "\n"))
+	doc := commandMarkdown.Parser().Parse(text.NewReader(src))
 	var out []ParsedCommand
-	fence := "" // the open fence marker ("```" or "~~~"), "" outside a fence
-	answering := -1
-	for _, raw := range lines {
-		line := strings.TrimRight(raw, " \t\r")
-		trimmed := strings.TrimLeft(line, " \t")
-		if fence != "" {
-			if strings.HasPrefix(trimmed, fence) && strings.Trim(trimmed, fence[:1]) == "" {
-				fence = ""
-			}
-			continue
+	_ = ast.Walk(doc, func(n ast.Node, entering bool) (ast.WalkStatus, error) {
+		if !entering {
+			return ast.WalkContinue, nil
 		}
-		if m := fenceMarker(trimmed); m != "" {
-			fence = m
-			answering = -1
-			continue
+		switch n.Kind() {
+		case ast.KindBlockquote, ast.KindFencedCodeBlock, ast.KindCodeBlock, ast.KindHTMLBlock:
+			return ast.WalkSkipChildren, nil
+		case ast.KindParagraph, ast.KindTextBlock:
+			out = append(out, paragraphCommands(n, src)...)
+			return ast.WalkSkipChildren, nil
 		}
-		if strings.HasPrefix(trimmed, ">") || trimmed == "" {
-			answering = -1
-			continue
-		}
-		if c, ok := parseCommandLine(trimmed); ok {
-			out = append(out, c)
-			answering = -1
-			if c.Name == CmdAnswer {
-				answering = len(out) - 1
-			}
-			continue
-		}
-		if answering >= 0 {
-			a := &out[answering]
-			if a.Text == "" {
-				a.Text = trimmed
-			} else {
-				a.Text += "\n" + trimmed
-			}
-			a.Raw += "\n" + line
-		}
-	}
+		return ast.WalkContinue, nil
+	})
 	// An answer with no text at all is a malformed command: the core
 	// replies with the help text.
 	for i := range out {
@@ -114,16 +102,51 @@ func ParseCommands(body string) []ParsedCommand {
 	return out
 }
 
-// fenceMarker returns the fence a line opens ("```" or "~~~", as long as
-// written), or "".
-func fenceMarker(trimmed string) string {
-	for _, c := range []string{"`", "~"} {
-		if strings.HasPrefix(trimmed, c+c+c) {
-			n := len(trimmed) - len(strings.TrimLeft(trimmed, c))
-			return strings.Repeat(c, n)
+// commandMarkdown parses comments as CommonMark; GitHub's extensions
+// (tables, strikethrough, autolinks) change no line into or out of a
+// paragraph that starts with "/bazinga".
+var commandMarkdown = goldmark.New()
+
+// paragraphCommands returns the commands among a paragraph's lines.
+func paragraphCommands(p ast.Node, src []byte) []ParsedCommand {
+	// Where the paragraph's plain text starts: a line is a command only if
+	// its first character is plain text (not a code span, raw HTML or a
+	// link), as the reader sees it.
+	plain := map[int]bool{}
+	for c := p.FirstChild(); c != nil; c = c.NextSibling() {
+		if t, ok := c.(*ast.Text); ok {
+			plain[t.Segment.Start] = true
 		}
 	}
-	return ""
+	var out []ParsedCommand
+	answering := -1
+	lines := p.Lines()
+	for i := 0; i < lines.Len(); i++ {
+		seg := lines.At(i)
+		raw := strings.TrimRight(string(seg.Value(src)), " \t\n")
+		trimmed := strings.TrimLeft(raw, " \t")
+		start := seg.Start + len(raw) - len(trimmed)
+		if plain[start] {
+			if c, ok := parseCommandLine(trimmed); ok {
+				out = append(out, c)
+				answering = -1
+				if c.Name == CmdAnswer {
+					answering = len(out) - 1
+				}
+				continue
+			}
+		}
+		if answering >= 0 && trimmed != "" {
+			a := &out[answering]
+			if a.Text == "" {
+				a.Text = trimmed
+			} else {
+				a.Text += "\n" + trimmed
+			}
+			a.Raw += "\n" + raw
+		}
+	}
+	return out
 }
 
 // parseCommandLine parses one left-trimmed line that may be a command.
@@ -215,6 +238,6 @@ func HelpText() string {
 | `+"`/bazinga help`"+` | show this help |
 
 Only people with write, maintain or admin permission on the repository can run commands.
-Commands inside code blocks or quotes are ignored.
+Commands inside code (blocks or spans), quotes and HTML comments are ignored.
 `, "\n")
 }

@@ -86,11 +86,18 @@ func TestTranslate(t *testing.T) {
 			assert.Equal(t, "alice", it.actor.Login)
 		}},
 		{name: "the bot's own delivery", event: "issues", fixture: "core_issues_labeled.json", edits: map[string]any{"sender.login": "bazinga[bot]"}, ignored: "sent by the bot itself"},
+		{name: "a command of someone unrelated to the repository", event: "issue_comment", fixture: "core_issue_comment_created.json",
+			edits: map[string]any{"comment.body": "/bazinga status", "comment.user": map[string]any{"login": "eve", "type": "User"}, "sender.login": "eve",
+				"comment.author_association": "NONE"},
+			check: func(t *testing.T, it intent) {
+				assert.False(t, it.refuse, "someone without a role is not answered (issue 21)")
+			}},
 		{name: "a command on the issue", event: "issue_comment", fixture: "core_issue_comment_created.json",
-			edits: map[string]any{"comment.body": "/bazinga retry A", "comment.user": map[string]any{"login": "alice", "type": "User"}, "sender.login": "alice"},
+			edits: map[string]any{"comment.body": "/bazinga retry A", "comment.user": map[string]any{"login": "alice", "type": "User"}, "sender.login": "alice",
+				"comment.author_association": "COLLABORATOR"},
 			check: func(t *testing.T, it intent) {
 				assert.Equal(t, 1, it.issue)
-				assert.True(t, it.refuse, "an unauthorised commander is told")
+				assert.True(t, it.refuse, "an unauthorised collaborator is told")
 				require.Len(t, it.in.events, 2)
 				assert.Equal(t, pipeline.CommandRetry, it.in.events[0].Command.Kind)
 				assert.Equal(t, "A", it.in.events[0].Command.Group)
