@@ -61,7 +61,11 @@ func (b *Bot) load(ctx context.Context, gh GitHub, ref sessionRef, exclude int64
 	if best.found {
 		// A signed state older than its own log (an old tracking comment
 		// restored, or a newer one deleted) is not the session: rebuild.
-		if rev, seq := b.logFloor(comments, ref); best.st.Session.Rev < rev || best.st.Session.StepSeq < seq {
+		old, rev, seq, err := b.rolledBack(ctx, gh, ref, best.st, comments)
+		if err != nil {
+			return loaded{}, err
+		}
+		if old {
 			b.log.Warn("the tracking comment is older than the session's log; rebuilding", "repo", ref.repo.String(), "issue", ref.issue,
 				"rev", best.st.Session.Rev, "log_rev", rev, "step_seq", best.st.Session.StepSeq, "log_step", seq)
 			forged, best.found = true, false
