@@ -60,6 +60,8 @@ type Bot struct {
 	holds map[int64]hold
 	// refused remembers who was refused recently (refusal.go).
 	refused refusals
+	// seenRev is the newest verified revision of each session (rollback.go).
+	seenRev map[string]int
 }
 
 // New checks the options and returns the core.
@@ -86,7 +88,7 @@ func New(o Options) (*Bot, error) {
 		o.StartLabel = "bazinga"
 	}
 	return &Bot{o: o, log: o.Logger, locks: map[string]*sync.Mutex{}, repos: map[string]ghapi.InstalledRepo{},
-		holds: map[int64]hold{}, refused: refusals{}}, nil
+		holds: map[int64]hold{}, refused: refusals{}, seenRev: map[string]int{}}, nil
 }
 
 // publicKey verifies the state blocks the bot signed.

@@ -28,10 +28,42 @@ import (
 // st, whose log st cannot know): only that search costs a request more than
 // the logs themselves (conditional requests: an unchanged list is a free
 // 304).
+//
+// The group PRs' logs are read once per session per process: afterwards
+// the newest revision this process has seen verified is the floor (a state
+// below it was put back), which costs no request. A detected rollback
+// forgets it, so the rebuilt session's next state is checked in full.
 func (b *Bot) rolledBack(ctx context.Context, gh GitHub, ref sessionRef, st codec.State, issueComments []ghapi.Comment) (old bool, rev, seq int, err error) {
+	defer func() {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		switch {
+		case errors.Is(err, errSkipPRLog):
+			err = nil
+		case err != nil:
+		case old:
+			delete(b.seenRev, ref.key())
+		default:
+			if len(b.seenRev) >= maxSeenRevs {
+				clear(b.seenRev) // a restart's worth: each session is read in full once more
+			}
+			b.seenRev[ref.key()] = max(b.seenRev[ref.key()], st.Session.Rev)
+		}
+	}()
 	rev, seq = b.logFloor(issueComments, ref)
 	if st.Session.Rev < rev || st.Session.StepSeq < seq {
 		return true, rev, seq, nil
+	}
+	b.mu.Lock()
+	seen, ok := b.seenRev[ref.key()]
+	b.mu.Unlock()
+	if ok {
+		return st.Session.Rev < seen, max(rev, seen), seq, nil
+	}
+	if st.Waiting != nil && b.o.Now().Before(st.Waiting.Until) {
+		// The session waits for a rate limit's reset: no request until
+		// then (the group PRs are read at the first load after it).
+		return false, rev, seq, errSkipPRLog
 	}
 	var prs []int
 	for _, p := range st.PRs {
@@ -70,3 +102,10 @@ func (b *Bot) rolledBack(ctx context.Context, gh GitHub, ref sessionRef, st code
 	}
 	return false, rev, seq, nil
 }
+
+// errSkipPRLog ends rolledBack without reading the group PRs or
+// remembering the revision; the caller sees no error.
+var errSkipPRLog = errors.New("group PR logs not read")
+
+// maxSeenRevs bounds the sessions whose newest revision is remembered.
+const maxSeenRevs = 10000

@@ -55,10 +55,20 @@ func TestRollbackDetectedOnGroupPRs(t *testing.T) {
 	require.False(t, oldState.Session.Rev < rev || oldState.Session.StepSeq < seq,
 		"precondition: the issue alone does not show the rollback (rev %d/%d, step %d/%d)", oldState.Session.Rev, rev, oldState.Session.StepSeq, seq)
 
+	// The bot that wrote the newer states knows, at no cost.
+	calls := h.botCalls()
+	old, _, _, err := h.bot.rolledBack(h.ctx, gh, ref, oldState, issueComments)
+	require.NoError(t, err)
+	assert.True(t, old, "older than a revision this process verified")
+	assert.Equal(t, calls, h.botCalls(), "no request")
+
+	// A restarted bot reads the group PRs' logs.
+	h.bot = h.newBot()
 	old, _, prSeq, err := h.bot.rolledBack(h.ctx, gh, ref, oldState, issueComments)
 	require.NoError(t, err)
 	assert.True(t, old, "the group PRs' log shows the newer progress")
 	assert.Greater(t, prSeq, oldState.Session.StepSeq)
+	h.bot = h.newBot()
 
 	ld, err := h.bot.load(h.ctx, gh, ref, 0)
 	require.NoError(t, err)
