@@ -212,6 +212,9 @@ type inputs struct {
 	repo                                                ghapi.RepoRef
 	apiURL, serverURL, runURL                           string
 	eventName, eventPath                                string
+	// refName is the branch the job's workflow run is on (the session's
+	// base, which the orchestrator dispatched it on).
+	refName string
 	// signingKey signs the state (reconcile); publicKey verifies it and
 	// orchestrator is the only author whose state is read (step jobs).
 	signingKey   ed25519.PrivateKey
@@ -254,6 +257,7 @@ func readInputs(gha *githubactions.Action, getenv func(string) string) (inputs, 
 		serverURL:    strings.TrimRight(strings.TrimSpace(getenv("GITHUB_SERVER_URL")), "/"),
 		eventName:    strings.TrimSpace(getenv("GITHUB_EVENT_NAME")),
 		eventPath:    strings.TrimSpace(getenv("GITHUB_EVENT_PATH")),
+		refName:      strings.TrimSpace(getenv("GITHUB_REF_NAME")),
 	}
 	if in.token != "" {
 		gha.AddMask(in.token)

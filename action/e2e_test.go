@@ -133,6 +133,8 @@ type world struct {
 	// beforePublish, when set, sees (and may tamper with) the hand-over
 	// the privileged job downloaded, before its bazinga step reads it.
 	beforePublish func(r ghfake.Run, handover string)
+	// beforeJob, when set, runs as a job starts, before its steps.
+	beforeJob func(r ghfake.Run, job string)
 	// serial runs one job at a time, as if each job had its own machine
 	// (on GitHub each job is a fresh VM; here all share one).
 	serial   bool
@@ -270,6 +272,9 @@ func (w *world) playJob(ctx context.Context, j ghfake.JobRun) {
 	started, err := w.f.StartJob(j.ID)
 	if err != nil {
 		return // cancelled meanwhile (a concurrency group), or the fake is closing
+	}
+	if w.beforeJob != nil {
+		w.beforeJob(started.Run, j.Spec.ID)
 	}
 	dir := filepath.Join(w.root, "runs", strconv.FormatInt(j.RunID, 10), j.Spec.ID)
 	env, err := w.f.RunEnv(started.Run, dir)

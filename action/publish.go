@@ -38,6 +38,10 @@ func (j *job) publish(ctx context.Context) int {
 		return 1
 	}
 	st, step, ok, err := j.inFlight(ctx, issue, ref.Session)
+	var ue *unreadableError
+	if errors.As(err, &ue) {
+		return j.failUnreadable(ctx, issue, ue, true)
+	}
 	if err != nil {
 		return j.fail("reading the session from the tracking comment of #"+ref.Session, err)
 	}

@@ -370,6 +370,9 @@ func (b *Bot) drive(ctx context.Context, gh GitHub, ref sessionRef, in input) er
 	// that no longer matters, like the dispatch of a step whose result just
 	// came) goes.
 	x.confirm(ctx)
+	if ld.rebuilt {
+		x.redispatch(ctx, prev)
+	}
 
 	// What happened that only the bot knows: failures and timeouts.
 	timedOut := false
