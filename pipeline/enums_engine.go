@@ -19,10 +19,11 @@ const (
 	WaitGroups                   // lead only: the groups are at work
 	WaitCheckpoint               // a checkpoint waits for a human's approval; Session.Checkpoint names it
 	WaitChecks                   // the group PR head's required checks (CI) have not passed yet
+	WaitBranch                   // the group branch was deleted; a human restores it (retry) or gives the group up
 )
 
 var waitReasonNames = []string{"", "phase", "dependencies", "cap", "merge_lane", "human_review", "clarification", "pm", "paused", "ended", "groups",
-	"checkpoint", "checks"}
+	"checkpoint", "checks", "branch"}
 
 func (w WaitReason) String() string { return enumName(waitReasonNames, int(w)) }
 
@@ -104,9 +105,11 @@ const (
 	EventTick                  // time passed
 	EventChecks                // the state of a group PR head's required checks (CI)
 	EventPushed                // a group branch is at a head bazinga did not report: someone pushed to it
+	EventBranchDeleted         // a group branch was deleted (GitHub closes its PR with it)
+	EventPRReopened            // a closed group PR was reopened
 )
 
-var eventKindNames = []string{"", "started", "step_result", "step_failed", "command", "human_review", "pr_closed", "tick", "checks", "pushed"}
+var eventKindNames = []string{"", "started", "step_result", "step_failed", "command", "human_review", "pr_closed", "tick", "checks", "pushed", "branch_deleted", "pr_reopened"}
 
 func (k EventKind) String() string { return enumName(eventKindNames, int(k)) }
 

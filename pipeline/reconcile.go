@@ -123,6 +123,10 @@ func (r *reconciler) apply(ev Event) {
 		r.checks(ev)
 	case EventPushed:
 		r.pushed(ev)
+	case EventBranchDeleted:
+		r.branchDeleted(ev)
+	case EventPRReopened:
+		r.prReopened(ev)
 	case EventTick:
 		// Timeouts are checked on every reconcile.
 	default:
@@ -503,6 +507,9 @@ func (r *reconciler) retryCommand(who, group string) {
 	g := s.Group(group)
 	if g == nil {
 		r.notify(NoticeInfo, fmt.Sprintf("There is no group %q in this session.", group))
+		return
+	}
+	if r.branchRestored(g, who) {
 		return
 	}
 	r.changed = true

@@ -46,6 +46,10 @@ func (r *reconciler) schedule() {
 			r.setWait(&g.Track, WaitPaused, s.Reason)
 			continue
 		}
+		if g.Deleted != nil {
+			r.setWait(&g.Track, WaitBranch, g.Deleted.wait(g))
+			continue
+		}
 		if g.Next == nil && g.Wait == WaitPM {
 			continue
 		}

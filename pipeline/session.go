@@ -173,6 +173,9 @@ type Group struct {
 	// someone else make (EventPushed with its pusher): a merge that finds
 	// the branch at that head names who pushed it.
 	Pushed *Push `json:"pushed,omitempty"`
+	// Deleted is set while the group branch is deleted (Head is where it
+	// was, By who deleted it): the group waits until a human restores it.
+	Deleted *Push `json:"branch_deleted,omitempty"`
 	// Checks are the outcomes of the harness-run checks (checks:) on the
 	// group's code, as the last step that ran them reported.
 	Checks []CheckOutcome `json:"checks,omitempty"`
