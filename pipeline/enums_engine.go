@@ -95,18 +95,18 @@ type EventKind int
 
 // Event kinds.
 const (
-	EventUnknown     EventKind = iota
-	EventStarted               // a session begins
-	EventStepResult            // a step reported a result
-	EventStepFailed            // a step ended without a result
-	EventCommand               // a human command
-	EventHumanReview           // a human reviewed a group PR
-	EventPRClosed              // a group PR was closed
-	EventTick                  // time passed
-	EventChecks                // the state of a group PR head's required checks (CI)
-	EventPushed                // a group branch is at a head bazinga did not report: someone pushed to it
-	EventBranchDeleted         // a group branch was deleted (GitHub closes its PR with it)
-	EventPRReopened            // a closed group PR was reopened
+	EventUnknown       EventKind = iota
+	EventStarted                 // a session begins
+	EventStepResult              // a step reported a result
+	EventStepFailed              // a step ended without a result
+	EventCommand                 // a human command
+	EventHumanReview             // a human reviewed a group PR
+	EventPRClosed                // a group PR was closed
+	EventTick                    // time passed
+	EventChecks                  // the state of a group PR head's required checks (CI)
+	EventPushed                  // a group branch is at a head bazinga did not report: someone pushed to it
+	EventBranchDeleted           // a group branch was deleted (GitHub closes its PR with it)
+	EventPRReopened              // a closed group PR was reopened
 )
 
 var eventKindNames = []string{"", "started", "step_result", "step_failed", "command", "human_review", "pr_closed", "tick", "checks", "pushed", "branch_deleted", "pr_reopened"}
