@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bazinga-bot/bazinga/codec"
+	"github.com/bazinga-bot/bazinga/ghapi"
 	"github.com/bazinga-bot/bazinga/internal/ghfake"
 	"github.com/bazinga-bot/bazinga/pipeline"
 )
@@ -120,4 +121,184 @@ func TestE2ETrackingCommentDeletedActionOnlyMode(t *testing.T) {
 	s := w.assertVerified(issue, codec.StateTrust{PublicKey: e2eActionOnlyKey, Authors: []string{ghfake.ActionsLogin}})
 	w.assertJobs(s)
 	assertStepResent(t, w, s, run())
+}
+
+// sessionNow reads the session from the issue's tracking comment.
+func (w *world) sessionNow(issue int) (pipeline.Session, bool) {
+	var comments []ghapi.Comment
+	for _, c := range w.repo.Comments(issue) {
+		comments = append(comments, ghapi.Comment{ID: c.GetID(), Author: c.GetUser().GetLogin(), AuthorType: c.GetUser().GetType(), Body: c.GetBody()})
+	}
+	st, _, err := codec.FindState(comments, ghapi.RepoRef{Owner: e2eOwner, Name: e2eName}, issue,
+		codec.StateTrust{PublicKey: w.publicKey, Authors: []string{w.orchestrator}})
+	return st.Session, err == nil
+}
+
+// waitSession waits until the session satisfies ok.
+func (w *world) waitSession(issue int, ok func(pipeline.Session) bool) bool {
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		if s, found := w.sessionNow(issue); found && ok(s) {
+			return true
+		}
+		time.Sleep(30 * time.Millisecond)
+	}
+	return false
+}
+
+// onGroupQA runs act once, as the agent job of group B's first QA step
+// starts (B's branch has its developer's work then), and marks that run as
+// one that may fail.
+func onGroupQA(t *testing.T, w *world, act func(r ghfake.Run)) {
+	t.Helper()
+	var once sync.Once
+	w.expectFail = map[int64]bool{}
+	w.beforeJob = func(r ghfake.Run, job string) {
+		if job != "agent" || !strings.Contains(r.Inputs["step"], "/B/qa/") {
+			return
+		}
+		once.Do(func() {
+			w.mu.Lock()
+			w.expectFail[r.ID] = true
+			w.mu.Unlock()
+			act(r)
+		})
+	}
+}
+
+// prOf returns the number of a group branch's pull request.
+func (w *world) prOf(branch string) int {
+	for _, p := range w.repo.PRs() {
+		if p.GetHead().GetRef() == branch {
+			return p.GetNumber()
+		}
+	}
+	return 0
+}
+
+// Issue 28, "group branch deleted": alice deletes group B's branch while
+// its QA step starts; GitHub closes B's PR with it. The group is not given
+// up: it waits, named, and bob's `/bazinga retry B` restores the branch at
+// its head and reopens the PR; B then goes through QA again and merges.
+func branchDeletedThenRetried(t *testing.T, w *world) {
+	onGroupQA(t, w, func(ghfake.Run) {
+		head, ok := w.repo.Ref("refs/heads/bazinga/1-B")
+		require.True(t, ok)
+		require.NoError(t, w.repo.DeleteBranch("alice", "bazinga/1-B"))
+		waiting := w.waitSession(1, func(s pipeline.Session) bool {
+			b := s.Group("B")
+			return b != nil && b.Wait == pipeline.WaitBranch
+		})
+		if !assert.True(t, waiting, "B waits for its branch") {
+			return
+		}
+		s, _ := w.sessionNow(1)
+		b := s.Group("B")
+		assert.Equal(t, head, b.Deleted.Head)
+		assert.Contains(t, b.WaitDetail, "branch bazinga/1-B was deleted by @alice")
+		_, err := w.repo.Comment("bob", 1, "/bazinga retry B")
+		require.NoError(t, err)
+	})
+}
+
+func assertBranchRestored(t *testing.T, w *world, s pipeline.Session) {
+	t.Helper()
+	n := w.prOf("bazinga/1-B")
+	require.NotZero(t, n)
+	assert.True(t, w.repo.PR(n).GetMerged(), "B's PR, reopened, merged")
+	var log strings.Builder
+	for _, c := range w.repo.Comments(1) {
+		log.WriteString(c.GetBody() + "\n")
+	}
+	assert.Contains(t, log.String(), "Group B's branch bazinga/1-B was deleted by @\u2060alice, and GitHub closed its PR with it")
+	assert.Contains(t, log.String(), "Group B's branch was restored at")
+	for _, st := range s.Steps {
+		assert.NotContains(t, st.Note, "no result within", "step %s waited out its timeout", st.ID)
+	}
+}
+
+func TestE2EBranchDeletedAppMode(t *testing.T) {
+	w, s := playAppModeWith(t, e2eConfig, func(w *world) {
+		w.f.SetPermission("bob", "write")
+		branchDeletedThenRetried(t, w)
+	})
+	assertBranchRestored(t, w, s)
+}
+
+func TestE2EBranchDeletedActionOnlyMode(t *testing.T) {
+	w := newWorld(t)
+	w.actionOnly()
+	w.f.SetPermission("bob", "write")
+	branchDeletedThenRetried(t, w)
+	s := playActionOnly(t, w)
+	assertBranchRestored(t, w, s)
+}
+
+// playActionOnly runs a labelled issue to a verified BAZINGA in Action-only
+// mode, with no schedule runs.
+func playActionOnly(t *testing.T, w *world) pipeline.Session {
+	t.Helper()
+	issue, err := w.repo.CreateIssue("alice", "Write a.txt and b.txt", "Both must say ok.")
+	require.NoError(t, err)
+	require.NoError(t, w.repo.LabelIssue("alice", issue, "bazinga"))
+	defer func() {
+		if t.Failed() {
+			w.dump(issue)
+		}
+	}()
+	sweeps := 0
+	label := w.wait(issue, 60*time.Second, func() {
+		sweeps++
+		_, _ = w.f.TriggerSchedule(e2eFull, "bazinga.yml")
+	})
+	require.Equal(t, "bazinga:done", label)
+	assert.Zero(t, sweeps, "the schedule was not needed")
+	w.settle()
+	s := w.assertVerified(issue, codec.StateTrust{PublicKey: e2eActionOnlyKey, Authors: []string{ghfake.ActionsLogin}})
+	w.assertJobs(s)
+	return s
+}
+
+// Issue 28, "group PR reopened": alice closes group B's PR while its QA
+// step starts (the group is abandoned), then reopens it: the group is back
+// in the session, goes through QA and review again, and merges; the
+// session does not end while the PR is open.
+func prClosedThenReopened(t *testing.T, w *world) {
+	onGroupQA(t, w, func(ghfake.Run) {
+		n := w.prOf("bazinga/1-B")
+		require.NotZero(t, n)
+		require.NoError(t, w.repo.ClosePR("alice", n))
+		abandoned := w.waitSession(1, func(s pipeline.Session) bool {
+			b := s.Group("B")
+			return b != nil && b.Stage == pipeline.StageAbandoned
+		})
+		if !assert.True(t, abandoned, "B was abandoned") {
+			return
+		}
+		require.NoError(t, w.repo.ReopenPR("alice", n))
+	})
+}
+
+func assertReopened(t *testing.T, w *world, s pipeline.Session) {
+	t.Helper()
+	n := w.prOf("bazinga/1-B")
+	assert.True(t, w.repo.PR(n).GetMerged())
+	var log strings.Builder
+	for _, c := range w.repo.Comments(1) {
+		log.WriteString(c.GetBody() + "\n")
+	}
+	assert.Contains(t, log.String(), "Group B's PR was reopened by @\u2060alice; the group is back in the session.")
+}
+
+func TestE2EPRReopenedAppMode(t *testing.T) {
+	w, s := playAppModeWith(t, e2eConfig, func(w *world) { prClosedThenReopened(t, w) })
+	assertReopened(t, w, s)
+}
+
+func TestE2EPRReopenedActionOnlyMode(t *testing.T) {
+	w := newWorld(t)
+	w.actionOnly()
+	prClosedThenReopened(t, w)
+	s := playActionOnly(t, w)
+	assertReopened(t, w, s)
 }

@@ -840,7 +840,9 @@ func (w *world) assertJobs(s pipeline.Session) {
 		if !expected && !assert.Zero(t, j.exit, "%s job of %s", j.command, j.run.Inputs["step"]) {
 			t.Log(j.output)
 		}
-		assert.Contains(t, j.output, "::add-mask::", "the token is masked")
+		if !expected || j.output != "" { // a run cancelled before its first step printed nothing
+			assert.Contains(t, j.output, "::add-mask::", "the token is masked")
+		}
 		assert.NotContains(t, strings.ReplaceAll(j.output, "::add-mask::"+j.token, ""), j.token, "the token is never printed")
 	}
 	for _, st := range s.Steps {

@@ -295,6 +295,13 @@ func (b *Bot) drive(ctx context.Context, gh GitHub, ref sessionRef, in input) er
 			return fmt.Errorf("%s: %w: the session is already %s", ref.key(), ErrIgnored, st.Session.Status)
 		}
 	}
+	if in.edited != "" {
+		text := b.editedReply(ld, in.edited)
+		if text == "" {
+			return fmt.Errorf("%s: %w: issue edit already acknowledged, or no session at work", ref.key(), ErrIgnored)
+		}
+		lines = append(lines, text)
+	}
 	if err := b.bound(st, in); err != nil {
 		return fmt.Errorf("%s: %w", ref.key(), err)
 	}
@@ -312,6 +319,10 @@ func (b *Bot) drive(ctx context.Context, gh GitHub, ref sessionRef, in input) er
 		return fmt.Errorf("%s: %w: bazinga's own merge", ref.key(), ErrIgnored)
 	}
 	events = pushesBehindReviews(ctx, gh, ref, st.Session, kept, log)
+	events = branchesGone(ctx, gh, ref, st.Session, events, log)
+	var restored []string
+	events, restored = restoreBranches(ctx, gh, ref, &st, events)
+	lines = append(lines, restored...)
 	if in.result != nil {
 		accepted := 0
 		for i := -1; i < len(in.more); i++ {

@@ -41,6 +41,9 @@ type GitHub interface {
 	ListPRs(ctx context.Context, repo ghapi.RepoRef) ([]ghapi.PR, error)
 	CreatePR(ctx context.Context, repo ghapi.RepoRef, pr ghapi.NewPR) (ghapi.PR, error)
 	EditPR(ctx context.Context, repo ghapi.RepoRef, number int, title, body string) error
+	// ReopenPR reopens a closed pull request (GitHub refuses while its head
+	// branch is deleted).
+	ReopenPR(ctx context.Context, repo ghapi.RepoRef, number int) error
 	ListReviews(ctx context.Context, repo ghapi.RepoRef, number int) ([]ghapi.Review, error)
 
 	DispatchWorkflow(ctx context.Context, repo ghapi.RepoRef, workflow, ref string, inputs map[string]string) error

@@ -225,8 +225,15 @@ func (b *Bot) rebuild(ctx context.Context, gh GitHub, ref sessionRef, issueComme
 			if pr.Merged && !pr.MergedAt.IsZero() {
 				at = pr.MergedAt
 			}
-			entries = append(entries, logEntry{at: at, order: int64(pr.Number), events: []pipeline.Event{{Kind: pipeline.EventPRClosed,
-				Session: session, Group: group, Actor: pr.MergedBy, Merged: pr.Merged}}})
+			ev := pipeline.Event{Kind: pipeline.EventPRClosed, Session: session, Group: group, Actor: pr.MergedBy, Merged: pr.Merged}
+			if !pr.Merged {
+				// Closed because its branch was deleted: the group waits to
+				// be restored (branchesGone), as it did live.
+				if _, err := gh.GetRef(ctx, ref.repo, "heads/"+pr.Head); errors.Is(err, ghapi.ErrNotFound) {
+					ev = pipeline.BranchDeleted(session, group, pr.HeadSHA, "")
+				}
+			}
+			entries = append(entries, logEntry{at: at, order: int64(pr.Number), events: []pipeline.Event{ev}})
 		}
 	}
 	sort.SliceStable(entries, func(i, j int) bool {

@@ -51,6 +51,11 @@ type payload struct {
 	} `json:"branches"`
 	// After is a pull request synchronize's new head.
 	After string `json:"after"`
+	// Changes is what an edit changed (issues edited).
+	Changes *struct {
+		Title *struct{} `json:"title"`
+		Body  *struct{} `json:"body"`
+	} `json:"changes"`
 }
 
 type hookIssue struct {
@@ -205,6 +210,9 @@ type input struct {
 	// written is when the commands' comment was written: approve and resume
 	// bind to the checkpoint that waited then (issue 13).
 	written time.Time
+	// edited is who edited the issue's title or body: the session keeps
+	// its requirements, and says so (issue 28).
+	edited string
 }
 
 // prRef is a pull request an event came from, and the group its head
@@ -402,6 +410,15 @@ func (t translator) translate(d Delivery, p *payload) (intent, error) {
 }
 
 func (t translator) issues(p *payload) (intent, error) {
+	if p.Action == "edited" && p.Issue != nil && !isPR(p.Issue.PullRequest) {
+		if p.Changes == nil || (p.Changes.Title == nil && p.Changes.Body == nil) {
+			return intent{}, ignored("an issue edit that changed neither title nor body")
+		}
+		if p.Sender.isBot() {
+			return intent{}, ignored("an issue edit by the bot %s", p.Sender.Login)
+		}
+		return intent{issue: p.Issue.Number, in: input{edited: p.Sender.Login}}, nil
+	}
 	if p.Issue == nil || p.Label == nil || !strings.EqualFold(p.Label.Name, t.startLabel) {
 		return intent{}, ignored("not the %s label", t.startLabel)
 	}
@@ -572,6 +589,14 @@ func (t translator) pullRequest(p *payload) (intent, error) {
 	if p.Action == "synchronize" && p.PullRequest != nil {
 		return t.synchronize(p)
 	}
+	if p.Action == "reopened" && p.PullRequest != nil {
+		n, group, err := groupPR(p)
+		if err != nil {
+			return intent{}, err
+		}
+		ev := pipeline.PRReopened(strconv.Itoa(n), group, p.Sender.Login)
+		return intent{issue: n, in: input{events: []pipeline.Event{ev}, record: []pipeline.Event{ev}, pr: &prRef{number: p.PullRequest.Number, group: group}}}, nil
+	}
 	if p.Action != "closed" || p.PullRequest == nil {
 		return intent{}, ignored("pull_request action %s", p.Action)
 	}
@@ -586,6 +611,8 @@ func (t translator) pullRequest(p *payload) (intent, error) {
 	ev := pipeline.Event{Kind: pipeline.EventPRClosed, Session: strconv.Itoa(n), Group: group, Actor: actor, Merged: p.PullRequest.Merged}
 	if ev.Merged {
 		ev.Commit = p.PullRequest.MergeCommitSHA
+	} else {
+		ev.Commit = p.PullRequest.Head.SHA // where the branch was, should it be gone
 	}
 	return intent{issue: n, in: input{events: []pipeline.Event{ev}, pr: &prRef{number: p.PullRequest.Number, group: group}}}, nil
 }

@@ -300,6 +300,11 @@ func (g *Client) EditPR(ctx context.Context, repo RepoRef, number int, title, bo
 	return apiErr(fmt.Sprintf("edit PR %s#%d", repo, number), resp, err)
 }
 
+func (g *Client) ReopenPR(ctx context.Context, repo RepoRef, number int) error {
+	_, resp, err := g.c.PullRequests.Edit(ctx, repo.Owner, repo.Name, number, &github.PullRequest{State: github.String("open")})
+	return apiErr(fmt.Sprintf("reopen PR %s#%d", repo, number), resp, err)
+}
+
 func (g *Client) ListReviews(ctx context.Context, repo RepoRef, number int) ([]Review, error) {
 	opts := &github.ListOptions{PerPage: perPage}
 	var out []Review
