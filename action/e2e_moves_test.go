@@ -302,3 +302,36 @@ func TestE2EPRReopenedActionOnlyMode(t *testing.T) {
 	s := playActionOnly(t, w)
 	assertReopened(t, w, s)
 }
+
+// Issue 28, "issue body edited": the session keeps the requirements it
+// started with and says so on the issue, in both modes.
+func issueEdited(t *testing.T, w *world) {
+	onGroupQA(t, w, func(ghfake.Run) {
+		require.NoError(t, w.repo.EditIssue("alice", 1, "Write a.txt and b.txt", "Both must say ok. And c.txt too."))
+	})
+}
+
+func assertEditAcknowledged(t *testing.T, w *world, s pipeline.Session) {
+	t.Helper()
+	acks := 0
+	for _, c := range w.repo.Comments(1) {
+		if strings.HasPrefix(c.GetBody(), "✏️ The issue was edited by @\u2060alice.") {
+			acks++
+		}
+	}
+	assert.Equal(t, 1, acks, "the edit is acknowledged once")
+	assert.NotContains(t, s.Requirements, "c.txt")
+}
+
+func TestE2EIssueEditedAppMode(t *testing.T) {
+	w, s := playAppModeWith(t, e2eConfig, func(w *world) { issueEdited(t, w) })
+	assertEditAcknowledged(t, w, s)
+}
+
+func TestE2EIssueEditedActionOnlyMode(t *testing.T) {
+	w := newWorld(t)
+	w.actionOnly()
+	issueEdited(t, w)
+	s := playActionOnly(t, w)
+	assertEditAcknowledged(t, w, s)
+}

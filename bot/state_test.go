@@ -192,3 +192,33 @@ func TestRebuildSendsStepsNoRunWorksOn(t *testing.T) {
 	}
 	assert.Zero(t, h.dupClaims, "the step sent again ran once: its first job ended without claiming")
 }
+
+// TestIssueEditIsAcknowledged: editing the issue does not change what the
+// session works on; the bot says so, once an hour however many edits.
+func TestIssueEditIsAcknowledged(t *testing.T) {
+	h := newCoreHarness(t, coreOpts{groups: 1})
+	h.start()
+	h.steps(6)
+	h.drain()
+	acks := func() int {
+		n := 0
+		for _, c := range h.botComments(h.issue) {
+			if strings.HasPrefix(c, editedPrefix) {
+				n++
+			}
+		}
+		return n
+	}
+	require.NoError(t, h.repo.EditIssue("alice", h.issue, "Add widgets", "Please add widget support, in blue."))
+	h.drain()
+	require.Equal(t, 1, acks())
+	joined := h.botCommentsJoined()
+	assert.Contains(t, joined, "✏️ The issue was edited by @\u2060alice. This session keeps working on the requirements as they were when it started")
+	assert.Contains(t, joined, "`/bazinga stop` and open a new issue")
+	require.NoError(t, h.repo.EditIssue("alice", h.issue, "Add widgets", "Please add widget support, in red."))
+	h.drain()
+	assert.Equal(t, 1, acks(), "one acknowledgement an hour")
+	st, _ := h.state()
+	assert.NotContains(t, st.Session.Requirements, "red", "the requirements are those the session started with")
+	require.Equal(t, pipeline.SessionDone, h.run(500))
+}
