@@ -39,6 +39,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -318,6 +319,11 @@ func readInputs(gha *githubactions.Action, getenv func(string) string) (inputs, 
 		problems = append(problems, "GITHUB_REPOSITORY is not set: bazinga action runs inside a GitHub Actions job")
 	case !ok:
 		problems = append(problems, fmt.Sprintf("GITHUB_REPOSITORY is %q, not owner/name", full))
+	}
+	// The repository's id (documented among the default variables) names
+	// the session's repository across renames and transfers.
+	if id, err := strconv.ParseInt(strings.TrimSpace(getenv("GITHUB_REPOSITORY_ID")), 10, 64); err == nil && id > 0 {
+		repo.ID = id
 	}
 	in.repo = repo
 	if in.command != CommandReconcile && in.command != CommandMerge && in.command != "" {

@@ -1,6 +1,7 @@
 package action_test
 
 import (
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -334,4 +335,72 @@ func TestE2EIssueEditedActionOnlyMode(t *testing.T) {
 	issueEdited(t, w)
 	s := playActionOnly(t, w)
 	assertEditAcknowledged(t, w, s)
+}
+
+// Issue 28, "repository renamed": an admin renames the repository while
+// group B's QA step starts. GitHub keeps its id; webhooks and new runs use
+// the new name, calls under the old one get 301. The session is the
+// repository's by id: its state is written once under the new name (no
+// rebuild, no flip-flop between names), and it ends verified with about the
+// API calls of a session without the rename.
+func TestE2ERepositoryRenamedAppMode(t *testing.T) {
+	var baseline int
+	{
+		w, _ := playAppMode(t, e2eConfig)
+		baseline = w.f.Counts().Total
+	}
+	w, s := playAppModeWith(t, e2eConfig, func(w *world) {
+		onGroupQA(t, w, func(ghfake.Run) {
+			require.NoError(t, w.repo.Rename("acme-admin", "gadgets"))
+		})
+	})
+	assertRenamed(t, w, s)
+	calls := w.f.Counts().Total
+	t.Logf("API calls: %d with the rename, %d without (%.2f×)", calls, baseline, float64(calls)/float64(baseline))
+	assert.LessOrEqual(t, float64(calls), 1.2*float64(baseline), "the rename costs at most a fifth more API calls")
+}
+
+func assertRenamed(t *testing.T, w *world, s pipeline.Session) {
+	t.Helper()
+	assert.Equal(t, e2eOwner+"/gadgets", w.repo.FullName())
+	var log strings.Builder
+	for _, c := range w.repo.Comments(1) {
+		log.WriteString(c.GetBody() + "\n")
+	}
+	assert.Contains(t, log.String(), "The repository moved from `"+e2eFull+"` to `"+e2eOwner+"/gadgets`; the session goes on there.")
+	assert.Equal(t, 1, strings.Count(log.String(), "The repository moved from"), "said once")
+	for _, st := range s.Steps {
+		assert.NotContains(t, st.Note, "no result within", "step %s waited out its timeout", st.ID)
+	}
+	// Writes under the former name (jobs that started before the rename)
+	// were repeated at the new location, with their method: each 301 of a
+	// write is followed by the same write, answered.
+	calls := w.f.Calls()
+	moved := 0
+	for i, c := range calls {
+		if c.Status != http.StatusMovedPermanently || c.Method == http.MethodGet {
+			continue
+		}
+		moved++
+		repeated := false
+		for _, n := range calls[i+1:] {
+			if n.Method == c.Method && strings.HasPrefix(n.Path, "/repos/"+e2eOwner+"/gadgets/") &&
+				strings.TrimPrefix(n.Path, "/repos/"+e2eOwner+"/gadgets/") == strings.TrimPrefix(c.Path, "/repos/"+e2eFull+"/") {
+				repeated = n.Status < 400
+				break
+			}
+		}
+		assert.True(t, repeated, "the write %s %s was repeated at the new name", c.Method, c.Path)
+	}
+	t.Logf("%d writes under the former name repeated at the new one", moved)
+}
+
+func TestE2ERepositoryRenamedActionOnlyMode(t *testing.T) {
+	w := newWorld(t)
+	w.actionOnly()
+	onGroupQA(t, w, func(ghfake.Run) {
+		require.NoError(t, w.repo.Rename("acme-admin", "gadgets"))
+	})
+	s := playActionOnly(t, w)
+	assertRenamed(t, w, s)
 }

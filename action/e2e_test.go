@@ -658,7 +658,8 @@ func (w *world) assertVerified(issue int, trust codec.StateTrust) pipeline.Sessi
 	for _, c := range w.repo.Comments(issue) {
 		comments = append(comments, ghapi.Comment{ID: c.GetID(), Author: c.GetUser().GetLogin(), AuthorType: c.GetUser().GetType(), Body: c.GetBody()})
 	}
-	st, _, err := codec.FindState(comments, ghapi.RepoRef{Owner: e2eOwner, Name: e2eName}, issue, trust)
+	repo, _ := ghapi.ParseRepo(w.repo.FullName()) // renamed, in some tests
+	st, _, err := codec.FindState(comments, repo, issue, trust)
 	require.NoError(t, err)
 	s := st.Session
 	require.Equal(t, pipeline.SessionDone, s.Status, s.Reason)
@@ -786,6 +787,13 @@ func playAppModeWith(t *testing.T, config string, setup func(*world)) (*world, p
 	var logs bytes.Buffer
 	var logMu sync.Mutex
 	logger := slog.New(slog.NewTextHandler(&lockedWriter{w: &logs, mu: &logMu}, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	t.Cleanup(func() {
+		if t.Failed() {
+			logMu.Lock()
+			t.Log(logs.String())
+			logMu.Unlock()
+		}
+	})
 	b, err := bot.New(bot.Options{Client: func(context.Context, int64) (bot.GitHub, error) { return gh, nil },
 		Login: f.BotLogin(), SigningKey: e2eSigningKey, Logger: logger})
 	w.orchestrator, w.publicKey = f.BotLogin(), e2ePublicKey

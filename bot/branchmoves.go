@@ -110,3 +110,24 @@ func (b *Bot) editedReply(ld loaded, by string) string {
 		"To steer it, comment here: what people with write access say reaches the agents. To work on the new text instead, `/bazinga stop` and open a new issue.",
 		editedPrefix, codec.OneLine("@"+by))
 }
+
+// movedRepo updates a state read under the repository's id to its current
+// name (a rename or a transfer: GitHub keeps the id), once, and says so; it
+// records the id in a state written before ids were kept.
+func movedRepo(st *codec.State, repo ghapi.RepoRef) string {
+	if st.Repo == "" {
+		return ""
+	}
+	if st.RepoID == 0 {
+		st.RepoID = repo.ID
+	}
+	if strings.EqualFold(st.Repo, repo.String()) {
+		return ""
+	}
+	from := st.Repo
+	if base, ok := strings.CutSuffix(st.RepoURL, "/"+from); ok {
+		st.RepoURL = base + "/" + repo.String()
+	}
+	st.Repo = repo.String()
+	return fmt.Sprintf("ℹ️ The repository moved from `%s` to `%s`; the session goes on there.", codec.OneLine(from), codec.OneLine(repo.String()))
+}

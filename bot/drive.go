@@ -35,11 +35,18 @@ func (b *Bot) Process(ctx context.Context, d Delivery) (err error) {
 	if !ok {
 		return fmt.Errorf("delivery %s (%s): %w: no repository", d.ID, d.Event, ErrIgnored)
 	}
+	repo.ID = p.Repository.ID
 	inst := p.Installation.ID
 	if inst == 0 {
 		inst = d.Installation
 	}
 	b.remember(inst, repo)
+	if d.Event == "repository" {
+		// renamed, transferred: remembered under the new name (by id), so
+		// the sweep calls GitHub with it; a session's state follows at its
+		// next reconcile.
+		return fmt.Errorf("delivery %s (repository.%s): %w: %s remembered", d.ID, d.Action, ErrIgnored, repo)
+	}
 	if rl, ok := b.held(inst); ok {
 		// Not applied: the first reconcile after the reset reads GitHub.
 		return fmt.Errorf("delivery %s (%s): %w", d.ID, d.Event, &stillWaiting{rl: rl})
@@ -245,6 +252,22 @@ func (b *Bot) drive(ctx context.Context, gh GitHub, ref sessionRef, in input) er
 	if err != nil {
 		return fmt.Errorf("load session %s: %w", ref.key(), err)
 	}
+	moved := ""
+	if ld.found && ref.repo.ID != 0 && ld.st.Repo != "" && !strings.EqualFold(ld.st.Repo, ref.repo.String()) {
+		// The state and the delivery name the repository differently: a
+		// rename or transfer, and deliveries sent before it arrive after
+		// it. GitHub says which name is current; calls use it.
+		cur, err := gh.RepoByID(ctx, ref.repo.ID)
+		if err != nil {
+			return fmt.Errorf("%s: the repository's current name: %w", ref.key(), err)
+		}
+		ref.repo = cur
+		b.remember(ref.inst, cur)
+	}
+	if line := movedRepo(&ld.st, ref.repo); line != "" {
+		log.Info("the repository was renamed or transferred; the state is written under its new name", "to", ref.repo.String())
+		moved = line
+	}
 	resumed, err := b.checkWait(&ld.st, ref)
 	if err != nil {
 		return fmt.Errorf("%s: %w", ref.key(), err)
@@ -255,6 +278,9 @@ func (b *Bot) drive(ctx context.Context, gh GitHub, ref sessionRef, in input) er
 	lines := append([]string(nil), in.replies...)
 	if resumed != "" {
 		lines = append(lines, resumed)
+	}
+	if moved != "" {
+		lines = append(lines, moved)
 	}
 	switch {
 	case !ld.found && in.start == nil:
@@ -280,7 +306,7 @@ func (b *Bot) drive(ctx context.Context, gh GitHub, ref sessionRef, in input) er
 		if err != nil {
 			return err
 		}
-		st = codec.State{V: codec.StateVersion, Repo: ref.repo.String(), Issue: ref.issue, Config: cfg, RepoURL: in.start.repoURL}
+		st = codec.State{V: codec.StateVersion, Repo: ref.repo.String(), RepoID: ref.repo.ID, Issue: ref.issue, Config: cfg, RepoURL: in.start.repoURL}
 		// The requirements as they were when the label was added: the first
 		// bot comment records them, and a rebuild replays them, not the
 		// issue body as edited since.

@@ -212,6 +212,14 @@ func (f *fakeGitHub) DefaultBranch(_ context.Context, repo ghapi.RepoRef) (strin
 	return f.defaultBranch, f.record("DefaultBranch", f.checkRepo(repo))
 }
 
+func (f *fakeGitHub) RepoByID(_ context.Context, id int64) (ghapi.RepoRef, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	r := f.repo
+	r.ID = id
+	return r, f.record("RepoByID", nil, id)
+}
+
 func (f *fakeGitHub) issue(repo ghapi.RepoRef, n int) (*fakeIssue, error) {
 	if err := f.checkRepo(repo); err != nil {
 		return nil, err

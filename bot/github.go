@@ -12,6 +12,8 @@ import (
 type GitHub interface {
 	// DefaultBranch returns the repository's default branch.
 	DefaultBranch(ctx context.Context, repo ghapi.RepoRef) (string, error)
+	// RepoByID returns a repository's current name, with its id.
+	RepoByID(ctx context.Context, id int64) (ghapi.RepoRef, error)
 	GetIssue(ctx context.Context, repo ghapi.RepoRef, number int) (ghapi.Issue, error)
 	ListIssuesByLabel(ctx context.Context, repo ghapi.RepoRef, label string) ([]ghapi.Issue, error)
 	EditIssue(ctx context.Context, repo ghapi.RepoRef, number int, edit ghapi.IssueEdit) error

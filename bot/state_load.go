@@ -46,7 +46,7 @@ func (b *Bot) load(ctx context.Context, gh GitHub, ref sessionRef, exclude int64
 			continue
 		}
 		st, err := codec.DecodeState(c.Body, b.publicKey())
-		if err != nil || st.Issue != ref.issue || st.Repo != ref.repo.String() {
+		if err != nil || st.Issue != ref.issue || !st.Of(ref.repo) {
 			b.log.Warn("ignoring a tracking comment that does not verify", "repo", ref.repo.String(), "issue", ref.issue, "comment", c.ID, "err", err)
 			forged = true
 			if best.commentID == 0 {
@@ -154,7 +154,7 @@ func (b *Bot) rebuild(ctx context.Context, gh GitHub, ref sessionRef, issueComme
 	if err != nil {
 		return codec.State{}, false, err
 	}
-	st := codec.State{V: codec.StateVersion, Repo: ref.repo.String(), Issue: ref.issue, Config: cfg}
+	st := codec.State{V: codec.StateVersion, Repo: ref.repo.String(), RepoID: ref.repo.ID, Issue: ref.issue, Config: cfg}
 	var entries []logEntry
 	addComments := func(cs []ghapi.Comment) {
 		for _, c := range cs {

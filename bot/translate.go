@@ -26,6 +26,7 @@ type payload struct {
 		ID int64 `json:"id"`
 	} `json:"installation"`
 	Repository struct {
+		ID            int64  `json:"id"`
 		FullName      string `json:"full_name"`
 		DefaultBranch string `json:"default_branch"`
 		HTMLURL       string `json:"html_url"`

@@ -58,3 +58,49 @@ func TestDeletingAHeadBranchClosesItsPR(t *testing.T) {
 		})
 	}
 }
+
+// A renamed repository keeps its id; its former name answers 301 with its
+// address by id, which a client following redirects reads through; a write
+// under the former name followed as net/http does (as a GET) does not
+// happen. A `repository` event says it was renamed.
+func TestRenamedRepositoryRedirects(t *testing.T) {
+	e := newEnv(t)
+	e.hook.reset()
+	id := e.repo.id
+	require.NoError(t, e.repo.Rename("alice", "gadgets"))
+	assert.Equal(t, owner+"/gadgets", e.repo.FullName())
+	require.Equal(t, []string{"repository.renamed"}, e.hook.kinds())
+	ev := e.hook.all()[0].payload.(*github.RepositoryEvent)
+	assert.Equal(t, id, ev.GetRepo().GetID())
+	assert.Equal(t, owner+"/gadgets", ev.GetRepo().GetFullName())
+
+	// A read under the former name: 301, then the repository.
+	r, _, err := e.gh.Repositories.Get(e.ctx, owner, repoName)
+	require.NoError(t, err)
+	assert.Equal(t, owner+"/gadgets", r.GetFullName())
+	assert.Equal(t, id, r.GetID())
+	var moved *Call
+	for _, c := range e.f.Calls() {
+		if c.Status == http.StatusMovedPermanently {
+			moved = &c
+		}
+	}
+	require.NotNil(t, moved)
+	assert.Equal(t, "/repos/"+owner+"/"+repoName, moved.Path)
+	byID, _, err := e.gh.Repositories.GetByID(e.ctx, id)
+	require.NoError(t, err)
+	assert.Equal(t, "gadgets", byID.GetName())
+
+	// A write under the former name is turned into a read by the client's
+	// redirect: nothing is created.
+	n, err := e.repo.CreateIssue("alice", "Widgets", "")
+	require.NoError(t, err)
+	_, _, err = e.gh.Issues.CreateComment(e.ctx, owner, repoName, n, &github.IssueComment{Body: github.String("lost")})
+	assert.Error(t, err)
+	assert.Empty(t, e.repo.Comments(n))
+	// Under the new name it works.
+	_, _, err = e.gh.Issues.CreateComment(e.ctx, owner, "gadgets", n, &github.IssueComment{Body: github.String("kept")})
+	require.NoError(t, err)
+	assert.Len(t, e.repo.Comments(n), 1)
+	assert.Error(t, e.repo.Rename("alice", "bad name"))
+}
