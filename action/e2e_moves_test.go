@@ -362,12 +362,19 @@ func TestE2ERepositoryRenamedAppMode(t *testing.T) {
 
 func assertRenamed(t *testing.T, w *world, s pipeline.Session) {
 	t.Helper()
-	assert.Equal(t, e2eOwner+"/gadgets", w.repo.FullName())
+	assertMoved(t, w, s, e2eOwner+"/gadgets")
+}
+
+// assertMoved checks a session whose repository moved to full mid-session.
+func assertMoved(t *testing.T, w *world, s pipeline.Session, full string) {
+	t.Helper()
+	assert.Equal(t, full, w.repo.FullName())
+	newOwner, newName, _ := strings.Cut(full, "/")
 	var log strings.Builder
 	for _, c := range w.repo.Comments(1) {
 		log.WriteString(c.GetBody() + "\n")
 	}
-	assert.Contains(t, log.String(), "The repository moved from `"+e2eFull+"` to `"+e2eOwner+"/gadgets`; the session goes on there.")
+	assert.Contains(t, log.String(), "The repository moved from `"+e2eFull+"` to `"+full+"`; the session goes on there.")
 	assert.Equal(t, 1, strings.Count(log.String(), "The repository moved from"), "said once")
 	for _, st := range s.Steps {
 		assert.NotContains(t, st.Note, "no result within", "step %s waited out its timeout", st.ID)
@@ -384,8 +391,8 @@ func assertRenamed(t *testing.T, w *world, s pipeline.Session) {
 		moved++
 		repeated := false
 		for _, n := range calls[i+1:] {
-			if n.Method == c.Method && strings.HasPrefix(n.Path, "/repos/"+e2eOwner+"/gadgets/") &&
-				strings.TrimPrefix(n.Path, "/repos/"+e2eOwner+"/gadgets/") == strings.TrimPrefix(c.Path, "/repos/"+e2eFull+"/") {
+			if n.Method == c.Method && strings.HasPrefix(n.Path, "/repos/"+newOwner+"/"+newName+"/") &&
+				strings.TrimPrefix(n.Path, "/repos/"+newOwner+"/"+newName+"/") == strings.TrimPrefix(c.Path, "/repos/"+e2eFull+"/") {
 				repeated = n.Status < 400
 				break
 			}
@@ -403,4 +410,25 @@ func TestE2ERepositoryRenamedActionOnlyMode(t *testing.T) {
 	})
 	s := playActionOnly(t, w)
 	assertRenamed(t, w, s)
+}
+
+// Issue 28, "repository transferred": the same as a rename, to another
+// owner (which installed the App too).
+func TestE2ERepositoryTransferredAppMode(t *testing.T) {
+	w, s := playAppModeWith(t, e2eConfig, func(w *world) {
+		onGroupQA(t, w, func(ghfake.Run) {
+			require.NoError(t, w.repo.Transfer(e2eOwner, "globex"))
+		})
+	})
+	assertMoved(t, w, s, "globex/"+e2eName)
+}
+
+func TestE2ERepositoryTransferredActionOnlyMode(t *testing.T) {
+	w := newWorld(t)
+	w.actionOnly()
+	onGroupQA(t, w, func(ghfake.Run) {
+		require.NoError(t, w.repo.Transfer(e2eOwner, "globex"))
+	})
+	s := playActionOnly(t, w)
+	assertMoved(t, w, s, "globex/"+e2eName)
 }

@@ -22,28 +22,46 @@ import (
 
 // Rename renames the repository as user (an admin).
 func (r *Repo) Rename(user, name string) error {
+	return r.move(user, r.owner, name, "renamed")
+}
+
+// Transfer moves the repository to another owner as user (an admin), as
+// Settings → Transfer does: the same id, the former name redirected, a
+// `repository` event with action "transferred" and changes.owner.from. The
+// App's installation follows here (in the fake one installation covers
+// every owner: transfer between owners that both installed the App).
+func (r *Repo) Transfer(user, owner string) error {
+	return r.move(user, owner, r.name, "transferred")
+}
+
+func (r *Repo) move(user, owner, name, action string) error {
 	f := r.f
 	f.mu.Lock()
-	if !validName(name) {
+	if !validName(name) || !validName(owner) {
 		f.mu.Unlock()
-		return fmt.Errorf("ghfake: rename %s: invalid name %q", r.FullName(), name)
+		return fmt.Errorf("ghfake: %s %s: invalid name %q", action, r.FullName(), owner+"/"+name)
 	}
-	to := strings.ToLower(r.owner + "/" + name)
+	to := strings.ToLower(owner + "/" + name)
 	if f.repoByName[to] != nil {
 		f.mu.Unlock()
-		return fmt.Errorf("ghfake: rename %s: %s already exists", r.FullName(), r.owner+"/"+name)
+		return fmt.Errorf("ghfake: %s %s: %s already exists", action, r.FullName(), owner+"/"+name)
 	}
 	from := r.FullName()
-	old := r.name
+	oldOwner, oldName := r.owner, r.name
 	delete(f.repoByName, strings.ToLower(from))
 	delete(f.formerNames, to)
 	f.formerNames[strings.ToLower(from)] = r
-	r.name = name
+	r.owner, r.name = owner, name
 	f.repoByName[to] = r
 	f.account(user, "")
-	f.emit(r, "repository", "renamed", map[string]any{
-		"action":       "renamed",
-		"changes":      map[string]any{"repository": map[string]any{"name": map[string]any{"from": old}}},
+	f.account(owner, "")
+	changes := map[string]any{"repository": map[string]any{"name": map[string]any{"from": oldName}}}
+	if action == "transferred" {
+		changes = map[string]any{"owner": map[string]any{"from": map[string]any{"user": f.userJSON(oldOwner)}}}
+	}
+	f.emit(r, "repository", action, map[string]any{
+		"action":       action,
+		"changes":      changes,
 		"repository":   r.json(),
 		"sender":       f.userJSON(user),
 		"installation": f.installationJSON(),
