@@ -414,7 +414,28 @@ func Run(ctx context.Context, d Deps) (code int) {
 	case CommandPublish, CommandLand:
 		return j.publish(ctx)
 	}
-	return j.runStep(ctx)
+	return j.handedOverFailure(j.runStep(ctx))
+}
+
+// handedOverFailure makes sure an unprivileged job that failed hands its
+// failure over: the privileged job then records it on GitHub and, in
+// Action-only mode, wakes the orchestrator, so the step is sent again at
+// once instead of when the schedule notices (issue 28). A hand-over the
+// job wrote itself is kept.
+func (j *job) handedOverFailure(code int) int {
+	if code == 0 || j.in.handover == "" || j.lastFail == "" {
+		return code
+	}
+	if _, err := os.Stat(filepath.Join(j.in.handover, HandOverManifest)); err == nil {
+		return code
+	}
+	ref, _ := codec.ParseStepID(j.in.step)
+	h := HandOver{Step: j.in.step, Command: j.in.command, Outcome: OutcomeFailure,
+		Failure: &codec.FailureRecord{Step: j.in.step, Role: ref.Role, Group: ref.Group, Reason: "the " + j.in.command + " job failed: " + j.lastFail}}
+	if err := writeHandOver(j.in.handover, h, nil); err != nil {
+		j.gha.Warningf("bazinga: could not hand the failure over: %v", err)
+	}
+	return code
 }
 
 // job is one run of the action.
@@ -426,6 +447,8 @@ type job struct {
 	client *github.Client
 	gh     bot.GitHub
 	log    *slog.Logger
+	// lastFail is the last failure the job reported (fail).
+	lastFail string
 }
 
 // fail reports err as an error annotation, naming a missing permission
@@ -437,6 +460,7 @@ func (j *job) fail(what string, err error) int {
 	}
 	j.gha.WithFieldsMap(map[string]string{"title": "bazinga " + j.in.command}).Errorf("%s", msg)
 	j.log.Error(what, "err", err)
+	j.lastFail = msg
 	return 1
 }
 

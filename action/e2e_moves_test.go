@@ -432,3 +432,51 @@ func TestE2ERepositoryTransferredActionOnlyMode(t *testing.T) {
 	s := playActionOnly(t, w)
 	assertMoved(t, w, s, "globex/"+e2eName)
 }
+
+// Issue 28, "base branch renamed": an admin renames main to trunk while
+// group B's QA step starts; GitHub retargets the group PRs. The session
+// follows: it merges into trunk, dispatches its steps on trunk, and says so.
+func baseRenamed(t *testing.T, w *world) {
+	onGroupQA(t, w, func(ghfake.Run) {
+		// The runs going now started on main: they may fail, and their
+		// failures are recorded so the steps go again at once.
+		w.mu.Lock()
+		for _, r := range w.f.Runs() {
+			if r.Status != "completed" {
+				w.expectFail[r.ID] = true
+			}
+		}
+		w.mu.Unlock()
+		require.NoError(t, w.repo.RenameBranch(e2eOwner, "main", "trunk"))
+	})
+}
+
+func assertBaseRenamed(t *testing.T, w *world, s pipeline.Session) {
+	t.Helper()
+	assert.Equal(t, "trunk", s.Base)
+	for _, f := range []string{"a.txt", "b.txt"} {
+		_, err := w.repo.ReadFile("trunk", f)
+		assert.NoError(t, err, "%s merged into trunk", f)
+	}
+	var log strings.Builder
+	for _, c := range w.repo.Comments(1) {
+		log.WriteString(c.GetBody() + "\n")
+	}
+	assert.Contains(t, log.String(), "The base branch main was renamed to trunk by @\u2060"+e2eOwner+"; the session merges into trunk now.")
+	for _, st := range s.Steps {
+		assert.NotContains(t, st.Note, "no result within", "step %s waited out its timeout", st.ID)
+	}
+}
+
+func TestE2EBaseRenamedAppMode(t *testing.T) {
+	w, s := playAppModeWith(t, e2eConfig, func(w *world) { baseRenamed(t, w) })
+	assertBaseRenamed(t, w, s)
+}
+
+func TestE2EBaseRenamedActionOnlyMode(t *testing.T) {
+	w := newWorld(t)
+	w.actionOnly()
+	baseRenamed(t, w)
+	s := playActionOnly(t, w)
+	assertBaseRenamed(t, w, s)
+}

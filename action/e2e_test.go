@@ -647,12 +647,6 @@ func (w *world) dump(issue int) {
 // assertVerified checks a verified BAZINGA on the fake's repository.
 func (w *world) assertVerified(issue int, trust codec.StateTrust) pipeline.Session {
 	t := w.t
-	// The base holds both groups' work, and the tests pass on it.
-	for file, want := range map[string]string{"a.txt": "ok\n", "b.txt": "ok\n", "a-notes.md": "a.txt says ok\n"} {
-		got, err := w.repo.ReadFile("main", file)
-		require.NoError(t, err, "%s on main", file)
-		assert.Equal(t, want, string(got), file)
-	}
 	// The session as the tracking comment holds it.
 	var comments []ghapi.Comment
 	for _, c := range w.repo.Comments(issue) {
@@ -662,6 +656,12 @@ func (w *world) assertVerified(issue int, trust codec.StateTrust) pipeline.Sessi
 	st, _, err := codec.FindState(comments, repo, issue, trust)
 	require.NoError(t, err)
 	s := st.Session
+	// The base holds both groups' work, and the tests pass on it.
+	for file, want := range map[string]string{"a.txt": "ok\n", "b.txt": "ok\n", "a-notes.md": "a.txt says ok\n"} {
+		got, err := w.repo.ReadFile(s.Base, file)
+		require.NoError(t, err, "%s on %s", file, s.Base)
+		assert.Equal(t, want, string(got), file)
+	}
 	require.Equal(t, pipeline.SessionDone, s.Status, s.Reason)
 	assert.Equal(t, "BAZINGA verified", s.Reason)
 	require.Len(t, s.Groups, 2)
@@ -725,14 +725,24 @@ func (w *world) assertVerified(issue int, trust codec.StateTrust) pipeline.Sessi
 	}
 	assert.Equal(t, 1, qaFails)
 	assert.Equal(t, len(results), done)
-	// Every step was claimed exactly once, by a job.
-	claims := 0
+	// Every step that ended with a result was claimed by a job; a claim
+	// is for a step that ended (a failure a job recorded claims it too).
+	claimed := map[string]bool{}
 	for _, ref := range w.repo.Refs() {
-		if strings.HasPrefix(ref, "refs/bazinga/claims/") {
-			claims++
+		if id, ok := strings.CutPrefix(ref, "refs/bazinga/claims/"); ok {
+			claimed[id] = true
 		}
 	}
-	assert.Equal(t, done, claims)
+	for _, st := range s.Steps {
+		switch st.State {
+		case pipeline.StepDone:
+			assert.True(t, claimed[st.ID], "step %s was claimed", st.ID)
+		case pipeline.StepInFlight:
+			assert.False(t, claimed[st.ID], "step %s in flight is not claimed", st.ID)
+		}
+		delete(claimed, st.ID)
+	}
+	assert.Empty(t, claimed, "claims of steps the session does not know")
 	return s
 }
 

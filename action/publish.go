@@ -101,7 +101,11 @@ func (j *job) publish(ctx context.Context) int {
 	}
 
 	j.gha.Group("bazinga: claim " + in.step)
-	err = j.claim(ctx, s.Base)
+	groupBranch := ""
+	if g := s.Group(step.Group); g != nil {
+		groupBranch = g.Branch
+	}
+	err = j.claim(ctx, s.Base, groupBranch, j.in.refName)
 	j.gha.EndGroup()
 	switch {
 	case errors.Is(err, ghapi.ErrExists):

@@ -304,8 +304,16 @@ func (j *job) loadState(ctx context.Context, issue int) (codec.State, bool, erro
 
 // claim creates the step's claim ref at the base head (ErrExists: another
 // job has it).
-func (j *job) claim(ctx context.Context, base string) error {
+func (j *job) claim(ctx context.Context, base string, others ...string) error {
 	sha, err := j.gh.GetRef(ctx, j.in.repo, "heads/"+base)
+	// Any commit will do for a claim: a base renamed or deleted since the
+	// step started must not keep its failure from being recorded.
+	for _, b := range others {
+		if !errors.Is(err, ghapi.ErrNotFound) || b == "" {
+			break
+		}
+		sha, err = j.gh.GetRef(ctx, j.in.repo, "heads/"+b)
+	}
 	if err != nil {
 		return fmt.Errorf("reading %s: %w", base, err)
 	}

@@ -131,3 +131,26 @@ func movedRepo(st *codec.State, repo ghapi.RepoRef) string {
 	st.Repo = repo.String()
 	return fmt.Sprintf("ℹ️ The repository moved from `%s` to `%s`; the session goes on there.", codec.OneLine(from), codec.OneLine(repo.String()))
 }
+
+// baseRenames keeps a group PR's new base as the session's only when the
+// session's base is gone: GitHub retargets the open PRs of a renamed
+// branch. A person who moves one PR to another base renamed nothing; the
+// session keeps its base.
+func baseRenames(ctx context.Context, gh GitHub, ref sessionRef, s pipeline.Session, events []pipeline.Event, log *slog.Logger) []pipeline.Event {
+	out := events[:0:0]
+	for _, ev := range events {
+		if ev.Kind == pipeline.EventBaseRenamed {
+			if ev.Body != s.Base {
+				continue
+			}
+			_, err := gh.GetRef(ctx, ref.repo, "heads/"+ev.Body)
+			if !errors.Is(err, ghapi.ErrNotFound) {
+				log.Info("a group PR's base changed but the session's base is still there; it stays", "base", ev.Body, "pr_base", ev.Base, "err", err)
+				continue
+			}
+			log.Info("the base branch was renamed", "from", ev.Body, "to", ev.Base)
+		}
+		out = append(out, ev)
+	}
+	return out
+}

@@ -56,6 +56,12 @@ type payload struct {
 	Changes *struct {
 		Title *struct{} `json:"title"`
 		Body  *struct{} `json:"body"`
+		// Base is a pull request's former base (edited).
+		Base *struct {
+			Ref struct {
+				From string `json:"from"`
+			} `json:"ref"`
+		} `json:"base"`
 	} `json:"changes"`
 }
 
@@ -92,6 +98,9 @@ type hookPR struct {
 		SHA  string    `json:"sha"`
 		Repo *hookRepo `json:"repo"`
 	} `json:"head"`
+	Base struct {
+		Ref string `json:"ref"`
+	} `json:"base"`
 }
 
 type hookRepo struct {
@@ -589,6 +598,20 @@ func (t translator) review(p *payload) (intent, error) {
 func (t translator) pullRequest(p *payload) (intent, error) {
 	if p.Action == "synchronize" && p.PullRequest != nil {
 		return t.synchronize(p)
+	}
+	if p.Action == "edited" && p.PullRequest != nil {
+		// A new base: GitHub retargets the open PRs of a renamed branch.
+		// Whether the old one was renamed (it is gone) or a person moved
+		// one PR is for the bot to read (baseRenames).
+		if p.Changes == nil || p.Changes.Base == nil || p.Changes.Base.Ref.From == "" || p.PullRequest.Base.Ref == "" {
+			return intent{}, ignored("a pull request edit that kept its base")
+		}
+		n, group, err := groupPR(p)
+		if err != nil {
+			return intent{}, err
+		}
+		ev := pipeline.BaseRenamed(strconv.Itoa(n), p.Changes.Base.Ref.From, p.PullRequest.Base.Ref, p.Sender.Login)
+		return intent{issue: n, in: input{events: []pipeline.Event{ev}, pr: &prRef{number: p.PullRequest.Number, group: group}}}, nil
 	}
 	if p.Action == "reopened" && p.PullRequest != nil {
 		n, group, err := groupPR(p)

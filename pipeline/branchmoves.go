@@ -111,3 +111,25 @@ func (r *reconciler) prReopened(ev Event) {
 	r.notify(NoticeInfo, text+"; the group is back in the session.")
 	r.s.Inbox = append(r.s.Inbox, Note{Group: g.ID, Text: text + "; the group is back in the session."})
 }
+
+// BaseRenamed is the event of the base branch renamed from one name to
+// another by who (GitHub moves the open PRs to the new name with it).
+func BaseRenamed(session, from, to, by string) Event {
+	return Event{Kind: EventBaseRenamed, Session: session, Body: from, Base: to, Actor: by}
+}
+
+// baseRenamed makes the new name the session's base: merges go there,
+// steps are dispatched on it. A rename of another branch changes nothing.
+func (r *reconciler) baseRenamed(ev Event) {
+	s := &r.s
+	switch {
+	case ev.Base == "" || ev.Body != s.Base:
+		r.report("ignored the rename of branch %q to %q: the base is %q", ev.Body, ev.Base, s.Base)
+		return
+	case ev.Base == s.Base:
+		return
+	}
+	r.changed = true
+	s.Base = ev.Base
+	r.notify(NoticeInfo, fmt.Sprintf("The base branch %s was renamed to %s by %s; the session merges into %s now.", ev.Body, ev.Base, who(ev.Actor), ev.Base))
+}

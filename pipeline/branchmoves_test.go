@@ -108,3 +108,15 @@ func TestBranchEventsThatChangeNothing(t *testing.T) {
 	assert.Equal(t, StageMerged, h.group("A").Stage)
 	assert.Nil(t, h.group("A").Deleted)
 }
+
+func TestBaseRenamedMovesTheSession(t *testing.T) {
+	h := newHarness(t, DefaultConfig())
+	h.plan(pg("A", 1))
+	h.reconcile(BaseRenamed(h.s.ID, "dev", "trunk", "alice"))
+	assert.Equal(t, "main", h.s.Base, "another branch's rename changes nothing")
+	h.reconcile(BaseRenamed(h.s.ID, "main", "trunk", "alice"))
+	assert.Equal(t, "trunk", h.s.Base)
+	assert.Contains(t, noticeTexts(h.actions), "The base branch main was renamed to trunk by @alice; the session merges into trunk now.")
+	h.through("A", StatusReadyForQA, StatusPass, StatusApproved, StatusMergeSuccess)
+	assert.Equal(t, StageMerged, h.group("A").Stage)
+}

@@ -107,9 +107,10 @@ const (
 	EventPushed                  // a group branch is at a head bazinga did not report: someone pushed to it
 	EventBranchDeleted           // a group branch was deleted (GitHub closes its PR with it)
 	EventPRReopened              // a closed group PR was reopened
+	EventBaseRenamed             // the base branch was renamed (Body: from, Base: to)
 )
 
-var eventKindNames = []string{"", "started", "step_result", "step_failed", "command", "human_review", "pr_closed", "tick", "checks", "pushed", "branch_deleted", "pr_reopened"}
+var eventKindNames = []string{"", "started", "step_result", "step_failed", "command", "human_review", "pr_closed", "tick", "checks", "pushed", "branch_deleted", "pr_reopened", "base_renamed"}
 
 func (k EventKind) String() string { return enumName(eventKindNames, int(k)) }
 

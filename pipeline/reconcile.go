@@ -127,6 +127,8 @@ func (r *reconciler) apply(ev Event) {
 		r.branchDeleted(ev)
 	case EventPRReopened:
 		r.prReopened(ev)
+	case EventBaseRenamed:
+		r.baseRenamed(ev)
 	case EventTick:
 		// Timeouts are checked on every reconcile.
 	default:

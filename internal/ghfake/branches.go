@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+
+	"github.com/google/go-github/v66/github"
 )
 
 // Deleting a branch: the "Delete branch" button, `git push --delete`, or
@@ -86,4 +88,98 @@ func (r *Repo) ReopenPR(user string, pr int) error {
 		r.f.setIssueState(r, is, "open", "", user)
 		return nil
 	})
+}
+
+// Renaming a branch (Settings → Branches, or POST
+// /repos/{owner}/{repo}/branches/{branch}/rename, docs:
+// rest/branches/branches#rename-a-branch, 201 with the branch). Per
+// "Renaming a branch" (repositories/configuring-branches-and-merges-in-
+// your-repository/managing-branches-in-your-repository/renaming-a-branch):
+// protection follows the branch; open pull requests based on it are
+// retargeted to the new name (pull_request "edited", changes.base.ref.from);
+// an open pull request whose head it was is closed; renaming the default
+// branch makes the new name the default. Write access may rename a branch;
+// the default or a protected branch needs admin.
+
+type renameRequest struct {
+	NewName *string `json:"new_name"`
+}
+
+// renameBranchAPI serves POST /repos/{o}/{r}/branches/{branch}/rename.
+func (f *Fake) renameBranchAPI(c *rc) {
+	var req renameRequest
+	if !c.decode(&req) {
+		return
+	}
+	from := c.param("branch")
+	if req.NewName == nil || !validRefName("refs/heads/"+*req.NewName) {
+		c.invalid(fieldError{Resource: "Branch", Field: "new_name", Code: "invalid"})
+		return
+	}
+	if _, ok := c.repo.ref("refs/heads/" + from); !ok {
+		c.notFound()
+		return
+	}
+	if (from == c.repo.defaultBranch || c.repo.protectionFor(from) != nil) && c.kind == User && !roleAtLeast(f.roleOf(c.repo, c.login), "admin") {
+		c.fail(http.StatusForbidden, "You must be an admin to rename the default or a protected branch")
+		return
+	}
+	if err := c.repo.renameBranch(c.login, from, *req.NewName); err != nil {
+		c.fail(http.StatusUnprocessableEntity, err.Error())
+		return
+	}
+	sha, _ := c.repo.ref("refs/heads/" + *req.NewName)
+	c.json(http.StatusCreated, map[string]any{"name": *req.NewName, "commit": map[string]any{"sha": sha}})
+}
+
+// RenameBranch renames a branch as user (see renameBranchAPI).
+func (r *Repo) RenameBranch(user, from, to string) error {
+	r.f.mu.Lock()
+	r.f.account(user, "")
+	err := r.renameBranch(user, from, to)
+	r.f.mu.Unlock()
+	r.f.afterChange()
+	return err
+}
+
+// renameBranch does the rename. Caller holds f.mu.
+func (r *Repo) renameBranch(user, from, to string) error {
+	f := r.f
+	sha, ok := r.ref("refs/heads/" + from)
+	if !ok {
+		return fmt.Errorf("ghfake: rename branch %s: %w", from, ErrNotFound)
+	}
+	if _, exists := r.ref("refs/heads/" + to); exists {
+		return fmt.Errorf("ghfake: rename branch %s: branch %s already exists", from, to)
+	}
+	if err := r.updateRef("refs/heads/"+to, sha, ""); err != nil {
+		return err
+	}
+	if err := r.deleteRef("refs/heads/"+from, sha); err != nil {
+		return err
+	}
+	if r.defaultBranch == from {
+		r.defaultBranch = to
+	}
+	if p, ok := r.protections[from]; ok {
+		delete(r.protections, from)
+		r.protections[to] = p
+	}
+	now := f.now()
+	for _, is := range r.issues {
+		p := is.pr
+		if p == nil || is.state != "open" {
+			continue
+		}
+		if p.head == from {
+			is.state, is.closed, is.closedBy, is.updated = "closed", now, user, now
+			f.emitPR(r, is, "closed", user, nil, nil, "", "")
+			continue
+		}
+		if p.base == from {
+			p.base, is.updated = to, now
+			f.emitPR(r, is, "edited", user, nil, &github.EditChange{Base: &github.EditBase{Ref: &github.EditRef{From: github.String(from)}}}, "", "")
+		}
+	}
+	return nil
 }
