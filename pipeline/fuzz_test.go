@@ -95,6 +95,11 @@ var fuzzPlans = []string{
 	`{"plan":{"groups":[{"id":"A","task":"a","depends_on":["A"]}]}}`,
 	`{"groups":["A","B",{"id":"Z","task":"z"}],"feedback":{"A":"x"}}`,
 	`{"question":"q?","fallback":"f"}`,
+	// Malformed pm decisions (issue 23): a typo, repeats, an unknown drop,
+	// only a new group, a drop by name.
+	`{"groups":["a","A","A"],"drop":["Q"],"feedback":{"b":"x"}}`,
+	`{"groups":[{"id":"Z","task":"z"}]}`,
+	`{"drop":["A","B"]}`,
 	`not json`,
 	``,
 }

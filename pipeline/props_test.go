@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -30,8 +31,8 @@ type transition struct {
 //     dispatched before the group's dependencies merged;
 //   - a paused or ended session dispatches nothing and does not come back to
 //     life until a human resumes (or retries) it;
-//   - a group is abandoned only by a closed PR or a pm result that decided
-//     something (a bare CONTINUE decides nothing);
+//   - a group leaves the session only by a recorded decision that names it
+//     (checkGroupsKept);
 //   - stuck-detection counters grow only by results of the track's own steps;
 //   - no step is dispatched past a limit: step attempts, implementation
 //     iterations, QA attempts, reviews, guidance, investigations, pm rounds.
@@ -143,37 +144,7 @@ func checkTransition(tr transition) error {
 	// dispatched before anything merged is asked to take one.
 	checkBaselineTransition(tr, dispatched, humanRestart, fail)
 
-	// A group is given up only by a human closing its PR or by a pm result
-	// that decided something; never by a CONTINUE that names nothing.
-	decided := false
-	for _, st := range a.Steps {
-		if st.Role != RolePM || st.State != StepDone || st.Result == nil {
-			continue
-		}
-		if old := b.Step(st.ID); old != nil && old.State == StepDone {
-			continue
-		}
-		switch st.Result.Status {
-		case StatusPlanningComplete:
-			decided = true
-		case StatusContinue:
-			d, err := parseContinue(st.Result.Handoff)
-			decided = decided || err == nil && !d.bare()
-		}
-	}
-	for _, g := range a.Groups {
-		old := b.Group(g.ID)
-		if g.Stage != StageAbandoned || old == nil || old.Stage == StageAbandoned || decided {
-			continue
-		}
-		closed := false
-		for _, ev := range tr.events {
-			closed = closed || ev.Kind == EventPRClosed && ev.Group == g.ID
-		}
-		if !closed {
-			fail("group %s abandoned without a PR closure or a pm decision", g.ID)
-		}
-	}
+	checkGroupsKept(tr, fail)
 
 	// Counters grow only with results of the track's own steps.
 	results := map[string]int{}
@@ -390,7 +361,7 @@ var limitMarks = []struct{ name, text string }{
 	{"escalation_repeated", "asked for escalation again"},
 	{"clarification_timeout", "No answer came within"},
 	{"stale_approvals", "they no longer count"},
-	{"bare_continue", "CONTINUE named no group"},
+	{"decision_refused", "Your decision was not applied"},
 	{"session_cost", "reaching limits.session_cost_usd"},
 	{"step_cost", "over limits.step_cost_usd"},
 	{"checks_failed", "required checks failed on"},
@@ -633,6 +604,76 @@ func checkBaselineTransition(tr transition, dispatched []Step, humanRestart bool
 		if st.Baseline && (st.Role != RolePM || merged || tr.before.Baseline != nil || tr.cfg.Tests.Baseline == BaselineOff) {
 			fail("step %s asked to take a baseline (role %s, a group merged %v, baseline already %v, tests.baseline %q)",
 				st.ID, st.Role, merged, tr.before.Baseline != nil, tr.cfg.Tests.Baseline)
+		}
+	}
+}
+
+// checkGroupsKept holds issue 23's promise: a group leaves the session
+// only through an explicit decision that names it.
+//   - A group abandoned in this call records the decision, and the decision
+//     is in this call: a pm step that ended now whose CONTINUE lists the
+//     group under drop (exactly, as written), or a closure of its PR.
+//   - Every abandoned group has its record, and it never changes while the
+//     group stays abandoned.
+//   - A group disappears from the session only when a human sent the plan
+//     back at its checkpoint (feedback) in this call, and never once started.
+func checkGroupsKept(tr transition, fail func(string, ...any)) {
+	b, a := &tr.before, &tr.after
+	for _, g := range a.Groups {
+		if g.Stage != StageAbandoned {
+			continue
+		}
+		if g.Abandoned == nil {
+			fail("group %s is abandoned without a recorded decision", g.ID)
+			continue
+		}
+		old := b.Group(g.ID)
+		if old != nil && old.Stage == StageAbandoned {
+			if old.Abandoned == nil || *old.Abandoned != *g.Abandoned {
+				fail("group %s: its abandonment record changed from %+v to %+v", g.ID, old.Abandoned, *g.Abandoned)
+			}
+			continue
+		}
+		switch rec := g.Abandoned; {
+		case rec.Step != "":
+			st := a.Step(rec.Step)
+			if st == nil || st.Role != RolePM || st.State != StepDone || st.Result == nil {
+				fail("group %s abandoned by %s, which is no pm step with a result", g.ID, rec.Step)
+				break
+			}
+			if old := b.Step(rec.Step); old == nil || old.State == StepDone {
+				fail("group %s abandoned by pm step %s, whose result did not arrive in this call", g.ID, rec.Step)
+			}
+			var h struct {
+				Drop []string `json:"drop"`
+			}
+			if st.Result.Status != StatusContinue || json.Unmarshal(st.Result.Handoff, &h) != nil || !slices.Contains(h.Drop, g.ID) {
+				fail("group %s abandoned by pm step %s, whose result (%s %s) does not drop it by name", g.ID, rec.Step, st.Result.Status, st.Result.Handoff)
+			}
+		default:
+			closed := false
+			for _, ev := range tr.events {
+				closed = closed || ev.Kind == EventPRClosed && ev.Group == g.ID && !ev.Merged
+			}
+			if !closed {
+				fail("group %s abandoned by %q without a closure of its PR in this call", g.ID, rec.By)
+			}
+		}
+	}
+	sentBack := false
+	if cp := b.Checkpoint; cp != nil && cp.Kind == CheckpointPlan {
+		if p := a.passed(cp.ID); p != nil && p.RevisedBy != "" {
+			for _, ev := range tr.events {
+				sentBack = sentBack || ev.Kind == EventCommand && ev.Command != nil && ev.Command.Kind == CommandAnswer
+			}
+		}
+	}
+	for _, g := range b.Groups {
+		if a.Group(g.ID) != nil {
+			continue
+		}
+		if !sentBack || g.Started {
+			fail("group %s (%s) left the session without a decision naming it", g.ID, g.Stage)
 		}
 	}
 }

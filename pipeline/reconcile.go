@@ -513,6 +513,7 @@ func (r *reconciler) retryCommand(who, group string) {
 	case g.Stage == StageAbandoned:
 		g.Counters = Counters{}
 		g.Stage = StagePending
+		g.Abandoned = nil
 		r.want(&g.Track, g, StepSpec{Role: r.implementer(g), Purpose: PurposeImplement,
 			Feedback: "The group was abandoned and " + who + " asked to retry it."})
 	case g.InFlight != "":
@@ -613,6 +614,7 @@ func (r *reconciler) prClosed(ev Event) {
 		who = "a human"
 	}
 	g.Stage = StageAbandoned
+	g.Abandoned = &Abandonment{By: who}
 	r.s.Inbox = append(r.s.Inbox, Note{Group: g.ID, Urgent: true,
 		Text: fmt.Sprintf("Group %s was abandoned: its PR was closed without merging by %s.", g.ID, who)})
 }

@@ -446,16 +446,7 @@ func (r *reconciler) routeContinue(st *Step) string {
 	if err != nil {
 		r.returnNotes(st)
 		return r.want(&r.s.Lead, nil, StepSpec{Role: RolePM, Purpose: st.Purpose, From: st.ID,
-			Feedback: err.Error() + `; send {"groups": ["A", {"id": "D", "task": "…"}], "feedback": {"A": "…"}}`})
-	}
-	if waiting := r.waitingOn(st); d.bare() && len(waiting) > 0 {
-		// A CONTINUE that decides nothing leaves the waiting groups waiting:
-		// dropping them would lose work the pm never chose to give up.
-		r.returnNotes(st)
-		return r.want(&r.s.Lead, nil, StepSpec{Role: RolePM, Purpose: st.Purpose, From: st.ID,
-			Feedback: fmt.Sprintf(`CONTINUE named no group, but %s wait(s) on your decision: send {"groups": ["%s"]} to continue them `+
-				`(with "feedback" for each), add groups, or {"drop": ["%s"]} to give them up.`,
-				strings.Join(waiting, ", "), strings.Join(waiting, `", "`), strings.Join(waiting, `", "`))})
+			Feedback: err.Error() + `; send {"groups": ["A", {"id": "D", "task": "…"}], "feedback": {"A": "…"}, "drop": ["C"]}`})
 	}
 	return r.applyContinue(st, d)
 }
@@ -471,40 +462,40 @@ func (r *reconciler) waitingOn(st *Step) []string {
 	return out
 }
 
-// applyContinue dispatches the groups the pm names and adds the ones it plans.
-// Groups that waited on this pm step and are not named are dropped: the pm
-// decided their fate.
+// applyContinue applies a pm decision that names only what it means: the
+// groups it continues, the ones it adds and the waiting ones it drops. A
+// decision with any problem is refused whole (decisionProblems): no group
+// is ever given up because the pm left it out.
 func (r *reconciler) applyContinue(st *Step, d continueDecision) string {
 	s := &r.s
-	var went []string
+	if problems := r.decisionProblems(st, d); len(problems) > 0 {
+		return r.refuseDecision(st, problems)
+	}
+	var added []Group
 	if len(d.added) > 0 {
 		groups, err := buildGroups(s.ID, s.Groups, d.added, r.currentPhase())
 		if err != nil {
-			r.returnNotes(st)
-			return r.want(&s.Lead, nil, StepSpec{Role: RolePM, Purpose: PurposeCoordinate, From: st.ID,
-				Feedback: "The groups you added could not be used: " + err.Error()})
+			return r.refuseDecision(st, []string{"the groups you added could not be used: " + err.Error()})
 		}
+		added = groups
+	}
+	var went []string
+	if len(added) > 0 {
 		if !anyStarted(s.Groups) {
 			// Planned before any work started (from nothing, or after a plan
 			// was sent back while a group ended by hand): a plan
 			// checkpoint holds it too.
 			s.PlanRev++
 		}
-		s.Groups = append(s.Groups, groups...)
-		for _, g := range groups {
+		s.Groups = append(s.Groups, added...)
+		for _, g := range added {
 			went = append(went, "+"+g.ID)
 		}
 	}
 	for _, id := range d.named {
 		g := s.Group(id)
-		if g == nil {
-			r.report("pm named unknown group %q", id)
-			continue
-		}
 		fb := d.feedback[id]
 		switch {
-		case g.Stage.Finished():
-			r.report("pm named group %s, which is %s", id, g.Stage)
 		case g.InFlight != "":
 			// At work already; the feedback rides along with its next step.
 			if g.Next == nil && fb != "" {
@@ -523,26 +514,13 @@ func (r *reconciler) applyContinue(st *Step, d continueDecision) string {
 			g.Next.Feedback = strings.TrimSpace(g.Next.Feedback + "\nFrom the pm: " + fb)
 		}
 	}
-	drop := func(g *Group) {
+	for _, id := range d.dropped {
+		g := s.Group(id)
 		g.Stage = StageAbandoned
+		g.Abandoned = &Abandonment{Step: st.ID}
 		g.Wait = WaitNone
 		g.WaitDetail = ""
 		went = append(went, "-"+g.ID)
-	}
-	for _, id := range d.dropped {
-		if g := s.Group(id); g != nil && g.Wait == WaitPM && g.Next == nil {
-			drop(g)
-		} else {
-			r.report("pm asked to drop group %q, which does not wait on it", id)
-		}
-	}
-	// Groups that waited on this pm step and were not named are dropped.
-	for _, n := range st.Notes {
-		g := s.Group(n.Group)
-		if g == nil || g.Wait != WaitPM || g.Next != nil {
-			continue
-		}
-		drop(g)
 	}
 	if s.Status == SessionPlanning && len(s.Groups) > 0 {
 		s.Status = SessionRunning

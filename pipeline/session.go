@@ -184,6 +184,9 @@ type Group struct {
 	// RequiredChecks is the last report of the group PR's required checks
 	// (merge.method pull-request); it gates the merge of the head it is for.
 	RequiredChecks *GroupChecks `json:"required_checks,omitempty"`
+	// Abandoned is the decision that gave the group up: a pm drop naming it
+	// or a human closing its PR (issue 23). Every abandoned group has one.
+	Abandoned *Abandonment `json:"abandoned,omitempty"`
 	Track
 }
 
@@ -350,6 +353,10 @@ func (s Session) Clone() Session {
 		if g.Pushed != nil {
 			p := *g.Pushed
 			g.Pushed = &p
+		}
+		if g.Abandoned != nil {
+			a := *g.Abandoned
+			g.Abandoned = &a
 		}
 		c.Groups[i] = g
 	}

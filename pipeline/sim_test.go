@@ -60,6 +60,8 @@ type simulator struct {
 	// the branch moved (issue 28), apart from rng for the same reason.
 	pushRng *rand.Rand
 	pushes  int
+	// hostileRng draws the pm's malformed decisions (issue 23).
+	hostileRng *rand.Rand
 }
 
 func simConfig(rng *rand.Rand) Config {
@@ -117,6 +119,7 @@ func newSimulator(seed uint64) *simulator {
 	sim.lazyPM = rng.IntN(30) == 0
 	sim.costRng = rand.New(rand.NewPCG(seed^0xc057, seed*31+7))
 	sim.pushRng = rand.New(rand.NewPCG(seed^0x9e5d, seed*131+3))
+	sim.hostileRng = rand.New(rand.NewPCG(seed^0x5105, seed*17+11))
 	switch sim.costRng.IntN(16) {
 	case 0:
 		sim.cfg.Limits.SessionCostUSD = float64(2 + sim.costRng.IntN(6))
@@ -447,27 +450,55 @@ func (sim *simulator) pmOutcome(st Step) Result {
 	case 7, 8:
 		return Result{Status: StatusContinue} // bare: decides nothing
 	}
-	// CONTINUE: name the groups that wait, sometimes drop one, sometimes add one.
+	// CONTINUE: name the groups that wait, sometimes drop one, sometimes add
+	// one. Now and then the pm writes what an LLM might (issue 23): a waiting
+	// group left out, a typo, an unknown or repeated id, an empty list, only
+	// a new group, feedback for no group. None of it may lose a group.
 	var named []any
 	var dropped []string
+	feedback := map[string]string{}
 	for _, n := range st.Notes {
 		if n.Group == "" {
 			continue
 		}
 		switch rng.IntN(8) {
 		case 0:
-			// left out: dropped
+			// left out: the decision is refused, the group keeps waiting
 		case 1:
 			dropped = append(dropped, n.Group)
 		default:
 			named = append(named, n.Group)
+			feedback[n.Group] = "smaller steps"
 		}
 	}
 	if sim.added < 2 && len(s.Groups) < 12 && rng.IntN(6) == 0 {
 		sim.added++
 		named = append(named, PlanGroup{ID: fmt.Sprintf("X%d", sim.added), Task: "extra work"})
 	}
-	b, _ := json.Marshal(map[string]any{"groups": named, "drop": dropped, "feedback": map[string]string{"A": "smaller steps"}})
+	h := map[string]any{"groups": named, "drop": dropped, "feedback": feedback}
+	if hr := sim.hostileRng; hr.IntN(4) == 0 {
+		any0 := s.Groups[hr.IntN(len(s.Groups))].ID
+		switch hr.IntN(8) {
+		case 0: // a typo of a group's id
+			h["groups"] = append(named, strings.ToLower(any0)+"_")
+		case 1: // an id from another session
+			h["groups"] = append(named, "Q9")
+		case 2: // the same id twice
+			h["groups"] = append(named, any0, any0)
+		case 3: // empty lists
+			h = map[string]any{"groups": []string{}, "drop": []string{}}
+		case 4: // only a new group
+			sim.added++
+			h = map[string]any{"groups": []any{PlanGroup{ID: fmt.Sprintf("X%d", sim.added), Task: "extra"}}}
+		case 5: // drop what is not there, or not waiting
+			h["drop"] = append(dropped, []string{"ZZ", any0}[hr.IntN(2)])
+		case 6: // feedback for no group
+			feedback["a-"] = "faster"
+		case 7: // continue and drop the same group
+			h["groups"], h["drop"] = append(named, any0), append(dropped, any0)
+		}
+	}
+	b, _ := json.Marshal(h)
 	return Result{Status: StatusContinue, Handoff: b}
 }
 
