@@ -492,7 +492,7 @@ func (b *Bot) bound(st codec.State, in input) error {
 	return nil
 }
 
-// bindCheckpoint binds the approve and resume commands of a comment to the
+// bindCheckpoint binds the approve, resume and answer commands of a comment to the
 // checkpoint that waited when the comment was written (issue 13), in the
 // events applied now and in those recorded for a rebuild alike: an approval
 // written about plan-1 never approves plan-2, which the pm made after it,
@@ -510,6 +510,14 @@ func bindCheckpoint(s pipeline.Session, in input, now time.Time, lists ...[]pipe
 	for _, evs := range lists {
 		for i := range evs {
 			c := evs[i].Command
+			if evs[i].Kind == pipeline.EventCommand && c != nil && c.Kind == pipeline.CommandAnswer && c.Checkpoint == "" && c.Question == "" {
+				// An answer is bound likewise (issue 23): to the question, or the
+				// plan its author could see, never to one asked or made later.
+				bound := *c
+				bound.Checkpoint, bound.Question = id, s.QuestionAt(at)
+				evs[i].Command = &bound
+				continue
+			}
 			if evs[i].Kind != pipeline.EventCommand || c == nil || c.Checkpoint != "" {
 				continue
 			}

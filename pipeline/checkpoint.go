@@ -203,6 +203,15 @@ func (r *reconciler) staleApproval(who, id string, cp *Checkpoint) string {
 	return fmt.Sprintf("The approval by %s %s; it does not approve %s. Review %s, then /bazinga approve again.", who, what, cp.ID, cp.ID)
 }
 
+// staleFeedback says why feedback bound to another checkpoint is refused.
+func (r *reconciler) staleFeedback(who, id string, cp *Checkpoint) string {
+	what := "was written before " + cp.ID + " was shown"
+	if p := r.s.passed(id); p != nil {
+		what = "is about " + p.ID + ", which no longer waits"
+	}
+	return fmt.Sprintf("The feedback by %s %s; it does not change %s. Review %s, then send your feedback again.", who, what, cp.ID, cp.ID)
+}
+
 // feedback is an answer at an open checkpoint with no question open: at the
 // plan checkpoint the plan goes back to the pm with the feedback (the new
 // plan reaches the checkpoint again); at a phase checkpoint the pm hears it

@@ -64,7 +64,16 @@ type Command struct {
 	// refused, so an approval never passes a plan its author has not seen;
 	// approve without one approves the open checkpoint (a terminal asks
 	// about the one open). resume approves only the checkpoint it names.
+	// An answer carries it too: feedback bound to a checkpoint other than
+	// the open one sends nothing back (issue 23: feedback about plan-1
+	// never returns plan-2).
 	Checkpoint string `json:"checkpoint,omitempty"`
+	// Question is the question an answer was written about: the pm step
+	// that asked it (Session.QuestionAt), NoQuestion when none was open.
+	// An answer bound to another question than the open one answers
+	// nothing; an answer without one answers the open question (a terminal
+	// asks about the one open).
+	Question string `json:"question,omitempty"`
 }
 
 // Started returns the event that begins a session.

@@ -145,6 +145,7 @@ func checkTransition(tr transition) error {
 	checkBaselineTransition(tr, dispatched, humanRestart, fail)
 
 	checkGroupsKept(tr, fail)
+	checkAnswersBound(tr, fail)
 
 	// Counters grow only with results of the track's own steps.
 	results := map[string]int{}
@@ -314,7 +315,8 @@ func checkCheckpoints(tr transition, dispatched []Step) []error {
 			by = true
 		case p.ApprovedBy != "" && c.Kind == CommandResume && c.Checkpoint == cp.ID:
 			by = true
-		case p.RevisedBy != "" && c.Kind == CommandAnswer && cp.Kind == CheckpointPlan:
+		case p.RevisedBy != "" && c.Kind == CommandAnswer && cp.Kind == CheckpointPlan && (c.Checkpoint == cp.ID || c.Checkpoint == ""):
+			// Feedback sends back only the plan its author saw (issue 23).
 			by = true
 		}
 	}
@@ -362,6 +364,8 @@ var limitMarks = []struct{ name, text string }{
 	{"clarification_timeout", "No answer came within"},
 	{"stale_approvals", "they no longer count"},
 	{"decision_refused", "Your decision was not applied"},
+	{"stale_feedback", "; it does not change plan-"},
+	{"stale_answer", "; it does not answer it"},
 	{"session_cost", "reaching limits.session_cost_usd"},
 	{"step_cost", "over limits.step_cost_usd"},
 	{"checks_failed", "required checks failed on"},
@@ -676,4 +680,26 @@ func checkGroupsKept(tr transition, fail func(string, ...any)) {
 			fail("group %s (%s) left the session without a decision naming it", g.ID, g.Stage)
 		}
 	}
+}
+
+// checkAnswersBound holds issue 23's promise for answers: an open question
+// is answered only by an answer bound to it (or unbound, from a terminal
+// that shows the one open), or by its fallback once its deadline passed.
+func checkAnswersBound(tr transition, fail func(string, ...any)) {
+	cl := tr.before.Clarification
+	if cl == nil {
+		return
+	}
+	if a := tr.after.Clarification; a != nil && a.Step == cl.Step {
+		return
+	}
+	if !tr.now.Before(cl.Deadline) {
+		return
+	}
+	for _, ev := range tr.events {
+		if c := ev.Command; ev.Kind == EventCommand && c != nil && c.Kind == CommandAnswer && (c.Question == "" || c.Question == cl.Step) {
+			return
+		}
+	}
+	fail("the question of %s was closed without an answer bound to it", cl.Step)
 }

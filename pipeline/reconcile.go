@@ -402,19 +402,7 @@ func (r *reconciler) command(ev Event) {
 	case CommandRetry:
 		r.retryCommand(who, c.Group)
 	case CommandAnswer:
-		if s.Clarification == nil && s.Checkpoint != nil {
-			r.feedback(who, c.Text) // issue 13: feedback on the plan or phase waiting
-			return
-		}
-		if s.Clarification == nil {
-			r.notify(NoticeInfo, "No question is waiting for an answer.")
-			return
-		}
-		if strings.TrimSpace(c.Text) == "" {
-			r.notify(NoticeInfo, "The answer is empty; write `/bazinga answer <your answer>`.")
-			return
-		}
-		r.answer(fmt.Sprintf("Answer from %s: %s", who, strings.TrimSpace(c.Text)))
+		r.answerCommand(who, c)
 	default:
 		r.report("ignored unknown command %d", int(c.Kind))
 	}
@@ -542,6 +530,36 @@ func (r *reconciler) retryCommand(who, group string) {
 		return
 	}
 	r.notify(NoticeInfo, fmt.Sprintf("Retrying group %s (asked by %s).", g.ID, who))
+}
+
+// answerCommand applies a human's answer to what its author saw (issue 23):
+// the open question, or feedback on the open checkpoint. An answer bound
+// to something that no longer waits is refused, saying why, and changes
+// nothing.
+func (r *reconciler) answerCommand(who string, c *Command) {
+	s := &r.s
+	cl, cp := s.Clarification, s.Checkpoint
+	if cl != nil && (c.Question == "" || c.Question == cl.Step) {
+		if strings.TrimSpace(c.Text) == "" {
+			r.notify(NoticeInfo, "The answer is empty; write `/bazinga answer <your answer>`.")
+			return
+		}
+		r.answer(fmt.Sprintf("Answer from %s: %s", who, strings.TrimSpace(c.Text)))
+		return
+	}
+	if cp != nil && (c.Checkpoint == "" && cl == nil || c.Checkpoint == cp.ID) {
+		r.feedback(who, c.Text) // issue 13: feedback on the plan or phase waiting
+		return
+	}
+	switch {
+	case cl != nil:
+		r.notify(NoticeInfo, fmt.Sprintf("The answer by %s was written before the pm asked %q; it does not answer it. Read the question, then answer again.",
+			who, foldLine(cl.Question, 120)))
+	case cp != nil:
+		r.notify(NoticeInfo, r.staleFeedback(who, c.Checkpoint, cp))
+	default:
+		r.notify(NoticeInfo, "No question is waiting for an answer.")
+	}
 }
 
 // answer resolves the open clarification: the pm continues with the text.

@@ -141,6 +141,21 @@ func (s *Session) CheckpointAt(at time.Time) string {
 	return NoCheckpoint
 }
 
+// NoQuestion is what QuestionAt returns when no question was open: an
+// answer bound to it answers nothing.
+const NoQuestion = "none"
+
+// QuestionAt returns the question an answer written at time at was about:
+// the open question (the id of the pm step that asked it) if it had been
+// asked by then, else NoQuestion. Front-ends bind a human's answer
+// (Command.Question) to what its author could have seen, as approvals are.
+func (s *Session) QuestionAt(at time.Time) string {
+	if cl := s.Clarification; cl != nil && !at.Before(cl.AskedAt) {
+		return cl.Step
+	}
+	return NoQuestion
+}
+
 // Group is one task group of the plan.
 type Group struct {
 	ID        string    `json:"id"`

@@ -609,8 +609,17 @@ func (sim *simulator) humanEvents() []Event {
 			evs = append(evs, Event{Kind: EventHumanReview, Session: s.ID, Group: g.ID, Actor: "erin", Review: ReviewApproved, Commit: g.Head})
 		}
 	}
-	if s.Clarification != nil && rng.IntN(2) == 0 {
-		evs = append(evs, CommandEvent(s.ID, "alice", Command{Kind: CommandAnswer, Text: "postgres"}))
+	if cl := s.Clarification; cl != nil && rng.IntN(2) == 0 {
+		// Bound to the question its author saw (issue 23); now and then
+		// written before it was asked, or from a terminal (unbound).
+		c := Command{Kind: CommandAnswer, Text: "postgres", Question: cl.Step}
+		switch sim.hostileRng.IntN(6) {
+		case 0:
+			c.Question = NoQuestion
+		case 1:
+			c.Question = ""
+		}
+		evs = append(evs, CommandEvent(s.ID, "alice", c))
 	}
 	if cp := s.Checkpoint; cp != nil && rng.IntN(2) == 0 {
 		// A human at a checkpoint: mostly approves what they saw.
@@ -625,9 +634,13 @@ func (sim *simulator) humanEvents() []Event {
 				c.Checkpoint = s.PassedCheckpoints[k-1].ID
 			}
 		case n <= 3 && cp.Kind == CheckpointPlan && s.PlanRev < 4:
-			c = Command{Kind: CommandAnswer, Text: "smaller groups, please"}
+			c = Command{Kind: CommandAnswer, Text: "smaller groups, please", Checkpoint: cp.ID}
+			if k := len(s.PassedCheckpoints); k > 0 && sim.hostileRng.IntN(3) == 0 {
+				// Feedback about the plan before, delivered late (issue 23).
+				c.Checkpoint = s.PassedCheckpoints[k-1].ID
+			}
 		case n == 2 && cp.Kind == CheckpointPhase:
-			c = Command{Kind: CommandAnswer, Text: "check the API first"}
+			c = Command{Kind: CommandAnswer, Text: "check the API first", Checkpoint: cp.ID}
 		case n == 4:
 			c = Command{Kind: CommandResume, Checkpoint: cp.ID}
 		}
