@@ -337,7 +337,7 @@ func (b *Bot) drive(ctx context.Context, gh GitHub, ref sessionRef, in input) er
 		if in.failAuthor != "" && !b.trustedResultAuthor(in.failAuthor, st.Config) {
 			return fmt.Errorf("%s: %w: a failure report by %s, who is not trusted", ref.key(), ErrIgnored, in.failAuthor)
 		}
-		if _, ok := matchInFlight(st.Session, in.fail.Step, false); !ok {
+		if _, ok := matchInFlight(st.Session, in.fail.Step, false); !ok && !lateUsage(st.Session, in.fail.Step, in.fail.Usage) {
 			return fmt.Errorf("%s: %w: step %s is not in flight", ref.key(), ErrIgnored, in.fail.Step)
 		}
 		events = append(events, *in.fail)

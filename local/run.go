@@ -388,7 +388,10 @@ func (r *runner) start(id string) {
 	go func() {
 		ev, rep := r.exec.Run(ctx, s, id)
 		if ctx.Err() != nil {
+			// What the step cost before it was cancelled still counts (issue 23).
+			u, run := ev.Usage, ev.RunURL
 			ev = pipeline.StepFailure(s.ID, id, "cancelled")
+			ev.Usage, ev.RunURL = u, run
 		}
 		r.results <- stepDone{ev: ev, rep: rep}
 	}()

@@ -213,6 +213,16 @@ func checkUsage(tr transition, fail func(string, ...any)) {
 			}
 		}
 	}
+	// Every valid usage reported for a step of the session is recorded on
+	// it, whatever became of the step (issue 23): the money was spent.
+	for _, ev := range tr.events {
+		if ev.Kind != EventStepResult && ev.Kind != EventStepFailed || ev.Usage == nil || ev.Usage.Check() != nil || ev.Session != a.ID {
+			continue
+		}
+		if st := a.Step(ev.Step); st != nil && st.Usage == nil {
+			fail("step %s (%s) reported usage %+v, which was not counted", st.ID, st.State, *ev.Usage)
+		}
+	}
 	want := b.Usage
 	want.Add(total)
 	if a.Usage != want {

@@ -104,15 +104,15 @@ func (r *reconciler) apply(ev Event) {
 	case EventStepResult:
 		if ev.Result == nil {
 			r.report("ignored result for step %s: it carries no result", ev.Step)
+			r.metered(ev, false)
 			return
 		}
-		if r.result(ev.Step, *ev.Result, ev.Commit, ev.Harness) {
-			r.metered(ev)
-		}
+		// The usage counts whatever became of the step (issue 23): a result
+		// that arrives after its step timed out, or from a job a retry
+		// cancelled that ran on, was paid for all the same.
+		r.metered(ev, r.result(ev.Step, *ev.Result, ev.Commit, ev.Harness))
 	case EventStepFailed:
-		if r.failed(ev.Step, ev.Reason, ev.Permanent) {
-			r.metered(ev)
-		}
+		r.metered(ev, r.failed(ev.Step, ev.Reason, ev.Permanent))
 	case EventCommand:
 		r.command(ev)
 	case EventHumanReview:

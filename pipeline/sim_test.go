@@ -62,6 +62,9 @@ type simulator struct {
 	pushes  int
 	// hostileRng draws the pm's malformed decisions (issue 23).
 	hostileRng *rand.Rand
+	// late are steps that will report after they stopped being in flight
+	// (timed out, cancelled by a retry or a stop): their usage still counts.
+	late map[string]bool
 }
 
 func simConfig(rng *rand.Rand) Config {
@@ -120,6 +123,7 @@ func newSimulator(seed uint64) *simulator {
 	sim.costRng = rand.New(rand.NewPCG(seed^0xc057, seed*31+7))
 	sim.pushRng = rand.New(rand.NewPCG(seed^0x9e5d, seed*131+3))
 	sim.hostileRng = rand.New(rand.NewPCG(seed^0x5105, seed*17+11))
+	sim.late = map[string]bool{}
 	switch sim.costRng.IntN(16) {
 	case 0:
 		sim.cfg.Limits.SessionCostUSD = float64(2 + sim.costRng.IntN(6))
@@ -740,6 +744,7 @@ func (sim *simulator) play(t *testing.T, seed uint64) {
 		}
 		sim.now = sim.now.Add(time.Duration(1+rng.IntN(10)) * time.Minute)
 		events := append(sim.humanEvents(), sim.ciEvents()...)
+		events = append(events, sim.lateEvents()...)
 		inflight := sim.s.InFlight()
 		var live []Step
 		for _, st := range inflight {
@@ -760,7 +765,10 @@ func (sim *simulator) play(t *testing.T, seed uint64) {
 		for _, st := range live[:k] {
 			sim.stepsRun++
 			if rng.IntN(40) == 0 {
-				sim.silent[st.ID] = true // never reports
+				sim.silent[st.ID] = true // reports only once it timed out, or never
+				if sim.hostileRng.IntN(2) == 0 {
+					sim.late[st.ID] = true
+				}
 				continue
 			}
 			res, ok := sim.outcome(st)
@@ -870,4 +878,34 @@ func (sim *simulator) harnessReport(st Step) *HarnessReport {
 		return nil
 	}
 	return &h
+}
+
+// lateEvents are results of steps no longer in flight (issue 23): a step
+// that timed out reports after all, and now and then a job a retry or a
+// stop cancelled ran on and reports, with what it cost.
+func (sim *simulator) lateEvents() []Event {
+	var evs []Event
+	for _, st := range sim.s.Steps {
+		if st.State == StepInFlight || st.Usage != nil || sim.late[st.ID+"/done"] {
+			continue
+		}
+		if !sim.late[st.ID] && st.State != StepCancelled {
+			continue
+		}
+		sim.late[st.ID+"/done"] = true // decided once
+		if !sim.late[st.ID] && sim.hostileRng.IntN(4) != 0 {
+			continue // the cancelled job did stop
+		}
+		use, run := sim.usage(st)
+		if use == nil {
+			continue
+		}
+		ev := StepResult(sim.s.ID, st.ID, Result{Status: StatusPartial, Summary: []string{"late"}})
+		if sim.hostileRng.IntN(2) == 0 {
+			ev = StepFailure(sim.s.ID, st.ID, "the runner gave up")
+		}
+		ev.Usage, ev.RunURL = use, run
+		evs = append(evs, ev)
+	}
+	return evs
 }
