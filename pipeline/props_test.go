@@ -146,6 +146,7 @@ func checkTransition(tr transition) error {
 
 	checkGroupsKept(tr, fail)
 	checkAnswersBound(tr, fail)
+	checkMergeHeads(tr, dispatched, fail)
 
 	// Counters grow only with results of the track's own steps.
 	results := map[string]int{}
@@ -376,6 +377,7 @@ var limitMarks = []struct{ name, text string }{
 	{"decision_refused", "Your decision was not applied"},
 	{"stale_feedback", "; it does not change plan-"},
 	{"stale_answer", "; it does not answer it"},
+	{"merge_updated_no_head", "names no new head"},
 	{"session_cost", "reaching limits.session_cost_usd"},
 	{"step_cost", "over limits.step_cost_usd"},
 	{"checks_failed", "required checks failed on"},
@@ -712,4 +714,40 @@ func checkAnswersBound(tr transition, fail func(string, ...any)) {
 		}
 	}
 	fail("the question of %s was closed without an answer bound to it", cl.Step)
+}
+
+// checkMergeHeads holds issue 23's promise for merge results: a merge step
+// that says it brought the branch up to date (MERGE_UPDATED) but names no
+// new head (on the event or in its handoff) is refused: no merge of its
+// group goes out in the call, and the session waits for a human.
+func checkMergeHeads(tr transition, dispatched []Step, fail func(string, ...any)) {
+	b, a := &tr.before, &tr.after
+	for _, ev := range tr.events {
+		if ev.Kind != EventStepResult || ev.Result == nil || ev.Result.Status != StatusMergeUpdated {
+			continue
+		}
+		old, st := b.Step(ev.Step), a.Step(ev.Step)
+		if old == nil || old.State == StepDone || st == nil || st.State != StepDone || st.Role != RoleMerge {
+			continue // not applied
+		}
+		g := b.Group(st.Group)
+		if g == nil {
+			continue
+		}
+		head := ev.Commit
+		if head == "" {
+			head = handoffField(ev.Result.Handoff, "updated_head")
+		}
+		if head != "" && head != g.ReviewedHead {
+			continue
+		}
+		for _, d := range dispatched {
+			if d.Group == g.ID && d.Role == RoleMerge {
+				fail("merge %s of group %s sent after a MERGE_UPDATED that named no new head", d.ID, g.ID)
+			}
+		}
+		if a.Status != SessionPaused && !a.Status.Terminal() {
+			fail("group %s: a MERGE_UPDATED without a new head left the session %s", g.ID, a.Status)
+		}
+	}
 }

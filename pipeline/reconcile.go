@@ -47,6 +47,8 @@ type reconciler struct {
 	// resend asks finish to send the steps in flight again (resume on a live
 	// session); restart sends all of them, however recently they were sent.
 	resend, restart bool
+	// commit is the head the result being routed reported (Event.Commit).
+	commit string
 }
 
 // pmLimit is how many pm steps may follow one another without a group
@@ -207,7 +209,9 @@ func (r *reconciler) result(id string, res Result, commit string, h *HarnessRepo
 		staleChecks(g, st.Role, commit)
 		r.headAfter(g, st.Role, commit)
 	}
+	r.commit = commit
 	st.Routed = r.route(t, g, st)
+	r.commit = ""
 	r.harness(st, g, h)
 	return true
 }

@@ -162,6 +162,20 @@ func (r *reconciler) route(t *Track, g *Group, st *Step) string {
 		if g == nil {
 			return r.retry(t, st, "merge result on the session")
 		}
+		head := r.commit
+		if head == "" {
+			// The land job names the head in its handoff too.
+			if head = handoffField(res.Handoff, "updated_head"); head != "" && head != g.Head {
+				r.newHead(g, head)
+				staleChecks(g, RoleUnknown, head)
+			}
+		}
+		if head == "" || head == g.ReviewedHead {
+			// The engine never trusts an omission (issue 23): without the
+			// new head it cannot tell what would merge, so nothing merges on
+			// the approvals and checks of the old one.
+			return r.refuseMergeResult(t, st, "it reports the branch brought up to date but names no new head")
+		}
 		// The harness made that head itself: the reviewed head merged with
 		// the base, the tree its gate tested. It is what merges now.
 		g.ReviewedHead = g.Head
@@ -270,6 +284,21 @@ func (r *reconciler) backToBlocked(t *Track, g *Group, st *Step, feedback string
 		role = RoleSenior
 	}
 	return r.want(t, g, StepSpec{Role: role, Purpose: PurposeApplyGuidance, From: st.ID, Feedback: feedback})
+}
+
+// refuseMergeResult refuses a merge result the engine cannot act on
+// safely: it reports why and holds the merge step for a human, who looks
+// at the branch and resumes; the merge step then lands the reviewed head
+// or reports where the branch is.
+func (r *reconciler) refuseMergeResult(t *Track, st *Step, why string) string {
+	r.report("refused the %s result of step %s: %s", st.Result.Status, st.ID, why)
+	spec := st.StepSpec
+	spec.Attempt = 1
+	t.Next = &spec
+	t.Stage = StageBlocked
+	r.pause(fmt.Sprintf("the merge step %s of group %s returned %s, but %s; nothing was merged. Check the group branch, then resume",
+		st.ID, st.Group, st.Result.Status, why))
+	return "paused"
 }
 
 func (r *reconciler) routeMergeFailed(t *Track, g *Group, st *Step, feedback string) string {
