@@ -139,6 +139,7 @@ func fuzzEvent(s Session, op, a, b byte) Event {
 		if b%2 == 0 {
 			c.Group = group
 		}
+		c.Restart = c.Kind == CommandResume && b%7 == 3 // a local runner restarted
 		switch {
 		case b%3 == 1 && s.Checkpoint != nil:
 			c.Checkpoint = s.Checkpoint.ID

@@ -147,6 +147,7 @@ func checkTransition(tr transition) error {
 	checkGroupsKept(tr, fail)
 	checkAnswersBound(tr, fail)
 	checkMergeHeads(tr, dispatched, fail)
+	checkRestartResends(tr, fail)
 
 	// Counters grow only with results of the track's own steps.
 	results := map[string]int{}
@@ -748,6 +749,32 @@ func checkMergeHeads(tr transition, dispatched []Step, fail func(string, ...any)
 		}
 		if a.Status != SessionPaused && !a.Status.Terminal() {
 			fail("group %s: a MERGE_UPDATED without a new head left the session %s", g.ID, a.Status)
+		}
+	}
+}
+
+// checkRestartResends holds issue 23's promise that commands in one call
+// compose: after a resume that knows the steps in flight were lost
+// (Restart), every step still in flight on a live session is sent again in
+// the call, whatever other resumes came after it.
+func checkRestartResends(tr transition, fail func(string, ...any)) {
+	restart := false
+	for _, ev := range tr.events {
+		restart = restart || ev.Kind == EventCommand && ev.Command != nil && ev.Command.Kind == CommandResume && ev.Command.Restart
+	}
+	a := &tr.after
+	if !restart || a.Status == SessionPaused || a.Status.Terminal() || tr.before.Status == SessionNew {
+		return
+	}
+	sent := map[string]bool{}
+	for _, act := range tr.acts {
+		if act.Kind == ActionDispatch {
+			sent[act.Step] = true
+		}
+	}
+	for _, st := range a.Steps {
+		if st.State == StepInFlight && !sent[st.ID] {
+			fail("step %s is in flight after a restart, but was not sent again", st.ID)
 		}
 	}
 }

@@ -392,7 +392,9 @@ func (r *reconciler) command(ev Event) {
 		}
 		r.pause(reason)
 	case CommandResume:
-		r.restart = c.Restart
+		// Commands in one call compose (issue 23): a plain resume after a
+		// restart does not take back that the steps in flight were lost.
+		r.restart = r.restart || c.Restart
 		// A resume that names the open checkpoint approves it (issue 13).
 		if r.approve(who, c) && !s.Status.Terminal() && s.Status != SessionPaused {
 			return

@@ -667,6 +667,10 @@ func (sim *simulator) humanEvents() []Event {
 			c = Command{Kind: CommandPause, Text: "label removed by bob"}
 		case 2, 3:
 			c = Command{Kind: CommandResume}
+			if sim.hostileRng.IntN(3) == 0 {
+				// A local runner restarted, and a human resumed too (issue 23).
+				evs = append(evs, CommandEvent(s.ID, "local", Command{Kind: CommandResume, Restart: true}))
+			}
 		case 4:
 			c = Command{Kind: CommandRetry}
 			if len(s.Groups) > 0 && rng.IntN(4) != 0 {
