@@ -69,8 +69,8 @@ type handoffShape struct {
 
 var handoffShapes = map[pipeline.Role][]handoffShape{
 	pipeline.RolePM: {
-		{"PLANNING_COMPLETE", `{"plan": {"mode": "simple|parallel", "groups": [{"id": "A", "name": "…", "task": "…", "type": "implementation|research", "tier": "developer|senior", "phase": 1, "depends_on": []}], "success_criteria": ["…"]}}`},
-		{"CONTINUE", `{"groups": ["A", {"id": "D", "name": "…", "task": "…", "type": "implementation", "tier": "developer", "phase": 2, "depends_on": ["A"]}], "feedback": {"A": "…"}, "drop": ["C"]}`},
+		{"PLANNING_COMPLETE", `{"plan": {"mode": "simple|parallel", "groups": [{"id": "A", "name": "…", "task": "…", "type": "implementation|research", "tier": "developer|senior", "size": "S|M|L|XL", "phase": 1, "depends_on": []}], "success_criteria": ["…"]}}`},
+		{"CONTINUE", `{"groups": ["A", {"id": "D", "name": "…", "task": "…", "type": "implementation", "tier": "developer", "size": "M", "phase": 2, "depends_on": ["A"]}], "feedback": {"A": "…"}, "drop": ["C"]}`},
 		{"NEEDS_CLARIFICATION", `{"question": "…", "options": ["…", "…"], "fallback": "…"}`},
 		{"BAZINGA", `{"criteria": [{"criterion": "…", "met": true, "evidence": "…"}]}`},
 		{"INVESTIGATION_NEEDED", `{"problem": "…", "evidence": ["…"]}`},

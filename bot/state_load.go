@@ -363,6 +363,9 @@ func resultEvent(s pipeline.Session, rec codec.ResultRecord, lenient bool) (pipe
 	ev.Commit = rec.Head
 	ev.Usage, ev.RunURL = rec.Usage, rec.RunURL
 	ev.Harness = rec.Harness
+	// The job's own timings: the engine corrects its size estimates with
+	// them (issue 23).
+	ev.StartedAt, ev.EndedAt = rec.StartedAt, rec.EndedAt
 	return ev, true
 }
 

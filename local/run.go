@@ -385,8 +385,13 @@ func (r *runner) start(id string) {
 	ctx, cancel := context.WithCancel(context.Background())
 	r.running[id] = cancel
 	s := r.s.Clone()
+	now := r.opts.Now
 	go func() {
+		began := now().UTC()
 		ev, rep := r.exec.Run(ctx, s, id)
+		// The step's own timings: the engine corrects its size estimates
+		// with them (issue 23).
+		ev.StartedAt, ev.EndedAt = began, now().UTC()
 		if ctx.Err() != nil {
 			// What the step cost before it was cancelled still counts (issue 23).
 			u, run := ev.Usage, ev.RunURL

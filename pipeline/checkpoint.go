@@ -274,7 +274,11 @@ func PlanText(s Session) string {
 			if g.Phase != p {
 				continue
 			}
-			fmt.Fprintf(&b, "  %s %s (%s, %s)", g.ID, g.Name, g.Type, g.Tier)
+			fmt.Fprintf(&b, "  %s %s (%s, %s", g.ID, g.Name, g.Type, g.Tier)
+			if g.Size != SizeUnknown {
+				fmt.Fprintf(&b, ", size %s", g.Size)
+			}
+			b.WriteString(")")
 			if len(g.DependsOn) > 0 {
 				fmt.Fprintf(&b, ", after %s", strings.Join(g.DependsOn, ", "))
 			}

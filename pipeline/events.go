@@ -1,5 +1,7 @@
 package pipeline
 
+import "time"
+
 // Event is something that happened to a session. Events only wake the
 // reconciler: it then looks at the whole session, so a lost event delays work
 // but never loses it.
@@ -44,6 +46,11 @@ type Event struct {
 	// Harness is what the harness itself found during the step of a result
 	// (the baseline, check outcomes); never taken from the agent's output.
 	Harness *HarnessReport `json:"harness,omitempty"`
+	// StartedAt and EndedAt are when the job of a step result or failure
+	// started and ended, as the front-end measured them: the engine has no
+	// clock, so the durations that correct its size estimates come as data.
+	StartedAt time.Time `json:"started_at,omitzero"`
+	EndedAt   time.Time `json:"ended_at,omitzero"`
 }
 
 // Command is a parsed human command.

@@ -112,9 +112,14 @@ func (r *reconciler) apply(ev Event) {
 		// The usage counts whatever became of the step (issue 23): a result
 		// that arrives after its step timed out, or from a job a retry
 		// cancelled that ran on, was paid for all the same.
-		r.metered(ev, r.result(ev.Step, *ev.Result, ev.Commit, ev.Harness))
+		r.metered(ev, r.result(ev.Step, *ev.Result, ev.Commit, ev.Harness, ev))
 	case EventStepFailed:
-		r.metered(ev, r.failed(ev.Step, ev.Reason, ev.Permanent))
+		applied := r.failed(ev.Step, ev.Reason, ev.Permanent)
+		if applied {
+			st := r.step(ev.Step)
+			st.Took = Duration(measured(st, ev.StartedAt, ev.EndedAt, r.now))
+		}
+		r.metered(ev, applied)
 	case EventCommand:
 		r.command(ev)
 	case EventHumanReview:
@@ -179,7 +184,7 @@ func (r *reconciler) inFlight(id, what string) (*Step, *Track, *Group, bool) {
 	return st, t, g, true
 }
 
-func (r *reconciler) result(id string, res Result, commit string, h *HarnessReport) bool {
+func (r *reconciler) result(id string, res Result, commit string, h *HarnessReport, ev Event) bool {
 	st, t, g, ok := r.lateMerge(id)
 	if !ok {
 		st, t, g, ok = r.inFlight(id, "the result")
@@ -202,6 +207,7 @@ func (r *reconciler) result(id string, res Result, commit string, h *HarnessRepo
 	st.Result = &res
 	st.State = StepDone
 	st.EndedAt = r.now
+	st.Took = Duration(measured(st, ev.StartedAt, ev.EndedAt, r.now))
 	t.InFlight = ""
 	t.Last = st.ID
 	countResult(&t.Counters, st.StepSpec)

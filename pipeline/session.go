@@ -158,14 +158,16 @@ func (s *Session) QuestionAt(at time.Time) string {
 
 // Group is one task group of the plan.
 type Group struct {
-	ID        string    `json:"id"`
-	Name      string    `json:"name"`
-	Task      string    `json:"task"`
-	Type      GroupType `json:"type"`
-	Tier      Tier      `json:"tier"`
-	Phase     int       `json:"phase"`
-	DependsOn []string  `json:"depends_on,omitempty"`
-	Branch    string    `json:"branch"`
+	ID   string    `json:"id"`
+	Name string    `json:"name"`
+	Task string    `json:"task"`
+	Type GroupType `json:"type"`
+	Tier Tier      `json:"tier"`
+	// Size is the pm's estimate of the group's work (issue 23).
+	Size      Size     `json:"size,omitempty"`
+	Phase     int      `json:"phase"`
+	DependsOn []string `json:"depends_on,omitempty"`
+	Branch    string   `json:"branch"`
 	// Started is set when the group's branch was requested and its first step dispatched.
 	Started bool `json:"started,omitempty"`
 	// Escalated groups go to a senior from then on.
@@ -278,6 +280,10 @@ type Step struct {
 	Usage *Usage `json:"usage,omitempty"`
 	// RunURL is the job run that carried the step out, when known.
 	RunURL string `json:"run_url,omitempty"`
+	// Took is how long the step ran, as measured from the event that ended
+	// it (the job's own timings when the front-end sent them): the data the
+	// scheduler corrects its size estimates with.
+	Took Duration `json:"took,omitempty"`
 }
 
 // Note is something the pm must hear about at its next step.

@@ -532,6 +532,8 @@ func (sim *simulator) randomPlan() json.RawMessage {
 		if rng.IntN(4) == 0 {
 			g.Tier = "senior"
 		}
+		// Sizes (issue 23), mostly given, drawn apart from rng.
+		g.Size = []string{"", "S", "M", "L", "XL", "m"}[sim.hostileRng.IntN(6)]
 		for _, prev := range groups {
 			if prev.Phase <= g.Phase && rng.IntN(4) == 0 {
 				g.DependsOn = append(g.DependsOn, prev.ID)
@@ -785,6 +787,13 @@ func (sim *simulator) play(t *testing.T, seed uint64) {
 			}
 			ev := StepResult(sim.s.ID, st.ID, res)
 			ev.Usage, ev.RunURL = use, run
+			if sim.hostileRng.IntN(3) != 0 {
+				// The job's own timings (issue 23); now and then nonsense.
+				ev.StartedAt, ev.EndedAt = st.DispatchedAt.Add(time.Minute), sim.now
+				if sim.hostileRng.IntN(10) == 0 {
+					ev.StartedAt, ev.EndedAt = sim.now, st.DispatchedAt
+				}
+			}
 			ev.Harness = sim.harnessReport(st)
 			if st.Role.IsImplementer() && st.Group != LeadGroup && rng.IntN(2) == 0 {
 				ev.Commit = fmt.Sprintf("c%d", st.N) // the executor knows the new head
