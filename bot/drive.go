@@ -397,7 +397,7 @@ func (b *Bot) drive(ctx context.Context, gh GitHub, ref sessionRef, in input) er
 			lines = append(lines, "⏸️ **Paused** | "+codec.OneLine(a.Text)+" → `/bazinga resume` to continue")
 		case pipeline.ActionComplete:
 			if a.Status != pipeline.SessionDone {
-				lines = append(lines, fmt.Sprintf("%s **Session %s** | %s", statusIcons[a.Status], a.Status, codec.OneLine(a.Text)))
+				lines = append(lines, fmt.Sprintf("%s **Session %s** | %s → `/bazinga resume` to continue", statusIcons[a.Status], a.Status, codec.OneLine(a.Text)))
 			}
 		case pipeline.ActionDispatch:
 			x.enqueue(codec.PendingEffect{ID: a.ID, Kind: codec.EffectDispatch, Step: a.Step, Group: a.Group})

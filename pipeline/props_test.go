@@ -148,6 +148,7 @@ func checkTransition(tr transition) error {
 	checkAnswersBound(tr, fail)
 	checkMergeHeads(tr, dispatched, fail)
 	checkRestartResends(tr, fail)
+	checkNoFrontEndWords(tr, fail)
 
 	// Counters grow only with results of the track's own steps.
 	results := map[string]int{}
@@ -775,6 +776,28 @@ func checkRestartResends(tr transition, fail func(string, ...any)) {
 	for _, st := range a.Steps {
 		if st.State == StepInFlight && !sent[st.ID] {
 			fail("step %s is in flight after a restart, but was not sent again", st.ID)
+		}
+	}
+}
+
+// checkNoFrontEndWords holds issue 23's promise that the engine's words
+// name no front-end's command: a pause reason, a notice or a wait is read
+// on GitHub and on a terminal alike, and each front-end says how to go on
+// in its own words.
+func checkNoFrontEndWords(tr transition, fail func(string, ...any)) {
+	a := &tr.after
+	texts := []string{a.Reason, a.Lead.WaitDetail}
+	for _, g := range a.Groups {
+		texts = append(texts, g.WaitDetail)
+	}
+	for _, act := range tr.acts {
+		texts = append(texts, act.Text)
+	}
+	for _, t := range texts {
+		for _, cmd := range []string{"/bazinga", "--resume", "--approve", "bazinga run"} {
+			if strings.Contains(t, cmd) {
+				fail("the engine names the front-end command %q: %s", cmd, t)
+			}
 		}
 	}
 }

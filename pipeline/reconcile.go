@@ -299,7 +299,7 @@ func (r *reconciler) holdForHuman(t *Track, st *Step, reason string) string {
 	spec := st.StepSpec
 	t.Next = &spec
 	t.Stage = StageBlocked
-	r.pause(fmt.Sprintf("step %s failed and retrying will not fix it: %s; fix the cause, then /bazinga resume or retry",
+	r.pause(fmt.Sprintf("step %s failed and retrying will not fix it: %s; fix the cause, then resume or retry",
 		st.ID, reason))
 	return "paused"
 }
@@ -312,7 +312,7 @@ func (r *reconciler) retry(t *Track, st *Step, reason string) string {
 	t.Next = &spec
 	if spec.Attempt > r.cfg.Limits.StepAttempts {
 		t.Stage = StageBlocked
-		r.pause(fmt.Sprintf("step %s failed %d times (last: %s); fix the cause, then /bazinga resume or retry",
+		r.pause(fmt.Sprintf("step %s failed %d times (last: %s); fix the cause, then resume or retry",
 			st.ID, spec.Attempt-1, reason))
 		return "paused"
 	}
@@ -553,7 +553,7 @@ func (r *reconciler) answerCommand(who string, c *Command) {
 	cl, cp := s.Clarification, s.Checkpoint
 	if cl != nil && (c.Question == "" || c.Question == cl.Step) {
 		if strings.TrimSpace(c.Text) == "" {
-			r.notify(NoticeInfo, "The answer is empty; write `/bazinga answer <your answer>`.")
+			r.notify(NoticeInfo, "The answer is empty; nothing was sent to the pm.")
 			return
 		}
 		r.answer(fmt.Sprintf("Answer from %s: %s", who, strings.TrimSpace(c.Text)))

@@ -152,7 +152,7 @@ func (r *reconciler) route(t *Track, g *Group, st *Step) string {
 		spec.Attempt = 1
 		t.Next = &spec
 		t.Stage = StageBlocked
-		r.pause(fmt.Sprintf("the merge of group %s was refused (%s); let it land, then /bazinga resume", st.Group, feedback))
+		r.pause(fmt.Sprintf("the merge of group %s was refused (%s); let it land, then resume", st.Group, feedback))
 		return "paused"
 	case RouteMergeAgain:
 		// A base that requires up-to-date heads ("strict" required checks):

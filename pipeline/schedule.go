@@ -181,7 +181,7 @@ func (r *reconciler) scheduleLead(paused bool, impl, limit int) (dispatch bool) 
 	}
 	if l.Next.Role == RolePM {
 		if s.PMStreak >= r.pmLimit() {
-			r.end(SessionFailed, fmt.Sprintf("the pm made no progress in %d rounds; /bazinga resume to give it more", s.PMStreak))
+			r.end(SessionFailed, fmt.Sprintf("the pm made no progress in %d rounds; resuming gives it more", s.PMStreak))
 			r.setWait(l, WaitEnded, "session failed")
 			return false
 		}

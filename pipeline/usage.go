@@ -254,6 +254,6 @@ func (r *reconciler) checkBudget() {
 	if s.Usage.CostMicros < limit {
 		return
 	}
-	r.pause(fmt.Sprintf("the session has spent %s over %d step(s), reaching limits.session_cost_usd %s; raise the limit, then /bazinga resume",
+	r.pause(fmt.Sprintf("the session has spent %s over %d step(s), reaching limits.session_cost_usd %s; raise the limit, then resume",
 		FormatUSD(s.Usage.CostMicros), s.Usage.Steps, FormatUSD(limit)))
 }
