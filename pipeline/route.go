@@ -100,22 +100,9 @@ func (r *reconciler) route(t *Track, g *Group, st *Step) string {
 	case RouteChangesRequested:
 		t.Counters.ChangesRequested++
 		t.Counters.Revisions++
-		switch n := t.Counters.ChangesRequested; {
-		case n == 1:
-			return r.want(t, g, StepSpec{Role: r.implementer(g), Purpose: PurposeFixReview, From: from, Feedback: feedback})
-		case n == 2:
-			role := r.implementer(g)
-			if role == RoleDeveloper {
-				r.escalate(g)
-				role = RoleSenior
-			}
-			return r.want(t, g, StepSpec{Role: role, Purpose: PurposeFixReview, From: from, Feedback: feedback})
-		case n == 3:
-			t.Blocked = r.implementer(g)
-			return r.want(t, g, StepSpec{Role: RoleTechLead, Purpose: PurposeGuidance, From: from, Feedback: feedback})
-		default:
-			return r.toPM(t, g, fmt.Sprintf("the tech lead requested changes %d times; simplify or split the group", n))
-		}
+		n := t.Counters.ChangesRequested
+		return r.escalationLadder(t, g, n, PurposeFixReview, from, feedback,
+			fmt.Sprintf("the tech lead requested changes %d times; simplify or split the group", n))
 	case RouteEscalateModel:
 		if st.Escalated {
 			return r.toPM(t, g, "the tech lead asked for escalation again on the escalation model")
@@ -313,22 +300,30 @@ func (r *reconciler) routeMergeFailed(t *Track, g *Group, st *Step, feedback str
 func (r *reconciler) mergeFailed(t *Track, g *Group, from, why string) string {
 	t.Counters.MergeFailures++
 	t.Counters.Revisions++
-	switch n := t.Counters.MergeFailures; {
-	case n == 1:
-		return r.want(t, g, StepSpec{Role: r.implementer(g), Purpose: PurposeFixMerge, From: from, Feedback: why})
+	n := t.Counters.MergeFailures
+	return r.escalationLadder(t, g, n, PurposeFixMerge, from, why, fmt.Sprintf("group %s failed to merge %d times (%s)", g.ID, n, why))
+}
+
+// escalationLadder is the one ladder that the n-th repeated failure of a
+// kind (changes requested, a merge that failed) climbs: the implementer
+// fixes it, then a senior, then the tech lead guides the implementer, then
+// the pm decides (pmWhy says why).
+func (r *reconciler) escalationLadder(t *Track, g *Group, n int, purpose Purpose, from, feedback, pmWhy string) string {
+	switch {
+	case n <= 1:
+		return r.want(t, g, StepSpec{Role: r.implementer(g), Purpose: purpose, From: from, Feedback: feedback})
 	case n == 2:
 		role := r.implementer(g)
 		if role == RoleDeveloper {
 			r.escalate(g)
 			role = RoleSenior
 		}
-		return r.want(t, g, StepSpec{Role: role, Purpose: PurposeFixMerge, From: from, Feedback: why})
+		return r.want(t, g, StepSpec{Role: role, Purpose: purpose, From: from, Feedback: feedback})
 	case n == 3:
 		t.Blocked = r.implementer(g)
-		return r.want(t, g, StepSpec{Role: RoleTechLead, Purpose: PurposeGuidance, From: from, Feedback: why})
-	default:
-		return r.toPM(t, g, fmt.Sprintf("group %s failed to merge %d times (%s)", g.ID, n, why))
+		return r.want(t, g, StepSpec{Role: RoleTechLead, Purpose: PurposeGuidance, From: from, Feedback: feedback})
 	}
+	return r.toPM(t, g, pmWhy)
 }
 
 // want sets a track's next step, applying the stuck-detection thresholds:
