@@ -62,8 +62,8 @@ func (r *reconciler) decisionProblems(st *Step, d continueDecision) []string {
 			problems = append(problems, fmt.Sprintf("groups names %q both by id and in full", id))
 		case g == nil:
 			problems = append(problems, fmt.Sprintf("groups names %q, which is no group of this session%s", id, r.didYouMean(id)))
-		case g.Stage.Finished():
-			problems = append(problems, fmt.Sprintf("groups names %q, which is %s", id, g.Stage))
+		case g.Stage == StageAbandoned:
+			problems = append(problems, fmt.Sprintf("groups names %q, which was given up; add a new group for its work", id))
 		}
 	}
 	for _, id := range d.dropped {

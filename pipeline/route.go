@@ -520,6 +520,8 @@ func (r *reconciler) applyContinue(st *Step, d continueDecision) string {
 		g := s.Group(id)
 		fb := d.feedback[id]
 		switch {
+		case g.Stage == StageMerged:
+			r.report("pm named group %s, which is merged already", id)
 		case g.InFlight != "":
 			// At work already; the feedback rides along with its next step.
 			if g.Next == nil && fb != "" {
