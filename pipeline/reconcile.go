@@ -112,7 +112,7 @@ func (r *reconciler) apply(ev Event) {
 		// The usage counts whatever became of the step (issue 23): a result
 		// that arrives after its step timed out, or from a job a retry
 		// cancelled that ran on, was paid for all the same.
-		r.metered(ev, r.result(ev.Step, *ev.Result, ev.Commit, ev.Harness, ev))
+		r.metered(ev, r.result(ev))
 	case EventStepFailed:
 		applied := r.failed(ev.Step, ev.Reason, ev.Permanent)
 		if applied {
@@ -184,10 +184,13 @@ func (r *reconciler) inFlight(id, what string) (*Step, *Track, *Group, bool) {
 	return st, t, g, true
 }
 
-func (r *reconciler) result(id string, res Result, commit string, h *HarnessReport, ev Event) bool {
-	st, t, g, ok := r.lateMerge(id)
+// result applies the result of a step in flight (or of a cancelled merge
+// whose redo was not sent yet), and reports whether it did.
+func (r *reconciler) result(ev Event) bool {
+	res, commit := *ev.Result, ev.Commit
+	st, t, g, ok := r.lateMerge(ev.Step)
 	if !ok {
-		st, t, g, ok = r.inFlight(id, "the result")
+		st, t, g, ok = r.inFlight(ev.Step, "the result")
 	}
 	if !ok {
 		return false
@@ -218,7 +221,7 @@ func (r *reconciler) result(id string, res Result, commit string, h *HarnessRepo
 	r.commit = commit
 	st.Routed = r.route(t, g, st)
 	r.commit = ""
-	r.harness(st, g, h)
+	r.harness(st, g, ev.Harness)
 	return true
 }
 
