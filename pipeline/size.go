@@ -70,11 +70,12 @@ const MaxMeasuredStep = 7 * 24 * time.Hour
 // the front-end reported usable ones, else the time from dispatch to the
 // event's arrival; 0 when neither makes sense.
 func measured(st *Step, started, ended, now time.Time) time.Duration {
+	// To the second: enough to schedule by, and short in the stored state.
 	ok := func(d time.Duration) bool { return d > 0 && d <= MaxMeasuredStep }
-	if d := ended.Sub(started); !started.IsZero() && !ended.IsZero() && ok(d) {
+	if d := ended.Sub(started).Round(time.Second); !started.IsZero() && !ended.IsZero() && ok(d) {
 		return d
 	}
-	if d := now.Sub(st.DispatchedAt); ok(d) {
+	if d := now.Sub(st.DispatchedAt).Round(time.Second); ok(d) {
 		return d
 	}
 	return 0
