@@ -391,9 +391,12 @@ var commandNames = []string{"stop", "pause", "resume", "retry", "retry_group", "
 	"review_approved", "review_approved_stale", "review_changes_requested", "review_dismissed",
 	"pr_closed", "pr_merged", "lead_diagnostic", "paused_bazinga", "paused_reject", "budget_raised",
 	// checkpoints (issue 13)
-	"approve_plan", "approve_phase", "approve_stale", "resume_approves", "plan_feedback", "phase_feedback"}
+	"approve_plan", "approve_phase", "approve_stale", "resume_approves", "plan_feedback", "phase_feedback",
+	// issue 23: a pm's drop by name, a late report's usage, a restart beside a resume
+	"pm_drop", "late_usage", "restart_resume"}
 
 func (cv *coverage) record(tr transition) {
+	cv.recordIssue23(tr)
 	for _, st := range tr.after.Steps {
 		old := tr.before.Step(st.ID)
 		if st.State == StepDone && st.Result != nil && (old == nil || old.State != StepDone) {
@@ -504,6 +507,32 @@ func (cv *coverage) record(tr transition) {
 }
 
 // recordCheckpoints counts how checkpoints were passed or refused.
+// recordIssue23 counts what issue 23's promises need the simulation to reach.
+func (cv *coverage) recordIssue23(tr transition) {
+	for _, g := range tr.after.Groups {
+		if old := tr.before.Group(g.ID); g.Abandoned != nil && g.Abandoned.Step != "" && old != nil && old.Abandoned == nil {
+			cv.commands["pm_drop"]++
+		}
+	}
+	restart, resume := false, false
+	for _, ev := range tr.events {
+		if c := ev.Command; ev.Kind == EventCommand && c != nil && c.Kind == CommandResume {
+			restart = restart || c.Restart
+			resume = resume || !c.Restart
+		}
+		if ev.Usage != nil && (ev.Kind == EventStepResult || ev.Kind == EventStepFailed) {
+			if old := tr.before.Step(ev.Step); old != nil && old.State != StepInFlight && old.Usage == nil {
+				if st := tr.after.Step(ev.Step); st != nil && st.Usage != nil {
+					cv.commands["late_usage"]++
+				}
+			}
+		}
+	}
+	if restart && resume {
+		cv.commands["restart_resume"]++
+	}
+}
+
 func (cv *coverage) recordCheckpoints(tr transition) {
 	if cp := tr.after.Checkpoint; cp != nil {
 		cv.limits["checkpoint_"+cp.Kind.String()]++
