@@ -380,7 +380,7 @@ func (b *Bot) drive(ctx context.Context, gh GitHub, ref sessionRef, in input) er
 		if in.failAuthor != "" && !b.trustedResultAuthor(in.failAuthor, st.Config) {
 			return fmt.Errorf("%s: %w: a failure report by %s, who is not trusted", ref.key(), ErrIgnored, in.failAuthor)
 		}
-		if _, ok := matchInFlight(st.Session, in.fail.Step, false); !ok {
+		if _, ok := matchInFlight(st.Session, in.fail.Step, false); !ok && !lateUsage(st.Session, in.fail.Step, in.fail.Usage) {
 			return fmt.Errorf("%s: %w: step %s is not in flight", ref.key(), ErrIgnored, in.fail.Step)
 		}
 		events = append(events, *in.fail)
@@ -443,7 +443,7 @@ func (b *Bot) drive(ctx context.Context, gh GitHub, ref sessionRef, in input) er
 			lines = append(lines, "⏸️ **Paused** | "+codec.OneLine(a.Text)+" → `/bazinga resume` to continue")
 		case pipeline.ActionComplete:
 			if a.Status != pipeline.SessionDone {
-				lines = append(lines, fmt.Sprintf("%s **Session %s** | %s", statusIcons[a.Status], a.Status, codec.OneLine(a.Text)))
+				lines = append(lines, fmt.Sprintf("%s **Session %s** | %s → `/bazinga resume` to continue", statusIcons[a.Status], a.Status, codec.OneLine(a.Text)))
 			}
 		case pipeline.ActionDispatch:
 			x.enqueue(codec.PendingEffect{ID: a.ID, Kind: codec.EffectDispatch, Step: a.Step, Group: a.Group})
@@ -538,7 +538,7 @@ func (b *Bot) bound(st codec.State, in input) error {
 	return nil
 }
 
-// bindCheckpoint binds the approve and resume commands of a comment to the
+// bindCheckpoint binds the approve, resume and answer commands of a comment to the
 // checkpoint that waited when the comment was written (issue 13), in the
 // events applied now and in those recorded for a rebuild alike: an approval
 // written about plan-1 never approves plan-2, which the pm made after it,
@@ -556,6 +556,14 @@ func bindCheckpoint(s pipeline.Session, in input, now time.Time, lists ...[]pipe
 	for _, evs := range lists {
 		for i := range evs {
 			c := evs[i].Command
+			if evs[i].Kind == pipeline.EventCommand && c != nil && c.Kind == pipeline.CommandAnswer && c.Checkpoint == "" && c.Question == "" {
+				// An answer is bound likewise (issue 23): to the question, or the
+				// plan its author could see, never to one asked or made later.
+				bound := *c
+				bound.Checkpoint, bound.Question = id, s.QuestionAt(at)
+				evs[i].Command = &bound
+				continue
+			}
 			if evs[i].Kind != pipeline.EventCommand || c == nil || c.Checkpoint != "" {
 				continue
 			}

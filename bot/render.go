@@ -253,6 +253,9 @@ func renderNotice(kind pipeline.NoticeKind, text string) string {
 	case pipeline.NoticeQuestion:
 		return "❓ **The pm needs an answer** | " + codec.Text(text) +
 			"\n\nReply with `/bazinga answer <your answer>`."
+	case pipeline.NoticeCheckpoint:
+		// The engine names no command (issue 23): the bot says how, here.
+		return "✋ " + codec.Text(text) + "\n\nReply `/bazinga approve`, or `/bazinga answer <feedback>` to tell the pm first."
 	case pipeline.NoticeSummary:
 		lines := strings.Split(codec.Text(text), "\n")
 		out := "✅ **BAZINGA** | " + lines[0]

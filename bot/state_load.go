@@ -346,17 +346,33 @@ func matchInFlight(s pipeline.Session, id string, lenient bool) (string, bool) {
 	return "", false
 }
 
+// lateUsage reports whether a result or failure for a step no longer in
+// flight (it timed out, or a retry cancelled it and the job ran on) carries
+// usage the session has not counted: the engine counts it and applies
+// nothing else (issue 23).
+func lateUsage(s pipeline.Session, id string, u *pipeline.Usage) bool {
+	st := s.Step(id)
+	return st != nil && st.State != pipeline.StepInFlight && u != nil && st.Usage == nil
+}
+
 // resultEvent turns a result record into the engine's event, if its step
-// (or, leniently, its group and role) is in flight.
+// (or, leniently, its group and role) is in flight, or if it is a late
+// report of what a step cost.
 func resultEvent(s pipeline.Session, rec codec.ResultRecord, lenient bool) (pipeline.Event, bool) {
 	id, ok := matchInFlight(s, rec.Step, lenient)
-	if !ok {
+	if !ok && !lateUsage(s, rec.Step, rec.Usage) {
 		return pipeline.Event{}, false
+	}
+	if !ok {
+		id = rec.Step
 	}
 	ev := pipeline.StepResult(s.ID, id, rec.Result)
 	ev.Commit = rec.Head
 	ev.Usage, ev.RunURL = rec.Usage, rec.RunURL
 	ev.Harness = rec.Harness
+	// The job's own timings: the engine corrects its size estimates with
+	// them (issue 23).
+	ev.StartedAt, ev.EndedAt = rec.StartedAt, rec.EndedAt
 	return ev, true
 }
 

@@ -385,10 +385,18 @@ func (r *runner) start(id string) {
 	ctx, cancel := context.WithCancel(context.Background())
 	r.running[id] = cancel
 	s := r.s.Clone()
+	now := r.opts.Now
 	go func() {
+		began := now().UTC()
 		ev, rep := r.exec.Run(ctx, s, id)
+		// The step's own timings: the engine corrects its size estimates
+		// with them (issue 23).
+		ev.StartedAt, ev.EndedAt = began, now().UTC()
 		if ctx.Err() != nil {
+			// What the step cost before it was cancelled still counts (issue 23).
+			u, run := ev.Usage, ev.RunURL
 			ev = pipeline.StepFailure(s.ID, id, "cancelled")
+			ev.Usage, ev.RunURL = u, run
 		}
 		r.results <- stepDone{ev: ev, rep: rep}
 	}()
@@ -457,6 +465,11 @@ func (r *runner) loop(ctx context.Context) (Outcome, error) {
 			if baselineWaits(r.s) {
 				// A red baseline and nobody here to accept it: stop, saved.
 				r.view.baselineStop(r.s, r.opts.Repo, r.askedBL == r.s.Baseline.Commit)
+			} else {
+				// The engine's reason names no command (issue 23): the
+				// terminal says how to go on in its own words.
+				r.view.warn(fmt.Sprintf("paused; the session is saved. Once the cause is dealt with, continue with:\n  bazinga run --repo %s --resume %s",
+					r.opts.Repo, r.s.ID))
 			}
 			break
 		}
@@ -557,7 +570,7 @@ func (r *runner) interrupt() {
 }
 
 func (r *runner) outcome() Outcome {
-	return Outcome{ID: r.s.ID, Status: r.s.Status, Reason: localReason(r.s), Session: r.s}
+	return Outcome{ID: r.s.ID, Status: r.s.Status, Reason: r.s.Reason, Session: r.s}
 }
 
 // newSessionID names a session after its start time, unique in the repository.

@@ -199,7 +199,7 @@ type NoticeKind int
 // Notice kinds.
 const (
 	NoticeNone       NoticeKind = iota
-	NoticeQuestion              // the pm asks the humans; answer with /bazinga answer
+	NoticeQuestion              // the pm asks the humans; each front-end says how to answer
 	NoticeAnswers               // the pm's answers for an investigation-only session
 	NoticeSummary               // BAZINGA verified: the completion summary
 	NoticeInfo                  // an acknowledgement or a refusal

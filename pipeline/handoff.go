@@ -19,6 +19,8 @@ type PlanGroup struct {
 	Tier      string   `json:"tier,omitempty"`
 	Phase     int      `json:"phase,omitempty"`
 	DependsOn []string `json:"depends_on,omitempty"`
+	// Size is the pm's estimate: S, M, L or XL (SizeGuide).
+	Size string `json:"size,omitempty"`
 }
 
 // Plan is the pm's PLANNING_COMPLETE handoff.
@@ -107,6 +109,11 @@ func buildGroups(session string, existing []Group, add []PlanGroup, defaultPhase
 			g.Tier = TierSenior
 		default:
 			problems = append(problems, fmt.Sprintf("%s: tier %q is not developer or senior", where, pg.Tier))
+		}
+		if size, err := parseSize(pg.Size); err != nil {
+			problems = append(problems, where+": "+err.Error())
+		} else {
+			g.Size = size
 		}
 		g.DependsOn = dedupe(pg.DependsOn)
 		g.Branch = BranchName(session, g.ID)

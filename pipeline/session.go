@@ -141,16 +141,33 @@ func (s *Session) CheckpointAt(at time.Time) string {
 	return NoCheckpoint
 }
 
+// NoQuestion is what QuestionAt returns when no question was open: an
+// answer bound to it answers nothing.
+const NoQuestion = "none"
+
+// QuestionAt returns the question an answer written at time at was about:
+// the open question (the id of the pm step that asked it) if it had been
+// asked by then, else NoQuestion. Front-ends bind a human's answer
+// (Command.Question) to what its author could have seen, as approvals are.
+func (s *Session) QuestionAt(at time.Time) string {
+	if cl := s.Clarification; cl != nil && !at.Before(cl.AskedAt) {
+		return cl.Step
+	}
+	return NoQuestion
+}
+
 // Group is one task group of the plan.
 type Group struct {
-	ID        string    `json:"id"`
-	Name      string    `json:"name"`
-	Task      string    `json:"task"`
-	Type      GroupType `json:"type"`
-	Tier      Tier      `json:"tier"`
-	Phase     int       `json:"phase"`
-	DependsOn []string  `json:"depends_on,omitempty"`
-	Branch    string    `json:"branch"`
+	ID   string    `json:"id"`
+	Name string    `json:"name"`
+	Task string    `json:"task"`
+	Type GroupType `json:"type"`
+	Tier Tier      `json:"tier"`
+	// Size is the pm's estimate of the group's work (issue 23).
+	Size      Size     `json:"size,omitempty"`
+	Phase     int      `json:"phase"`
+	DependsOn []string `json:"depends_on,omitempty"`
+	Branch    string   `json:"branch"`
 	// Started is set when the group's branch was requested and its first step dispatched.
 	Started bool `json:"started,omitempty"`
 	// Escalated groups go to a senior from then on.
@@ -187,6 +204,9 @@ type Group struct {
 	// RequiredChecks is the last report of the group PR's required checks
 	// (merge.method pull-request); it gates the merge of the head it is for.
 	RequiredChecks *GroupChecks `json:"required_checks,omitempty"`
+	// Abandoned is the decision that gave the group up: a pm drop naming it
+	// or a human closing its PR (issue 23). Every abandoned group has one.
+	Abandoned *Abandonment `json:"abandoned,omitempty"`
 	Track
 }
 
@@ -263,6 +283,10 @@ type Step struct {
 	Usage *Usage `json:"usage,omitempty"`
 	// RunURL is the job run that carried the step out, when known.
 	RunURL string `json:"run_url,omitempty"`
+	// Took is how long the step ran, as measured from the event that ended
+	// it (the job's own timings when the front-end sent them): the data the
+	// scheduler corrects its size estimates with.
+	Took Duration `json:"took,omitempty"`
 }
 
 // Note is something the pm must hear about at its next step.
@@ -353,6 +377,10 @@ func (s Session) Clone() Session {
 		if g.Pushed != nil {
 			p := *g.Pushed
 			g.Pushed = &p
+		}
+		if g.Abandoned != nil {
+			a := *g.Abandoned
+			g.Abandoned = &a
 		}
 		c.Groups[i] = g
 	}
