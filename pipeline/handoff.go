@@ -116,6 +116,7 @@ func buildGroups(session string, existing []Group, add []PlanGroup, defaultPhase
 	if len(existing)+len(out) > MaxGroups {
 		problems = append(problems, fmt.Sprintf("at most %d groups per session", MaxGroups))
 	}
+	problems = append(problems, groupBudgetProblems(existing, out)...) // issue 27
 	// Dependencies: known, not later in phase, no cycles.
 	for _, g := range out {
 		for _, d := range g.DependsOn {

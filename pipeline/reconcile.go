@@ -145,7 +145,7 @@ func (r *reconciler) start(ev Event) {
 		return
 	}
 	r.changed = true
-	*s = Session{Schema: SchemaVersion, ID: ev.Session, Requirements: ev.Requirements, Base: ev.Base,
+	*s = Session{Schema: SchemaVersion, ID: ev.Session, Requirements: BoundRequirements(ev.Requirements), Base: ev.Base,
 		Status: SessionPlanning, StartedAt: r.now, Rev: s.Rev}
 	switch {
 	case strings.TrimSpace(ev.Requirements) == "":
@@ -402,6 +402,10 @@ func (r *reconciler) command(ev Event) {
 	case CommandRetry:
 		r.retryCommand(who, c.Group)
 	case CommandAnswer:
+		if msg := answerTooLong("answer", strings.TrimSpace(c.Text)); msg != "" && (s.Clarification != nil || s.Checkpoint != nil) {
+			r.notify(NoticeInfo, msg) // issue 27: the text would enter the session
+			return
+		}
 		if s.Clarification == nil && s.Checkpoint != nil {
 			r.feedback(who, c.Text) // issue 13: feedback on the plan or phase waiting
 			return

@@ -417,9 +417,11 @@ func (r *reconciler) routePlan(st *Step) string {
 	var groups []Group
 	if err == nil {
 		groups, err = buildGroups(s.ID, s.Groups, plan.Groups, 1)
+		err = withProblems(err, criteriaBudgetProblems(plan.SuccessCriteria))
 	}
 	if err != nil {
 		r.returnNotes(st)
+		r.planRefused(err)
 		return r.want(&s.Lead, nil, StepSpec{Role: RolePM, Purpose: st.Purpose, From: st.ID,
 			Feedback: "Your plan could not be used: " + err.Error() + ". Send PLANNING_COMPLETE with a corrected plan."})
 	}
@@ -447,6 +449,11 @@ func (r *reconciler) routeContinue(st *Step) string {
 		r.returnNotes(st)
 		return r.want(&r.s.Lead, nil, StepSpec{Role: RolePM, Purpose: st.Purpose, From: st.ID,
 			Feedback: err.Error() + `; send {"groups": ["A", {"id": "D", "task": "…"}], "feedback": {"A": "…"}}`})
+	}
+	if p := feedbackBudgetProblems(d); len(p) > 0 { // issue 27
+		r.returnNotes(st)
+		return r.want(&r.s.Lead, nil, StepSpec{Role: RolePM, Purpose: st.Purpose, From: st.ID,
+			Feedback: "Your CONTINUE could not be used: it is " + overBudget(p) + ". Send it again with shorter feedback."})
 	}
 	if waiting := r.waitingOn(st); d.bare() && len(waiting) > 0 {
 		// A CONTINUE that decides nothing leaves the waiting groups waiting:
@@ -481,6 +488,7 @@ func (r *reconciler) applyContinue(st *Step, d continueDecision) string {
 		groups, err := buildGroups(s.ID, s.Groups, d.added, r.currentPhase())
 		if err != nil {
 			r.returnNotes(st)
+			r.planRefused(err)
 			return r.want(&s.Lead, nil, StepSpec{Role: RolePM, Purpose: PurposeCoordinate, From: st.ID,
 				Feedback: "The groups you added could not be used: " + err.Error()})
 		}
@@ -597,6 +605,10 @@ func (r *reconciler) routeClarify(st *Step) string {
 		h.Question = summaryText(st.Result)
 	}
 	r.returnNotes(st)
+	if p := clarificationBudgetProblems(h); len(p) > 0 { // issue 27
+		return r.want(&s.Lead, nil, StepSpec{Role: RolePM, Purpose: st.Purpose, From: st.ID,
+			Feedback: "Your question could not be asked: it is " + overBudget(p) + ". Ask it again, shorter."})
+	}
 	resume := s.Status
 	if resume == SessionAwaitingInput || resume == SessionPaused {
 		resume = SessionRunning

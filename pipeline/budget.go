@@ -1,0 +1,250 @@
+package pipeline
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"unicode/utf8"
+)
+
+// Size budgets (issue 27). The session is stored whole in one place (the
+// tracking comment, whose body GitHub caps at 65,536 characters), so every
+// text that enters it from an agent or a person is bounded where it enters:
+// a plan over budget goes back to the pm with what to shorten, like any
+// other refused plan, and never reaches the session. The limits are in
+// bytes of UTF-8 (what the state stores; an ASCII character is one byte)
+// and no smaller than what a step's prompt shows of each text (agent's
+// section caps), so nothing an agent would read is refused.
+const (
+	// MaxGroupNameBytes bounds a group's name.
+	MaxGroupNameBytes = 100
+	// MaxTaskBytes bounds one group's task: what a developer's prompt shows of it.
+	MaxTaskBytes = 2000
+	// MaxPlanTextBytes bounds the names and tasks of all a session's groups
+	// together, so that MaxGroups groups fit in the state with a long step
+	// history (BENCHMARKS.md: "State size"). A plan of many groups has
+	// shorter tasks: 64 groups get about 180 bytes each.
+	MaxPlanTextBytes = 12000
+	// MaxCriterionBytes and MaxCriteriaBytes bound the success criteria,
+	// one and all together (what a prompt shows of them).
+	MaxCriterionBytes = 400
+	MaxCriteriaBytes  = 1200
+	// MaxQuestionBytes, MaxOptions, MaxOptionBytes and MaxFallbackBytes
+	// bound the pm's clarification question.
+	MaxQuestionBytes = 1000
+	MaxOptions       = 6
+	MaxOptionBytes   = 200
+	MaxFallbackBytes = 500
+	// MaxFeedbackBytes bounds the pm's feedback for one group (CONTINUE).
+	MaxFeedbackBytes = 2000
+	// MaxAnswerBytes bounds a person's answer to the pm's question, or
+	// feedback on a plan waiting for approval.
+	MaxAnswerBytes = 2000
+	// MaxRequirementsBytes bounds the requirements the session keeps; a
+	// longer issue body is kept as its start and end with a note naming its
+	// size and SHA-256, the full text staying where it came from (a prompt
+	// shows 3,000 bytes of it).
+	MaxRequirementsBytes = 4000
+)
+
+// BudgetLines is the pm contract's statement of the limits, for its prompt.
+func BudgetLines() []string {
+	return []string{
+		fmt.Sprintf("group `name`: at most %d bytes; `task`: at most %d bytes", MaxGroupNameBytes, MaxTaskBytes),
+		fmt.Sprintf("all groups' names and tasks together, the session's earlier groups included: at most %d bytes (with %d groups that is about %d bytes each: plan fewer, larger groups or write shorter tasks)",
+			MaxPlanTextBytes, MaxGroups, MaxPlanTextBytes/MaxGroups),
+		fmt.Sprintf("`success_criteria`: each at most %d bytes, all together at most %d", MaxCriterionBytes, MaxCriteriaBytes),
+		fmt.Sprintf("CONTINUE `feedback`: at most %d bytes per group", MaxFeedbackBytes),
+		fmt.Sprintf("NEEDS_CLARIFICATION: `question` at most %d bytes, at most %d `options` of %d bytes each, `fallback` at most %d bytes",
+			MaxQuestionBytes, MaxOptions, MaxOptionBytes, MaxFallbackBytes),
+		"a byte is one ASCII character; other characters take 2 to 4. A handoff over a limit is refused with what to shorten, and nothing of it is used",
+	}
+}
+
+// maxNamedGroups is how many groups over a limit a refusal names.
+const maxNamedGroups = 8
+
+// planTextBytes is what one group's texts cost against MaxPlanTextBytes.
+func planTextBytes(name, task string) int { return len(name) + len(task) }
+
+// groupBudgetProblems names each text of the groups to add that is over its
+// limit, and the total of the session's groups once they are added.
+func groupBudgetProblems(existing, add []Group) []string {
+	var problems []string
+	total := 0
+	for _, g := range existing {
+		total += planTextBytes(g.Name, g.Task)
+	}
+	before := total
+	over := 0 // groups over a limit of their own
+	for _, g := range add {
+		var mine []string
+		if n := len(g.Name); n > MaxGroupNameBytes {
+			mine = append(mine, fmt.Sprintf("group %q: name is %d bytes, the limit is %d", g.ID, n, MaxGroupNameBytes))
+		}
+		if n := len(g.Task); n > MaxTaskBytes {
+			mine = append(mine, fmt.Sprintf("group %q: task is %d bytes, the limit is %d: shorten it by %d or split the group", g.ID, n, MaxTaskBytes, n-MaxTaskBytes))
+		}
+		if len(mine) > 0 {
+			over++
+			// The first few are named; the rest counted, so the refusal
+			// itself stays small (it is stored as the pm's feedback).
+			if over <= maxNamedGroups {
+				problems = append(problems, mine...)
+			}
+		}
+		total += planTextBytes(g.Name, g.Task)
+	}
+	if over > maxNamedGroups {
+		problems = append(problems, fmt.Sprintf("%d more groups are over the name or task limit", over-maxNamedGroups))
+	}
+	if total > MaxPlanTextBytes {
+		msg := fmt.Sprintf("the groups' names and tasks total %d bytes, the session's limit is %d", total, MaxPlanTextBytes)
+		if before > 0 {
+			msg += fmt.Sprintf(" (%d of them are the session's existing groups)", before)
+		}
+		left := MaxPlanTextBytes - before
+		if n := len(add); n > 0 && left > 0 {
+			msg += fmt.Sprintf(": shorten them by %d bytes (about %d bytes per group for %d groups) or plan fewer groups", total-MaxPlanTextBytes, left/n, n)
+		} else {
+			msg += ": add no more groups; continue or drop the existing ones"
+		}
+		problems = append(problems, msg)
+	}
+	return problems
+}
+
+// criteriaBudgetProblems names the success criteria over their limits.
+func criteriaBudgetProblems(criteria []string) []string {
+	var problems []string
+	total := 0
+	for i, c := range criteria {
+		c = strings.TrimSpace(c)
+		if n := len(c); n > MaxCriterionBytes {
+			problems = append(problems, fmt.Sprintf("success criterion %d is %d bytes, the limit is %d", i+1, n, MaxCriterionBytes))
+		}
+		total += len(c)
+	}
+	if total > MaxCriteriaBytes {
+		problems = append(problems, fmt.Sprintf("the success criteria total %d bytes, the limit is %d: keep the checkable ones, shortly", total, MaxCriteriaBytes))
+	}
+	return problems
+}
+
+// clarificationBudgetProblems names what of a question is over its limits.
+func clarificationBudgetProblems(h clarificationHandoff) []string {
+	var problems []string
+	if n := len(strings.TrimSpace(h.Question)); n > MaxQuestionBytes {
+		problems = append(problems, fmt.Sprintf("the question is %d bytes, the limit is %d", n, MaxQuestionBytes))
+	}
+	if len(h.Options) > MaxOptions {
+		problems = append(problems, fmt.Sprintf("%d options, the limit is %d", len(h.Options), MaxOptions))
+	}
+	for i, o := range h.Options {
+		if n := len(o); n > MaxOptionBytes {
+			problems = append(problems, fmt.Sprintf("option %d is %d bytes, the limit is %d", i+1, n, MaxOptionBytes))
+		}
+	}
+	if n := len(strings.TrimSpace(h.Fallback)); n > MaxFallbackBytes {
+		problems = append(problems, fmt.Sprintf("the fallback is %d bytes, the limit is %d", n, MaxFallbackBytes))
+	}
+	return problems
+}
+
+// feedbackBudgetProblems names the CONTINUE feedback over its limit, in
+// the order of the groups it names.
+func feedbackBudgetProblems(d continueDecision) []string {
+	var problems []string
+	for _, id := range slices.Sorted(maps.Keys(d.feedback)) {
+		if n := len(d.feedback[id]); n > MaxFeedbackBytes {
+			problems = append(problems, fmt.Sprintf("the feedback for group %q is %d bytes, the limit is %d", id, n, MaxFeedbackBytes))
+		}
+	}
+	return problems
+}
+
+// overBudget is the refusal text for problems, or "".
+func overBudget(problems []string) string {
+	if len(problems) == 0 {
+		return ""
+	}
+	return "over the size limits (" + strings.Join(problems, "; ") + ")"
+}
+
+// answerTooLong is the notice for a person's text over MaxAnswerBytes, or "".
+func answerTooLong(what, text string) string {
+	if n := len(text); n > MaxAnswerBytes {
+		return fmt.Sprintf("The %s is %d bytes; the limit is %d. Shorten it and send it again (a longer text belongs in the issue body or a file).", what, n, MaxAnswerBytes)
+	}
+	return ""
+}
+
+// RequirementsNote starts the line that replaces the middle of requirements
+// longer than MaxRequirementsBytes.
+const RequirementsNote = "[bazinga kept the start and end of these requirements:"
+
+// BoundRequirements returns the requirements as a session keeps them: whole
+// when within MaxRequirementsBytes, else their start and end around a note
+// that gives the full text's size and SHA-256 (RequirementsDigest), so the
+// cut is visible to every reader and the full text can be checked against
+// the issue it came from.
+func BoundRequirements(req string) string {
+	if len(req) <= MaxRequirementsBytes {
+		return req
+	}
+	note := fmt.Sprintf("\n\n%s the full text is %d bytes, sha256 %s]\n\n", RequirementsNote, len(req), RequirementsDigest(req))
+	keep := MaxRequirementsBytes - len(note)
+	head := keep * 3 / 4
+	tail := keep - head
+	return validPrefix(req, head) + note + validSuffix(req, tail)
+}
+
+// RequirementsDigest is the SHA-256 of requirements, in hex.
+func RequirementsDigest(req string) string {
+	sum := sha256.Sum256([]byte(req))
+	return hex.EncodeToString(sum[:])
+}
+
+// validPrefix is the longest prefix of s within n bytes that does not cut a character.
+func validPrefix(s string, n int) string {
+	if n >= len(s) {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+// validSuffix is the longest suffix of s within n bytes that does not cut a character.
+func validSuffix(s string, n int) string {
+	if n >= len(s) {
+		return s
+	}
+	i := len(s) - n
+	for i < len(s) && !utf8.RuneStart(s[i]) {
+		i++
+	}
+	return s[i:]
+}
+
+// withProblems adds problems to err's, as one error naming them all.
+func withProblems(err error, problems []string) error {
+	if len(problems) == 0 {
+		return err
+	}
+	if err != nil {
+		problems = append([]string{err.Error()}, problems...)
+	}
+	return errors.New(strings.Join(problems, "; "))
+}
+
+// planRefused tells the people watching why the pm's plan went back: the
+// pm's feedback is in the session, but only a notice reaches the issue.
+func (r *reconciler) planRefused(err error) {
+	r.notify(NoticeInfo, "The pm's plan was refused and sent back for a corrected one: "+err.Error()+".")
+}
