@@ -1,8 +1,10 @@
 package pipeline
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -49,6 +51,9 @@ const (
 	// size and SHA-256, the full text staying where it came from (a prompt
 	// shows 3,000 bytes of it).
 	MaxRequirementsBytes = 4000
+	// MaxSummaryLineBytes bounds one line of a result's summary: an agent
+	// is asked for 200 characters, and a capsule shows 160.
+	MaxSummaryLineBytes = 400
 )
 
 // BudgetLines is the pm contract's statement of the limits, for its prompt.
@@ -247,4 +252,162 @@ func withProblems(err error, problems []string) error {
 // pm's feedback is in the session, but only a notice reaches the issue.
 func (r *reconciler) planRefused(err error) {
 	r.notify(NoticeInfo, "The pm's plan was refused and sent back for a corrected one: "+err.Error()+".")
+}
+
+// boundSummary keeps at most MaxSummaryLines lines of a result's summary,
+// each within MaxSummaryLineBytes.
+func boundSummary(lines []string) []string {
+	if len(lines) > MaxSummaryLines {
+		lines = lines[:MaxSummaryLines]
+	}
+	var out []string
+	for i, l := range lines {
+		if len(l) > MaxSummaryLineBytes {
+			if out == nil {
+				out = append([]string(nil), lines...)
+			}
+			out[i] = validPrefix(l, MaxSummaryLineBytes-len("…")) + "…"
+		}
+	}
+	if out == nil {
+		return lines
+	}
+	return out
+}
+
+// MaxStoredHandoffBytes bounds the handoff a session keeps of a step once
+// the engine has routed on it: a prompt shows at most 2,500 bytes of a
+// previous step's handoff (agent's section cap), cut the same structural
+// way, so keeping more would only fill the state (a plan's groups are kept
+// in the session's groups). The pm's BAZINGA is kept whole (the agent's
+// 16 KiB at most): the validation step reads its criteria.
+const MaxStoredHandoffBytes = 2500
+
+// boundHandoff keeps a routed step's handoff within MaxStoredHandoffBytes.
+func boundHandoff(st *Step) {
+	if st.Result == nil || len(st.Result.Handoff) <= MaxStoredHandoffBytes || st.Role == RolePM && st.Result.Status == StatusBazinga {
+		return
+	}
+	res := *st.Result
+	res.Handoff = ShrinkHandoff(res.Handoff, MaxStoredHandoffBytes)
+	st.Result = &res
+}
+
+// ShrinkHandoff returns a handoff of at most limit bytes that is still a
+// JSON object: long strings and arrays are cut, with visible markers, as
+// far as needed; what cannot be cut that way is kept as the start of its
+// text under "truncated". The output is deterministic (object keys sorted).
+func ShrinkHandoff(raw json.RawMessage, limit int) json.RawMessage {
+	if len(raw) <= limit {
+		return raw
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err == nil {
+		for _, c := range []struct{ str, arr int }{{1000, 50}, {400, 20}, {200, 10}, {100, 5}, {50, 3}, {20, 1}} {
+			if out, err := marshalPlain(shrinkValue(v, c.str, c.arr)); err == nil && len(out) <= limit && bytes.HasPrefix(out, []byte("{")) {
+				return out
+			}
+		}
+	}
+	for n := limit; n > 0; n -= n/4 + 1 {
+		out, err := marshalPlain(map[string]any{"truncated": validPrefix(string(raw), n) + "…", "bytes": len(raw)})
+		if err == nil && len(out) <= limit {
+			return out
+		}
+	}
+	return json.RawMessage(`{}`)
+}
+
+func shrinkValue(v any, maxStr, maxArr int) any {
+	switch x := v.(type) {
+	case string:
+		if len(x) > maxStr {
+			return validPrefix(x, maxStr) + "…[truncated]"
+		}
+		return x
+	case []any:
+		n := min(len(x), maxArr)
+		out := make([]any, 0, n+1)
+		for _, e := range x[:n] {
+			out = append(out, shrinkValue(e, maxStr, maxArr))
+		}
+		if len(x) > n {
+			out = append(out, fmt.Sprintf("[truncated: %d more]", len(x)-n))
+		}
+		return out
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = shrinkValue(e, maxStr, maxArr)
+		}
+		return out
+	}
+	return v
+}
+
+// marshalPlain encodes v as compact JSON without HTML escapes.
+func marshalPlain(v any) (json.RawMessage, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return json.RawMessage(bytes.TrimSuffix(buf.Bytes(), []byte("\n"))), nil
+}
+
+// Lean returns the smallest session that still works the same, as far as
+// limit allows: Snapshot(0) (no finished step but those referred to),
+// without the summaries and notes of the finished steps no later step reads
+// (a track's last step, shown only by its capsule), and with the handoffs
+// later steps read and the feedback of the steps in flight or next cut to
+// limit bytes (a prompt shows up to MaxStoredHandoffBytes and
+// MaxFeedbackBytes of them). A front-end stores it only when nothing larger
+// fits (issue 27); every result stays whole in its result comment.
+func (s Session) Lean(limit int) Session {
+	c := s.Snapshot(0)
+	_, read := s.stepRefs()
+	for i := range c.Steps {
+		st := &c.Steps[i]
+		st.Feedback = cutMiddle(st.Feedback, limit)
+		if st.State == StepInFlight || st.Result == nil {
+			continue
+		}
+		r := *st.Result
+		if read[st.ID] {
+			if !(st.Role == RolePM && r.Status == StatusBazinga) {
+				r.Handoff = ShrinkHandoff(r.Handoff, limit)
+			}
+		} else {
+			r.Summary = nil
+			st.Notes = nil
+		}
+		st.Result = &r
+	}
+	cut := func(t *Track) {
+		if t.Next != nil {
+			n := *t.Next
+			n.Feedback = cutMiddle(n.Feedback, limit)
+			t.Next = &n
+		}
+	}
+	cut(&c.Lead)
+	for i := range c.Groups {
+		cut(&c.Groups[i].Track)
+	}
+	return c
+}
+
+// cutMiddle keeps s within n bytes: its start and end around a marker, as a
+// prompt cuts a long text.
+func cutMiddle(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	marker := fmt.Sprintf("\n[cut %d bytes]\n", len(s)-n)
+	keep := max(n-len(marker), 0)
+	head := keep * 3 / 5
+	return validPrefix(s, head) + marker + validSuffix(s, keep-head)
 }

@@ -191,3 +191,96 @@ func TestBoundRequirements(t *testing.T) {
 	h.start(long)
 	assert.Equal(t, got, h.s.Requirements, "the session keeps the bounded requirements")
 }
+
+func TestShrinkHandoff(t *testing.T) {
+	long := strings.Repeat("x", 5000)
+	cases := []struct {
+		name string
+		in   string
+	}{
+		{"long string", `{"notes":"` + long + `"}`},
+		{"long array", `{"files":[` + strings.TrimSuffix(strings.Repeat(`"a/b/c.go",`, 600), ",") + `]}`},
+		{"many keys", func() string {
+			var parts []string
+			for i := range 400 {
+				parts = append(parts, fmt.Sprintf(`"key%03d":"%s"`, i, strings.Repeat("v", 20)))
+			}
+			return "{" + strings.Join(parts, ",") + "}"
+		}()},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			require.True(t, json.Valid([]byte(tc.in)))
+			out := ShrinkHandoff(json.RawMessage(tc.in), MaxStoredHandoffBytes)
+			assert.LessOrEqual(t, len(out), MaxStoredHandoffBytes)
+			var obj map[string]any
+			require.NoError(t, json.Unmarshal(out, &obj), "still a JSON object")
+			assert.Contains(t, string(out), "truncated", "the cut is visible")
+			assert.Equal(t, string(out), string(ShrinkHandoff(json.RawMessage(tc.in), MaxStoredHandoffBytes)), "deterministic")
+		})
+	}
+	small := json.RawMessage(`{"a":1}`)
+	assert.Equal(t, small, ShrinkHandoff(small, 100))
+}
+
+// TestStoredTextsAreBounded: a routed result keeps at most what a prompt
+// shows of its handoff (the pm's BAZINGA whole), summary lines are bounded,
+// and the feedback a step is given too.
+func TestStoredTextsAreBounded(t *testing.T) {
+	h := newHarness(t, DefaultConfig())
+	h.plan(pg("A", 1))
+	big := `{"concerns":["` + strings.Repeat("c", 9000) + `"]}`
+	dev := h.report("A", StatusReadyForQA, big, strings.Repeat("s", 1000))
+	assert.LessOrEqual(t, len(dev.Result.Handoff), MaxStoredHandoffBytes)
+	assert.True(t, json.Valid(dev.Result.Handoff))
+	assert.LessOrEqual(t, len(dev.Result.Summary[0]), MaxSummaryLineBytes)
+	qa := h.report("A", StatusFail, "", strings.Repeat("f", 400), strings.Repeat("g", 400), strings.Repeat("h", 400))
+	require.Equal(t, RoleQA, qa.Role)
+	next := h.inFlight("A")
+	assert.LessOrEqual(t, len(next.Feedback), MaxFeedbackBytes)
+
+	crit := `{"criteria":[{"criterion":"it works","met":true,"evidence":"` + strings.Repeat("e", 9000) + `"}]}`
+	h3 := newHarness(t, DefaultConfig())
+	h3.plan(pg("A", 1))
+	h3.through("A", StatusReadyForQA, StatusPass, StatusApproved, StatusMergeSuccess)
+	bz := h3.report(LeadGroup, StatusBazinga, crit)
+	assert.JSONEq(t, crit, string(bz.Result.Handoff), "the validation step reads the pm's BAZINGA whole")
+}
+
+// TestSnapshotKeepsHandoffsOnlyWhereRead: a track's last step keeps its
+// capsule, not its handoff; the step a pending or running step gets its
+// handoff from keeps it.
+func TestSnapshotKeepsHandoffsOnlyWhereRead(t *testing.T) {
+	h := newHarness(t, DefaultConfig())
+	h.plan(pg("A", 1), pg("B", 1))
+	dev := h.report("A", StatusReadyForQA, `{"files_changed":["a.go"]}`, "done")
+	qa := h.inFlight("A")
+	require.Equal(t, dev.ID, qa.From)
+	h.report("B", StatusReadyForQA, `{"files_changed":["b.go"]}`, "done")
+	h.report("B", StatusPass, `{"tests":{"total":1}}`, "pass")
+
+	snap := h.s.Snapshot(0)
+	assert.JSONEq(t, `{"files_changed":["a.go"]}`, string(snap.Step(dev.ID).Result.Handoff), "A's QA reads it")
+	bLast := snap.Step(snap.Group("B").Last)
+	require.NotNil(t, bLast)
+	tl := snap.Step(snap.Group("B").InFlight)
+	require.NotNil(t, tl)
+	assert.Equal(t, bLast.ID, tl.From, "B's review reads QA's handoff")
+	assert.NotEmpty(t, bLast.Result.Handoff)
+
+	lean := h.s.Lean(10)
+	assert.LessOrEqual(t, len(lean.Step(dev.ID).Result.Handoff), 40, "cut to the limit, still JSON")
+	assert.True(t, json.Valid(lean.Step(dev.ID).Result.Handoff))
+	assert.Equal(t, []string{"done"}, lean.Step(dev.ID).Result.Summary, "a read step keeps its summary")
+	r1, r2 := routingKey(h.s), routingKey(lean)
+	assert.Equal(t, r1, r2, "the lean session routes as the full one")
+}
+
+func routingKey(s Session) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %d %s|", s.Status, s.StepSeq, s.Lead.InFlight)
+	for _, g := range s.Groups {
+		fmt.Fprintf(&b, "%s %s %s %s|", g.ID, g.Stage, g.InFlight, g.Last)
+	}
+	return b.String()
+}

@@ -194,9 +194,7 @@ func (r *reconciler) result(id string, res Result, commit string, h *HarnessRepo
 		}
 	}
 	res.Status = status
-	if len(res.Summary) > MaxSummaryLines {
-		res.Summary = res.Summary[:MaxSummaryLines]
-	}
+	res.Summary = boundSummary(res.Summary)
 	st.Result = &res
 	st.State = StepDone
 	st.EndedAt = r.now
@@ -208,6 +206,7 @@ func (r *reconciler) result(id string, res Result, commit string, h *HarnessRepo
 		r.headAfter(g, st.Role, commit)
 	}
 	st.Routed = r.route(t, g, st)
+	boundHandoff(st) // issue 27: routed; keep what a prompt can show
 	r.harness(st, g, h)
 	return true
 }

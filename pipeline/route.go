@@ -341,6 +341,7 @@ func (r *reconciler) want(t *Track, g *Group, spec StepSpec) string {
 	if spec.Attempt == 0 {
 		spec.Attempt = 1
 	}
+	spec.Feedback = cutMiddle(spec.Feedback, MaxFeedbackBytes) // issue 27: what a prompt shows of it
 	t.Next = &spec
 	t.Stage = stageFor(spec.Role)
 	if t.Wait == WaitPM {
