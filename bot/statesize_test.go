@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
-	"strings"
 	"time"
 
 	"github.com/bazinga-bot/bazinga/codec"
@@ -129,14 +128,3 @@ func happy(r *rand.Rand, st pipeline.Step) pipeline.Status {
 	}
 	return pipeline.StatusContinue
 }
-
-// stateBytes is the size of the state block alone.
-func stateBytes(st codec.State) int {
-	block, err := codec.EncodeState(st, coreSigningKey)
-	if err != nil {
-		panic(err)
-	}
-	return len(block)
-}
-
-var _ = strings.Repeat

@@ -237,6 +237,13 @@ func validSuffix(s string, n int) string {
 	return s[i:]
 }
 
+// errNoPlan is ParsePlan's error for a PLANNING_COMPLETE without a
+// handoff. The likeliest cause is a plan too large to deliver (a handoff
+// over 16 KiB, or too long for a GitHub comment, is dropped before the
+// engine sees it), so the pm hears the size limits with it.
+var errNoPlan = fmt.Errorf("the handoff has no plan: a handoff too large to deliver (over 16 KiB) is dropped before it reaches the harness, "+
+	"so keep the plan small: at most %d bytes of names and tasks for all groups together, %d per task", MaxPlanTextBytes, MaxTaskBytes)
+
 // withProblems adds problems to err's, as one error naming them all.
 func withProblems(err error, problems []string) error {
 	if len(problems) == 0 {

@@ -32,7 +32,7 @@ type Plan struct {
 // fields at the top level, as some agents write it.
 func ParsePlan(handoff json.RawMessage) (Plan, error) {
 	if len(handoff) == 0 {
-		return Plan{}, errors.New("the handoff has no plan")
+		return Plan{}, errNoPlan
 	}
 	var wrapped struct {
 		Plan *Plan `json:"plan"`
