@@ -104,11 +104,27 @@ func TestPlanAtTheBudgetRunsOnAHugeIssue(t *testing.T) {
 	assert.LessOrEqual(t, utf8.RuneCountInString(tracking), codec.MaxCommentChars)
 }
 
+// TestLongAnswerIsRefusedAtTheDoor: an answer over the limit gets a reply
+// and enters nothing: not the session, not the event record.
+func TestLongAnswerIsRefusedAtTheDoor(t *testing.T) {
+	s := newFakeSession(t, 1, "")
+	s.hold = func(string) bool { return true }
+	s.start()
+	s.drain()
+	before, _ := s.state()
+	s.comment("alice", s.issue, "/bazinga answer "+strings.Repeat("a", 60000))
+	s.drain()
+	after, _ := s.state()
+	assert.Equal(t, before.Session.Rev, after.Session.Rev, "nothing entered the session")
+	assert.Contains(t, s.botCommentsJoined(), "ℹ️ The answer is 60000 bytes; the limit is 2000. Shorten it and send it again")
+}
+
 // TestStateTooLargePausesVisibly (issue 27): when a state cannot be written
-// however little the tracking comment shows (here: a person's answer of
-// 60,000 characters, which the event record carries in the outbox), the
-// session pauses at its last written state with a short notice; a sweep
-// does not post it again, and a resume carries on.
+// however little the tracking comment shows, the session pauses at its last
+// written state with a short notice; a sweep does not post it again, and
+// once the cause is gone a resume carries on. The cause here: a large
+// comment GitHub has not taken yet, waiting in the outbox of a state near
+// the limit, which one more reply pushes over it.
 func TestStateTooLargePausesVisibly(t *testing.T) {
 	r := rand.New(rand.NewPCG(27, 3))
 	s := newFakeSession(t, 1, "")
@@ -116,27 +132,50 @@ func TestStateTooLargePausesVisibly(t *testing.T) {
 	s.hold = func(string) bool { return held }
 	s.start()
 	s.drain()
-	before, ok := s.state()
+	st, ok := s.state()
 	require.True(t, ok)
-	require.Equal(t, pipeline.SessionPlanning, before.Session.Status)
+	require.Equal(t, pipeline.SessionPlanning, st.Session.Status)
 
-	s.comment("alice", s.issue, "/bazinga answer "+randText(r, 60000))
+	// The largest waiting comment that still fits, less a little.
+	waiting := func(n int) codec.State {
+		c := st
+		c.Pending = append(append([]codec.PendingEffect(nil), st.Pending...), codec.PendingEffect{ID: "comment/1/notice", Kind: codec.EffectComment,
+			Number: s.issue, Text: randText(rand.New(rand.NewPCG(1, 1)), n), Failed: true})
+		return c
+	}
+	n := 30000
+	for ; ; n += 500 {
+		if _, err := fitTracking(waiting(n+500), st.RepoURL, coreSigningKey); err != nil {
+			break
+		}
+	}
+	body, err := fitTracking(waiting(n-1500), st.RepoURL, coreSigningKey)
+	require.NoError(t, err)
+	id, _ := s.trackingComment()
+	_, err = s.gh.EditComment(t.Context(), s.gh.repo, id, body)
+	require.NoError(t, err)
+	before, _ := s.state()
+	require.Len(t, before.Pending, len(st.Pending)+1)
+
+	s.comment("alice", s.issue, "/bazinga answer "+randText(r, pipeline.MaxAnswerBytes))
 	s.drain()
-	st, _ := s.state()
-	assert.Equal(t, pipeline.SessionPaused, st.Session.Status)
-	assert.Contains(t, st.Session.Reason, tooLargeReason)
-	assert.Equal(t, before.Session.StepSeq, st.Session.StepSeq, "nothing of what did not fit was applied")
+	paused, _ := s.state()
+	assert.Equal(t, pipeline.SessionPaused, paused.Session.Status)
+	assert.Contains(t, paused.Session.Reason, tooLargeReason)
+	assert.Equal(t, before.Session.StepSeq, paused.Session.StepSeq, "nothing of what did not fit was applied")
 	_, tracking := s.trackingComment()
 	assert.Contains(t, tracking, "paused | planning | "+tooLargeReason+" → `/bazinga resume` to continue")
-	notices := strings.Count(s.botCommentsJoined(), "⏸️ **Paused** | "+tooLargeReason)
-	assert.Equal(t, 1, notices, "the issue says why")
+	notice := "⏸️ **Paused** | " + tooLargeReason
+	assert.Equal(t, 1, strings.Count(s.botCommentsJoined(), notice), "the issue says why")
 	assert.Contains(t, s.botCommentsJoined(), "a GitHub comment holds 65536. What arrived since was not applied")
 	assert.Contains(t, s.botCommentsJoined(), "The largest parts: the outbox, ")
 	assert.Contains(t, s.labels(s.issue), "bazinga:paused")
 
 	require.NoError(t, s.bot.Sweep(t.Context()))
 	s.drain()
-	assert.Equal(t, notices, strings.Count(s.botCommentsJoined(), "⏸️ **Paused** | "+tooLargeReason), "a sweep does not repeat it")
+	assert.Equal(t, 1, strings.Count(s.botCommentsJoined(), notice), "a sweep does not repeat it")
+	after, _ := s.state()
+	assert.Len(t, after.Pending, 0, "the waiting comment was posted: the cause is gone")
 
 	held = false
 	s.comment("alice", s.issue, "/bazinga resume")

@@ -487,6 +487,13 @@ func (t translator) comment(p *payload) (intent, error) {
 	}
 	var helps []string
 	for _, c := range cmds {
+		if msg := pipeline.AnswerTooLong(strings.TrimSpace(c.Text)); c.Name == CmdAnswer && msg != "" {
+			// Issue 27: refused at the door, so it enters neither the
+			// session nor the event record (a comment) nor the outbox.
+			helps = append(helps, "ℹ️ "+msg)
+			it.in.replies = append(it.in.replies, "ℹ️ "+msg)
+			continue
+		}
 		if pc, ok := c.PipelineCommand(); ok {
 			// The session id is filled in once the session is known.
 			ev := pipeline.CommandEvent("", author.Login, pc)

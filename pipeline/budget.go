@@ -180,10 +180,12 @@ func overBudget(problems []string) string {
 	return "over the size limits (" + strings.Join(problems, "; ") + ")"
 }
 
-// answerTooLong is the notice for a person's text over MaxAnswerBytes, or "".
-func answerTooLong(what, text string) string {
+// AnswerTooLong is the notice for a person's answer (or feedback on a
+// checkpoint) over MaxAnswerBytes, or "". Front-ends refuse such a text
+// before it reaches the engine, which refuses it too.
+func AnswerTooLong(text string) string {
 	if n := len(text); n > MaxAnswerBytes {
-		return fmt.Sprintf("The %s is %d bytes; the limit is %d. Shorten it and send it again (a longer text belongs in the issue body or a file).", what, n, MaxAnswerBytes)
+		return fmt.Sprintf("The answer is %d bytes; the limit is %d. Shorten it and send it again (a longer text belongs in the issue body or a file).", n, MaxAnswerBytes)
 	}
 	return ""
 }

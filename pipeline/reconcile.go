@@ -401,7 +401,7 @@ func (r *reconciler) command(ev Event) {
 	case CommandRetry:
 		r.retryCommand(who, c.Group)
 	case CommandAnswer:
-		if msg := answerTooLong("answer", strings.TrimSpace(c.Text)); msg != "" && (s.Clarification != nil || s.Checkpoint != nil) {
+		if msg := AnswerTooLong(strings.TrimSpace(c.Text)); msg != "" && (s.Clarification != nil || s.Checkpoint != nil) {
 			r.notify(NoticeInfo, msg) // issue 27: the text would enter the session
 			return
 		}
