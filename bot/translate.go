@@ -563,7 +563,7 @@ func (t translator) review(p *payload) (intent, error) {
 	reviewer := p.Review.User
 	it := intent{issue: n, in: input{pr: &prRef{number: p.PullRequest.Number, group: group},
 		events: []pipeline.Event{{Kind: pipeline.EventHumanReview, Session: strconv.Itoa(n), Group: group, Actor: reviewer.Login,
-			Review: state, Body: p.Review.Body, Commit: p.Review.CommitID}},
+			Review: state, Body: pipeline.BoundReviewBody(p.Review.Body), Commit: p.Review.CommitID}},
 		labels: map[int][]string{p.PullRequest.Number: labelNames(p.PullRequest.Labels)}}}
 	if state == pipeline.ReviewApproved || state == pipeline.ReviewChangesRequested {
 		// Only a writer's verdict counts; a bot's never does.

@@ -409,6 +409,12 @@ func (s Session) Lean(limit int) Session {
 	return c
 }
 
+// BoundReviewBody is a person's review text as the session keeps it: at
+// most MaxFeedbackBytes (it becomes a step's feedback), start and end kept.
+// Front-ends record it bounded the same way, so a rebuild decides the same
+// and the record fits in its comment (issue 27).
+func BoundReviewBody(body string) string { return cutMiddle(body, MaxFeedbackBytes) }
+
 // cutMiddle keeps s within n bytes: its start and end around a marker, as a
 // prompt cuts a long text.
 func cutMiddle(s string, n int) string {

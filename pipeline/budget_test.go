@@ -284,3 +284,29 @@ func routingKey(s Session) string {
 	}
 	return b.String()
 }
+
+// TestReviewBodyBounded: a person's review text enters as feedback of at
+// most MaxFeedbackBytes, and bounding is idempotent, so a front-end that
+// records it bounded rebuilds the same session.
+func TestReviewBodyBounded(t *testing.T) {
+	body := "rename Foo. " + strings.Repeat("x", 60000) + " THE END"
+	b := BoundReviewBody(body)
+	assert.LessOrEqual(t, len(b), MaxFeedbackBytes)
+	assert.Equal(t, b, BoundReviewBody(b), "idempotent")
+	assert.True(t, strings.HasPrefix(b, "rename Foo."))
+	assert.True(t, strings.HasSuffix(b, "THE END"))
+
+	run := func(body string) Step {
+		cfg := DefaultConfig()
+		cfg.Merge.RequiredApprovals = 1
+		h := newHarness(t, cfg)
+		h.plan(pg("A", 1))
+		h.through("A", StatusReadyForReview, StatusApproved)
+		h.reconcile(Event{Kind: EventHumanReview, Session: "s1", Group: "A", Actor: "alice", Review: ReviewChangesRequested, Body: body})
+		return h.inFlight("A")
+	}
+	live, replayed := run(body), run(b)
+	assert.LessOrEqual(t, len(live.Feedback), MaxFeedbackBytes)
+	assert.Contains(t, live.Feedback, "Changes requested by alice: rename Foo.")
+	assert.Equal(t, live.Feedback, replayed.Feedback, "the recorded, bounded body decides the same")
+}

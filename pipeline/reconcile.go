@@ -585,7 +585,7 @@ func (r *reconciler) humanReview(ev Event) {
 		if g.Next != nil && g.Next.Role == RoleMerge {
 			g.Counters.Revisions++
 			r.want(&g.Track, g, StepSpec{Role: r.implementer(g), Purpose: PurposeFixReview,
-				Feedback: "Changes requested by " + ev.Actor + ": " + ev.Body})
+				Feedback: "Changes requested by " + ev.Actor + ": " + BoundReviewBody(ev.Body)})
 		}
 	}
 }
