@@ -182,3 +182,24 @@ func TestStateTooLargePausesVisibly(t *testing.T) {
 	require.Equal(t, pipeline.SessionDone, s.run(500))
 	s.assertVerifiedBazinga()
 }
+
+// TestFirstStateTooLargeRefusesToStart: a configuration so large that the
+// session's first state cannot be stored gets one notice on the issue
+// naming it; a sweep does not repeat it.
+func TestFirstStateTooLargeRefusesToStart(t *testing.T) {
+	r := rand.New(rand.NewPCG(27, 9))
+	const alnum = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+	cmd := make([]byte, 100000)
+	for i := range cmd {
+		cmd[i] = alnum[r.IntN(len(alnum))]
+	}
+	h := newFakeHarness(t, "tests:\n  command: \"go test ./... && echo "+string(cmd)+"\"\n")
+	n := h.openAndLabel("alice")
+	got := h.botComments(n)
+	require.Len(t, got, 1)
+	assert.Contains(t, got[0], "⚠️ **Session not started** | its first state would take ")
+	assert.Contains(t, got[0], "The largest parts: the configuration, ")
+	require.NoError(t, h.bot.Sweep(t.Context()))
+	assert.Len(t, h.botComments(n), 1, "a sweep does not repeat it")
+	assert.Empty(t, h.gh.allRuns())
+}

@@ -29,9 +29,7 @@ const tooLargeReason = "the session's state no longer fits in its tracking comme
 func (b *Bot) pauseTooLarge(ctx context.Context, gh GitHub, ref sessionRef, ld loaded, in input, tooLarge *errStateTooLarge,
 	now time.Time, log *slog.Logger) error {
 	if !ld.found {
-		// Only a new session has no stored state, and a new one is small
-		// (its requirements are bounded): this is a bug, said loudly.
-		return fmt.Errorf("%s: %w", ref.key(), tooLarge)
+		return b.refuseStart(ctx, gh, ref, ld, tooLarge, log)
 	}
 	st := ld.st
 	prev := st.Session
@@ -70,4 +68,27 @@ func tooLargeNotice(e *errStateTooLarge) string {
 		"What arrived since was not applied, and the session stays as shown above. The largest parts: %s.\n\n"+
 		"`/bazinga retry <group>` restarts a group whose step sent an oversized result, `/bazinga stop` ends the session; "+
 		"`/bazinga resume` tries again.", tooLargeReason, e.Chars, codec.MaxCommentChars, codec.OneLine(e.Parts))
+}
+
+// refuseStart tells the issue that a session cannot start because its very
+// first state does not fit: its requirements are bounded, so the cause is
+// the configuration (.github/bazinga.yml), which the state carries. The
+// notice is posted once per cause (its parts); labelling the issue again
+// after the cause is fixed starts the session.
+func (b *Bot) refuseStart(ctx context.Context, gh GitHub, ref sessionRef, ld loaded, tooLarge *errStateTooLarge, log *slog.Logger) error {
+	id := "too-large/start/" + textHash(tooLarge.Parts)
+	for _, c := range ld.comments {
+		if b.own(c.Author) && codec.HasEffectMarker(c.Body, id) {
+			log.Info("the session's first state does not fit; the issue says so already", "err", tooLarge)
+			return nil
+		}
+	}
+	text := fmt.Sprintf("⚠️ **Session not started** | its first state would take %d characters, and a GitHub comment holds %d. "+
+		"The largest parts: %s. Shorten what is largest (the configuration in `%s`, most likely), then label the issue again.",
+		tooLarge.Chars, codec.MaxCommentChars, codec.OneLine(tooLarge.Parts), b.o.ConfigPath)
+	if _, err := gh.CreateComment(ctx, ref.repo, ref.issue, text+"\n"+codec.EffectMarker(id)); err != nil {
+		return errors.Join(tooLarge, err)
+	}
+	log.Warn("session not started: its first state does not fit in a comment", "err", tooLarge)
+	return nil
 }
