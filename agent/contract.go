@@ -131,6 +131,14 @@ func resultContract(role pipeline.Role, resultFile string, finalAnswer bool) str
 			fmt.Fprintf(&b, "  - `%s`\n", h.shape)
 		}
 	}
+	if role == pipeline.RolePM {
+		// Issue 27: what the pm writes is stored in the session's state,
+		// which has one GitHub comment's room; over a limit is refused.
+		b.WriteString("- Size limits of what the session keeps from your handoff:\n")
+		for _, l := range pipeline.BudgetLines() {
+			b.WriteString("  - " + l + "\n")
+		}
+	}
 	// --- usage (issue 13 item 5) ---
 	b.WriteString("- `usage` (optional): what this step cost, only if you know it and your CLI does not report it itself: " +
 		"`{\"cost_usd\": 0.0, \"input_tokens\": 0, \"output_tokens\": 0, \"cache_read_tokens\": 0, \"cache_write_tokens\": 0}`.\n")

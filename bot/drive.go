@@ -489,6 +489,9 @@ func (b *Bot) drive(ctx context.Context, gh GitHub, ref sessionRef, in input) er
 
 	// The state with its outbox, in one write; only then the outbox.
 	body, err := fitTracking(st, st.RepoURL, b.o.SigningKey)
+	if tooLarge := (*errStateTooLarge)(nil); errors.As(err, &tooLarge) {
+		return b.pauseTooLarge(ctx, gh, ref, ld, in, tooLarge, now, log) // issue 27
+	}
 	if err != nil {
 		return errors.Join(append(x.errs, err)...)
 	}

@@ -307,7 +307,9 @@ func requirements(title, body string) string {
 	if strings.TrimSpace(body) == "" {
 		return title
 	}
-	return title + "\n\n" + body
+	// Bounded as the session keeps them, so the recorded start (a comment)
+	// fits too; the full text's size and hash are in it (issue 27).
+	return pipeline.BoundRequirements(title + "\n\n" + body)
 }
 
 // trustedResultAuthor: the bot itself or the configured job identity.

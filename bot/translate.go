@@ -514,6 +514,13 @@ func (t translator) comment(p *payload) (intent, error) {
 	}
 	var helps []string
 	for _, c := range cmds {
+		if msg := pipeline.AnswerTooLong(strings.TrimSpace(c.Text)); c.Name == CmdAnswer && msg != "" {
+			// Issue 27: refused at the door, so it enters neither the
+			// session nor the event record (a comment) nor the outbox.
+			helps = append(helps, "ℹ️ "+msg)
+			it.in.replies = append(it.in.replies, "ℹ️ "+msg)
+			continue
+		}
 		if pc, ok := c.PipelineCommand(); ok {
 			// The session id is filled in once the session is known.
 			ev := pipeline.CommandEvent("", author.Login, pc)
@@ -583,7 +590,7 @@ func (t translator) review(p *payload) (intent, error) {
 	reviewer := p.Review.User
 	it := intent{issue: n, in: input{pr: &prRef{number: p.PullRequest.Number, group: group},
 		events: []pipeline.Event{{Kind: pipeline.EventHumanReview, Session: strconv.Itoa(n), Group: group, Actor: reviewer.Login,
-			Review: state, Body: p.Review.Body, Commit: p.Review.CommitID}},
+			Review: state, Body: pipeline.BoundReviewBody(p.Review.Body), Commit: p.Review.CommitID}},
 		labels: map[int][]string{p.PullRequest.Number: labelNames(p.PullRequest.Labels)}}}
 	if state == pipeline.ReviewApproved || state == pipeline.ReviewChangesRequested {
 		// Only a writer's verdict counts; a bot's never does.

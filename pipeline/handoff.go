@@ -34,7 +34,7 @@ type Plan struct {
 // fields at the top level, as some agents write it.
 func ParsePlan(handoff json.RawMessage) (Plan, error) {
 	if len(handoff) == 0 {
-		return Plan{}, errors.New("the handoff has no plan")
+		return Plan{}, errNoPlan
 	}
 	var wrapped struct {
 		Plan *Plan `json:"plan"`
@@ -123,6 +123,7 @@ func buildGroups(session string, existing []Group, add []PlanGroup, defaultPhase
 	if len(existing)+len(out) > MaxGroups {
 		problems = append(problems, fmt.Sprintf("at most %d groups per session", MaxGroups))
 	}
+	problems = append(problems, groupBudgetProblems(existing, out)...) // issue 27
 	// Dependencies: known, not later in phase, no cycles.
 	for _, g := range out {
 		for _, d := range g.DependsOn {

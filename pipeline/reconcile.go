@@ -158,7 +158,7 @@ func (r *reconciler) start(ev Event) {
 		return
 	}
 	r.changed = true
-	*s = Session{Schema: SchemaVersion, ID: ev.Session, Requirements: ev.Requirements, Base: ev.Base,
+	*s = Session{Schema: SchemaVersion, ID: ev.Session, Requirements: BoundRequirements(ev.Requirements), Base: ev.Base,
 		Status: SessionPlanning, StartedAt: r.now, Rev: s.Rev}
 	switch {
 	case strings.TrimSpace(ev.Requirements) == "":
@@ -210,9 +210,7 @@ func (r *reconciler) result(ev Event) bool {
 		}
 	}
 	res.Status = status
-	if len(res.Summary) > MaxSummaryLines {
-		res.Summary = res.Summary[:MaxSummaryLines]
-	}
+	res.Summary = boundSummary(res.Summary)
 	st.Result = &res
 	st.State = StepDone
 	st.EndedAt = r.now
@@ -227,6 +225,7 @@ func (r *reconciler) result(ev Event) bool {
 	r.commit = commit
 	st.Routed = r.route(t, g, st)
 	r.commit = ""
+	boundHandoff(st) // issue 27: routed; keep what a prompt can show
 	r.harness(st, g, ev.Harness)
 	return true
 }
@@ -423,6 +422,10 @@ func (r *reconciler) command(ev Event) {
 	case CommandRetry:
 		r.retryCommand(who, c.Group)
 	case CommandAnswer:
+		if msg := AnswerTooLong(strings.TrimSpace(c.Text)); msg != "" && (s.Clarification != nil || s.Checkpoint != nil) {
+			r.notify(NoticeInfo, msg) // issue 27: the text would enter the session
+			return
+		}
 		r.answerCommand(who, c)
 	default:
 		r.report("ignored unknown command %d", int(c.Kind))
@@ -625,7 +628,7 @@ func (r *reconciler) humanReview(ev Event) {
 		if g.Next != nil && g.Next.Role == RoleMerge {
 			g.Counters.Revisions++
 			r.want(&g.Track, g, StepSpec{Role: r.implementer(g), Purpose: PurposeFixReview,
-				Feedback: "Changes requested by " + ev.Actor + ": " + ev.Body})
+				Feedback: "Changes requested by " + ev.Actor + ": " + BoundReviewBody(ev.Body)})
 		}
 	}
 }

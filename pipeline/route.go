@@ -365,6 +365,7 @@ func (r *reconciler) want(t *Track, g *Group, spec StepSpec) string {
 	if spec.Attempt == 0 {
 		spec.Attempt = 1
 	}
+	spec.Feedback = cutMiddle(spec.Feedback, MaxFeedbackBytes) // issue 27: what a prompt shows of it
 	t.Next = &spec
 	t.Stage = stageFor(spec.Role)
 	if t.Wait == WaitPM {
@@ -441,9 +442,11 @@ func (r *reconciler) routePlan(st *Step) string {
 	var groups []Group
 	if err == nil {
 		groups, err = buildGroups(s.ID, s.Groups, plan.Groups, 1)
+		err = withProblems(err, criteriaBudgetProblems(plan.SuccessCriteria))
 	}
 	if err != nil {
 		r.returnNotes(st)
+		r.planRefused(err)
 		return r.want(&s.Lead, nil, StepSpec{Role: RolePM, Purpose: st.Purpose, From: st.ID,
 			Feedback: "Your plan could not be used: " + err.Error() + ". Send PLANNING_COMPLETE with a corrected plan."})
 	}
@@ -472,6 +475,11 @@ func (r *reconciler) routeContinue(st *Step) string {
 		return r.want(&r.s.Lead, nil, StepSpec{Role: RolePM, Purpose: st.Purpose, From: st.ID,
 			Feedback: err.Error() + `; send {"groups": ["A", {"id": "D", "task": "…"}], "feedback": {"A": "…"}, "drop": ["C"]}`})
 	}
+	if p := feedbackBudgetProblems(d); len(p) > 0 { // issue 27
+		r.returnNotes(st)
+		return r.want(&r.s.Lead, nil, StepSpec{Role: RolePM, Purpose: st.Purpose, From: st.ID,
+			Feedback: "Your CONTINUE could not be used: it is " + overBudget(p) + ". Send it again with shorter feedback."})
+	}
 	return r.applyContinue(st, d)
 }
 
@@ -499,6 +507,7 @@ func (r *reconciler) applyContinue(st *Step, d continueDecision) string {
 	if len(d.added) > 0 {
 		groups, err := buildGroups(s.ID, s.Groups, d.added, r.currentPhase())
 		if err != nil {
+			r.planRefused(err)
 			return r.refuseDecision(st, []string{"the groups you added could not be used: " + err.Error()})
 		}
 		added = groups
@@ -601,6 +610,10 @@ func (r *reconciler) routeClarify(st *Step) string {
 		h.Question = summaryText(st.Result)
 	}
 	r.returnNotes(st)
+	if p := clarificationBudgetProblems(h); len(p) > 0 { // issue 27
+		return r.want(&s.Lead, nil, StepSpec{Role: RolePM, Purpose: st.Purpose, From: st.ID,
+			Feedback: "Your question could not be asked: it is " + overBudget(p) + ". Ask it again, shorter."})
+	}
 	resume := s.Status
 	if resume == SessionAwaitingInput || resume == SessionPaused {
 		resume = SessionRunning

@@ -499,49 +499,29 @@ func (s *Session) check() error {
 // comment): at most keep finished steps, the most recent, plus every step the
 // engine or an executor still refers to (in flight, a track's last step, the
 // step a pending or running step receives its handoff from, the open
-// question); handoffs are kept only on referenced steps. Reconcile works the
-// same on a snapshot as on the full session: it never looks at old steps.
+// question). Handoffs are kept only where a later step reads them: on the
+// steps a pending or running step receives its handoff from, and on the open
+// question's and checkpoint's steps (issue 27: a track's last step shows
+// only its capsule, and 64 groups' last handoffs do not fit in a comment).
+// Reconcile works the same on a snapshot as on the full session: it never
+// looks at old steps or at a handoff after routing it.
 func (s Session) Snapshot(keep int) Session {
-	c := s.Clone()
-	ref := map[string]bool{}
-	mark := func(t Track) {
-		ref[t.InFlight] = true
-		ref[t.Last] = true
-		if t.Next != nil {
-			ref[t.Next.From] = true
-		}
-	}
-	mark(s.Lead)
-	for _, g := range s.Groups {
-		mark(g.Track)
-	}
-	if s.Clarification != nil {
-		ref[s.Clarification.Step] = true
-	}
-	if s.Checkpoint != nil {
-		ref[s.Checkpoint.Step] = true
-	}
-	for _, st := range s.Steps {
-		if st.State == StepInFlight {
-			ref[st.ID] = true
-			ref[st.From] = true
-		}
-	}
-	delete(ref, "")
+	ref, read := s.stepRefs()
 	finished := 0
 	for _, st := range s.Steps {
 		if st.State != StepInFlight {
 			finished++
 		}
 	}
+	c := s.Clone()
 	drop := finished - keep
 	out := c.Steps[:0:0]
 	for _, st := range c.Steps {
-		if ref[st.ID] {
+		if ref[st.ID] && (read[st.ID] || st.State == StepInFlight) {
 			out = append(out, st)
 			continue
 		}
-		if drop > 0 && st.State != StepInFlight {
+		if !ref[st.ID] && drop > 0 && st.State != StepInFlight {
 			drop--
 			c.Pruned++
 			continue
@@ -552,10 +532,47 @@ func (s Session) Snapshot(keep int) Session {
 			st.Result = &r
 		}
 		st.Notes = nil
+		st.Feedback = "" // a finished step's own input; the next step has its own
 		out = append(out, st)
 	}
 	c.Steps = out
 	return c
+}
+
+// stepRefs returns the steps the engine or an executor still refers to, and
+// among them those whose handoff a later step reads.
+func (s Session) stepRefs() (ref, read map[string]bool) {
+	ref, read = map[string]bool{}, map[string]bool{}
+	mark := func(t Track) {
+		ref[t.InFlight] = true
+		ref[t.Last] = true
+		if t.Next != nil {
+			ref[t.Next.From] = true
+			read[t.Next.From] = true
+		}
+	}
+	mark(s.Lead)
+	for _, g := range s.Groups {
+		mark(g.Track)
+	}
+	if s.Clarification != nil {
+		ref[s.Clarification.Step] = true
+		read[s.Clarification.Step] = true
+	}
+	if s.Checkpoint != nil {
+		ref[s.Checkpoint.Step] = true
+		read[s.Checkpoint.Step] = true
+	}
+	for _, st := range s.Steps {
+		if st.State == StepInFlight {
+			ref[st.ID] = true
+			ref[st.From] = true
+			read[st.From] = true
+		}
+	}
+	delete(ref, "")
+	delete(read, "")
+	return ref, read
 }
 
 // Progress is a track's counters with its step in flight counted, as a
