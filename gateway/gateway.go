@@ -22,6 +22,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/bazinga-bot/bazinga/pipeline"
@@ -73,6 +74,11 @@ type Gateway struct {
 	transport http.RoundTripper
 	log       *slog.Logger
 	now       func() time.Time
+
+	mu       sync.Mutex
+	closed   map[Scope]bool
+	inflight map[Scope]int
+	settled  *sync.Cond // signalled when a scope's in-flight count drops
 }
 
 // New validates cfg and returns a gateway. A provider without a key is not served (its paths answer 404): a
@@ -122,7 +128,57 @@ func New(cfg Config) (*Gateway, error) {
 	if g.cfg.RaiseHint == "" {
 		g.cfg.RaiseHint = DefaultRaiseHint
 	}
+	g.closed, g.inflight = map[Scope]bool{}, map[Scope]int{}
+	g.settled = sync.NewCond(&g.mu)
 	return g, nil
+}
+
+// CloseScope refuses every further request of a scope's tokens: called when its step ended, so nothing the agent
+// left running spends in the step's name after its usage was read.
+func (g *Gateway) CloseScope(s Scope) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.closed[s] = true
+}
+
+// Settle waits until the scope's requests in flight have been recorded (the CLI exited, its connections are
+// closing), or ctx ends.
+func (g *Gateway) Settle(ctx context.Context, s Scope) error {
+	stop := context.AfterFunc(ctx, func() {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		g.settled.Broadcast()
+	})
+	defer stop()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for g.inflight[s] > 0 {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("gateway: %d request(s) of step %s still in flight: %w", g.inflight[s], s.Step, err)
+		}
+		g.settled.Wait()
+	}
+	return nil
+}
+
+// enter counts a request of s in flight; false when the scope is closed.
+func (g *Gateway) enter(s Scope) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed[s] {
+		return false
+	}
+	g.inflight[s]++
+	return true
+}
+
+func (g *Gateway) leave(s Scope) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.inflight[s]--; g.inflight[s] <= 0 {
+		delete(g.inflight, s)
+	}
+	g.settled.Broadcast()
 }
 
 // Ledger is the gateway's ledger.
@@ -255,6 +311,11 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, rt.up, errNotFound, "bazinga gateway: no "+rt.up.String()+" key is configured")
 		return
 	}
+	if !g.enter(claims.Scope) {
+		writeError(w, rt.up, errAuth, "bazinga gateway: step "+claims.Scope.Step+" has ended; its token is no longer accepted")
+		return
+	}
+	defer g.leave(claims.Scope)
 	g.forward(w, r, rt, claims)
 }
 

@@ -461,3 +461,35 @@ func TestMeterSplitsAnywhere(t *testing.T) {
 	assert.Equal(t, gateway.Tokens{Input: 321, CacheRead: 5, Output: 77}, e.stepSpend().Tokens)
 	assert.False(t, e.stepSpend().Estimated)
 }
+
+// A closed scope's token is refused; Settle waits for the requests in flight to be recorded.
+func TestCloseScopeAndSettle(t *testing.T) {
+	release := make(chan struct{})
+	var up upstream
+	base := up.serve(t, func(w http.ResponseWriter, r *http.Request) {
+		<-release
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"type":"message","model":"claude-haiku-4-5","usage":{"input_tokens":100,"output_tokens":10}}`)
+	})
+	e := start(t, base, gateway.Limits{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		resp, _ := e.post("/anthropic/v1/messages", map[string]string{"x-api-key": e.token}, anthropicBody("claude-haiku-4-5", false))
+		assert.Equal(t, http.StatusOK, resp.StatusCode)
+	}()
+	require.Eventually(t, func() bool { up.mu.Lock(); defer up.mu.Unlock(); return len(up.urls) == 1 }, 5*time.Second, 5*time.Millisecond)
+	e.gw.CloseScope(scope)
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	assert.Error(t, e.gw.Settle(ctx, scope), "a request is still in flight")
+	close(release)
+	require.NoError(t, e.gw.Settle(context.Background(), scope))
+	assert.Equal(t, gateway.Tokens{Input: 100, Output: 10}, e.stepSpend().Tokens, "recorded before Settle returned")
+	<-done
+
+	resp, body := e.post("/anthropic/v1/messages", map[string]string{"x-api-key": e.token}, anthropicBody("claude-haiku-4-5", false))
+	assert.Equal(t, http.StatusUnauthorized, resp.StatusCode)
+	assert.Contains(t, body, "has ended")
+	assert.Len(t, up.urls, 1)
+}

@@ -160,6 +160,23 @@ func (l *MemLedger) Record(_ context.Context, e Entry) error {
 	return nil
 }
 
+// Carry adds spend recorded before this ledger existed to a session (a resumed local session's earlier steps),
+// so the session's limit counts it.
+func (l *MemLedger) Carry(k SessionKey, costMicros int64) {
+	if costMicros <= 0 {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	ss := l.sessions[k]
+	if ss == nil {
+		ss = &Spend{}
+		l.sessions[k] = ss
+	}
+	p := satMul(costMicros, 1_000_000)
+	ss.CostPicos, ss.ChargedPicos = satAdd(ss.CostPicos, p), satAdd(ss.ChargedPicos, p)
+}
+
 // StepSpend implements Ledger.
 func (l *MemLedger) StepSpend(_ context.Context, s Scope) (Spend, error) {
 	l.mu.Lock()
