@@ -327,6 +327,7 @@ func (r *Runner) runOnce(ctx context.Context, spec StepSpec, timeout time.Durati
 		Role: spec.Role, Access: access, Model: spec.Model, Dir: dir, WorkDir: spec.WorkDir,
 		Schema: schema, MaxTurns: r.cfg.MaxTurns, MaxBudgetUSD: r.cfg.MaxBudgetUSD,
 		Root: os.Geteuid() == 0, Sandboxed: r.cfg.Sandboxed, CacheDirs: r.cacheDirs(),
+		OpenAIBaseURL: spec.Env["OPENAI_BASE_URL"],
 	})
 	if err != nil {
 		return out, fmt.Errorf("agent step %s: %w", spec.StepID, err)

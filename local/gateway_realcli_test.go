@@ -68,28 +68,60 @@ func (b *billed) total(t *testing.T) (micros int64, tok gateway.Tokens) {
 	return micros, tok
 }
 
-// The real claude, talking to the scripted model server through the in-process gateway: the session's cost is
-// exactly what the server's answers said, priced by the table, and no step's environment held the key.
+// The real claude and codex, talking to the scripted model server through the in-process gateway: the session's
+// cost is exactly what the server's answers said, priced by the table, and nothing the session kept holds the key.
 func TestRealCLISessionThroughGateway(t *testing.T) {
-	bin := realcli.Claude(t)
-	tm := realteam.New("claude")
+	for _, cli := range []string{"claude", "codex"} {
+		t.Run(cli, func(t *testing.T) { realCLIThroughGateway(t, cli) })
+	}
+}
+
+func realCLIThroughGateway(t *testing.T, cli string) {
+	var bin string
+	if cli == "claude" {
+		bin = realcli.Claude(t)
+	} else {
+		bin = realcli.Codex(t)
+	}
+	tm := realteam.New(cli)
 	b := &billed{next: tm.Script}
 	srv := modelfake.Start(t, b.script)
-	repo := gitRepo(t, realteam.Repo())
+	files := realteam.Repo()
+	if cli == "codex" {
+		// As in TestRealCLISession: the models codex plays with the scripted server.
+		files[".github/bazinga.yml"] = "models: {pm: gpt-5.5, developer: gpt-5.5, senior: gpt-5.5, qa: gpt-5.5, tech_lead: gpt-5.5, investigator: gpt-5.5, requirements: gpt-5.5, validator: gpt-5.5, escalation: gpt-5.5}\n"
+	}
+	repo := gitRepo(t, files)
 	home := t.TempDir()
 	gocache, err := exec.Command("go", "env", "GOCACHE").Output()
 	require.NoError(t, err)
 	t.Setenv("GOCACHE", strings.TrimSpace(string(gocache)))
 	t.Setenv("HOME", home)
-	t.Setenv("CLAUDE_CONFIG_DIR", filepath.Join(home, ".claude"))
-	t.Setenv("ANTHROPIC_API_KEY", realKey)
+	var cmd string
+	var pass []string
+	gw := &GatewayOptions{}
+	switch cli {
+	case "claude":
+		t.Setenv("CLAUDE_CONFIG_DIR", filepath.Join(home, ".claude"))
+		t.Setenv("ANTHROPIC_API_KEY", realKey)
+		cmd = bin + " -p --model {model}"
+		pass = []string{"ANTHROPIC_API_KEY", "CLAUDE_CONFIG_DIR", "GOCACHE"}
+		gw.Anthropic = gateway.UpstreamConfig{BaseURL: srv.URL, Key: realKey}
+	case "codex":
+		t.Setenv("CODEX_HOME", filepath.Join(home, ".codex"))
+		t.Setenv("CODEX_API_KEY", realKey)
+		require.NoError(t, os.MkdirAll(filepath.Join(home, ".codex"), 0o755))
+		// codex's built-in provider, pointed at the gateway by OPENAI_BASE_URL (the gateway sets it per step).
+		cmd = bin + " exec --disable plugins"
+		pass = []string{"CODEX_API_KEY", "CODEX_HOME", "GOCACHE"}
+		gw.OpenAI = gateway.UpstreamConfig{BaseURL: srv.URL, Key: realKey}
+	}
 	test := "go test ./..."
 	var out bytes.Buffer
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
-	res, err := Run(ctx, Options{Repo: repo, Requirements: "Add Mul to calc", AgentCommand: bin + " -p --model {model}",
-		TestCommand: &test, PassEnv: []string{"ANTHROPIC_API_KEY", "CLAUDE_CONFIG_DIR", "GOCACHE"}, Out: &out, JSON: true,
-		Gateway: &GatewayOptions{Anthropic: gateway.UpstreamConfig{BaseURL: srv.URL, Key: realKey}}})
+	res, err := Run(ctx, Options{Repo: repo, Requirements: "Add Mul to calc", AgentCommand: cmd,
+		TestCommand: &test, PassEnv: pass, Out: &out, JSON: true, Gateway: gw})
 	require.NoError(t, err, out.String())
 	require.True(t, res.Verified(), "%s: %s\n%s\nunhandled: %v", res.Status, res.Reason, out.String(), srv.Unhandled())
 
@@ -103,8 +135,11 @@ func TestRealCLISessionThroughGateway(t *testing.T) {
 	assert.Equal(t, tok.CacheWrite, u.CacheWriteTokens)
 	assert.Equal(t, u.Steps, u.Priced)
 	for _, r := range srv.Requests() {
-		assert.Equal(t, realKey, r.Header.Get("x-api-key"), "upstream gets the real key")
-		assert.NotContains(t, r.Header.Get("Authorization"), realKey)
+		if cli == "claude" {
+			assert.Equal(t, realKey, r.Header.Get("x-api-key"), "upstream gets the real key")
+		} else {
+			assert.Equal(t, "Bearer "+realKey, r.Header.Get("Authorization"), "upstream gets the real key")
+		}
 	}
 	// Nothing the session kept (state, log, the CLI's whole transcripts) holds the key.
 	require.NoError(t, filepath.WalkDir(filepath.Join(repo, ".bazinga"), func(p string, d os.DirEntry, err error) error {
