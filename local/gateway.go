@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"slices"
 	"strings"
 	"time"
 
+	"github.com/bazinga-bot/bazinga/agent"
 	"github.com/bazinga-bot/bazinga/gateway"
 	"github.com/bazinga-bot/bazinga/pipeline"
 )
@@ -111,19 +111,20 @@ func (g *localGateway) StepEnv(s pipeline.Session, st pipeline.Step) (map[string
 	if err != nil {
 		return nil, err
 	}
-	env := map[string]string{}
-	if g.gw.Serves(gateway.UpstreamAnthropic) {
-		env["ANTHROPIC_BASE_URL"] = g.url + "/anthropic"
-		env["ANTHROPIC_API_KEY"] = tok
+	env := agent.GatewayEnv(g.url, tok)
+	// Only the providers served: a CLI that finds no key for another provider says so, named.
+	if !g.gw.Serves(gateway.UpstreamAnthropic) {
+		delete(env, "ANTHROPIC_BASE_URL")
+		delete(env, "ANTHROPIC_API_KEY")
 	}
-	if g.gw.Serves(gateway.UpstreamOpenAI) {
-		env["OPENAI_BASE_URL"] = g.url + "/openai/v1"
-		env["OPENAI_API_KEY"] = tok
-		env["CODEX_API_KEY"] = tok
+	if !g.gw.Serves(gateway.UpstreamOpenAI) {
+		delete(env, "OPENAI_BASE_URL")
+		delete(env, "OPENAI_API_KEY")
+		delete(env, "CODEX_API_KEY")
 	}
-	if g.gw.Serves(gateway.UpstreamGemini) {
-		env["GOOGLE_GEMINI_BASE_URL"] = g.url + "/gemini"
-		env["GEMINI_API_KEY"] = tok
+	if !g.gw.Serves(gateway.UpstreamGemini) {
+		delete(env, "GOOGLE_GEMINI_BASE_URL")
+		delete(env, "GEMINI_API_KEY")
 	}
 	return env, nil
 }
@@ -171,8 +172,4 @@ func spendNotes(sp gateway.Spend) []string {
 
 // agentEnvWithoutCredentials drops every provider credential name from the names passed to the agent: with the
 // gateway on, the real keys stay in bazinga's process.
-func agentEnvWithoutCredentials(names []string) []string {
-	creds := pipeline.CLICredentials(pipeline.CLIGeneric)
-	creds = append(creds, "OPENAI_BASE_URL", "GOOGLE_GEMINI_BASE_URL", "GOOGLE_GENAI_API_KEY")
-	return slices.DeleteFunc(slices.Clone(names), func(n string) bool { return slices.Contains(creds, n) })
-}
+func agentEnvWithoutCredentials(names []string) []string { return agent.WithoutCredentials(names) }

@@ -51,7 +51,8 @@ type Meter interface {
 	// StepEnv is the variables to set for the step's agent.
 	StepEnv(s pipeline.Session, st pipeline.Step) (map[string]string, error)
 	// StepUsage ends the step at the gateway (its token stops working) and returns what was metered, with notes
-	// for the report (unpriced models, estimates, refusals).
+	// for the report (unpriced models, estimates, refusals); nil usage when this process cannot read the meter
+	// (the CLI's report is kept then).
 	StepUsage(s pipeline.Session, st pipeline.Step) (*pipeline.Usage, []string)
 }
 
@@ -277,7 +278,9 @@ func (e *Executor) agentStep(ctx context.Context, s pipeline.Session, st pipelin
 		return pipeline.Result{}, fmt.Errorf("running the agent: %w", err)
 	}
 	rep.Output = agentOutput(out, maxFeedbackOutput)
-	if e.Meter == nil {
+	if rep.Usage == nil {
+		// No gateway, or one whose meter this process cannot read (App mode: the server's ledger counts): the
+		// CLI's own report.
 		rep.Usage = out.Parsed.Usage
 	}
 	rep.Transcript = out.Transcript
