@@ -148,21 +148,19 @@ func (m *meter) Write(p []byte) (int, error) {
 		return len(p), nil
 	}
 	m.buf = append(m.buf, p...)
+	start := 0
 	for {
-		i := bytes.IndexByte(m.buf, '\n')
+		i := bytes.IndexByte(m.buf[start:], '\n')
 		if i < 0 {
 			break
 		}
-		line := m.buf[:i]
-		m.buf = m.buf[i+1:]
-		m.line(bytes.TrimSuffix(line, []byte{'\r'}))
+		m.line(bytes.TrimSuffix(m.buf[start:start+i], []byte{'\r'}))
+		start += i + 1
 	}
+	// Keep the unfinished line at the front of the same array: no allocation per chunk.
+	m.buf = m.buf[:copy(m.buf, m.buf[start:])]
 	if len(m.buf) > maxEvent {
 		m.overflow, m.buf = true, nil
-	}
-	// Keep the buffer from growing by re-slicing alone.
-	if len(m.buf) == 0 {
-		m.buf = m.buf[:0:0]
 	}
 	return len(p), nil
 }
