@@ -44,7 +44,8 @@ type GatewayExchangeConfig struct {
 	// Audience job tokens must carry for this endpoint (default gateway.Audience): a token requested for
 	// POST /token ("bazinga") is refused here and the other way round.
 	Audience string
-	// Workflows is the allow-list, in TokenExchangeConfig.Workflows' form (default DefaultGatewayWorkflows).
+	// Workflows is the allow-list, in TokenExchangeConfig.Workflows' form (default DefaultGatewayWorkflows); an
+	// entry without @ref allows any ref.
 	Workflows []string
 	// RunTitle is the run-name prefix before the step id (default DefaultGatewayRunTitle).
 	RunTitle string
@@ -153,6 +154,12 @@ func NewGatewayExchange(cfg GatewayExchangeConfig, o GatewayExchangeOptions) (*G
 	entries, err := parseWorkflows(cfg.Workflows)
 	if err != nil {
 		return nil, fmt.Errorf("gateway exchange: %w", err)
+	}
+	for i := range entries {
+		if entries[i].ref == "" {
+			// A step runs on the session's base branch, whichever it is; the run binds the token, not the ref.
+			entries[i].ref = "*"
+		}
 	}
 	issuer := TokenExchangeConfig{Issuer: cfg.Issuer}.withDefaults(o.GitHubURL).Issuer
 	cfg.Issuer = issuer

@@ -39,7 +39,7 @@ const GatewayEnvHelp = `Model gateway (docs/gateway.md; on when a provider key i
   BAZINGA_GATEWAY_STEP_LIMIT_USD     the operator's cap on one step's spend (default none)
   BAZINGA_GATEWAY_SESSION_LIMIT_USD  the operator's cap on one session's spend (default none)
   BAZINGA_GATEWAY_WORKFLOWS      workflows whose jobs may get gateway tokens at POST /gateway/token, as
-                                 BAZINGA_TOKEN_WORKFLOWS (default .github/workflows/bazinga-agent.yml@*)
+                                 BAZINGA_TOKEN_WORKFLOWS but on any ref (default .github/workflows/bazinga-agent.yml)
   BAZINGA_GATEWAY_TOKEN_TTL      lifetime of a gateway token (default 1h, at most 6h)
   With the gateway on, the agent job needs id-token: write, so POST /token must require the privileged jobs'
   environment (BAZINGA_TOKEN_ENVIRONMENT) or be off: serve refuses to start otherwise.
