@@ -5,6 +5,8 @@ import (
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/bazinga-bot/bazinga/pipeline"
 )
 
 // Scope is what a gateway credential is bound to: one step of one session of one repository.
@@ -88,6 +90,19 @@ func (s Spend) CostMicros() int64 { return PicosToMicros(s.CostPicos) }
 
 // ChargedMicros is the cost limits count, in millionths of a dollar, rounded up.
 func (s Spend) ChargedMicros() int64 { return PicosToMicros(s.ChargedPicos) }
+
+// Metered reports whether the ledger holds anything of the step or session.
+func (s Spend) Metered() bool { return s.Requests > 0 || s.Refused > 0 }
+
+// StepUsage is a step's spend as the engine counts one step's usage: the cost limits count (unpriced models at the
+// table's highest prices), every token kind, bounded as pipeline.Usage.Check requires.
+func (s Spend) StepUsage() pipeline.Usage {
+	clamp := func(v int64) int64 { return min(max(v, 0), pipeline.MaxStepTokens) }
+	return pipeline.Usage{CostMicros: min(s.ChargedMicros(), pipeline.MaxStepCostMicros),
+		InputTokens: clamp(s.Tokens.Input), OutputTokens: clamp(s.Tokens.Output),
+		CacheReadTokens: clamp(s.Tokens.CacheRead), CacheWriteTokens: clamp(s.Tokens.CacheWrite),
+		Steps: 1, Priced: 1}
+}
 
 func (s *Spend) add(e Entry) {
 	if e.Outcome == RefusedBudget {

@@ -146,14 +146,9 @@ func (g *localGateway) StepUsage(s pipeline.Session, st pipeline.Step) (*pipelin
 	return meteredUsage(sp), append(notes, spendNotes(sp)...)
 }
 
-// meteredUsage is a step's spend as the engine counts it: the cost limits count (unpriced models at the table's
-// highest prices), bounded as one step's usage must be.
 func meteredUsage(sp gateway.Spend) *pipeline.Usage {
-	clamp := func(v int64) int64 { return min(max(v, 0), pipeline.MaxStepTokens) }
-	return &pipeline.Usage{CostMicros: min(sp.ChargedMicros(), pipeline.MaxStepCostMicros),
-		InputTokens: clamp(sp.Tokens.Input), OutputTokens: clamp(sp.Tokens.Output),
-		CacheReadTokens: clamp(sp.Tokens.CacheRead), CacheWriteTokens: clamp(sp.Tokens.CacheWrite),
-		Steps: 1, Priced: 1}
+	u := sp.StepUsage()
+	return &u
 }
 
 func spendNotes(sp gateway.Spend) []string {

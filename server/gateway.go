@@ -19,6 +19,7 @@ import (
 
 	"github.com/bazinga-bot/bazinga/gateway"
 	"github.com/bazinga-bot/bazinga/ghapi"
+	"github.com/bazinga-bot/bazinga/pipeline"
 )
 
 // GatewayPrefix is where `bazinga serve` mounts the model gateway: the agent job's CLI gets
@@ -410,4 +411,17 @@ func (s *Server) MountGateway(gw *gateway.Gateway, x *GatewayExchange, m *Gatewa
 		}
 		s.mux.Handle(GatewayTokenPath, x)
 	}
+}
+
+// LedgerMeter is the orchestrator's view of the gateway's ledger (bot.Meter): a step's usage is what the gateway
+// metered for it, when it metered anything.
+type LedgerMeter struct{ Ledger gateway.Ledger }
+
+// StepUsage implements bot.Meter.
+func (m LedgerMeter) StepUsage(ctx context.Context, installation int64, repo, session, step string) (pipeline.Usage, bool) {
+	sp, err := m.Ledger.StepSpend(ctx, gateway.Scope{Installation: installation, Repository: repo, Session: session, Step: step})
+	if err != nil || !sp.Metered() {
+		return pipeline.Usage{}, false
+	}
+	return sp.StepUsage(), true
 }

@@ -188,7 +188,15 @@ func serveWith(ctx context.Context, cfg server.Config, gwCfg server.GatewayServe
 	// The state is signed with a key derived from the webhook secret; step
 	// jobs verify it with the public key (the action's state-public-key).
 	signing := codec.SigningKeyFromSecret(cfg.WebhookSecret)
+	var ledger *gateway.MemLedger
+	var meter bot.Meter
+	if gwCfg.Enabled {
+		// The orchestrator counts what the gateway metered, not what the agent's job reports.
+		ledger = gateway.NewMemLedger()
+		meter = server.LedgerMeter{Ledger: ledger}
+	}
 	b, err := bot.New(bot.Options{
+		Meter: meter,
 		Client: func(_ context.Context, id int64) (bot.GitHub, error) {
 			c, err := factory.Installation(id)
 			if err != nil {
@@ -221,7 +229,7 @@ func serveWith(ctx context.Context, cfg server.Config, gwCfg server.GatewayServe
 		logger.Info("bazinga serve: token exchange", "path", server.TokenPath, "exchange", x)
 	}
 	if gwCfg.Enabled {
-		if err := mountGateway(srv, factory, cfg, gwCfg, login, logger); err != nil {
+		if err := mountGateway(srv, factory, cfg, gwCfg, ledger, login, logger); err != nil {
 			return err
 		}
 	}
@@ -229,13 +237,12 @@ func serveWith(ctx context.Context, cfg server.Config, gwCfg server.GatewayServe
 }
 
 // mountGateway serves the model gateway and POST /gateway/token, its spend in /metrics.
-func mountGateway(srv *server.Server, factory *ghapi.ClientFactory, cfg server.Config, gwCfg server.GatewayServeConfig, login string, logger *slog.Logger) error {
+func mountGateway(srv *server.Server, factory *ghapi.ClientFactory, cfg server.Config, gwCfg server.GatewayServeConfig, ledger *gateway.MemLedger, login string, logger *slog.Logger) error {
 	signer, err := gateway.NewSigner(nil)
 	if err != nil {
 		return err
 	}
 	gm := srv.Metrics().NewGatewayMetrics()
-	ledger := gateway.NewMemLedger()
 	ledger.OnRecord = gm.Recorded
 	gw, err := gateway.New(gateway.Config{Anthropic: gwCfg.Anthropic, OpenAI: gwCfg.OpenAI, Gemini: gwCfg.Gemini,
 		Signer: signer, Ledger: ledger, Prices: gwCfg.Prices, Logger: logger})
