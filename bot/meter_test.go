@@ -61,3 +61,26 @@ func TestMeteredUsageReplacesTheJobsReport(t *testing.T) {
 	require.NotEmpty(t, m.asked)
 	assert.Regexp(t, `^acme/widgets \d+ \d+/`, m.asked[0])
 }
+
+// The gateway asks the session's signed state whether a step is in flight, and for the session's limits.
+func TestStepLimitsFromTheSessionsRecord(t *testing.T) {
+	h := newCoreHarness(t, coreOpts{groups: 1, config: "limits:\n  session_cost_usd: 7.5\n  step_cost_usd: 1.25\n"})
+	h.start()
+	h.drain()
+	st, ok := h.state()
+	require.True(t, ok)
+	inFlight := st.Session.InFlight()
+	require.NotEmpty(t, inFlight)
+	session := st.Session.ID
+	l, err := h.bot.StepLimits(h.ctx, 1, "acme/widgets", session, inFlight[0].ID)
+	require.NoError(t, err)
+	assert.Equal(t, int64(7_500_000), l.SessionMicros)
+	assert.Equal(t, int64(1_250_000), l.StepMicros)
+
+	_, err = h.bot.StepLimits(h.ctx, 1, "acme/widgets", session, session+"/_/developer/99")
+	assert.ErrorContains(t, err, "not in flight")
+	_, err = h.bot.StepLimits(h.ctx, 1, "acme/widgets", "999", "999/_/pm/1")
+	assert.Error(t, err)
+	_, err = h.bot.StepLimits(h.ctx, 1, "acme/widgets", "x", "x/_/pm/1")
+	assert.ErrorContains(t, err, "not an issue")
+}

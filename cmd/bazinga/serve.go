@@ -229,7 +229,7 @@ func serveWith(ctx context.Context, cfg server.Config, gwCfg server.GatewayServe
 		logger.Info("bazinga serve: token exchange", "path", server.TokenPath, "exchange", x)
 	}
 	if gwCfg.Enabled {
-		if err := mountGateway(srv, factory, cfg, gwCfg, ledger, login, logger); err != nil {
+		if err := mountGateway(srv, factory, cfg, gwCfg, ledger, b, login, logger); err != nil {
 			return err
 		}
 	}
@@ -237,7 +237,8 @@ func serveWith(ctx context.Context, cfg server.Config, gwCfg server.GatewayServe
 }
 
 // mountGateway serves the model gateway and POST /gateway/token, its spend in /metrics.
-func mountGateway(srv *server.Server, factory *ghapi.ClientFactory, cfg server.Config, gwCfg server.GatewayServeConfig, ledger *gateway.MemLedger, login string, logger *slog.Logger) error {
+func mountGateway(srv *server.Server, factory *ghapi.ClientFactory, cfg server.Config, gwCfg server.GatewayServeConfig, ledger *gateway.MemLedger,
+	records server.StepRecords, login string, logger *slog.Logger) error {
 	signer, err := gateway.NewSigner(nil)
 	if err != nil {
 		return err
@@ -251,7 +252,8 @@ func mountGateway(srv *server.Server, factory *ghapi.ClientFactory, cfg server.C
 	}
 	xc := gwCfg.Exchange
 	xc.Issuer = cfg.TokenExchange.Issuer
-	x, err := server.NewGatewayExchange(xc, server.GatewayExchangeOptions{GitHub: server.FactoryGitHub{F: factory},
+	// The session's own record says whether the step runs and what its limits are (the operator's cap them).
+	x, err := server.NewGatewayExchange(xc, server.GatewayExchangeOptions{GitHub: server.FactoryGitHub{F: factory}, Records: records,
 		Signer: signer, GitHubURL: cfg.GitHubURL, Login: login, Logger: logger})
 	if err != nil {
 		return err

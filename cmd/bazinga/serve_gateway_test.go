@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-github/v66/github"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -28,7 +27,7 @@ import (
 // token buys model calls with the key the job never sees, is worth nothing at POST /token, and the spend shows in
 // /metrics.
 func TestServeMountsTheGateway(t *testing.T) {
-	fake := ghfake.Start(t, ghfake.Options{})
+	fake := ghfake.Start(t, ghfake.Options{WebhookMode: ghfake.Sync})
 	repo, err := fake.CreateRepo("acme", "widgets", "main")
 	require.NoError(t, err)
 	_, err = repo.Push("acme", "main", map[string]string{"README.md": "hi\n"}, "init")
@@ -39,19 +38,6 @@ func TestServeMountsTheGateway(t *testing.T) {
 	web, api, upload, err := ghapi.GitHubURLs(fake.URL())
 	require.NoError(t, err)
 	model := modelfake.Start(t, modelfake.ByTurn(modelfake.Reply{Text: "hi", Usage: modelfake.Usage{InputTokens: 2000, OutputTokens: 100}}))
-
-	// The orchestrator dispatches the step as the App.
-	factory, err := ghapi.NewClientFactory(ghapi.App{ID: fake.AppID(), PrivateKey: testkey.PEM(t), APIURL: api}, fake.Transport(), ghapi.TransportOptions{MaxRetries: -1})
-	require.NoError(t, err)
-	inst, err := factory.Installation(fake.InstallationID())
-	require.NoError(t, err)
-	_, err = inst.Actions.CreateWorkflowDispatchEventByFileName(context.Background(), "acme", "widgets", "bazinga-agent.yml",
-		github.CreateWorkflowDispatchEventRequest{Ref: "main", Inputs: map[string]any{"step": "s-1/A/developer/2"}})
-	require.NoError(t, err)
-	runs := fake.Runs()
-	require.NotEmpty(t, runs)
-	run := runs[len(runs)-1]
-	require.NoError(t, fake.StartRun(run.ID))
 
 	env := map[string]string{server.EnvGatewayAnthropicKey: "sk-real", server.EnvGatewayAnthropicURL: model.URL, server.EnvGatewayStepLimit: "2"}
 	gw, err := server.GatewayConfigFromEnv(func(k string) string { return env[k] })
@@ -65,7 +51,16 @@ func TestServeMountsTheGateway(t *testing.T) {
 		TokenExchange: server.TokenExchangeConfig{Issuer: o.URL(), Environment: "bazinga-privileged"}}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- serveWith(ctx, cfg, gw, slog.New(slog.DiscardHandler)) }()
+	var logs lockedBuffer
+	go func() { done <- serveWith(ctx, cfg, gw, slog.New(slog.NewTextHandler(&logs, nil))) }()
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Log(logs.String())
+			for _, d := range fake.Deliveries() {
+				t.Logf("delivery %s %s %d %s", d.Event, d.Action, d.Status, d.Err)
+			}
+		}
+	})
 	defer func() {
 		cancel()
 		select {
@@ -91,6 +86,30 @@ func TestServeMountsTheGateway(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(b)
 	}
+	require.Eventually(t, func() bool {
+		r, err := http.Get("http://" + addr + "/healthz")
+		if err == nil {
+			r.Body.Close()
+		}
+		return err == nil
+	}, 10*time.Second, 20*time.Millisecond, "serving")
+	// A session starts: the orchestrator (the App, in serve) dispatches its pm step.
+	fake.SetPermission("alice", "write")
+	fake.SetWebhook("http://"+addr+"/webhook", "s")
+	issue, err := repo.CreateIssue("alice", "Add Mul", "Please.")
+	require.NoError(t, err)
+	require.NoError(t, repo.LabelIssue("alice", issue, "bazinga"))
+	var run ghfake.Run
+	require.Eventually(t, func() bool {
+		for _, r := range fake.Runs() {
+			if r.Workflow == "bazinga-agent.yml" {
+				run = r
+				return true
+			}
+		}
+		return false
+	}, 20*time.Second, 50*time.Millisecond, "the pm step is dispatched")
+	require.NoError(t, fake.StartRun(run.ID))
 	var status int
 	var body string
 	oidc := o.Mint(o.ClaimsFor(run, gateway.Audience))
@@ -101,8 +120,8 @@ func TestServeMountsTheGateway(t *testing.T) {
 	require.Equal(t, http.StatusCreated, status, body)
 	var gt server.GatewayToken
 	require.NoError(t, json.Unmarshal([]byte(body), &gt))
-	assert.Equal(t, "s-1/A/developer/2", gt.Step)
-	assert.Equal(t, gateway.Limits{StepMicros: 2_000_000}, gt.Limits)
+	assert.Equal(t, strconv.Itoa(issue)+"/_/pm/1", gt.Step, "bound to the step the session dispatched")
+	assert.Equal(t, int64(2_000_000), gt.Limits.StepMicros, "the operator's cap")
 
 	status, body = post(gt.BasePath+"/anthropic/v1/messages", "", `{"model":"claude-sonnet-4-5","max_tokens":10,"messages":[{"role":"user","content":"hi"}]}`,
 		"x-api-key", gt.Token, "anthropic-version", "2023-06-01")
