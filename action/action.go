@@ -229,6 +229,8 @@ type inputs struct {
 	// exchangeAudience the OIDC token's audience; exchangeLogin the App's
 	// login the exchange reported.
 	exchangeURL, exchangeAudience, exchangeLogin string
+	// gatewayURL is bazinga serve's model gateway (agent jobs in App mode).
+	gatewayURL string
 }
 
 // inputError is a wrong or missing input: the step fails with the message.
@@ -309,6 +311,7 @@ func readInputs(gha *githubactions.Action, getenv func(string) string) (inputs, 
 		problems = append(problems, fmt.Sprintf("input `command` is %q; want agent, gate, validate, publish, land or reconcile", in.command))
 	}
 	problems = append(problems, readExchangeInputs(gha, getenv, &in)...)
+	problems = append(problems, readGatewayInputs(gha, getenv, &in)...)
 	if in.token == "" && in.exchangeURL == "" {
 		problems = append(problems, "input `github-token` is empty; pass `github-token: ${{ github.token }}` (the default) or a token with contents, issues and pull-requests write")
 	}
@@ -385,7 +388,7 @@ func Run(ctx context.Context, d Deps) (code int) {
 		out.set(in.step, StatusFailed, []string{err.Error()})
 		return 1
 	}
-	if !privileged(in.command) && d.Getenv(EnvIDTokenRequestToken) != "" {
+	if !privileged(in.command) && d.Getenv(EnvIDTokenRequestToken) != "" && in.gatewayURL == "" {
 		// The agent can mint this job's OIDC token; a token exchange that
 		// allows this workflow would give it the App's write token.
 		gha.Warningf("bazinga %s: this job has `id-token: write`; the code it runs can request the job's OIDC token. "+

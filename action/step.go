@@ -190,7 +190,18 @@ func (j *job) runStep(ctx context.Context) int {
 	}
 	ex := &stepexec.Executor{Remote: remote, Config: cfg, TempDir: work, Logger: j.log, HandOver: rec}
 	if step.Role != pipeline.RoleMerge && step.Role != pipeline.RoleValidate {
-		r, err := agent.NewRunner(agent.RunnerConfig{Command: cfg.Agent.Command, CLI: string(cfg.AgentCLI()), Timeout: cfg.Agent.Timeout.D(), KillGrace: cfg.Agent.Grace.D(), PassEnv: cfg.Agent.Env, TempDir: work,
+		passEnv := cfg.Agent.Env
+		if in.gatewayURL != "" {
+			// App mode with the gateway: the agent gets a token for this step, never a provider key.
+			tok, err := requestGatewayToken(ctx, j.d.HTTPClient, j.gha, j.d.Getenv, in)
+			if err != nil {
+				return j.fail("getting a gateway token", err)
+			}
+			ex.Meter = remoteMeter{base: in.gatewayURL, token: tok}
+			passEnv = agent.WithoutCredentials(passEnv)
+			j.gha.Infof("bazinga: model calls go through the gateway at %s", in.gatewayURL)
+		}
+		r, err := agent.NewRunner(agent.RunnerConfig{Command: cfg.Agent.Command, CLI: string(cfg.AgentCLI()), Timeout: cfg.Agent.Timeout.D(), KillGrace: cfg.Agent.Grace.D(), PassEnv: passEnv, TempDir: work,
 			MaxTurns: cfg.Agent.MaxTurns, MaxBudgetUSD: cfg.Limits.StepCostUSD,
 			TranscriptDir: filepath.Join(work, "transcripts"),
 			// A GitHub-hosted runner is a throwaway machine; a self-hosted one may not be.

@@ -42,6 +42,15 @@ type Options struct {
 	Repos func(ctx context.Context) ([]ghapi.InstalledRepo, error)
 	// StartLabel is the label that starts a session (default "bazinga").
 	StartLabel string
+	// Meter, when set, is bazinga serve's model gateway: the usage of a step it metered replaces what the step's
+	// job reported (docs/gateway.md).
+	Meter Meter
+}
+
+// Meter says what a step's model calls cost, as the gateway metered them; ok is false when it metered none of
+// the step's (the job's report is kept then).
+type Meter interface {
+	StepUsage(ctx context.Context, installation int64, repo, session, step string) (u pipeline.Usage, ok bool)
 }
 
 // Bot is the core Processor: it turns deliveries into engine events,

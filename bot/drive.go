@@ -387,6 +387,7 @@ func (b *Bot) drive(ctx context.Context, gh GitHub, ref sessionRef, in input) er
 		record = append(record, *in.fail)
 	}
 
+	b.metered(ctx, ref, session, events)
 	b.refreshCostLimits(ctx, gh, ref, &st, events, log)
 	now := b.o.Now().UTC()
 	x := &executor{b: b, gh: gh, ref: ref, st: &st, in: in, now: now, log: log, comments: map[int][]ghapi.Comment{}}
@@ -645,4 +646,20 @@ func splitJoined(err error) []error {
 		return j.Unwrap()
 	}
 	return []error{err}
+}
+
+// metered puts the gateway's figure on the results and failures of steps it metered, in place of what their jobs
+// reported: the agent's job can write anything in its hand-over.
+func (b *Bot) metered(ctx context.Context, ref sessionRef, session string, events []pipeline.Event) {
+	if b.o.Meter == nil {
+		return
+	}
+	for i, ev := range events {
+		if ev.Kind != pipeline.EventStepResult && ev.Kind != pipeline.EventStepFailed {
+			continue
+		}
+		if u, ok := b.o.Meter.StepUsage(ctx, ref.inst, ref.repo.String(), session, ev.Step); ok {
+			events[i].Usage = &u
+		}
+	}
 }

@@ -65,6 +65,10 @@ type Options struct {
 	// it returns the command to apply (approve, answer with feedback, stop).
 	// The demo's scripted human is one.
 	Reviewer func(s pipeline.Session) pipeline.Command
+
+	// Gateway, when set, runs the metering gateway on loopback for the session: agents get its base URLs and a
+	// step token instead of the provider keys, and the session's cost is what it metered (docs/gateway.md).
+	Gateway *GatewayOptions
 }
 
 // Outcome is how a local session ended.
@@ -96,6 +100,7 @@ type runner struct {
 	results chan stepDone
 	replies chan termReply
 	running map[string]context.CancelFunc
+	gw      *localGateway // nil without Options.Gateway
 	baseAt  plumbing.Hash
 	asked   string // the clarification step already asked on the terminal
 	// reading is set while a goroutine reads a line from the terminal: one
@@ -149,6 +154,9 @@ func Run(ctx context.Context, opts Options) (Outcome, error) {
 		err = r.resume(ctx)
 	} else {
 		err = r.create(ctx)
+	}
+	if r.gw != nil {
+		defer r.gw.close()
 	}
 	if err != nil {
 		return Outcome{}, err
@@ -326,7 +334,17 @@ func (r *runner) resume(ctx context.Context) error {
 }
 
 func (r *runner) setup() error {
-	run, err := agent.NewRunner(agent.RunnerConfig{Command: r.cfg.Agent.Command, CLI: string(r.cfg.AgentCLI()), Timeout: r.cfg.Agent.Timeout.D(), KillGrace: r.cfg.Agent.Grace.D(), PassEnv: r.cfg.Agent.Env,
+	passEnv := r.cfg.Agent.Env
+	if r.opts.Gateway != nil {
+		gw, err := startGateway(*r.opts.Gateway, r.opts.Repo, r.cfg)
+		if err != nil {
+			return err
+		}
+		r.gw = gw
+		gw.carry(r.s)
+		passEnv = agentEnvWithoutCredentials(passEnv)
+	}
+	run, err := agent.NewRunner(agent.RunnerConfig{Command: r.cfg.Agent.Command, CLI: string(r.cfg.AgentCLI()), Timeout: r.cfg.Agent.Timeout.D(), KillGrace: r.cfg.Agent.Grace.D(), PassEnv: passEnv,
 		// The CLI stops itself at these caps, before the harness has to.
 		MaxTurns: r.cfg.Agent.MaxTurns, MaxBudgetUSD: r.cfg.Limits.StepCostUSD,
 		// Every step's whole output stays with the session, to read after.
@@ -335,6 +353,9 @@ func (r *runner) setup() error {
 		return err
 	}
 	r.exec = &stepexec.Executor{Remote: gitops.Remote{URL: r.opts.Repo}, Config: r.cfg, Runner: run, Logger: r.opts.Logger}
+	if r.gw != nil {
+		r.exec.Meter = r.gw
+	}
 	r.view = newView(r.opts.Out, r.opts.JSON, r.opts.Terminal)
 	return nil
 }
