@@ -39,6 +39,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -218,6 +219,9 @@ type inputs struct {
 	repo                                                ghapi.RepoRef
 	apiURL, serverURL, runURL                           string
 	eventName, eventPath                                string
+	// refName is the branch the job's workflow run is on (the session's
+	// base, which the orchestrator dispatched it on).
+	refName string
 	// signingKey signs the state (reconcile); publicKey verifies it and
 	// orchestrator is the only author whose state is read (step jobs).
 	signingKey ed25519.PrivateKey
@@ -235,6 +239,8 @@ type inputs struct {
 	// exchangeAudience the OIDC token's audience; exchangeLogin the App's
 	// login the exchange reported.
 	exchangeURL, exchangeAudience, exchangeLogin string
+	// gatewayURL is bazinga serve's model gateway (agent jobs in App mode).
+	gatewayURL string
 }
 
 // inputError is a wrong or missing input: the step fails with the message.
@@ -264,6 +270,7 @@ func readInputs(gha *githubactions.Action, getenv func(string) string) (inputs, 
 		serverURL:    strings.TrimRight(strings.TrimSpace(getenv("GITHUB_SERVER_URL")), "/"),
 		eventName:    strings.TrimSpace(getenv("GITHUB_EVENT_NAME")),
 		eventPath:    strings.TrimSpace(getenv("GITHUB_EVENT_PATH")),
+		refName:      strings.TrimSpace(getenv("GITHUB_REF_NAME")),
 	}
 	if in.token != "" {
 		gha.AddMask(in.token)
@@ -327,6 +334,7 @@ func readInputs(gha *githubactions.Action, getenv func(string) string) (inputs, 
 		problems = append(problems, fmt.Sprintf("input `command` is %q; want agent, gate, validate, publish, land or reconcile", in.command))
 	}
 	problems = append(problems, readExchangeInputs(gha, getenv, &in)...)
+	problems = append(problems, readGatewayInputs(gha, getenv, &in)...)
 	if in.token == "" && in.exchangeURL == "" {
 		problems = append(problems, "input `github-token` is empty; pass `github-token: ${{ github.token }}` (the default) or a token with contents, issues and pull-requests write")
 	}
@@ -337,6 +345,11 @@ func readInputs(gha *githubactions.Action, getenv func(string) string) (inputs, 
 		problems = append(problems, "GITHUB_REPOSITORY is not set: bazinga action runs inside a GitHub Actions job")
 	case !ok:
 		problems = append(problems, fmt.Sprintf("GITHUB_REPOSITORY is %q, not owner/name", full))
+	}
+	// The repository's id (documented among the default variables) names
+	// the session's repository across renames and transfers.
+	if id, err := strconv.ParseInt(strings.TrimSpace(getenv("GITHUB_REPOSITORY_ID")), 10, 64); err == nil && id > 0 {
+		repo.ID = id
 	}
 	in.repo = repo
 	if in.command != CommandReconcile && in.command != CommandMerge && in.command != "" {
@@ -398,7 +411,7 @@ func Run(ctx context.Context, d Deps) (code int) {
 		out.set(in.step, StatusFailed, []string{err.Error()})
 		return 1
 	}
-	if !privileged(in.command) && d.Getenv(EnvIDTokenRequestToken) != "" {
+	if !privileged(in.command) && d.Getenv(EnvIDTokenRequestToken) != "" && in.gatewayURL == "" {
 		// The agent can mint this job's OIDC token; a token exchange that
 		// allows this workflow would give it the App's write token.
 		gha.Warningf("bazinga %s: this job has `id-token: write`; the code it runs can request the job's OIDC token. "+
@@ -427,7 +440,28 @@ func Run(ctx context.Context, d Deps) (code int) {
 	case CommandPublish, CommandLand:
 		return j.publish(ctx)
 	}
-	return j.runStep(ctx)
+	return j.handedOverFailure(j.runStep(ctx))
+}
+
+// handedOverFailure makes sure an unprivileged job that failed hands its
+// failure over: the privileged job then records it on GitHub and, in
+// Action-only mode, wakes the orchestrator, so the step is sent again at
+// once instead of when the schedule notices (issue 28). A hand-over the
+// job wrote itself is kept.
+func (j *job) handedOverFailure(code int) int {
+	if code == 0 || j.in.handover == "" || j.lastFail == "" {
+		return code
+	}
+	if _, err := os.Stat(filepath.Join(j.in.handover, HandOverManifest)); err == nil {
+		return code
+	}
+	ref, _ := codec.ParseStepID(j.in.step)
+	h := HandOver{Step: j.in.step, Command: j.in.command, Outcome: OutcomeFailure,
+		Failure: &codec.FailureRecord{Step: j.in.step, Role: ref.Role, Group: ref.Group, Reason: "the " + j.in.command + " job failed: " + j.lastFail}}
+	if err := writeHandOver(j.in.handover, h, nil); err != nil {
+		j.gha.Warningf("bazinga: could not hand the failure over: %v", err)
+	}
+	return code
 }
 
 // job is one run of the action.
@@ -439,6 +473,8 @@ type job struct {
 	client *github.Client
 	gh     bot.GitHub
 	log    *slog.Logger
+	// lastFail is the last failure the job reported (fail).
+	lastFail string
 }
 
 // fail reports err as an error annotation, naming a missing permission
@@ -450,6 +486,7 @@ func (j *job) fail(what string, err error) int {
 	}
 	j.gha.WithFieldsMap(map[string]string{"title": "bazinga " + j.in.command}).Errorf("%s", msg)
 	j.log.Error(what, "err", err)
+	j.lastFail = msg
 	return 1
 }
 

@@ -38,6 +38,10 @@ func (j *job) publish(ctx context.Context) int {
 		return 1
 	}
 	st, step, ok, err := j.inFlight(ctx, issue, ref.Session)
+	var ue *unreadableError
+	if errors.As(err, &ue) {
+		return j.failUnreadable(ctx, issue, ue, true)
+	}
 	if err != nil {
 		return j.fail("reading the session from the tracking comment of #"+ref.Session, err)
 	}
@@ -97,7 +101,11 @@ func (j *job) publish(ctx context.Context) int {
 	}
 
 	j.gha.Group("bazinga: claim " + in.step)
-	err = j.claim(ctx, s.Base)
+	groupBranch := ""
+	if g := s.Group(step.Group); g != nil {
+		groupBranch = g.Branch
+	}
+	err = j.claim(ctx, s.Base, groupBranch, j.in.refName)
 	j.gha.EndGroup()
 	switch {
 	case errors.Is(err, ghapi.ErrExists):

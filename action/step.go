@@ -68,12 +68,20 @@ func (j *job) inFlight(ctx context.Context, issue int, session string) (codec.St
 	if found {
 		step = st.Session.Step(j.in.step)
 	}
+	// The orchestrator writes a step into the state before it dispatches
+	// it, so a state without the step that is older than it (or no state
+	// at all) is not the session: its tracking comment was deleted or put
+	// back older. Skipping would leave the step to wait out its timeout.
+	if ref, _ := codec.ParseStepID(j.in.step); !found || step == nil && ref.N > st.Session.StepSeq {
+		why := "the issue has no trusted tracking comment"
+		if found {
+			why = fmt.Sprintf("the tracking comment is older than the step (it knows steps up to %d)", st.Session.StepSeq)
+		}
+		return st, nil, false, &unreadableError{step: j.in.step, why: why}
+	}
 	if step == nil || step.State != pipeline.StepInFlight {
-		why := "the issue has no bazinga session"
-		switch {
-		case found && step == nil:
-			why = "the session has no such step"
-		case found:
+		why := "the session has no such step"
+		if step != nil {
 			why = "the step is " + step.State.String() + ", not in flight"
 		}
 		j.gha.Noticef("bazinga: step %s is not in flight (%s); nothing to do", j.in.step, why)
@@ -81,6 +89,33 @@ func (j *job) inFlight(ctx context.Context, issue int, session string) (codec.St
 		return st, nil, false, nil
 	}
 	return st, step, true, nil
+}
+
+// unreadableError is a session this job cannot find its step in. The job
+// fails rather than skips: its failed run wakes the orchestrator, which
+// rebuilds the session from its log and sends the step again at once.
+type unreadableError struct{ step, why string }
+
+func (e *unreadableError) Error() string {
+	return "step " + e.step + ": the session cannot be read: " + e.why
+}
+
+// failUnreadable ends a job whose session cannot be read. A privileged job
+// (post) records the failure on the issue, where the orchestrator reads it
+// even before its state is back, and wakes it; an unprivileged one cannot
+// post, and its failed run reports it.
+func (j *job) failUnreadable(ctx context.Context, issue int, ue *unreadableError, post bool) int {
+	j.out.set(j.in.step, StatusFailed, []string{ue.why})
+	if post {
+		ref, _ := codec.ParseStepID(j.in.step)
+		fr := codec.FailureRecord{Step: j.in.step, Role: ref.Role, Group: ref.Group, RunURL: j.in.runURL,
+			Reason: "the job could not read the session (" + ue.why + ")"}
+		if _, err := j.gh.CreateComment(ctx, j.in.repo, issue, codec.RenderFailureComment(fr)); err != nil {
+			j.gha.Warningf("bazinga: could not post the failure of %s: %v", j.in.step, err)
+		}
+		j.wake(ctx, issue, j.in.refName)
+	}
+	return j.fail("reading the session of "+j.in.step, ue)
 }
 
 // runStep is the unprivileged half of a step (agent, gate, validate): load,
@@ -101,6 +136,17 @@ func (j *job) runStep(ctx context.Context) int {
 		return nil
 	}
 	st, step, ok, err := j.inFlight(ctx, issue, ref.Session)
+	var ue *unreadableError
+	if errors.As(err, &ue) {
+		// Handed over too, so that the privileged job runs: it records
+		// the failure, which Action-only mode needs (no workflow_run).
+		ho.Outcome = OutcomeFailure
+		ho.Failure = &codec.FailureRecord{Step: in.step, Role: ref.Role, Group: ref.Group, Reason: "the job could not read the session (" + ue.why + ")"}
+		if err := handOver(ho, nil); err != nil {
+			return j.fail("writing the hand-over", err)
+		}
+		return j.failUnreadable(ctx, issue, ue, false)
+	}
 	if err != nil {
 		return j.fail("reading the session from the tracking comment of #"+ref.Session, err)
 	}
@@ -144,7 +190,18 @@ func (j *job) runStep(ctx context.Context) int {
 	}
 	ex := &stepexec.Executor{Remote: remote, Config: cfg, TempDir: work, Logger: j.log, HandOver: rec}
 	if step.Role != pipeline.RoleMerge && step.Role != pipeline.RoleValidate {
-		r, err := agent.NewRunner(agent.RunnerConfig{Command: cfg.Agent.Command, CLI: string(cfg.AgentCLI()), Timeout: cfg.Agent.Timeout.D(), KillGrace: cfg.Agent.Grace.D(), PassEnv: cfg.Agent.Env, TempDir: work,
+		passEnv := cfg.Agent.Env
+		if in.gatewayURL != "" {
+			// App mode with the gateway: the agent gets a token for this step, never a provider key.
+			tok, err := requestGatewayToken(ctx, j.d.HTTPClient, j.gha, j.d.Getenv, in)
+			if err != nil {
+				return j.fail("getting a gateway token", err)
+			}
+			ex.Meter = remoteMeter{base: in.gatewayURL, token: tok}
+			passEnv = agent.WithoutCredentials(passEnv)
+			j.gha.Infof("bazinga: model calls go through the gateway at %s", in.gatewayURL)
+		}
+		r, err := agent.NewRunner(agent.RunnerConfig{Command: cfg.Agent.Command, CLI: string(cfg.AgentCLI()), Timeout: cfg.Agent.Timeout.D(), KillGrace: cfg.Agent.Grace.D(), PassEnv: passEnv, TempDir: work,
 			MaxTurns: cfg.Agent.MaxTurns, MaxBudgetUSD: cfg.Limits.StepCostUSD,
 			TranscriptDir: filepath.Join(work, "transcripts"),
 			// A GitHub-hosted runner is a throwaway machine; a self-hosted one may not be.
@@ -258,8 +315,16 @@ func (j *job) loadState(ctx context.Context, issue int) (codec.State, bool, erro
 
 // claim creates the step's claim ref at the base head (ErrExists: another
 // job has it).
-func (j *job) claim(ctx context.Context, base string) error {
+func (j *job) claim(ctx context.Context, base string, others ...string) error {
 	sha, err := j.gh.GetRef(ctx, j.in.repo, "heads/"+base)
+	// Any commit will do for a claim: a base renamed or deleted since the
+	// step started must not keep its failure from being recorded.
+	for _, b := range others {
+		if !errors.Is(err, ghapi.ErrNotFound) || b == "" {
+			break
+		}
+		sha, err = j.gh.GetRef(ctx, j.in.repo, "heads/"+b)
+	}
 	if err != nil {
 		return fmt.Errorf("reading %s: %w", base, err)
 	}

@@ -12,7 +12,7 @@ import (
 var statusHelp = map[pipeline.Role]map[pipeline.Status]string{
 	pipeline.RolePM: {
 		pipeline.StatusPlanningComplete:    "your plan is ready (first planning, or re-planning after an answer)",
-		pipeline.StatusContinue:            "more work is needed: name the groups to (re)run, new ones included, with feedback; list under drop the waiting groups you give up",
+		pipeline.StatusContinue:            "more work is needed: name the groups to (re)run, new ones included, with feedback; list under drop the waiting groups you give up. Decide every group that waits on you (under groups or drop): a decision that leaves one out, or names an unknown or repeated id, is refused whole and changes nothing",
 		pipeline.StatusBazinga:             "every group is merged and every success criterion is met, with evidence",
 		pipeline.StatusNeedsClarification:  "a product decision blocks you and neither the repository nor the requirements settle it",
 		pipeline.StatusInvestigationNeeded: "a problem needs root-cause analysis before work can be planned",
@@ -69,8 +69,8 @@ type handoffShape struct {
 
 var handoffShapes = map[pipeline.Role][]handoffShape{
 	pipeline.RolePM: {
-		{"PLANNING_COMPLETE", `{"plan": {"mode": "simple|parallel", "groups": [{"id": "A", "name": "…", "task": "…", "type": "implementation|research", "tier": "developer|senior", "phase": 1, "depends_on": []}], "success_criteria": ["…"]}}`},
-		{"CONTINUE", `{"groups": ["A", {"id": "D", "name": "…", "task": "…", "type": "implementation", "tier": "developer", "phase": 2, "depends_on": ["A"]}], "feedback": {"A": "…"}, "drop": ["C"]}`},
+		{"PLANNING_COMPLETE", `{"plan": {"mode": "simple|parallel", "groups": [{"id": "A", "name": "…", "task": "…", "type": "implementation|research", "tier": "developer|senior", "size": "S|M|L|XL", "phase": 1, "depends_on": []}], "success_criteria": ["…"]}}`},
+		{"CONTINUE", `{"groups": ["A", {"id": "D", "name": "…", "task": "…", "type": "implementation", "tier": "developer", "size": "M", "phase": 2, "depends_on": ["A"]}], "feedback": {"A": "…"}, "drop": ["C"]}`},
 		{"NEEDS_CLARIFICATION", `{"question": "…", "options": ["…", "…"], "fallback": "…"}`},
 		{"BAZINGA", `{"criteria": [{"criterion": "…", "met": true, "evidence": "…"}]}`},
 		{"INVESTIGATION_NEEDED", `{"problem": "…", "evidence": ["…"]}`},
@@ -129,6 +129,14 @@ func resultContract(role pipeline.Role, resultFile string, finalAnswer bool) str
 			fmt.Fprintf(&b, "  - `%s`: `%s`\n", h.when, h.shape)
 		} else {
 			fmt.Fprintf(&b, "  - `%s`\n", h.shape)
+		}
+	}
+	if role == pipeline.RolePM {
+		// Issue 27: what the pm writes is stored in the session's state,
+		// which has one GitHub comment's room; over a limit is refused.
+		b.WriteString("- Size limits of what the session keeps from your handoff:\n")
+		for _, l := range pipeline.BudgetLines() {
+			b.WriteString("  - " + l + "\n")
 		}
 	}
 	// --- usage (issue 13 item 5) ---

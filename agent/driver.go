@@ -93,6 +93,9 @@ type Invoke struct {
 	// GOCACHE, PIP_CACHE_DIR, … when passed to the agent elsewhere), which a
 	// sandboxed CLI must let tests write.
 	CacheDirs []string
+	// OpenAIBaseURL, when set, is the OpenAI API base the step must use (bazinga's metering gateway): a CLI that
+	// does not read OPENAI_BASE_URL gets it as configuration.
+	OpenAIBaseURL string
 }
 
 // Invocation is the command line a driver built for one step.

@@ -88,6 +88,12 @@ func (codexDriver) Invocation(args []string, s Invoke) (Invocation, error) {
 			}
 		}
 	}
+	if s.OpenAIBaseURL != "" && !hasConfig(args, "model_provider") {
+		// codex's built-in provider ignores OPENAI_BASE_URL and tries a WebSocket first: a provider of its own
+		// sends the Responses API over HTTP to the gateway, with the step's token from OPENAI_API_KEY.
+		extra = append(extra, "-c", "model_provider=bazinga_gateway", "-c",
+			`model_providers.bazinga_gateway={name="bazinga gateway", base_url=`+strconv.Quote(s.OpenAIBaseURL)+`, env_key="OPENAI_API_KEY", wire_api="responses"}`)
+	}
 	if !hasFlag(args, "--skip-git-repo-check") {
 		extra = append(extra, "--skip-git-repo-check")
 	}

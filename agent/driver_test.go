@@ -320,3 +320,19 @@ func TestResultSchemas(t *testing.T) {
 		assert.Equal(t, []string{"status", "summary", "handoff"}, s.Required, "strict mode requires every property")
 	}
 }
+
+// With bazinga's gateway, codex is given a provider of its own pointed at it (its built-in one ignores
+// OPENAI_BASE_URL); a provider the user configured is left alone.
+func TestCodexInvocationGateway(t *testing.T) {
+	d := drivers["codex"]
+	args, _ := parseCommand("codex exec")
+	inv, err := d.Invocation(args, Invoke{Access: AccessRead, Dir: "/d", OpenAIBaseURL: "http://127.0.0.1:4242/openai/v1"})
+	require.NoError(t, err)
+	assertSubsequence(t, inv.Args, []string{"-c", "model_provider=bazinga_gateway", "-c",
+		`model_providers.bazinga_gateway={name="bazinga gateway", base_url="http://127.0.0.1:4242/openai/v1", env_key="OPENAI_API_KEY", wire_api="responses"}`})
+
+	args, _ = parseCommand("codex exec -c model_provider=mine")
+	inv, err = d.Invocation(args, Invoke{Access: AccessRead, Dir: "/d", OpenAIBaseURL: "http://127.0.0.1:4242/openai/v1"})
+	require.NoError(t, err)
+	assert.NotContains(t, strings.Join(inv.Args, " "), "bazinga_gateway")
+}

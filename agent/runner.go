@@ -109,6 +109,9 @@ type StepSpec struct {
 	Model   string
 	Prompt  string
 	WorkDir string // the step's working copy
+	// Env is set in the agent's environment for this step only, over the passed-through names (a metering
+	// gateway's base URLs and token, in place of the provider key).
+	Env map[string]string
 }
 
 // Outcome is what a step produced.
@@ -324,6 +327,7 @@ func (r *Runner) runOnce(ctx context.Context, spec StepSpec, timeout time.Durati
 		Role: spec.Role, Access: access, Model: spec.Model, Dir: dir, WorkDir: spec.WorkDir,
 		Schema: schema, MaxTurns: r.cfg.MaxTurns, MaxBudgetUSD: r.cfg.MaxBudgetUSD,
 		Root: os.Geteuid() == 0, Sandboxed: r.cfg.Sandboxed, CacheDirs: r.cacheDirs(),
+		OpenAIBaseURL: spec.Env["OPENAI_BASE_URL"],
 	})
 	if err != nil {
 		return out, fmt.Errorf("agent step %s: %w", spec.StepID, err)
@@ -563,6 +567,9 @@ func lastLine(b []byte) string {
 // configured pass-through names, then the harness's own variables, sorted.
 func (r *Runner) environ(spec StepSpec, promptFile, resultFile string, extra map[string]string) []string {
 	set := map[string]string{}
+	for k, v := range spec.Env {
+		set[k] = v
+	}
 	for k, v := range extra {
 		set[k] = v
 	}

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -44,6 +46,15 @@ type Options struct {
 	Repos func(ctx context.Context) ([]ghapi.InstalledRepo, error)
 	// StartLabel is the label that starts a session (default "bazinga").
 	StartLabel string
+	// Meter, when set, is bazinga serve's model gateway: the usage of a step it metered replaces what the step's
+	// job reported (docs/gateway.md).
+	Meter Meter
+}
+
+// Meter says what a step's model calls cost, as the gateway metered them; ok is false when it metered none of
+// the step's (the job's report is kept then).
+type Meter interface {
+	StepUsage(ctx context.Context, installation int64, repo, session, step string) (u pipeline.Usage, ok bool)
 }
 
 // Bot is the core Processor: it turns deliveries into engine events,
@@ -108,7 +119,18 @@ type sessionRef struct {
 	issue int
 }
 
-func (r sessionRef) key() string { return r.repo.String() + "#" + strconv.Itoa(r.issue) }
+// key names the session for its lock: by the repository's id when known,
+// so that deliveries under a former name and the new one (a rename or
+// transfer) never drive it at once.
+func (r sessionRef) key() string { return repoKey(r.repo) + "#" + strconv.Itoa(r.issue) }
+
+// repoKey is a repository's id when known, else its name.
+func repoKey(r ghapi.RepoRef) string {
+	if r.ID != 0 {
+		return "id:" + strconv.FormatInt(r.ID, 10)
+	}
+	return strings.ToLower(r.String())
+}
 
 func (b *Bot) lock(key string) func() {
 	b.mu.Lock()
@@ -125,7 +147,13 @@ func (b *Bot) lock(key string) func() {
 func (b *Bot) remember(inst int64, repo ghapi.RepoRef) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.repos[repo.String()] = ghapi.InstalledRepo{Installation: inst, Repo: repo}
+	// By id: a rename replaces the name the sweep uses, it adds no second
+	// entry under the former name (whose API calls GitHub redirects, and
+	// whose writes a redirect turns into reads).
+	if repo.ID != 0 {
+		delete(b.repos, strings.ToLower(repo.String()))
+	}
+	b.repos[repoKey(repo)] = ghapi.InstalledRepo{Installation: inst, Repo: repo}
 }
 
 // Sweep reconciles every active session of the known repositories (open
@@ -142,14 +170,20 @@ func (b *Bot) Sweep(ctx context.Context) error {
 			b.log.Warn("sweep: listing installed repositories", "err", err)
 		}
 		for _, r := range list {
-			repos[r.Repo.String()] = r
+			repos[repoKey(r.Repo)] = r
 		}
 	}
 	b.mu.Lock()
 	for k, r := range b.repos {
-		if _, ok := repos[k]; !ok {
-			repos[k] = r
+		if _, ok := repos[k]; ok {
+			continue // GitHub's list has the current name
 		}
+		if r.Repo.ID == 0 && slices.ContainsFunc(slices.Collect(maps.Values(repos)), func(l ghapi.InstalledRepo) bool {
+			return strings.EqualFold(l.Repo.String(), r.Repo.String())
+		}) {
+			continue
+		}
+		repos[k] = r
 	}
 	b.mu.Unlock()
 	var errs []error

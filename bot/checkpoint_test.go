@@ -245,6 +245,26 @@ func TestBindCheckpoint(t *testing.T) {
 			assert.Equal(t, orig, tc.in.Command.Checkpoint, "the translated event is not modified in place")
 		})
 	}
+	// Answers are bound to the question and the checkpoint their author saw
+	// (issue 23): feedback about plan-1 never sends plan-2 back.
+	asked := s
+	asked.Clarification = &pipeline.Clarification{Step: "7/_/pm/9", Question: "pg?", AskedAt: t0.Add(2 * time.Second)}
+	for _, tc := range []struct {
+		name           string
+		written        time.Time
+		checkpoint, qn string
+	}{
+		{"feedback while plan-1 waited", t0.Add(-30 * time.Minute), "plan-1", pipeline.NoQuestion},
+		{"feedback on plan-2", t0.Add(time.Second), "plan-2", pipeline.NoQuestion},
+		{"an answer after the question", t0.Add(3 * time.Second), "plan-2", "7/_/pm/9"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			events := []pipeline.Event{pipeline.CommandEvent("7", "alice", pipeline.Command{Kind: pipeline.CommandAnswer, Text: "x"})}
+			bindCheckpoint(asked, input{command: true, written: tc.written}, t0.Add(time.Hour), events)
+			assert.Equal(t, tc.checkpoint, events[0].Command.Checkpoint)
+			assert.Equal(t, tc.qn, events[0].Command.Question)
+		})
+	}
 	// Not a command comment (a label): nothing is bound.
 	events := []pipeline.Event{cmd(pipeline.CommandResume, "")}
 	bindCheckpoint(s, input{}, t0, events)

@@ -35,11 +35,18 @@ func (b *Bot) Process(ctx context.Context, d Delivery) (err error) {
 	if !ok {
 		return fmt.Errorf("delivery %s (%s): %w: no repository", d.ID, d.Event, ErrIgnored)
 	}
+	repo.ID = p.Repository.ID
 	inst := p.Installation.ID
 	if inst == 0 {
 		inst = d.Installation
 	}
 	b.remember(inst, repo)
+	if d.Event == "repository" {
+		// renamed, transferred: remembered under the new name (by id), so
+		// the sweep calls GitHub with it; a session's state follows at its
+		// next reconcile.
+		return fmt.Errorf("delivery %s (repository.%s): %w: %s remembered", d.ID, d.Action, ErrIgnored, repo)
+	}
 	if rl, ok := b.held(inst); ok {
 		// Not applied: the first reconcile after the reset reads GitHub.
 		return fmt.Errorf("delivery %s (%s): %w", d.ID, d.Event, &stillWaiting{rl: rl})
@@ -214,6 +221,22 @@ func (b *Bot) drive(ctx context.Context, gh GitHub, ref sessionRef, in input) er
 	if err != nil {
 		return fmt.Errorf("load session %s: %w", ref.key(), err)
 	}
+	moved := ""
+	if ld.found && ref.repo.ID != 0 && ld.st.Repo != "" && !strings.EqualFold(ld.st.Repo, ref.repo.String()) {
+		// The state and the delivery name the repository differently: a
+		// rename or transfer, and deliveries sent before it arrive after
+		// it. GitHub says which name is current; calls use it.
+		cur, err := gh.RepoByID(ctx, ref.repo.ID)
+		if err != nil {
+			return fmt.Errorf("%s: the repository's current name: %w", ref.key(), err)
+		}
+		ref.repo = cur
+		b.remember(ref.inst, cur)
+	}
+	if line := movedRepo(&ld.st, ref.repo); line != "" {
+		log.Info("the repository was renamed or transferred; the state is written under its new name", "to", ref.repo.String())
+		moved = line
+	}
 	resumed, err := b.checkWait(&ld.st, ref)
 	if err != nil {
 		return fmt.Errorf("%s: %w", ref.key(), err)
@@ -224,6 +247,9 @@ func (b *Bot) drive(ctx context.Context, gh GitHub, ref sessionRef, in input) er
 	lines := append([]string(nil), in.replies...)
 	if resumed != "" {
 		lines = append(lines, resumed)
+	}
+	if moved != "" {
+		lines = append(lines, moved)
 	}
 	switch {
 	case !ld.found && in.start == nil:
@@ -249,7 +275,7 @@ func (b *Bot) drive(ctx context.Context, gh GitHub, ref sessionRef, in input) er
 		if err != nil {
 			return err
 		}
-		st = codec.State{V: codec.StateVersion, Repo: ref.repo.String(), Issue: ref.issue, Config: cfg, RepoURL: in.start.repoURL}
+		st = codec.State{V: codec.StateVersion, Repo: ref.repo.String(), RepoID: ref.repo.ID, Issue: ref.issue, Config: cfg, RepoURL: in.start.repoURL}
 		// The requirements as they were when the label was added: the first
 		// bot comment records them, and a rebuild replays them, not the
 		// issue body as edited since.
@@ -263,6 +289,13 @@ func (b *Bot) drive(ctx context.Context, gh GitHub, ref sessionRef, in input) er
 		default:
 			return fmt.Errorf("%s: %w: the session is already %s", ref.key(), ErrIgnored, st.Session.Status)
 		}
+	}
+	if in.edited != "" {
+		text := b.editedReply(ld, in.edited)
+		if text == "" {
+			return fmt.Errorf("%s: %w: issue edit already acknowledged, or no session at work", ref.key(), ErrIgnored)
+		}
+		lines = append(lines, text)
 	}
 	if err := b.bound(st, in); err != nil {
 		return fmt.Errorf("%s: %w", ref.key(), err)
@@ -281,6 +314,16 @@ func (b *Bot) drive(ctx context.Context, gh GitHub, ref sessionRef, in input) er
 		return fmt.Errorf("%s: %w: bazinga's own merge", ref.key(), ErrIgnored)
 	}
 	events = pushesBehindReviews(ctx, gh, ref, st.Session, kept, log)
+	events = branchesGone(ctx, gh, ref, st.Session, events, log)
+	events = baseRenames(ctx, gh, ref, st.Session, events, log)
+	for _, ev := range events {
+		if ev.Kind == pipeline.EventBaseRenamed {
+			record = append(record, ev) // a rebuild replays the rename the bot saw
+		}
+	}
+	var restored []string
+	events, restored = restoreBranches(ctx, gh, ref, &st, events)
+	lines = append(lines, restored...)
 	if in.result != nil {
 		accepted := 0
 		for i := -1; i < len(in.more); i++ {
@@ -306,13 +349,14 @@ func (b *Bot) drive(ctx context.Context, gh GitHub, ref sessionRef, in input) er
 		if in.failAuthor != "" && !b.trustedResultAuthor(in.failAuthor, st.Config) {
 			return fmt.Errorf("%s: %w: a failure report by %s, who is not trusted", ref.key(), ErrIgnored, in.failAuthor)
 		}
-		if _, ok := matchInFlight(st.Session, in.fail.Step, false); !ok {
+		if _, ok := matchInFlight(st.Session, in.fail.Step, false); !ok && !lateUsage(st.Session, in.fail.Step, in.fail.Usage) {
 			return fmt.Errorf("%s: %w: step %s is not in flight", ref.key(), ErrIgnored, in.fail.Step)
 		}
 		events = append(events, *in.fail)
 		record = append(record, *in.fail)
 	}
 
+	b.metered(ctx, ref, session, events)
 	b.refreshCostLimits(ctx, gh, ref, &st, events, log)
 	now := b.o.Now().UTC()
 	x := &executor{b: b, gh: gh, ref: ref, st: &st, in: in, now: now, log: log, comments: map[int][]ghapi.Comment{}}
@@ -339,6 +383,9 @@ func (b *Bot) drive(ctx context.Context, gh GitHub, ref sessionRef, in input) er
 	// that no longer matters, like the dispatch of a step whose result just
 	// came) goes.
 	x.confirm(ctx)
+	if ld.rebuilt {
+		x.redispatch(ctx, prev)
+	}
 
 	// What happened that only the bot knows: failures and timeouts.
 	timedOut := false
@@ -366,7 +413,7 @@ func (b *Bot) drive(ctx context.Context, gh GitHub, ref sessionRef, in input) er
 			lines = append(lines, "⏸️ **Paused** | "+codec.OneLine(a.Text)+" → `/bazinga resume` to continue")
 		case pipeline.ActionComplete:
 			if a.Status != pipeline.SessionDone {
-				lines = append(lines, fmt.Sprintf("%s **Session %s** | %s", statusIcons[a.Status], a.Status, codec.OneLine(a.Text)))
+				lines = append(lines, fmt.Sprintf("%s **Session %s** | %s → `/bazinga resume` to continue", statusIcons[a.Status], a.Status, codec.OneLine(a.Text)))
 			}
 		case pipeline.ActionDispatch:
 			x.enqueue(codec.PendingEffect{ID: a.ID, Kind: codec.EffectDispatch, Step: a.Step, Group: a.Group})
@@ -412,6 +459,9 @@ func (b *Bot) drive(ctx context.Context, gh GitHub, ref sessionRef, in input) er
 
 	// The state with its outbox, in one write; only then the outbox.
 	body, err := fitTracking(st, st.RepoURL, b.o.SigningKey)
+	if tooLarge := (*errStateTooLarge)(nil); errors.As(err, &tooLarge) {
+		return b.pauseTooLarge(ctx, gh, ref, ld, in, tooLarge, now, log) // issue 27
+	}
 	if err != nil {
 		return errors.Join(append(x.errs, err)...)
 	}
@@ -461,7 +511,7 @@ func (b *Bot) bound(st codec.State, in input) error {
 	return nil
 }
 
-// bindCheckpoint binds the approve and resume commands of a comment to the
+// bindCheckpoint binds the approve, resume and answer commands of a comment to the
 // checkpoint that waited when the comment was written (issue 13), in the
 // events applied now and in those recorded for a rebuild alike: an approval
 // written about plan-1 never approves plan-2, which the pm made after it,
@@ -479,6 +529,14 @@ func bindCheckpoint(s pipeline.Session, in input, now time.Time, lists ...[]pipe
 	for _, evs := range lists {
 		for i := range evs {
 			c := evs[i].Command
+			if evs[i].Kind == pipeline.EventCommand && c != nil && c.Kind == pipeline.CommandAnswer && c.Checkpoint == "" && c.Question == "" {
+				// An answer is bound likewise (issue 23): to the question, or the
+				// plan its author could see, never to one asked or made later.
+				bound := *c
+				bound.Checkpoint, bound.Question = id, s.QuestionAt(at)
+				evs[i].Command = &bound
+				continue
+			}
 			if evs[i].Kind != pipeline.EventCommand || c == nil || c.Checkpoint != "" {
 				continue
 			}
@@ -557,4 +615,20 @@ func splitJoined(err error) []error {
 		return j.Unwrap()
 	}
 	return []error{err}
+}
+
+// metered puts the gateway's figure on the results and failures of steps it metered, in place of what their jobs
+// reported: the agent's job can write anything in its hand-over.
+func (b *Bot) metered(ctx context.Context, ref sessionRef, session string, events []pipeline.Event) {
+	if b.o.Meter == nil {
+		return
+	}
+	for i, ev := range events {
+		if ev.Kind != pipeline.EventStepResult && ev.Kind != pipeline.EventStepFailed {
+			continue
+		}
+		if u, ok := b.o.Meter.StepUsage(ctx, ref.inst, ref.repo.String(), session, ev.Step); ok {
+			events[i].Usage = &u
+		}
+	}
 }

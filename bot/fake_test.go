@@ -212,6 +212,14 @@ func (f *fakeGitHub) DefaultBranch(_ context.Context, repo ghapi.RepoRef) (strin
 	return f.defaultBranch, f.record("DefaultBranch", f.checkRepo(repo))
 }
 
+func (f *fakeGitHub) RepoByID(_ context.Context, id int64) (ghapi.RepoRef, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	r := f.repo
+	r.ID = id
+	return r, f.record("RepoByID", nil, id)
+}
+
 func (f *fakeGitHub) issue(repo ghapi.RepoRef, n int) (*fakeIssue, error) {
 	if err := f.checkRepo(repo); err != nil {
 		return nil, err
@@ -602,6 +610,22 @@ func (f *fakeGitHub) EditPR(_ context.Context, repo ghapi.RepoRef, n int, title,
 		is.Title, is.Body, is.pr.Title, is.pr.Body = title, body, title, body
 	}
 	return f.record("EditPR", err, n, title)
+}
+
+func (f *fakeGitHub) ReopenPR(_ context.Context, repo ghapi.RepoRef, n int) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	is, err := f.pr(repo, n)
+	switch {
+	case err != nil:
+	case is.pr.Merged:
+		err = fmt.Errorf("reopen PR %s#%d: 422 Cannot reopen a merged pull request", repo, n)
+	case f.refs["refs/heads/"+is.pr.Head] == "":
+		err = fmt.Errorf("reopen PR %s#%d: 422 state cannot be changed. The %s branch has been deleted.", repo, n, is.pr.Head)
+	default:
+		is.State, is.pr.State = "open", "open"
+	}
+	return f.record("ReopenPR", err, n)
 }
 
 func (f *fakeGitHub) ListReviews(_ context.Context, repo ghapi.RepoRef, n int) ([]ghapi.Review, error) {

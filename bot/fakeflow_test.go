@@ -65,14 +65,19 @@ func (h *fakeHarness) deliver(event, fixtureName string, edits map[string]any) e
 // openAndLabel is GitHub's side of a user opening issue n and labelling
 // it "bazinga": the issue exists, then two deliveries.
 func (h *fakeHarness) openAndLabel(user string) int {
+	return h.openAndLabelBody(user, "Please add widget support.\n\n- [ ] criteria")
+}
+
+// openAndLabelBody is openAndLabel with the issue's body.
+func (h *fakeHarness) openAndLabelBody(user, body string) int {
 	h.t.Helper()
-	n := h.gh.openIssue(user, "Add widgets", "Please add widget support.\n\n- [ ] criteria")
+	n := h.gh.openIssue(user, "Add widgets", body)
 	issue := func(labels ...string) map[string]any {
 		ls := []any{}
 		for _, l := range labels {
 			ls = append(ls, map[string]any{"name": l})
 		}
-		return map[string]any{"number": n, "title": "Add widgets", "body": "Please add widget support.\n\n- [ ] criteria",
+		return map[string]any{"number": n, "title": "Add widgets", "body": body,
 			"state": "open", "user": map[string]any{"login": user, "type": "User"}, "labels": ls}
 	}
 	require.NoError(h.t, h.deliver("issues", "core_issues_labeled.json", map[string]any{

@@ -36,6 +36,9 @@ type fakeSession struct {
 	hold func(step string) bool
 	// phased puts group i in phase i+1 (checkpoints: phase); else all in phase 1.
 	phased bool
+	// plan, when set, is the pm's planning handoff, given the pm step's
+	// feedback (a refused plan's reasons); else groups widgets are planned.
+	plan func(feedback string) json.RawMessage
 }
 
 func newFakeSession(t *testing.T, groups int, config string) *fakeSession {
@@ -270,7 +273,13 @@ func (s *fakeSession) job(r *fakeRun) {
 	switch ref.Role {
 	case pipeline.RolePM:
 		st, _ := s.state()
-		if len(st.Session.Groups) == 0 {
+		if len(st.Session.Groups) == 0 && s.plan != nil {
+			fb := ""
+			if pm := st.Session.Step(step); pm != nil {
+				fb = pm.Feedback
+			}
+			res = pipeline.Result{Status: pipeline.StatusPlanningComplete, Summary: []string{"Planned"}, Handoff: s.plan(fb)}
+		} else if len(st.Session.Groups) == 0 {
 			var groups []map[string]any
 			for i := 0; i < s.groups; i++ {
 				id := string(rune('A' + i))

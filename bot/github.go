@@ -12,6 +12,8 @@ import (
 type GitHub interface {
 	// DefaultBranch returns the repository's default branch.
 	DefaultBranch(ctx context.Context, repo ghapi.RepoRef) (string, error)
+	// RepoByID returns a repository's current name, with its id.
+	RepoByID(ctx context.Context, id int64) (ghapi.RepoRef, error)
 	GetIssue(ctx context.Context, repo ghapi.RepoRef, number int) (ghapi.Issue, error)
 	ListIssuesByLabel(ctx context.Context, repo ghapi.RepoRef, label string) ([]ghapi.Issue, error)
 	EditIssue(ctx context.Context, repo ghapi.RepoRef, number int, edit ghapi.IssueEdit) error
@@ -41,6 +43,9 @@ type GitHub interface {
 	ListPRs(ctx context.Context, repo ghapi.RepoRef) ([]ghapi.PR, error)
 	CreatePR(ctx context.Context, repo ghapi.RepoRef, pr ghapi.NewPR) (ghapi.PR, error)
 	EditPR(ctx context.Context, repo ghapi.RepoRef, number int, title, body string) error
+	// ReopenPR reopens a closed pull request (GitHub refuses while its head
+	// branch is deleted).
+	ReopenPR(ctx context.Context, repo ghapi.RepoRef, number int) error
 	ListReviews(ctx context.Context, repo ghapi.RepoRef, number int) ([]ghapi.Review, error)
 
 	DispatchWorkflow(ctx context.Context, repo ghapi.RepoRef, workflow, ref string, inputs map[string]string) error

@@ -179,6 +179,42 @@ func (x *executor) isDone(ctx context.Context, p codec.PendingEffect) (bool, err
 	return true, nil // a kind this bazinga does not know: drop it
 }
 
+// redispatch sends again the steps a rebuild found in flight that no run
+// is working on: the replay starts steps but the dispatches of the
+// reconciles it replays are not in the log, and a job that ran while the
+// state was missing ended without a result. A step whose run failed is
+// left to that failure, and one with a run queued or running to its run.
+func (x *executor) redispatch(ctx context.Context, prev pipeline.Session) {
+	var ids []string
+	for _, s := range x.st.Session.Steps {
+		if old := prev.Step(s.ID); s.State == pipeline.StepInFlight && old != nil && old.State == pipeline.StepInFlight {
+			ids = append(ids, s.ID)
+		}
+	}
+	if len(ids) == 0 {
+		return
+	}
+	runs, err := x.stepRuns(ctx)
+	if err != nil {
+		x.log.Info("rebuild: could not list runs; the steps in flight wait for theirs", "err", err)
+		return
+	}
+	for _, id := range ids {
+		busy := false
+		for _, r := range runsOf(runs, id) {
+			if r.Status != "completed" || (r.Conclusion != "success" && r.Conclusion != "skipped") {
+				busy = true
+			}
+		}
+		if busy {
+			continue
+		}
+		ref, _ := codec.ParseStepID(id)
+		x.log.Warn("rebuild: sending a step in flight again, no run works on it", "step", id)
+		x.enqueue(codec.PendingEffect{ID: "dispatch/" + id, Kind: codec.EffectDispatch, Step: id, Group: ref.Group})
+	}
+}
+
 // carryOut does the outbox's effects in order. Dispatches, cancels and
 // comments are independent; the label and closing wait for all of
 // them, so a session with an effect left undone keeps its old label.

@@ -4,7 +4,9 @@ import (
 	"crypto/ed25519"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
+	"sort"
 	"strings"
 	"unicode/utf8"
 
@@ -122,9 +124,31 @@ func waitText(t pipeline.Track) string {
 	return t.Wait.String()
 }
 
+// trackingView is how much of the session the tracking comment shows
+// (issue 27): everything, or, when that does not fit beside the state
+// block, less; the state block itself is never cut.
+type trackingView int
+
+const (
+	viewFull trackingView = iota
+	// viewCompact keeps the group table's id, name, PR and stage columns
+	// with short cells, and leaves out the plan's tasks, the graph, usage
+	// and the log.
+	viewCompact
+	// viewMinimal shows the header and the groups' counts only.
+	viewMinimal
+)
+
+// compactCell bounds a cell of the compact table, in characters.
+const compactCell = 40
+
 // renderTracking renders the tracking comment with at most logN capsules in
 // the visible log; block is the hidden state block.
 func renderTracking(st *codec.State, repoURL string, logN int, block string) string {
+	return renderTrackingView(st, repoURL, logN, viewFull, block)
+}
+
+func renderTrackingView(st *codec.State, repoURL string, logN int, view trackingView, block string) string {
 	s := st.Session
 	var b strings.Builder
 	b.WriteString("### 🤖 bazinga\n\n")
@@ -136,29 +160,44 @@ func renderTracking(st *codec.State, repoURL string, logN int, block string) str
 		fmt.Fprintf(&b, "\n> ❓ %s\n> Answer with `/bazinga answer <text>`; without an answer by %s the pm uses its safe fallback.\n",
 			codec.OneLine(s.Clarification.Question), s.Clarification.Deadline.UTC().Format("2006-01-02 15:04 UTC"))
 	}
-	b.WriteString(renderCheckpoint(s)) // issue 13: the plan or phase waiting for approval
-	b.WriteString(baselineNotice(s))
-	if len(s.Groups) > 0 {
-		b.WriteString("\n| Group | PR | Stage | Waiting on | Attempts | Last |\n|---|---|---|---|---|---|\n")
-		for _, g := range s.Groups {
-			pr := "—"
-			if n := st.PRNumber(g.ID); n > 0 {
-				pr = fmt.Sprintf("#%d", n)
-			}
-			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s%s |\n", cell(g.ID+": "+g.Name), pr, g.Stage,
-				cell(waitText(g.Track)), cell(attempts(s.Progress(g.Track))), cell(groupCapsule(s, g.Track)), runLink(s, g.Track))
+	cp := renderCheckpoint(s) // issue 13: the plan or phase waiting for approval
+	if view != viewFull {
+		// The plan's table (its tasks) is what does not fit; the
+		// checkpoint notice on the issue lists the plan.
+		if head, _, cut := strings.Cut(cp, "\n#### The plan"); cut {
+			cp = head + "> The plan's tasks do not fit here beside the session's state: its groups are in the table below; `/bazinga status` shows the rest.\n"
 		}
 	}
-	b.WriteString(usageBlock(st))
-	b.WriteString(failedChecksLines(s))
-	if g := planGraph(s); g != "" {
-		b.WriteString("\n" + g)
+	b.WriteString(cp)
+	b.WriteString(baselineNotice(s))
+	switch {
+	case len(s.Groups) == 0:
+	case view == viewFull:
+		b.WriteString("\n| Group | PR | Stage | Waiting on | Attempts | Last |\n|---|---|---|---|---|---|\n")
+		for _, g := range s.Groups {
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s%s |\n", cell(g.ID+": "+g.Name), prCell(st, g), g.Stage,
+				cell(waitText(g.Track)), cell(attempts(s.Progress(g.Track))), cell(groupCapsule(s, g.Track)), runLink(s, g.Track))
+		}
+	case view == viewCompact:
+		b.WriteString("\n| Group | PR | Stage |\n|---|---|---|\n")
+		for _, g := range s.Groups {
+			fmt.Fprintf(&b, "| %s | %s | %s |\n", shortCell(g.ID+": "+g.Name, compactCell), prCell(st, g), g.Stage)
+		}
+	default:
+		fmt.Fprintf(&b, "\n%s The group table does not fit here beside the session's state: `/bazinga status` shows it, and each group's PR its progress.\n", groupCounts(s))
 	}
-	if lead := groupCapsule(s, s.Lead); lead != "" {
+	if view == viewFull {
+		b.WriteString(usageBlock(st))
+		b.WriteString(failedChecksLines(s))
+		if g := planGraph(s); g != "" {
+			b.WriteString("\n" + g)
+		}
+	}
+	if lead := groupCapsule(s, s.Lead); lead != "" && view != viewMinimal {
 		b.WriteString("\nSession lead: " + cell(lead) + runLink(s, s.Lead) + "\n")
 	}
 	var logLines []string
-	for i := len(s.Steps) - 1; i >= 0 && len(logLines) < logN; i-- {
+	for i := len(s.Steps) - 1; i >= 0 && len(logLines) < logN && view == viewFull; i-- {
 		logLines = append(logLines, "- "+codec.OneLine(pipeline.Capsule(s.Steps[i])))
 	}
 	if len(logLines) > 0 {
@@ -180,19 +219,70 @@ func renderTracking(st *codec.State, repoURL string, logN int, block string) str
 	return b.String()
 }
 
+func prCell(st *codec.State, g pipeline.Group) string {
+	if n := st.PRNumber(g.ID); n > 0 {
+		return fmt.Sprintf("#%d", n)
+	}
+	return "—"
+}
+
+// shortCell is a table cell of at most n characters.
+func shortCell(s string, n int) string {
+	if r := []rune(strings.Join(strings.Fields(s), " ")); len(r) > n {
+		s = string(r[:n-1]) + "…"
+	}
+	return cell(s)
+}
+
+// groupCounts is one line on where the groups stand.
+func groupCounts(s pipeline.Session) string {
+	merged, open, running := 0, 0, 0
+	for _, g := range s.Groups {
+		switch {
+		case g.Stage == pipeline.StageMerged:
+			merged++
+		case !g.Stage.Finished():
+			open++
+			if g.InFlight != "" {
+				running++
+			}
+		}
+	}
+	return fmt.Sprintf("%d group(s): %d merged, %d open (%d at work).", len(s.Groups), merged, open, running)
+}
+
+// errStateTooLarge is fitTracking's failure: the session's state does not
+// fit in a comment however little the comment shows. The bot pauses the
+// session with a visible reason instead of failing silently (issue 27).
+type errStateTooLarge struct {
+	Session string
+	// Chars is the smallest tracking comment that was tried, in characters.
+	Chars int
+	// Parts names the largest parts of the state, for the notice.
+	Parts string
+}
+
+func (e *errStateTooLarge) Error() string {
+	return fmt.Sprintf("the state of session %s does not fit in a comment even with no finished steps: the smallest tracking comment takes %d characters, GitHub allows %d (largest parts: %s)",
+		e.Session, e.Chars, codec.MaxCommentChars, e.Parts)
+}
+
 // fitTracking renders the tracking comment under GitHub's body limit: the
 // visible log is trimmed first, then the stored session is snapshotted with
-// fewer and fewer old steps. The state block is never dropped.
+// fewer and fewer old steps, then the comment shows less (a compact table,
+// then counts only). The state block is never dropped; when even the
+// smallest comment does not fit, the error is an *errStateTooLarge.
 func fitTracking(st codec.State, repoURL string, key ed25519.PrivateKey) (string, error) {
-	logN := 30
+	full := st.Session
 	keep := len(st.Session.Steps)
-	stored := st
+	var block string
 	for {
-		block, err := codec.EncodeState(stored, key)
+		var err error
+		block, err = codec.EncodeState(st, key)
 		if err != nil {
 			return "", err
 		}
-		for n := logN; ; n /= 2 {
+		for n := 30; ; n /= 2 {
 			body := renderTracking(&st, repoURL, n, block)
 			if utf8.RuneCountInString(body) <= codec.CommentBudget {
 				return body, nil
@@ -202,14 +292,76 @@ func fitTracking(st codec.State, repoURL string, key ed25519.PrivateKey) (string
 			}
 		}
 		if keep == 0 {
-			return "", fmt.Errorf("the state of session %s does not fit in a comment even with no finished steps", st.Session.ID)
+			break
 		}
 		keep /= 2
-		stored = st
-		stored.Session = st.Session.Snapshot(keep)
 		// The visible log shows what is stored.
-		st.Session = stored.Session
+		st.Session = full.Snapshot(keep)
 	}
+	smallest := 0
+	try := func(v trackingView) (string, bool) {
+		body := renderTrackingView(&st, repoURL, 0, v, block)
+		smallest = utf8.RuneCountInString(body)
+		return body, smallest <= codec.CommentBudget
+	}
+	for _, v := range []trackingView{viewCompact, viewMinimal} {
+		if body, ok := try(v); ok {
+			return body, nil
+		}
+	}
+	// Last, the lean session: no summaries but those a later step reads,
+	// which the minimal view does not show anyway; then the texts the next
+	// steps read, cut shorter and shorter.
+	for _, limit := range []int{pipeline.MaxStoredHandoffBytes, 1200, 600, 300} {
+		st.Session = full.Lean(limit)
+		var err error
+		if block, err = codec.EncodeState(st, key); err != nil {
+			return "", err
+		}
+		if body, ok := try(viewMinimal); ok {
+			return body, nil
+		}
+	}
+	return "", &errStateTooLarge{Session: st.Session.ID, Chars: smallest, Parts: largestParts(st)}
+}
+
+// largestParts names the three largest parts of a state, by the size of
+// their JSON, for a person to see what filled it.
+func largestParts(st codec.State) string {
+	type part struct {
+		name string
+		n    int
+	}
+	var parts []part
+	add := func(name string, v any) {
+		if b, err := json.Marshal(v); err == nil {
+			parts = append(parts, part{name, len(b)})
+		}
+	}
+	add("the requirements", st.Session.Requirements)
+	add("the groups' names and tasks", func() []string {
+		var out []string
+		for _, g := range st.Session.Groups {
+			out = append(out, g.Name, g.Task)
+		}
+		return out
+	}())
+	add("the outbox", st.Pending)
+	add("the configuration", st.Config)
+	for _, s := range st.Session.Steps {
+		if s.Result != nil {
+			add("the result of step "+s.ID, s.Result)
+		}
+		if s.Feedback != "" {
+			add("the feedback of step "+s.ID, s.Feedback)
+		}
+	}
+	sort.SliceStable(parts, func(i, j int) bool { return parts[i].n > parts[j].n })
+	var out []string
+	for _, p := range parts[:min(3, len(parts))] {
+		out = append(out, fmt.Sprintf("%s, %d bytes", p.name, p.n))
+	}
+	return strings.Join(out, "; ")
 }
 
 // prTitle is a group PR's title.
@@ -253,6 +405,9 @@ func renderNotice(kind pipeline.NoticeKind, text string) string {
 	case pipeline.NoticeQuestion:
 		return "❓ **The pm needs an answer** | " + codec.Text(text) +
 			"\n\nReply with `/bazinga answer <your answer>`."
+	case pipeline.NoticeCheckpoint:
+		// The engine names no command (issue 23): the bot says how, here.
+		return "✋ " + codec.Text(text) + "\n\nReply `/bazinga approve`, or `/bazinga answer <feedback>` to tell the pm first."
 	case pipeline.NoticeSummary:
 		lines := strings.Split(codec.Text(text), "\n")
 		out := "✅ **BAZINGA** | " + lines[0]

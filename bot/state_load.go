@@ -46,7 +46,7 @@ func (b *Bot) load(ctx context.Context, gh GitHub, ref sessionRef, exclude int64
 			continue
 		}
 		st, err := codec.DecodeState(c.Body, b.publicKey(), b.o.PreviousKeys...)
-		if err != nil || st.Issue != ref.issue || st.Repo != ref.repo.String() {
+		if err != nil || st.Issue != ref.issue || !st.Of(ref.repo) {
 			b.log.Warn("ignoring a tracking comment that does not verify", "repo", ref.repo.String(), "issue", ref.issue, "comment", c.ID, "err", err)
 			forged = true
 			if best.commentID == 0 {
@@ -158,7 +158,7 @@ func (b *Bot) rebuild(ctx context.Context, gh GitHub, ref sessionRef, issueComme
 	if err != nil {
 		return codec.State{}, false, err
 	}
-	st := codec.State{V: codec.StateVersion, Repo: ref.repo.String(), Issue: ref.issue, Config: cfg}
+	st := codec.State{V: codec.StateVersion, Repo: ref.repo.String(), RepoID: ref.repo.ID, Issue: ref.issue, Config: cfg}
 	var entries []logEntry
 	addComments := func(cs []ghapi.Comment) {
 		for _, c := range cs {
@@ -229,8 +229,15 @@ func (b *Bot) rebuild(ctx context.Context, gh GitHub, ref sessionRef, issueComme
 			if pr.Merged && !pr.MergedAt.IsZero() {
 				at = pr.MergedAt
 			}
-			entries = append(entries, logEntry{at: at, order: int64(pr.Number), events: []pipeline.Event{{Kind: pipeline.EventPRClosed,
-				Session: session, Group: group, Actor: pr.MergedBy, Merged: pr.Merged}}})
+			ev := pipeline.Event{Kind: pipeline.EventPRClosed, Session: session, Group: group, Actor: pr.MergedBy, Merged: pr.Merged}
+			if !pr.Merged {
+				// Closed because its branch was deleted: the group waits to
+				// be restored (branchesGone), as it did live.
+				if _, err := gh.GetRef(ctx, ref.repo, "heads/"+pr.Head); errors.Is(err, ghapi.ErrNotFound) {
+					ev = pipeline.BranchDeleted(session, group, pr.HeadSHA, "")
+				}
+			}
+			entries = append(entries, logEntry{at: at, order: int64(pr.Number), events: []pipeline.Event{ev}})
 		}
 	}
 	sort.SliceStable(entries, func(i, j int) bool {
@@ -304,7 +311,9 @@ func requirements(title, body string) string {
 	if strings.TrimSpace(body) == "" {
 		return title
 	}
-	return title + "\n\n" + body
+	// Bounded as the session keeps them, so the recorded start (a comment)
+	// fits too; the full text's size and hash are in it (issue 27).
+	return pipeline.BoundRequirements(title + "\n\n" + body)
 }
 
 // trustedResultAuthor: the bot itself or the configured job identity.
@@ -343,17 +352,33 @@ func matchInFlight(s pipeline.Session, id string, lenient bool) (string, bool) {
 	return "", false
 }
 
+// lateUsage reports whether a result or failure for a step no longer in
+// flight (it timed out, or a retry cancelled it and the job ran on) carries
+// usage the session has not counted: the engine counts it and applies
+// nothing else (issue 23).
+func lateUsage(s pipeline.Session, id string, u *pipeline.Usage) bool {
+	st := s.Step(id)
+	return st != nil && st.State != pipeline.StepInFlight && u != nil && st.Usage == nil
+}
+
 // resultEvent turns a result record into the engine's event, if its step
-// (or, leniently, its group and role) is in flight.
+// (or, leniently, its group and role) is in flight, or if it is a late
+// report of what a step cost.
 func resultEvent(s pipeline.Session, rec codec.ResultRecord, lenient bool) (pipeline.Event, bool) {
 	id, ok := matchInFlight(s, rec.Step, lenient)
-	if !ok {
+	if !ok && !lateUsage(s, rec.Step, rec.Usage) {
 		return pipeline.Event{}, false
+	}
+	if !ok {
+		id = rec.Step
 	}
 	ev := pipeline.StepResult(s.ID, id, rec.Result)
 	ev.Commit = rec.Head
 	ev.Usage, ev.RunURL = rec.Usage, rec.RunURL
 	ev.Harness = rec.Harness
+	// The job's own timings: the engine corrects its size estimates with
+	// them (issue 23).
+	ev.StartedAt, ev.EndedAt = rec.StartedAt, rec.EndedAt
 	return ev, true
 }
 

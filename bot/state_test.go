@@ -8,6 +8,7 @@ import (
 	"github.com/bazinga-bot/bazinga/codec"
 	"github.com/bazinga-bot/bazinga/ghapi"
 	"github.com/bazinga-bot/bazinga/pipeline"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -137,4 +138,87 @@ func TestTrackingFitsHoweverLong(t *testing.T) {
 	require.NoError(t, err)
 	require.Less(t, len(got.Session.Steps), 3000)
 	require.Equal(t, 3000, got.Session.StepSeq)
+}
+
+// TestRebuildSendsStepsNoRunWorksOn: the tracking comment is deleted, and
+// the jobs of the steps in flight ended while it was gone without a result
+// (as a job that could not read its session did before issue 28). The
+// rebuild finds the steps in flight and sends each again at once, instead
+// of leaving them to their timeout; a step whose run is still going is
+// left to it.
+func TestRebuildSendsStepsNoRunWorksOn(t *testing.T) {
+	h := newCoreHarness(t, coreOpts{groups: 2})
+	h.start()
+	h.steps(12)
+	h.drain()
+	before, ok := h.state()
+	require.True(t, ok)
+	inFlight := before.Session.InFlight()
+	require.Len(t, inFlight, 2, "both groups have a step in flight")
+	// The first step's run ends with no result; the second's keeps going.
+	runOf := map[string]int64{}
+	for _, r := range h.f.Runs() {
+		runOf[r.Inputs["step"]] = r.ID
+	}
+	ended, going := inFlight[0].ID, inFlight[1].ID
+	require.NotZero(t, runOf[ended])
+	require.NotZero(t, runOf[going])
+	h.ran[runOf[ended]] = true
+	require.NoError(t, h.f.CompleteRun(runOf[ended], "success"))
+	h.ran[runOf[going]] = true // held: it is still running
+	id, _ := h.trackingComment()
+	require.NoError(t, h.repo.DeleteComment("alice", id))
+	h.drain() // the run's completion: success, nothing to do
+
+	h.bot = h.newBot()
+	_, err := h.repo.Comment("alice", h.issue, "/bazinga status")
+	require.NoError(t, err)
+	h.drain()
+	counts := map[string]int{}
+	for _, r := range h.f.Runs() {
+		counts[r.Inputs["step"]]++
+	}
+	assert.Equal(t, 2, counts[ended], "the step whose job ended without a result is sent again")
+	assert.Equal(t, 1, counts[going], "the step whose run is going is left to it")
+	st, ok := h.state()
+	require.True(t, ok, "the rebuilt state is written")
+	assert.Equal(t, pipeline.StepInFlight, st.Session.Step(ended).State)
+	delete(h.ran, runOf[going])
+	require.Equal(t, pipeline.SessionDone, h.run(500))
+	st, _ = h.state()
+	assert.Equal(t, "BAZINGA verified", st.Session.Reason)
+	for _, s := range st.Session.Steps {
+		assert.NotContains(t, s.Note, "no result within", "step %s waited out its timeout", s.ID)
+	}
+	assert.Zero(t, h.dupClaims, "the step sent again ran once: its first job ended without claiming")
+}
+
+// TestIssueEditIsAcknowledged: editing the issue does not change what the
+// session works on; the bot says so, once an hour however many edits.
+func TestIssueEditIsAcknowledged(t *testing.T) {
+	h := newCoreHarness(t, coreOpts{groups: 1})
+	h.start()
+	h.steps(6)
+	h.drain()
+	acks := func() int {
+		n := 0
+		for _, c := range h.botComments(h.issue) {
+			if strings.HasPrefix(c, editedPrefix) {
+				n++
+			}
+		}
+		return n
+	}
+	require.NoError(t, h.repo.EditIssue("alice", h.issue, "Add widgets", "Please add widget support, in blue."))
+	h.drain()
+	require.Equal(t, 1, acks())
+	joined := h.botCommentsJoined()
+	assert.Contains(t, joined, "✏️ The issue was edited by @\u2060alice. This session keeps working on the requirements as they were when it started")
+	assert.Contains(t, joined, "`/bazinga stop` and open a new issue")
+	require.NoError(t, h.repo.EditIssue("alice", h.issue, "Add widgets", "Please add widget support, in red."))
+	h.drain()
+	assert.Equal(t, 1, acks(), "one acknowledgement an hour")
+	st, _ := h.state()
+	assert.NotContains(t, st.Session.Requirements, "red", "the requirements are those the session started with")
+	require.Equal(t, pipeline.SessionDone, h.run(500))
 }

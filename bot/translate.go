@@ -26,6 +26,7 @@ type payload struct {
 		ID int64 `json:"id"`
 	} `json:"installation"`
 	Repository struct {
+		ID            int64  `json:"id"`
 		FullName      string `json:"full_name"`
 		DefaultBranch string `json:"default_branch"`
 		HTMLURL       string `json:"html_url"`
@@ -51,6 +52,17 @@ type payload struct {
 	} `json:"branches"`
 	// After is a pull request synchronize's new head.
 	After string `json:"after"`
+	// Changes is what an edit changed (issues edited).
+	Changes *struct {
+		Title *struct{} `json:"title"`
+		Body  *struct{} `json:"body"`
+		// Base is a pull request's former base (edited).
+		Base *struct {
+			Ref struct {
+				From string `json:"from"`
+			} `json:"ref"`
+		} `json:"base"`
+	} `json:"changes"`
 }
 
 type hookIssue struct {
@@ -88,6 +100,9 @@ type hookPR struct {
 		SHA  string    `json:"sha"`
 		Repo *hookRepo `json:"repo"`
 	} `json:"head"`
+	Base struct {
+		Ref string `json:"ref"`
+	} `json:"base"`
 }
 
 type hookRepo struct {
@@ -207,6 +222,9 @@ type input struct {
 	// written is when the commands' comment was written: approve and resume
 	// bind to the checkpoint that waited then (issue 13).
 	written time.Time
+	// edited is who edited the issue's title or body: the session keeps
+	// its requirements, and says so (issue 28).
+	edited string
 }
 
 // prRef is a pull request an event came from, and the group its head
@@ -404,6 +422,15 @@ func (t translator) translate(d Delivery, p *payload) (intent, error) {
 }
 
 func (t translator) issues(p *payload) (intent, error) {
+	if p.Action == "edited" && p.Issue != nil && !isPR(p.Issue.PullRequest) {
+		if p.Changes == nil || (p.Changes.Title == nil && p.Changes.Body == nil) {
+			return intent{}, ignored("an issue edit that changed neither title nor body")
+		}
+		if p.Sender.isBot() {
+			return intent{}, ignored("an issue edit by the bot %s", p.Sender.Login)
+		}
+		return intent{issue: p.Issue.Number, in: input{edited: p.Sender.Login}}, nil
+	}
 	if p.Issue == nil || p.Label == nil || !strings.EqualFold(p.Label.Name, t.startLabel) {
 		return intent{}, ignored("not the %s label", t.startLabel)
 	}
@@ -489,6 +516,13 @@ func (t translator) comment(p *payload) (intent, error) {
 	}
 	var helps []string
 	for _, c := range cmds {
+		if msg := pipeline.AnswerTooLong(strings.TrimSpace(c.Text)); c.Name == CmdAnswer && msg != "" {
+			// Issue 27: refused at the door, so it enters neither the
+			// session nor the event record (a comment) nor the outbox.
+			helps = append(helps, "ℹ️ "+msg)
+			it.in.replies = append(it.in.replies, "ℹ️ "+msg)
+			continue
+		}
 		if pc, ok := c.PipelineCommand(); ok {
 			// The session id is filled in once the session is known.
 			ev := pipeline.CommandEvent("", author.Login, pc)
@@ -558,7 +592,7 @@ func (t translator) review(p *payload) (intent, error) {
 	reviewer := p.Review.User
 	it := intent{issue: n, in: input{pr: &prRef{number: p.PullRequest.Number, group: group},
 		events: []pipeline.Event{{Kind: pipeline.EventHumanReview, Session: strconv.Itoa(n), Group: group, Actor: reviewer.Login,
-			Review: state, Body: p.Review.Body, Commit: p.Review.CommitID}},
+			Review: state, Body: pipeline.BoundReviewBody(p.Review.Body), Commit: p.Review.CommitID}},
 		labels: map[int][]string{p.PullRequest.Number: labelNames(p.PullRequest.Labels)}}}
 	if state == pipeline.ReviewApproved || state == pipeline.ReviewChangesRequested {
 		// Only a writer's verdict counts; a bot's never does.
@@ -574,6 +608,28 @@ func (t translator) pullRequest(p *payload) (intent, error) {
 	if p.Action == "synchronize" && p.PullRequest != nil {
 		return t.synchronize(p)
 	}
+	if p.Action == "edited" && p.PullRequest != nil {
+		// A new base: GitHub retargets the open PRs of a renamed branch.
+		// Whether the old one was renamed (it is gone) or a person moved
+		// one PR is for the bot to read (baseRenames).
+		if p.Changes == nil || p.Changes.Base == nil || p.Changes.Base.Ref.From == "" || p.PullRequest.Base.Ref == "" {
+			return intent{}, ignored("a pull request edit that kept its base")
+		}
+		n, group, err := groupPR(p)
+		if err != nil {
+			return intent{}, err
+		}
+		ev := pipeline.BaseRenamed(strconv.Itoa(n), p.Changes.Base.Ref.From, p.PullRequest.Base.Ref, p.Sender.Login)
+		return intent{issue: n, in: input{events: []pipeline.Event{ev}, pr: &prRef{number: p.PullRequest.Number, group: group}}}, nil
+	}
+	if p.Action == "reopened" && p.PullRequest != nil {
+		n, group, err := groupPR(p)
+		if err != nil {
+			return intent{}, err
+		}
+		ev := pipeline.PRReopened(strconv.Itoa(n), group, p.Sender.Login)
+		return intent{issue: n, in: input{events: []pipeline.Event{ev}, record: []pipeline.Event{ev}, pr: &prRef{number: p.PullRequest.Number, group: group}}}, nil
+	}
 	if p.Action != "closed" || p.PullRequest == nil {
 		return intent{}, ignored("pull_request action %s", p.Action)
 	}
@@ -588,6 +644,8 @@ func (t translator) pullRequest(p *payload) (intent, error) {
 	ev := pipeline.Event{Kind: pipeline.EventPRClosed, Session: strconv.Itoa(n), Group: group, Actor: actor, Merged: p.PullRequest.Merged}
 	if ev.Merged {
 		ev.Commit = p.PullRequest.MergeCommitSHA
+	} else {
+		ev.Commit = p.PullRequest.Head.SHA // where the branch was, should it be gone
 	}
 	return intent{issue: n, in: input{events: []pipeline.Event{ev}, pr: &prRef{number: p.PullRequest.Number, group: group}}}, nil
 }

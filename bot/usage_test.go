@@ -134,3 +134,31 @@ func TestGoldenResultWithUsage(t *testing.T) {
 	require.True(t, ok)
 	assert.Equal(t, rec.Usage, fr.Usage)
 }
+
+// TestLateResultCarriesItsUsage: a result for a step that is no longer in
+// flight (it timed out; a retry cancelled it and the job ran on) reaches
+// the engine when it reports usage not yet counted, so the limits see what
+// was spent (issue 23); without usage, or counted already, it is dropped.
+func TestLateResultCarriesItsUsage(t *testing.T) {
+	t0 := time.Date(2025, 3, 1, 9, 0, 0, 0, time.UTC)
+	cfg := pipeline.DefaultConfig()
+	s, _ := pipeline.Reconcile(pipeline.Session{}, []pipeline.Event{pipeline.Started("12", "x", "main")}, t0, cfg)
+	pm := s.Lead.InFlight
+	s, _ = pipeline.Reconcile(s, []pipeline.Event{pipeline.CommandEvent("12", "bob", pipeline.Command{Kind: pipeline.CommandStop})}, t0, cfg)
+	require.Equal(t, pipeline.StepCancelled, s.Step(pm).State)
+	u := &pipeline.Usage{Steps: 1, Priced: 1, CostMicros: 900_000, InputTokens: 10}
+	rec := codec.ResultRecord{Step: pm, Role: pipeline.RolePM, Group: pipeline.LeadGroup, Usage: u,
+		Result: pipeline.Result{Status: pipeline.StatusPlanningComplete}}
+	ev, ok := resultEvent(s, rec, false)
+	require.True(t, ok, "late, with usage")
+	assert.Equal(t, pm, ev.Step)
+	s2, _ := pipeline.Reconcile(s, []pipeline.Event{ev}, t0, cfg)
+	assert.Equal(t, int64(900_000), s2.Usage.CostMicros)
+	assert.Equal(t, pipeline.SessionStopped, s2.Status, "nothing else is applied")
+
+	_, ok = resultEvent(s2, rec, false)
+	assert.False(t, ok, "counted already")
+	rec.Usage = nil
+	_, ok = resultEvent(s, rec, false)
+	assert.False(t, ok, "nothing to count")
+}

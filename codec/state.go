@@ -21,8 +21,11 @@ import (
 // it runs with, what the bot knows about the group PRs, and the actions of
 // the last reconcile that have not been carried out yet.
 type State struct {
-	V       int              `json:"v"`
-	Repo    string           `json:"repo"`
+	V    int    `json:"v"`
+	Repo string `json:"repo"`
+	// RepoID is the repository's id (0 in states written before it was
+	// kept): a session is its repository's across renames and transfers.
+	RepoID  int64            `json:"repo_id,omitempty"`
 	Issue   int              `json:"issue"`
 	Session pipeline.Session `json:"session"`
 	Config  pipeline.Config  `json:"config"`

@@ -39,6 +39,16 @@ func (t StateTrust) author(c ghapi.Comment) bool {
 	return false
 }
 
+// Of reports whether the state is of repo: the same repository id when
+// both are known (the name changes with a rename or transfer, the id does
+// not), else the same name.
+func (st State) Of(repo ghapi.RepoRef) bool {
+	if st.RepoID != 0 && repo.ID != 0 {
+		return st.RepoID == repo.ID
+	}
+	return strings.EqualFold(st.Repo, repo.String())
+}
+
 // FindState returns the newest trusted session state among an issue's
 // comments (the tracking comment) and the comment it was read from. A
 // state must name repo and issue. ErrNoSession when none is trusted.
@@ -62,7 +72,7 @@ func FindState(comments []ghapi.Comment, repo ghapi.RepoRef, issue int, trust St
 			why = append(why, fmt.Sprintf("comment %d: %v", c.ID, err))
 			continue
 		}
-		if st.Issue != issue || !strings.EqualFold(st.Repo, repo.String()) {
+		if st.Issue != issue || !st.Of(repo) {
 			why = append(why, fmt.Sprintf("comment %d: the state is of %s#%d", c.ID, st.Repo, st.Issue))
 			continue
 		}

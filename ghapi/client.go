@@ -104,6 +104,21 @@ func (g *Client) DefaultBranch(ctx context.Context, repo RepoRef) (string, error
 	return r.GetDefaultBranch(), nil
 }
 
+// RepoByID returns a repository's current name (GET /repositories/{id}):
+// after a rename or a transfer, what the API is to be called with.
+func (g *Client) RepoByID(ctx context.Context, id int64) (RepoRef, error) {
+	r, resp, err := g.c.Repositories.GetByID(ctx, id)
+	if err != nil {
+		return RepoRef{}, apiErr(fmt.Sprintf("get repository %d", id), resp, err)
+	}
+	ref, ok := ParseRepo(r.GetFullName())
+	if !ok {
+		return RepoRef{}, fmt.Errorf("get repository %d: full name %q is not owner/name", id, r.GetFullName())
+	}
+	ref.ID = r.GetID()
+	return ref, nil
+}
+
 func (g *Client) GetIssue(ctx context.Context, repo RepoRef, number int) (Issue, error) {
 	is, resp, err := g.c.Issues.Get(ctx, repo.Owner, repo.Name, number)
 	if err != nil {
@@ -298,6 +313,11 @@ func (g *Client) EditPR(ctx context.Context, repo RepoRef, number int, title, bo
 	_, resp, err := g.c.PullRequests.Edit(ctx, repo.Owner, repo.Name, number,
 		&github.PullRequest{Title: github.String(title), Body: github.String(body)})
 	return apiErr(fmt.Sprintf("edit PR %s#%d", repo, number), resp, err)
+}
+
+func (g *Client) ReopenPR(ctx context.Context, repo RepoRef, number int) error {
+	_, resp, err := g.c.PullRequests.Edit(ctx, repo.Owner, repo.Name, number, &github.PullRequest{State: github.String("open")})
+	return apiErr(fmt.Sprintf("reopen PR %s#%d", repo, number), resp, err)
 }
 
 func (g *Client) ListReviews(ctx context.Context, repo RepoRef, number int) ([]Review, error) {

@@ -179,6 +179,7 @@ func (f *ClientFactory) InstalledRepos(ctx context.Context) ([]InstalledRepo, er
 				}
 				for _, r := range repos.Repositories {
 					if ref, ok := ParseRepo(r.GetFullName()); ok {
+						ref.ID = r.GetID()
 						out = append(out, InstalledRepo{Installation: inst.GetID(), Repo: ref})
 					}
 				}

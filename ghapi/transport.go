@@ -352,7 +352,11 @@ func (t *Transport) Stats() *APIStats { return t.o.Stats }
 // RoundTrip implements http.RoundTripper.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if !t.cacheable(req) {
-		return t.retrying(req)
+		resp, err := t.retrying(req)
+		if err != nil {
+			return nil, err
+		}
+		return t.followMoved(req, resp)
 	}
 	key := t.cacheKey(req)
 	entry, ok := t.o.Cache.get(key)
@@ -718,4 +722,30 @@ func (c *ETagCache) put(key string, e etagEntry) {
 		delete(c.items, it.key)
 		c.bytes -= len(it.e.body) + len(it.key)
 	}
+}
+
+// followMoved repeats a write that GitHub answered with 301 Moved
+// Permanently or 308 (a renamed or transferred repository: its former name
+// redirects to the repository by id) at the new location, with its method
+// and body. net/http's client repeats a redirected POST, PATCH, PUT or
+// DELETE as a GET without its body, so the write would silently not
+// happen. Only on the same scheme and host: the token goes nowhere else.
+func (t *Transport) followMoved(req *http.Request, resp *http.Response) (*http.Response, error) {
+	if (resp.StatusCode != http.StatusMovedPermanently && resp.StatusCode != http.StatusPermanentRedirect) ||
+		req.Method == http.MethodGet || req.Method == http.MethodHead {
+		return resp, nil
+	}
+	loc, err := resp.Location()
+	if err != nil || loc.Scheme != req.URL.Scheme || loc.Host != req.URL.Host || (req.Body != nil && req.GetBody == nil) {
+		return resp, nil
+	}
+	next := req.Clone(req.Context())
+	next.URL, next.Host = loc, ""
+	if req.GetBody != nil {
+		if next.Body, err = req.GetBody(); err != nil {
+			return resp, nil
+		}
+	}
+	drain(resp.Body)
+	return t.retrying(next)
 }

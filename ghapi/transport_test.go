@@ -475,3 +475,46 @@ func hangUp(w http.ResponseWriter, r *http.Request) {
 		conn.Close()
 	}
 }
+
+// A write answered 301 (a renamed repository) is repeated at the new
+// location with its method and body, on the same host only; net/http alone
+// would repeat it as a GET without its body.
+func TestTransportFollowsMovedWrites(t *testing.T) {
+	var got []string
+	var mu sync.Mutex
+	var other *httptest.Server
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		got = append(got, r.Method+" "+r.URL.Path+" "+string(body))
+		mu.Unlock()
+		switch {
+		case strings.HasPrefix(r.URL.Path, "/repos/acme/old/"):
+			w.Header().Set("Location", "/repositories/7/"+strings.TrimPrefix(r.URL.Path, "/repos/acme/old/"))
+			w.WriteHeader(http.StatusMovedPermanently)
+		case strings.HasPrefix(r.URL.Path, "/repos/acme/away/"):
+			w.Header().Set("Location", other.URL+"/steal")
+			w.WriteHeader(http.StatusMovedPermanently)
+		default:
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusCreated)
+			fmt.Fprint(w, `{"id":1,"body":"hi"}`)
+		}
+	}))
+	defer srv.Close()
+	var stolen atomic.Int32
+	other = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet {
+			stolen.Add(1)
+		}
+	}))
+	defer other.Close()
+	c := tokenClient(t, srv.URL, NewTransport(nil, fastOpts()))
+	cm, _, err := c.Issues.CreateComment(context.Background(), "acme", "old", 3, &github.IssueComment{Body: github.String("hi")})
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), cm.GetID())
+	require.Len(t, got, 2)
+	assert.Equal(t, `POST /repositories/7/issues/3/comments {"body":"hi"}`+"\n", got[1])
+	_, _, _ = c.Issues.CreateComment(context.Background(), "acme", "away", 3, &github.IssueComment{Body: github.String("hi")})
+	assert.Zero(t, stolen.Load(), "a write is never repeated at another host")
+}

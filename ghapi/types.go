@@ -9,10 +9,13 @@ import (
 // small interfaces they need over these types (Prow-plugin style), so no
 // go-github type reaches them.
 
-// RepoRef names a repository.
+// RepoRef names a repository. ID, when known (0: not), is what GitHub
+// keeps across renames and transfers; the name is what the API is called
+// with, and changes with them.
 type RepoRef struct {
 	Owner string
 	Name  string
+	ID    int64
 }
 
 // String is "owner/name".

@@ -10,13 +10,9 @@ import (
 // A red baseline in local mode (issue 13 item 1). The engine pauses a
 // session whose base already fails (tests.baseline pause). On a terminal the
 // run asks whether to accept those failures as pre-existing — accepting is
-// the resume the bot's `/bazinga resume` gives the engine, which accepts the
-// baseline — or to stop, saved. Without a terminal it stops paused, saying
+// the resume the engine hears from any front-end, which accepts the baseline
+// — or to stop, saved. Without a terminal it stops paused, saying
 // how to continue (--resume ID, or --baseline accept).
-
-// engineBaselineHint is how the engine's pause reason tells GitHub users to
-// accept a red baseline; the terminal says it in its own words instead.
-const engineBaselineHint = "; /bazinga resume accepts them as pre-existing (only new failures count)"
 
 // baselineWaits reports whether a red baseline, not accepted yet, holds the
 // session paused.
@@ -139,17 +135,4 @@ func (v *view) baselineStop(s pipeline.Session, repo string, asked bool) {
 	v.warn(why + "; the session is saved and paused. Accept these failures as pre-existing and continue with:\n" +
 		"  bazinga run --repo " + repo + " --resume " + s.ID + "\n" +
 		"or let new sessions accept a red base without asking: --baseline accept (tests.baseline: accept).")
-}
-
-// localReason is the session's reason as the terminal says it: a red
-// baseline's pause without the GitHub command.
-func localReason(s pipeline.Session) string { return localText(s, s.Reason) }
-
-// localText drops the engine's GitHub command for a red baseline from text
-// (a pause reason, a group's wait) while the baseline waits.
-func localText(s pipeline.Session, text string) string {
-	if baselineWaits(s) {
-		return strings.Replace(text, engineBaselineHint, "", 1)
-	}
-	return text
 }

@@ -67,7 +67,8 @@ func (r *runner) reply(rep termReply) []pipeline.Event {
 		if cl := r.s.Clarification; cl == nil || cl.Step != id || rep.line == "" {
 			return nil // answered or timed out meanwhile; an empty line waits for the fallback
 		}
-		return []pipeline.Event{pipeline.CommandEvent(r.s.ID, "terminal", pipeline.Command{Kind: pipeline.CommandAnswer, Text: rep.line})}
+		// Bound to the question the terminal showed (issue 23).
+		return []pipeline.Event{pipeline.CommandEvent(r.s.ID, "terminal", pipeline.Command{Kind: pipeline.CommandAnswer, Text: rep.line, Question: id})}
 	case "baseline":
 		return r.baselineReply(id, rep.line)
 	case "checkpoint":
@@ -95,7 +96,7 @@ func parseCheckpointReply(line, id string) (pipeline.Command, bool) {
 	case "a", "approve", "y", "yes":
 		return pipeline.Command{Kind: pipeline.CommandApprove, Checkpoint: id}, rest == ""
 	case "f", "feedback":
-		return pipeline.Command{Kind: pipeline.CommandAnswer, Text: rest}, rest != ""
+		return pipeline.Command{Kind: pipeline.CommandAnswer, Text: rest, Checkpoint: id}, rest != ""
 	case "s", "stop":
 		return pipeline.Command{Kind: pipeline.CommandStop}, rest == ""
 	}

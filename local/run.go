@@ -65,6 +65,10 @@ type Options struct {
 	// it returns the command to apply (approve, answer with feedback, stop).
 	// The demo's scripted human is one.
 	Reviewer func(s pipeline.Session) pipeline.Command
+
+	// Gateway, when set, runs the metering gateway on loopback for the session: agents get its base URLs and a
+	// step token instead of the provider keys, and the session's cost is what it metered (docs/gateway.md).
+	Gateway *GatewayOptions
 }
 
 // Outcome is how a local session ended.
@@ -96,6 +100,7 @@ type runner struct {
 	results chan stepDone
 	replies chan termReply
 	running map[string]context.CancelFunc
+	gw      *localGateway // nil without Options.Gateway
 	baseAt  plumbing.Hash
 	asked   string // the clarification step already asked on the terminal
 	// reading is set while a goroutine reads a line from the terminal: one
@@ -149,6 +154,9 @@ func Run(ctx context.Context, opts Options) (Outcome, error) {
 		err = r.resume(ctx)
 	} else {
 		err = r.create(ctx)
+	}
+	if r.gw != nil {
+		defer r.gw.close()
 	}
 	if err != nil {
 		return Outcome{}, err
@@ -326,7 +334,17 @@ func (r *runner) resume(ctx context.Context) error {
 }
 
 func (r *runner) setup() error {
-	run, err := agent.NewRunner(agent.RunnerConfig{Command: r.cfg.Agent.Command, CLI: string(r.cfg.AgentCLI()), Timeout: r.cfg.Agent.Timeout.D(), KillGrace: r.cfg.Agent.Grace.D(), PassEnv: r.cfg.Agent.Env,
+	passEnv := r.cfg.Agent.Env
+	if r.opts.Gateway != nil {
+		gw, err := startGateway(*r.opts.Gateway, r.opts.Repo, r.cfg)
+		if err != nil {
+			return err
+		}
+		r.gw = gw
+		gw.carry(r.s)
+		passEnv = agentEnvWithoutCredentials(passEnv)
+	}
+	run, err := agent.NewRunner(agent.RunnerConfig{Command: r.cfg.Agent.Command, CLI: string(r.cfg.AgentCLI()), Timeout: r.cfg.Agent.Timeout.D(), KillGrace: r.cfg.Agent.Grace.D(), PassEnv: passEnv,
 		// The CLI stops itself at these caps, before the harness has to.
 		MaxTurns: r.cfg.Agent.MaxTurns, MaxBudgetUSD: r.cfg.Limits.StepCostUSD,
 		// Every step's whole output stays with the session, to read after.
@@ -335,6 +353,9 @@ func (r *runner) setup() error {
 		return err
 	}
 	r.exec = &stepexec.Executor{Remote: gitops.Remote{URL: r.opts.Repo}, Config: r.cfg, Runner: run, Logger: r.opts.Logger}
+	if r.gw != nil {
+		r.exec.Meter = r.gw
+	}
 	r.view = newView(r.opts.Out, r.opts.JSON, r.opts.Terminal)
 	return nil
 }
@@ -385,10 +406,18 @@ func (r *runner) start(id string) {
 	ctx, cancel := context.WithCancel(context.Background())
 	r.running[id] = cancel
 	s := r.s.Clone()
+	now := r.opts.Now
 	go func() {
+		began := now().UTC()
 		ev, rep := r.exec.Run(ctx, s, id)
+		// The step's own timings: the engine corrects its size estimates
+		// with them (issue 23).
+		ev.StartedAt, ev.EndedAt = began, now().UTC()
 		if ctx.Err() != nil {
+			// What the step cost before it was cancelled still counts (issue 23).
+			u, run := ev.Usage, ev.RunURL
 			ev = pipeline.StepFailure(s.ID, id, "cancelled")
+			ev.Usage, ev.RunURL = u, run
 		}
 		r.results <- stepDone{ev: ev, rep: rep}
 	}()
@@ -457,6 +486,11 @@ func (r *runner) loop(ctx context.Context) (Outcome, error) {
 			if baselineWaits(r.s) {
 				// A red baseline and nobody here to accept it: stop, saved.
 				r.view.baselineStop(r.s, r.opts.Repo, r.askedBL == r.s.Baseline.Commit)
+			} else {
+				// The engine's reason names no command (issue 23): the
+				// terminal says how to go on in its own words.
+				r.view.warn(fmt.Sprintf("paused; the session is saved. Once the cause is dealt with, continue with:\n  bazinga run --repo %s --resume %s",
+					r.opts.Repo, r.s.ID))
 			}
 			break
 		}
@@ -557,7 +591,7 @@ func (r *runner) interrupt() {
 }
 
 func (r *runner) outcome() Outcome {
-	return Outcome{ID: r.s.ID, Status: r.s.Status, Reason: localReason(r.s), Session: r.s}
+	return Outcome{ID: r.s.ID, Status: r.s.Status, Reason: r.s.Reason, Session: r.s}
 }
 
 // newSessionID names a session after its start time, unique in the repository.

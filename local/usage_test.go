@@ -74,6 +74,9 @@ func TestLocalSessionCostLimit(t *testing.T) {
 	require.Equal(t, pipeline.SessionPaused, res.Status, out.String())
 	assert.Contains(t, res.Reason, "reaching limits.session_cost_usd $0.5000")
 	assert.Contains(t, out.String(), "⏸️  paused: the session has spent $0.5000")
+	// The terminal says how to go on in its own words (issue 23).
+	assert.Contains(t, out.String(), "continue with:\n  bazinga run --repo "+repo+" --resume "+res.ID)
+	assert.NotContains(t, out.String(), "/bazinga")
 
 	// Resuming without raising it pauses again, naming the limit.
 	out.Reset()

@@ -118,7 +118,7 @@ func (v *view) reconciled(before, after pipeline.Session, events []pipeline.Even
 			}
 			v.println("💬 " + a.Text)
 		case pipeline.ActionPause:
-			v.println("⏸️  paused: " + localText(after, a.Text)) // the terminal says how to go on
+			v.println("⏸️  paused: " + a.Text) // the run says how to go on when it stops
 		case pipeline.ActionDispatch:
 			if !v.terminal {
 				if st := after.Step(a.Step); st != nil {
@@ -203,7 +203,7 @@ func (v *view) progress(s pipeline.Session) {
 	}
 	for _, g := range s.Groups {
 		if g.InFlight == "" && !g.Stage.Finished() && g.Wait != pipeline.WaitNone {
-			lines = append(lines, fmt.Sprintf("  ⏸️  Group %s waits: %s", g.ID, localText(s, g.WaitDetail)))
+			lines = append(lines, fmt.Sprintf("  ⏸️  Group %s waits: %s", g.ID, g.WaitDetail))
 		}
 	}
 	for _, l := range lines {
@@ -256,7 +256,7 @@ func (v *view) summary(s pipeline.Session) {
 func WriteSummary(out io.Writer, s pipeline.Session) {
 	status := s.Status.String()
 	if s.Reason != "" {
-		status += ": " + localReason(s)
+		status += ": " + s.Reason
 	}
 	fmt.Fprintf(out, "Session %s — %s\n", s.ID, status)
 	steps := map[string]int{}

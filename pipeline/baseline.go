@@ -232,7 +232,7 @@ func (r *reconciler) recordBaseline(b Baseline) {
 		r.notify(NoticeInfo, "Baseline: "+desc+". tests.baseline is accept: only failures the base does not have count.")
 		return
 	}
-	r.pause("baseline: " + desc + "; /bazinga resume accepts them as pre-existing (only new failures count)")
+	r.pause("baseline: " + desc + "; resuming accepts them as pre-existing (only new failures count)")
 }
 
 // acceptBaseline is what a resume does to a red baseline not yet accepted.

@@ -87,7 +87,7 @@ func TestBaselineRecorded(t *testing.T) {
 	}{
 		{"green", BaselinePause, &Baseline{Commit: "abc", Green: true, Identity: IdentityExitStatus}, SessionRunning, false, nil, 2},
 		{"red pauses", BaselinePause, redBaseline(), SessionPaused, false,
-			[]string{"baseline: the tests already fail on main@0123456789ab (go test -json)", "calc.TestFlaky, calc.TestOld", "/bazinga resume"}, 0},
+			[]string{"baseline: the tests already fail on main@0123456789ab (go test -json)", "calc.TestFlaky, calc.TestOld", "resuming accepts them"}, 0},
 		{"red accepted", BaselineAccept, redBaseline(), SessionRunning, true, nil, 2},
 		{"red by exit status pauses", BaselinePause, &Baseline{Commit: "abc", Unnamed: true}, SessionPaused, false,
 			[]string{"cannot be named from the exit status alone"}, 0},

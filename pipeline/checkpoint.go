@@ -139,9 +139,9 @@ func (r *reconciler) open(cp Checkpoint, text string) {
 	if s.Status == SessionPlanning || s.Status == SessionRunning {
 		s.Status = SessionAwaitingInput
 	}
-	how := "/bazinga approve to continue"
+	how := "approve it to continue"
 	if cp.Kind == CheckpointPlan {
-		how = "/bazinga approve to start the work, or /bazinga answer <feedback> to send the plan back to the pm"
+		how = "approve it to start the work, or send feedback to send the plan back to the pm"
 	}
 	r.notify(NoticeCheckpoint, text+" "+how+".")
 }
@@ -200,7 +200,16 @@ func (r *reconciler) staleApproval(who, id string, cp *Checkpoint) string {
 	if p := r.s.passed(id); p != nil {
 		what = "is for " + p.ID + ", which " + map[bool]string{true: "was already approved", false: "was sent back to the pm"}[p.ApprovedBy != ""]
 	}
-	return fmt.Sprintf("The approval by %s %s; it does not approve %s. Review %s, then /bazinga approve again.", who, what, cp.ID, cp.ID)
+	return fmt.Sprintf("The approval by %s %s; it does not approve %s. Review %s, then approve again.", who, what, cp.ID, cp.ID)
+}
+
+// staleFeedback says why feedback bound to another checkpoint is refused.
+func (r *reconciler) staleFeedback(who, id string, cp *Checkpoint) string {
+	what := "was written before " + cp.ID + " was shown"
+	if p := r.s.passed(id); p != nil {
+		what = "is about " + p.ID + ", which no longer waits"
+	}
+	return fmt.Sprintf("The feedback by %s %s; it does not change %s. Review %s, then send your feedback again.", who, what, cp.ID, cp.ID)
 }
 
 // feedback is an answer at an open checkpoint with no question open: at the
@@ -212,7 +221,7 @@ func (r *reconciler) feedback(who, text string) {
 	cp := s.Checkpoint
 	text = strings.TrimSpace(text)
 	if text == "" {
-		r.notify(NoticeInfo, "The feedback is empty; write `/bazinga answer <what to change>`.")
+		r.notify(NoticeInfo, "The feedback is empty; say what to change.")
 		return
 	}
 	if cp.Kind != CheckpointPlan {
@@ -265,7 +274,11 @@ func PlanText(s Session) string {
 			if g.Phase != p {
 				continue
 			}
-			fmt.Fprintf(&b, "  %s %s (%s, %s)", g.ID, g.Name, g.Type, g.Tier)
+			fmt.Fprintf(&b, "  %s %s (%s, %s", g.ID, g.Name, g.Type, g.Tier)
+			if g.Size != SizeUnknown {
+				fmt.Fprintf(&b, ", size %s", g.Size)
+			}
+			b.WriteString(")")
 			if len(g.DependsOn) > 0 {
 				fmt.Fprintf(&b, ", after %s", strings.Join(g.DependsOn, ", "))
 			}

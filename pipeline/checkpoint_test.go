@@ -53,7 +53,7 @@ func TestPlanCheckpointWaitsForApproval(t *testing.T) {
 	assert.Empty(t, h.dispatched())
 	text := notices(h.actions)
 	assert.Contains(t, text, "The plan (plan-1) waits for approval before any work starts: 3 group(s) in 2 phase(s), 1 success criteria.")
-	assert.Contains(t, text, "/bazinga answer <feedback>")
+	assert.Contains(t, text, "send feedback to send the plan back to the pm")
 	assert.Equal(t, "plan-1", h.s.Checkpoint.ID)
 	assert.Equal(t, h.s.Lead.Last, h.s.Checkpoint.Step, "the checkpoint names the pm step whose plan waits")
 

@@ -195,7 +195,7 @@ func (r *reconciler) checksTimeouts() {
 			continue
 		}
 		if waited := r.now.Sub(c.Since); waited > limit {
-			r.pause(fmt.Sprintf("the required checks of group %s (%s on %s) are still pending after %s (merge.checks_timeout %s); see why they do not run or finish, then /bazinga resume",
+			r.pause(fmt.Sprintf("the required checks of group %s (%s on %s) are still pending after %s (merge.checks_timeout %s); see why they do not run or finish, then resume",
 				g.ID, checkNames(c.Pending, c.Required), shortSHA(c.Head), roundWait(waited), limit))
 		}
 	}

@@ -19,10 +19,11 @@ const (
 	WaitGroups                   // lead only: the groups are at work
 	WaitCheckpoint               // a checkpoint waits for a human's approval; Session.Checkpoint names it
 	WaitChecks                   // the group PR head's required checks (CI) have not passed yet
+	WaitBranch                   // the group branch was deleted; a human restores it (retry) or gives the group up
 )
 
 var waitReasonNames = []string{"", "phase", "dependencies", "cap", "merge_lane", "human_review", "clarification", "pm", "paused", "ended", "groups",
-	"checkpoint", "checks"}
+	"checkpoint", "checks", "branch"}
 
 func (w WaitReason) String() string { return enumName(waitReasonNames, int(w)) }
 
@@ -94,19 +95,22 @@ type EventKind int
 
 // Event kinds.
 const (
-	EventUnknown     EventKind = iota
-	EventStarted               // a session begins
-	EventStepResult            // a step reported a result
-	EventStepFailed            // a step ended without a result
-	EventCommand               // a human command
-	EventHumanReview           // a human reviewed a group PR
-	EventPRClosed              // a group PR was closed
-	EventTick                  // time passed
-	EventChecks                // the state of a group PR head's required checks (CI)
-	EventPushed                // a group branch is at a head bazinga did not report: someone pushed to it
+	EventUnknown       EventKind = iota
+	EventStarted                 // a session begins
+	EventStepResult              // a step reported a result
+	EventStepFailed              // a step ended without a result
+	EventCommand                 // a human command
+	EventHumanReview             // a human reviewed a group PR
+	EventPRClosed                // a group PR was closed
+	EventTick                    // time passed
+	EventChecks                  // the state of a group PR head's required checks (CI)
+	EventPushed                  // a group branch is at a head bazinga did not report: someone pushed to it
+	EventBranchDeleted           // a group branch was deleted (GitHub closes its PR with it)
+	EventPRReopened              // a closed group PR was reopened
+	EventBaseRenamed             // the base branch was renamed (Body: from, Base: to)
 )
 
-var eventKindNames = []string{"", "started", "step_result", "step_failed", "command", "human_review", "pr_closed", "tick", "checks", "pushed"}
+var eventKindNames = []string{"", "started", "step_result", "step_failed", "command", "human_review", "pr_closed", "tick", "checks", "pushed", "branch_deleted", "pr_reopened", "base_renamed"}
 
 func (k EventKind) String() string { return enumName(eventKindNames, int(k)) }
 
@@ -195,7 +199,7 @@ type NoticeKind int
 // Notice kinds.
 const (
 	NoticeNone       NoticeKind = iota
-	NoticeQuestion              // the pm asks the humans; answer with /bazinga answer
+	NoticeQuestion              // the pm asks the humans; each front-end says how to answer
 	NoticeAnswers               // the pm's answers for an investigation-only session
 	NoticeSummary               // BAZINGA verified: the completion summary
 	NoticeInfo                  // an acknowledgement or a refusal

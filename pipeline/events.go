@@ -1,5 +1,7 @@
 package pipeline
 
+import "time"
+
 // Event is something that happened to a session. Events only wake the
 // reconciler: it then looks at the whole session, so a lost event delays work
 // but never loses it.
@@ -44,6 +46,11 @@ type Event struct {
 	// Harness is what the harness itself found during the step of a result
 	// (the baseline, check outcomes); never taken from the agent's output.
 	Harness *HarnessReport `json:"harness,omitempty"`
+	// StartedAt and EndedAt are when the job of a step result or failure
+	// started and ended, as the front-end measured them: the engine has no
+	// clock, so the durations that correct its size estimates come as data.
+	StartedAt time.Time `json:"started_at,omitzero"`
+	EndedAt   time.Time `json:"ended_at,omitzero"`
 }
 
 // Command is a parsed human command.
@@ -64,7 +71,16 @@ type Command struct {
 	// refused, so an approval never passes a plan its author has not seen;
 	// approve without one approves the open checkpoint (a terminal asks
 	// about the one open). resume approves only the checkpoint it names.
+	// An answer carries it too: feedback bound to a checkpoint other than
+	// the open one sends nothing back (issue 23: feedback about plan-1
+	// never returns plan-2).
 	Checkpoint string `json:"checkpoint,omitempty"`
+	// Question is the question an answer was written about: the pm step
+	// that asked it (Session.QuestionAt), NoQuestion when none was open.
+	// An answer bound to another question than the open one answers
+	// nothing; an answer without one answers the open question (a terminal
+	// asks about the one open).
+	Question string `json:"question,omitempty"`
 }
 
 // Started returns the event that begins a session.

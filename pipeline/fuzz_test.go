@@ -95,6 +95,11 @@ var fuzzPlans = []string{
 	`{"plan":{"groups":[{"id":"A","task":"a","depends_on":["A"]}]}}`,
 	`{"groups":["A","B",{"id":"Z","task":"z"}],"feedback":{"A":"x"}}`,
 	`{"question":"q?","fallback":"f"}`,
+	// Malformed pm decisions (issue 23): a typo, repeats, an unknown drop,
+	// only a new group, a drop by name.
+	`{"groups":["a","A","A"],"drop":["Q"],"feedback":{"b":"x"}}`,
+	`{"groups":[{"id":"Z","task":"z"}]}`,
+	`{"drop":["A","B"]}`,
 	`not json`,
 	``,
 }
@@ -134,6 +139,7 @@ func fuzzEvent(s Session, op, a, b byte) Event {
 		if b%2 == 0 {
 			c.Group = group
 		}
+		c.Restart = c.Kind == CommandResume && b%7 == 3 // a local runner restarted
 		switch {
 		case b%3 == 1 && s.Checkpoint != nil:
 			c.Checkpoint = s.Checkpoint.ID

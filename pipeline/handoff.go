@@ -19,6 +19,8 @@ type PlanGroup struct {
 	Tier      string   `json:"tier,omitempty"`
 	Phase     int      `json:"phase,omitempty"`
 	DependsOn []string `json:"depends_on,omitempty"`
+	// Size is the pm's estimate: S, M, L or XL (SizeGuide).
+	Size string `json:"size,omitempty"`
 }
 
 // Plan is the pm's PLANNING_COMPLETE handoff.
@@ -32,7 +34,7 @@ type Plan struct {
 // fields at the top level, as some agents write it.
 func ParsePlan(handoff json.RawMessage) (Plan, error) {
 	if len(handoff) == 0 {
-		return Plan{}, errors.New("the handoff has no plan")
+		return Plan{}, errNoPlan
 	}
 	var wrapped struct {
 		Plan *Plan `json:"plan"`
@@ -108,6 +110,11 @@ func buildGroups(session string, existing []Group, add []PlanGroup, defaultPhase
 		default:
 			problems = append(problems, fmt.Sprintf("%s: tier %q is not developer or senior", where, pg.Tier))
 		}
+		if size, err := parseSize(pg.Size); err != nil {
+			problems = append(problems, where+": "+err.Error())
+		} else {
+			g.Size = size
+		}
 		g.DependsOn = dedupe(pg.DependsOn)
 		g.Branch = BranchName(session, g.ID)
 		known[g.ID] = g.Phase
@@ -116,6 +123,7 @@ func buildGroups(session string, existing []Group, add []PlanGroup, defaultPhase
 	if len(existing)+len(out) > MaxGroups {
 		problems = append(problems, fmt.Sprintf("at most %d groups per session", MaxGroups))
 	}
+	problems = append(problems, groupBudgetProblems(existing, out)...) // issue 27
 	// Dependencies: known, not later in phase, no cycles.
 	for _, g := range out {
 		for _, d := range g.DependsOn {

@@ -260,3 +260,47 @@ func TestUnreviewedHeadNeverMerges(t *testing.T) {
 	assert.Equal(t, []string{"A's branch moved from c1 to c3fffff (pushed by @carol) after review; sending it back through QA and review."}, noticeTexts(h.actions))
 	assert.Empty(t, h.group("A").ReviewedHead)
 }
+
+// Issue 23: a merge result that says the branch was brought up to date but
+// names no new head is refused with a report: nothing merges on the
+// approvals and checks of the old head, and a human looks.
+func TestMergeUpdatedWithoutHeadIsRefused(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Merge.RequiredApprovals = 1
+	h := newHarness(t, cfg)
+	h.plan(pg("A", 1))
+	dev := h.inFlight("A")
+	ev := StepResult("s1", dev.ID, Result{Status: StatusReadyForQA})
+	ev.Commit = "c1"
+	h.reconcile(ev)
+	h.through("A", StatusPass, StatusApproved)
+	h.reconcile(Event{Kind: EventHumanReview, Session: "s1", Group: "A", Actor: "alice", Review: ReviewApproved, Commit: "c1"})
+	merge := h.inFlight("A")
+	require.Equal(t, RoleMerge, merge.Role)
+
+	h.report("A", StatusMergeUpdated, "", "brought up to date")
+	assert.Equal(t, SessionPaused, h.s.Status)
+	assert.Contains(t, h.s.Reason, "names no new head; nothing was merged")
+	_, running := h.maybeInFlight("A")
+	assert.False(t, running, "no merge goes out")
+	var reports []string
+	for _, a := range h.actions {
+		if a.Kind == ActionReport {
+			reports = append(reports, a.Text)
+		}
+	}
+	assert.Contains(t, strings.Join(reports, "\n"), "refused the MERGE_UPDATED result of step "+merge.ID)
+
+	// Resumed, the merge step goes again: it lands the reviewed head or
+	// reports where the branch is.
+	h.reconcile(CommandEvent("s1", "alice", Command{Kind: CommandResume}))
+	again := h.inFlight("A")
+	assert.Equal(t, RoleMerge, again.Role)
+	assert.Equal(t, "c1", h.group("A").ReviewedHead)
+
+	// The head in the handoff is enough: the new head waits for approval.
+	h.report("A", StatusMergeUpdated, `{"updated_head":"m9"}`)
+	assert.Equal(t, "m9", h.group("A").Head)
+	assert.Empty(t, h.group("A").Approvals, "the approvals were for c1")
+	assert.Equal(t, WaitHumanReview, h.group("A").Wait)
+}

@@ -34,13 +34,23 @@ func TestReadyGroupsStartLongestChainFirst(t *testing.T) {
 }
 
 // lastGlobal is the whole-plan bound of the last makespanRun, lastOracle
-// the makespan a scheduler that knew every duration reached on it.
-var lastGlobal, lastOracle float64
+// the makespan a scheduler that knew every duration reached on it; lastPlan
+// and lastDur are its plan and durations.
+var (
+	lastGlobal, lastOracle float64
+	lastPlan               []PlanGroup
+	lastDur                map[string]float64
+)
 
 // makespanRun plays one random plan with every step succeeding at once,
 // each step taking a random time per role, and returns the makespan (from
 // the plan to the last merge) and its lower bound, in minutes.
-func makespanRun(t testing.TB, rng *rand.Rand, k int) (makespan, bound float64) {
+//
+// With sizes, the pm gives each group a size from an estimate of its whole
+// work that is off by up to ±50% (drawn from est, apart from rng so that
+// the plans and durations are the same with and without sizes), and each
+// step's result carries the job's start and end as a front-end reports them.
+func makespanRun(t testing.TB, rng *rand.Rand, k int, est *rand.Rand) (makespan, bound float64) {
 	n := 2 + rng.IntN(11)
 	phases := 1 + rng.IntN(3)
 	var plan []PlanGroup
@@ -134,6 +144,12 @@ func makespanRun(t testing.TB, rng *rand.Rand, k int) (makespan, bound float64) 
 	}
 	lastGlobal = global
 	lastOracle = oracleMakespan(plan, dur, k)
+	lastPlan, lastDur = plan, dur
+	if est != nil {
+		for i := range plan {
+			plan[i].Size = sizeOf(work(plan[i].ID) * (0.5 + est.Float64()))
+		}
+	}
 
 	cfg := DefaultConfig()
 	cfg.MaxParallel = k
@@ -143,7 +159,8 @@ func makespanRun(t testing.TB, rng *rand.Rand, k int) (makespan, bound float64) 
 	s, _ := Reconcile(Session{}, []Event{Started("mk", "build", "main")}, t0, cfg)
 	planJSON, _ := json.Marshal(map[string]any{"plan": Plan{Mode: "parallel", Groups: plan}})
 	s, _ = Reconcile(s, []Event{StepResult("mk", s.Lead.InFlight, Result{Status: StatusPlanningComplete, Handoff: planJSON})}, t0, cfg)
-	ends := map[string]float64{} // step → when it reports
+	ends := map[string]float64{}   // step → when it reports
+	starts := map[string]float64{} // step → when it started
 	now := 0.0
 	for {
 		allMerged := true
@@ -163,6 +180,7 @@ func makespanRun(t testing.TB, rng *rand.Rand, k int) (makespan, bound float64) 
 					RoleQA: "qa", RoleTechLead: "review", RoleMerge: "merge"}[st.Role]
 				require.NotEmpty(t, key, "unexpected step %s", st.ID)
 				ends[st.ID] = now + dur[st.Group+"/"+key]
+				starts[st.ID] = now
 			}
 			next = min(next, ends[st.ID])
 		}
@@ -176,7 +194,11 @@ func makespanRun(t testing.TB, rng *rand.Rand, k int) (makespan, bound float64) 
 			status := map[Role]Status{RoleDeveloper: StatusReadyForQA, RoleSenior: StatusReadyForQA,
 				RoleRequirements: StatusReadyForReview, RoleQA: StatusPass, RoleTechLead: StatusApproved,
 				RoleMerge: StatusMergeSuccess}[st.Role]
-			evs = append(evs, StepResult("mk", st.ID, Result{Status: status}))
+			ev := StepResult("mk", st.ID, Result{Status: status})
+			if est != nil {
+				ev.StartedAt, ev.EndedAt = at(starts[st.ID]), at(ends[st.ID])
+			}
+			evs = append(evs, ev)
 		}
 		s2, acts := Reconcile(s, evs, at(now), cfg)
 		if err := checkTransition(transition{before: s, events: evs, now: at(now), cfg: cfg, after: s2, acts: acts}); err != nil {
@@ -192,20 +214,42 @@ type makespanStats struct {
 	gMedian, gP90, gP99, gMean float64
 	// the scheduler that knows every duration, against the phase bound
 	oMedian, oP90, oP99, oMean float64
+	// the makespan against that scheduler's
+	rMedian, rP90, rP99, rMean float64
 }
 
-func makespanRatios(t testing.TB, k, plans int, seed uint64) makespanStats {
+// sizeOf is the size a pm gives a group it estimates at m minutes of work:
+// the nearest size on SizeGuide's doubling scale.
+func sizeOf(m float64) string {
+	switch {
+	case m < 30*math.Sqrt2:
+		return "S"
+	case m < 60*math.Sqrt2:
+		return "M"
+	case m < 120*math.Sqrt2:
+		return "L"
+	}
+	return "XL"
+}
+
+func makespanRatios(t testing.TB, k, plans int, seed uint64, sized bool) makespanStats {
 	rng := rand.New(rand.NewPCG(seed, uint64(k)))
+	var est *rand.Rand
+	if sized {
+		est = rand.New(rand.NewPCG(seed^0x5123, uint64(k)))
+	}
 	ratios := make([]float64, plans)
 	global := make([]float64, plans)
 	oracle := make([]float64, plans)
+	relative := make([]float64, plans)
 	for i := range ratios {
-		m, lb := makespanRun(t, rng, k)
+		m, lb := makespanRun(t, rng, k, est)
 		require.GreaterOrEqual(t, m, lb-1e-9, "plan %d: the makespan beats its lower bound", i)
 		require.GreaterOrEqual(t, lb, lastGlobal-1e-9, "plan %d: the phase bound is below the whole-plan bound", i)
 		ratios[i] = m / lb
 		global[i] = m / lastGlobal
 		oracle[i] = lastOracle / lb
+		relative[i] = m / lastOracle
 		require.GreaterOrEqual(t, lastOracle, lb-1e-9, "plan %d: the reference beats the lower bound", i)
 	}
 	mean := func(xs []float64) float64 {
@@ -219,35 +263,49 @@ func makespanRatios(t testing.TB, k, plans int, seed uint64) makespanStats {
 	slices.Sort(ratios)
 	slices.Sort(global)
 	slices.Sort(oracle)
+	slices.Sort(relative)
 	return makespanStats{median: at(ratios, 0.5), p90: at(ratios, 0.9), p99: at(ratios, 0.99), mean: mean(ratios), worst: ratios[plans-1],
 		gMedian: at(global, 0.5), gP90: at(global, 0.9), gP99: at(global, 0.99), gMean: mean(global),
-		oMedian: at(oracle, 0.5), oP90: at(oracle, 0.9), oP99: at(oracle, 0.99), oMean: mean(oracle)}
+		oMedian: at(oracle, 0.5), oP90: at(oracle, 0.9), oP99: at(oracle, 0.99), oMean: mean(oracle),
+		rMedian: at(relative, 0.5), rP90: at(relative, 0.9), rP99: at(relative, 0.99), rMean: mean(relative)}
 }
 
 // TestMakespan measures how close the schedule comes to the lower bound
 // over random plans, at k = 4 and k = 2 (BENCHMARKS.md quotes it). The runs
 // are seeded, so the figures are exact; the assertions keep the longest-chain
-// order ahead of plan order (k=4 p99 1.095, k=2 mean 1.062 on these plans).
+// order ahead of plan order (k=4 p99 1.095, k=2 mean 1.062 on these plans),
+// and the sizes the pm estimates (issue 23) ahead of counting groups.
 func TestMakespan(t *testing.T) {
 	plans := 1000
 	if testing.Short() {
 		plans = 500
 	}
-	k4 := makespanRatios(t, 4, plans, 1)
-	k2 := makespanRatios(t, 2, plans, 2)
+	k4 := makespanRatios(t, 4, plans, 1, false)
+	k2 := makespanRatios(t, 2, plans, 2, false)
+	k4s := makespanRatios(t, 4, plans, 1, true)
+	k2s := makespanRatios(t, 2, plans, 2, true)
 	if !testing.Short() {
 		assert.LessOrEqual(t, k4.p99, 1.075, "k=4 p99")
 		assert.LessOrEqual(t, k2.mean, 1.05, "k=2 mean")
+		// Sizes off by up to ±50% (issue 23): k=4 p99 1.045, k=2 mean 1.042.
+		assert.LessOrEqual(t, k4s.p99, 1.046, "k=4 p99 with sizes")
+		assert.LessOrEqual(t, k2s.mean, 1.043, "k=2 mean with sizes")
+		// Against the schedule a scheduler knowing the true durations reaches
+		// on the same plan: issue 23's targets.
+		assert.LessOrEqual(t, k4s.rP99, 1.03, "k=4 p99 with sizes, against true durations")
+		assert.LessOrEqual(t, k2s.rMean, 1.01, "k=2 mean with sizes, against true durations")
 	}
 	for _, r := range []struct {
-		k int
-		m makespanStats
-	}{{4, k4}, {2, k2}} {
-		t.Logf("k=%d, %d random plans: makespan / phase bound: median %.3f p90 %.3f p99 %.3f mean %.3f max %.3f; "+
+		k     int
+		sizes bool
+		m     makespanStats
+	}{{4, false, k4}, {4, true, k4s}, {2, false, k2}, {2, true, k2s}} {
+		t.Logf("k=%d sizes=%v, %d random plans: makespan / phase bound: median %.3f p90 %.3f p99 %.3f mean %.3f max %.3f; "+
 			"/ whole-plan bound: median %.3f p90 %.3f p99 %.3f mean %.3f; "+
-			"a scheduler knowing every duration / phase bound: median %.3f p90 %.3f p99 %.3f mean %.3f",
-			r.k, plans, r.m.median, r.m.p90, r.m.p99, r.m.mean, r.m.worst, r.m.gMedian, r.m.gP90, r.m.gP99, r.m.gMean,
-			r.m.oMedian, r.m.oP90, r.m.oP99, r.m.oMean)
+			"a scheduler knowing every duration / phase bound: median %.3f p90 %.3f p99 %.3f mean %.3f; "+
+			"makespan / that scheduler's: median %.3f p90 %.3f p99 %.3f mean %.3f",
+			r.k, r.sizes, plans, r.m.median, r.m.p90, r.m.p99, r.m.mean, r.m.worst, r.m.gMedian, r.m.gP90, r.m.gP99, r.m.gMean,
+			r.m.oMedian, r.m.oP90, r.m.oP99, r.m.oMean, r.m.rMedian, r.m.rP90, r.m.rP99, r.m.rMean)
 	}
 }
 
@@ -286,6 +344,14 @@ func oracleMakespan(plan []PlanGroup, dur map[string]float64, k int) float64 {
 		}
 		return 0
 	})
+	return orderedMakespan(plan, dur, k, order)
+}
+
+// orderedMakespan plays a plan under the engine's rules (phases,
+// dependencies, k implementation slots, two research slots, one merge at a
+// time, QA and review uncapped) knowing every duration, starting ready
+// groups in the given priority order (a list schedule).
+func orderedMakespan(plan []PlanGroup, dur map[string]float64, k int, order []int) float64 {
 	const (
 		waiting = iota
 		implementing
@@ -295,8 +361,8 @@ func oracleMakespan(plan []PlanGroup, dur map[string]float64, k int) float64 {
 		merging
 		merged
 	)
-	stage := make([]int, n)
-	end := make([]float64, n)
+	stage := make([]int, len(plan))
+	end := make([]float64, len(plan))
 	now := 0.0
 	for {
 		lowest := math.MaxInt

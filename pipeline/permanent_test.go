@@ -39,7 +39,7 @@ func TestPermanentFailurePausesAtOnce(t *testing.T) {
 
 			assert.Equal(t, SessionPaused, h.s.Status)
 			assert.Equal(t, "step "+st.ID+" failed and retrying will not fix it: claude: invalid API key (401); "+
-				"fix the cause, then /bazinga resume or retry", h.s.Reason)
+				"fix the cause, then resume or retry", h.s.Reason)
 			var pauses []Action
 			for _, a := range h.actions {
 				if a.Kind == ActionPause {

@@ -314,3 +314,22 @@ func TestResumeThenPauseInOneCallSendsNothing(t *testing.T) {
 		assert.NotEqual(t, ActionDispatch, act.Kind)
 	}
 }
+
+// Issue 23: commands in one call compose. A restart resume followed by a
+// plain resume (a local runner restarted, and a human typed resume) still
+// sends every step in flight again: they were lost.
+func TestRestartThenResumeInOneCallResends(t *testing.T) {
+	h := newHarness(t, DefaultConfig())
+	h.plan(pg("A", 1), pg("B", 1))
+	acts := h.reconcile(
+		CommandEvent("s1", "local", Command{Kind: CommandResume, Restart: true}),
+		CommandEvent("s1", "alice", Command{Kind: CommandResume}),
+	)
+	var sent []string
+	for _, a := range acts {
+		if a.Kind == ActionDispatch {
+			sent = append(sent, a.Step)
+		}
+	}
+	assert.ElementsMatch(t, []string{h.inFlight("A").ID, h.inFlight("B").ID}, sent)
+}

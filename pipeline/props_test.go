@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -30,8 +31,8 @@ type transition struct {
 //     dispatched before the group's dependencies merged;
 //   - a paused or ended session dispatches nothing and does not come back to
 //     life until a human resumes (or retries) it;
-//   - a group is abandoned only by a closed PR or a pm result that decided
-//     something (a bare CONTINUE decides nothing);
+//   - a group leaves the session only by a recorded decision that names it
+//     (checkGroupsKept);
 //   - stuck-detection counters grow only by results of the track's own steps;
 //   - no step is dispatched past a limit: step attempts, implementation
 //     iterations, QA attempts, reviews, guidance, investigations, pm rounds.
@@ -143,37 +144,11 @@ func checkTransition(tr transition) error {
 	// dispatched before anything merged is asked to take one.
 	checkBaselineTransition(tr, dispatched, humanRestart, fail)
 
-	// A group is given up only by a human closing its PR or by a pm result
-	// that decided something; never by a CONTINUE that names nothing.
-	decided := false
-	for _, st := range a.Steps {
-		if st.Role != RolePM || st.State != StepDone || st.Result == nil {
-			continue
-		}
-		if old := b.Step(st.ID); old != nil && old.State == StepDone {
-			continue
-		}
-		switch st.Result.Status {
-		case StatusPlanningComplete:
-			decided = true
-		case StatusContinue:
-			d, err := parseContinue(st.Result.Handoff)
-			decided = decided || err == nil && !d.bare()
-		}
-	}
-	for _, g := range a.Groups {
-		old := b.Group(g.ID)
-		if g.Stage != StageAbandoned || old == nil || old.Stage == StageAbandoned || decided {
-			continue
-		}
-		closed := false
-		for _, ev := range tr.events {
-			closed = closed || ev.Kind == EventPRClosed && ev.Group == g.ID
-		}
-		if !closed {
-			fail("group %s abandoned without a PR closure or a pm decision", g.ID)
-		}
-	}
+	checkGroupsKept(tr, fail)
+	checkAnswersBound(tr, fail)
+	checkMergeHeads(tr, dispatched, fail)
+	checkRestartResends(tr, fail)
+	checkNoFrontEndWords(tr, fail)
 
 	// Counters grow only with results of the track's own steps.
 	results := map[string]int{}
@@ -239,6 +214,16 @@ func checkUsage(tr transition, fail func(string, ...any)) {
 			if l := USDMicros(lim.StepCostUSD); l > 0 && st.Usage.Priced > 0 && st.Usage.CostMicros > l {
 				overStep = st.ID
 			}
+		}
+	}
+	// Every valid usage reported for a step of the session is recorded on
+	// it, whatever became of the step (issue 23): the money was spent.
+	for _, ev := range tr.events {
+		if ev.Kind != EventStepResult && ev.Kind != EventStepFailed || ev.Usage == nil || ev.Usage.Check() != nil || ev.Session != a.ID {
+			continue
+		}
+		if st := a.Step(ev.Step); st != nil && st.Usage == nil {
+			fail("step %s (%s) reported usage %+v, which was not counted", st.ID, st.State, *ev.Usage)
 		}
 	}
 	want := b.Usage
@@ -343,7 +328,8 @@ func checkCheckpoints(tr transition, dispatched []Step) []error {
 			by = true
 		case p.ApprovedBy != "" && c.Kind == CommandResume && c.Checkpoint == cp.ID:
 			by = true
-		case p.RevisedBy != "" && c.Kind == CommandAnswer && cp.Kind == CheckpointPlan:
+		case p.RevisedBy != "" && c.Kind == CommandAnswer && cp.Kind == CheckpointPlan && (c.Checkpoint == cp.ID || c.Checkpoint == ""):
+			// Feedback sends back only the plan its author saw (issue 23).
 			by = true
 		}
 	}
@@ -390,7 +376,10 @@ var limitMarks = []struct{ name, text string }{
 	{"escalation_repeated", "asked for escalation again"},
 	{"clarification_timeout", "No answer came within"},
 	{"stale_approvals", "they no longer count"},
-	{"bare_continue", "CONTINUE named no group"},
+	{"decision_refused", "Your decision was not applied"},
+	{"stale_feedback", "; it does not change plan-"},
+	{"stale_answer", "; it does not answer it"},
+	{"merge_updated_no_head", "names no new head"},
 	{"session_cost", "reaching limits.session_cost_usd"},
 	{"step_cost", "over limits.step_cost_usd"},
 	{"checks_failed", "required checks failed on"},
@@ -402,9 +391,12 @@ var commandNames = []string{"stop", "pause", "resume", "retry", "retry_group", "
 	"review_approved", "review_approved_stale", "review_changes_requested", "review_dismissed",
 	"pr_closed", "pr_merged", "lead_diagnostic", "paused_bazinga", "paused_reject", "budget_raised",
 	// checkpoints (issue 13)
-	"approve_plan", "approve_phase", "approve_stale", "resume_approves", "plan_feedback", "phase_feedback"}
+	"approve_plan", "approve_phase", "approve_stale", "resume_approves", "plan_feedback", "phase_feedback",
+	// issue 23: a pm's drop by name, a late report's usage, a restart beside a resume
+	"pm_drop", "late_usage", "restart_resume"}
 
 func (cv *coverage) record(tr transition) {
+	cv.recordIssue23(tr)
 	for _, st := range tr.after.Steps {
 		old := tr.before.Step(st.ID)
 		if st.State == StepDone && st.Result != nil && (old == nil || old.State != StepDone) {
@@ -515,6 +507,32 @@ func (cv *coverage) record(tr transition) {
 }
 
 // recordCheckpoints counts how checkpoints were passed or refused.
+// recordIssue23 counts what issue 23's promises need the simulation to reach.
+func (cv *coverage) recordIssue23(tr transition) {
+	for _, g := range tr.after.Groups {
+		if old := tr.before.Group(g.ID); g.Abandoned != nil && g.Abandoned.Step != "" && old != nil && old.Abandoned == nil {
+			cv.commands["pm_drop"]++
+		}
+	}
+	restart, resume := false, false
+	for _, ev := range tr.events {
+		if c := ev.Command; ev.Kind == EventCommand && c != nil && c.Kind == CommandResume {
+			restart = restart || c.Restart
+			resume = resume || !c.Restart
+		}
+		if ev.Usage != nil && (ev.Kind == EventStepResult || ev.Kind == EventStepFailed) {
+			if old := tr.before.Step(ev.Step); old != nil && old.State != StepInFlight && old.Usage == nil {
+				if st := tr.after.Step(ev.Step); st != nil && st.Usage != nil {
+					cv.commands["late_usage"]++
+				}
+			}
+		}
+	}
+	if restart && resume {
+		cv.commands["restart_resume"]++
+	}
+}
+
 func (cv *coverage) recordCheckpoints(tr transition) {
 	if cp := tr.after.Checkpoint; cp != nil {
 		cv.limits["checkpoint_"+cp.Kind.String()]++
@@ -633,6 +651,182 @@ func checkBaselineTransition(tr transition, dispatched []Step, humanRestart bool
 		if st.Baseline && (st.Role != RolePM || merged || tr.before.Baseline != nil || tr.cfg.Tests.Baseline == BaselineOff) {
 			fail("step %s asked to take a baseline (role %s, a group merged %v, baseline already %v, tests.baseline %q)",
 				st.ID, st.Role, merged, tr.before.Baseline != nil, tr.cfg.Tests.Baseline)
+		}
+	}
+}
+
+// checkGroupsKept holds issue 23's promise: a group leaves the session
+// only through an explicit decision that names it.
+//   - A group abandoned in this call records the decision, and the decision
+//     is in this call: a pm step that ended now whose CONTINUE lists the
+//     group under drop (exactly, as written), or a closure of its PR.
+//   - Every abandoned group has its record, and it never changes while the
+//     group stays abandoned.
+//   - A group disappears from the session only when a human sent the plan
+//     back at its checkpoint (feedback) in this call, and never once started.
+func checkGroupsKept(tr transition, fail func(string, ...any)) {
+	b, a := &tr.before, &tr.after
+	for _, g := range a.Groups {
+		if g.Stage != StageAbandoned {
+			continue
+		}
+		if g.Abandoned == nil {
+			fail("group %s is abandoned without a recorded decision", g.ID)
+			continue
+		}
+		old := b.Group(g.ID)
+		if old != nil && old.Stage == StageAbandoned {
+			if old.Abandoned == nil || *old.Abandoned != *g.Abandoned {
+				fail("group %s: its abandonment record changed from %+v to %+v", g.ID, old.Abandoned, *g.Abandoned)
+			}
+			continue
+		}
+		switch rec := g.Abandoned; {
+		case rec.Step != "":
+			st := a.Step(rec.Step)
+			if st == nil || st.Role != RolePM || st.State != StepDone || st.Result == nil {
+				fail("group %s abandoned by %s, which is no pm step with a result", g.ID, rec.Step)
+				break
+			}
+			if old := b.Step(rec.Step); old == nil || old.State == StepDone {
+				fail("group %s abandoned by pm step %s, whose result did not arrive in this call", g.ID, rec.Step)
+			}
+			var h struct {
+				Drop []string `json:"drop"`
+			}
+			if st.Result.Status != StatusContinue || json.Unmarshal(st.Result.Handoff, &h) != nil || !slices.Contains(h.Drop, g.ID) {
+				fail("group %s abandoned by pm step %s, whose result (%s %s) does not drop it by name", g.ID, rec.Step, st.Result.Status, st.Result.Handoff)
+			}
+		default:
+			closed := false
+			for _, ev := range tr.events {
+				closed = closed || ev.Kind == EventPRClosed && ev.Group == g.ID && !ev.Merged
+			}
+			if !closed {
+				fail("group %s abandoned by %q without a closure of its PR in this call", g.ID, rec.By)
+			}
+		}
+	}
+	sentBack := false
+	if cp := b.Checkpoint; cp != nil && cp.Kind == CheckpointPlan {
+		if p := a.passed(cp.ID); p != nil && p.RevisedBy != "" {
+			for _, ev := range tr.events {
+				sentBack = sentBack || ev.Kind == EventCommand && ev.Command != nil && ev.Command.Kind == CommandAnswer
+			}
+		}
+	}
+	for _, g := range b.Groups {
+		if a.Group(g.ID) != nil {
+			continue
+		}
+		if !sentBack || g.Started {
+			fail("group %s (%s) left the session without a decision naming it", g.ID, g.Stage)
+		}
+	}
+}
+
+// checkAnswersBound holds issue 23's promise for answers: an open question
+// is answered only by an answer bound to it (or unbound, from a terminal
+// that shows the one open), or by its fallback once its deadline passed.
+func checkAnswersBound(tr transition, fail func(string, ...any)) {
+	cl := tr.before.Clarification
+	if cl == nil {
+		return
+	}
+	if a := tr.after.Clarification; a != nil && a.Step == cl.Step {
+		return
+	}
+	if !tr.now.Before(cl.Deadline) {
+		return
+	}
+	for _, ev := range tr.events {
+		if c := ev.Command; ev.Kind == EventCommand && c != nil && c.Kind == CommandAnswer && (c.Question == "" || c.Question == cl.Step) {
+			return
+		}
+	}
+	fail("the question of %s was closed without an answer bound to it", cl.Step)
+}
+
+// checkMergeHeads holds issue 23's promise for merge results: a merge step
+// that says it brought the branch up to date (MERGE_UPDATED) but names no
+// new head (on the event or in its handoff) is refused: no merge of its
+// group goes out in the call, and the session waits for a human.
+func checkMergeHeads(tr transition, dispatched []Step, fail func(string, ...any)) {
+	b, a := &tr.before, &tr.after
+	for _, ev := range tr.events {
+		if ev.Kind != EventStepResult || ev.Result == nil || ev.Result.Status != StatusMergeUpdated {
+			continue
+		}
+		old, st := b.Step(ev.Step), a.Step(ev.Step)
+		if old == nil || old.State == StepDone || st == nil || st.State != StepDone || st.Role != RoleMerge {
+			continue // not applied
+		}
+		g := b.Group(st.Group)
+		if g == nil {
+			continue
+		}
+		head := ev.Commit
+		if head == "" {
+			head = handoffField(ev.Result.Handoff, "updated_head")
+		}
+		if head != "" && head != g.ReviewedHead {
+			continue
+		}
+		for _, d := range dispatched {
+			if d.Group == g.ID && d.Role == RoleMerge {
+				fail("merge %s of group %s sent after a MERGE_UPDATED that named no new head", d.ID, g.ID)
+			}
+		}
+		if a.Status != SessionPaused && !a.Status.Terminal() {
+			fail("group %s: a MERGE_UPDATED without a new head left the session %s", g.ID, a.Status)
+		}
+	}
+}
+
+// checkRestartResends holds issue 23's promise that commands in one call
+// compose: after a resume that knows the steps in flight were lost
+// (Restart), every step still in flight on a live session is sent again in
+// the call, whatever other resumes came after it.
+func checkRestartResends(tr transition, fail func(string, ...any)) {
+	restart := false
+	for _, ev := range tr.events {
+		restart = restart || ev.Kind == EventCommand && ev.Command != nil && ev.Command.Kind == CommandResume && ev.Command.Restart
+	}
+	a := &tr.after
+	if !restart || a.Status == SessionPaused || a.Status.Terminal() || tr.before.Status == SessionNew {
+		return
+	}
+	sent := map[string]bool{}
+	for _, act := range tr.acts {
+		if act.Kind == ActionDispatch {
+			sent[act.Step] = true
+		}
+	}
+	for _, st := range a.Steps {
+		if st.State == StepInFlight && !sent[st.ID] {
+			fail("step %s is in flight after a restart, but was not sent again", st.ID)
+		}
+	}
+}
+
+// checkNoFrontEndWords holds issue 23's promise that the engine's words
+// name no front-end's command: a pause reason, a notice or a wait is read
+// on GitHub and on a terminal alike, and each front-end says how to go on
+// in its own words.
+func checkNoFrontEndWords(tr transition, fail func(string, ...any)) {
+	a := &tr.after
+	texts := []string{a.Reason, a.Lead.WaitDetail}
+	for _, g := range a.Groups {
+		texts = append(texts, g.WaitDetail)
+	}
+	for _, act := range tr.acts {
+		texts = append(texts, act.Text)
+	}
+	for _, t := range texts {
+		for _, cmd := range []string{"/bazinga", "--resume", "--approve", "bazinga run"} {
+			if strings.Contains(t, cmd) {
+				fail("the engine names the front-end command %q: %s", cmd, t)
+			}
 		}
 	}
 }

@@ -47,6 +47,8 @@ type reconciler struct {
 	// resend asks finish to send the steps in flight again (resume on a live
 	// session); restart sends all of them, however recently they were sent.
 	resend, restart bool
+	// commit is the head the result being routed reported (Event.Commit).
+	commit string
 }
 
 // pmLimit is how many pm steps may follow one another without a group
@@ -104,15 +106,20 @@ func (r *reconciler) apply(ev Event) {
 	case EventStepResult:
 		if ev.Result == nil {
 			r.report("ignored result for step %s: it carries no result", ev.Step)
+			r.metered(ev, false)
 			return
 		}
-		if r.result(ev.Step, *ev.Result, ev.Commit, ev.Harness) {
-			r.metered(ev)
-		}
+		// The usage counts whatever became of the step (issue 23): a result
+		// that arrives after its step timed out, or from a job a retry
+		// cancelled that ran on, was paid for all the same.
+		r.metered(ev, r.result(ev))
 	case EventStepFailed:
-		if r.failed(ev.Step, ev.Reason, ev.Permanent) {
-			r.metered(ev)
+		applied := r.failed(ev.Step, ev.Reason, ev.Permanent)
+		if applied {
+			st := r.step(ev.Step)
+			st.Took = Duration(measured(st, ev.StartedAt, ev.EndedAt, r.now))
 		}
+		r.metered(ev, applied)
 	case EventCommand:
 		r.command(ev)
 	case EventHumanReview:
@@ -123,6 +130,12 @@ func (r *reconciler) apply(ev Event) {
 		r.checks(ev)
 	case EventPushed:
 		r.pushed(ev)
+	case EventBranchDeleted:
+		r.branchDeleted(ev)
+	case EventPRReopened:
+		r.prReopened(ev)
+	case EventBaseRenamed:
+		r.baseRenamed(ev)
 	case EventTick:
 		// Timeouts are checked on every reconcile.
 	default:
@@ -145,7 +158,7 @@ func (r *reconciler) start(ev Event) {
 		return
 	}
 	r.changed = true
-	*s = Session{Schema: SchemaVersion, ID: ev.Session, Requirements: ev.Requirements, Base: ev.Base,
+	*s = Session{Schema: SchemaVersion, ID: ev.Session, Requirements: BoundRequirements(ev.Requirements), Base: ev.Base,
 		Status: SessionPlanning, StartedAt: r.now, Rev: s.Rev}
 	switch {
 	case strings.TrimSpace(ev.Requirements) == "":
@@ -177,10 +190,13 @@ func (r *reconciler) inFlight(id, what string) (*Step, *Track, *Group, bool) {
 	return st, t, g, true
 }
 
-func (r *reconciler) result(id string, res Result, commit string, h *HarnessReport) bool {
-	st, t, g, ok := r.lateMerge(id)
+// result applies the result of a step in flight (or of a cancelled merge
+// whose redo was not sent yet), and reports whether it did.
+func (r *reconciler) result(ev Event) bool {
+	res, commit := *ev.Result, ev.Commit
+	st, t, g, ok := r.lateMerge(ev.Step)
 	if !ok {
-		st, t, g, ok = r.inFlight(id, "the result")
+		st, t, g, ok = r.inFlight(ev.Step, "the result")
 	}
 	if !ok {
 		return false
@@ -194,12 +210,11 @@ func (r *reconciler) result(id string, res Result, commit string, h *HarnessRepo
 		}
 	}
 	res.Status = status
-	if len(res.Summary) > MaxSummaryLines {
-		res.Summary = res.Summary[:MaxSummaryLines]
-	}
+	res.Summary = boundSummary(res.Summary)
 	st.Result = &res
 	st.State = StepDone
 	st.EndedAt = r.now
+	st.Took = Duration(measured(st, ev.StartedAt, ev.EndedAt, r.now))
 	t.InFlight = ""
 	t.Last = st.ID
 	countResult(&t.Counters, st.StepSpec)
@@ -207,8 +222,11 @@ func (r *reconciler) result(id string, res Result, commit string, h *HarnessRepo
 		staleChecks(g, st.Role, commit)
 		r.headAfter(g, st.Role, commit)
 	}
+	r.commit = commit
 	st.Routed = r.route(t, g, st)
-	r.harness(st, g, h)
+	r.commit = ""
+	boundHandoff(st) // issue 27: routed; keep what a prompt can show
+	r.harness(st, g, ev.Harness)
 	return true
 }
 
@@ -289,7 +307,7 @@ func (r *reconciler) holdForHuman(t *Track, st *Step, reason string) string {
 	spec := st.StepSpec
 	t.Next = &spec
 	t.Stage = StageBlocked
-	r.pause(fmt.Sprintf("step %s failed and retrying will not fix it: %s; fix the cause, then /bazinga resume or retry",
+	r.pause(fmt.Sprintf("step %s failed and retrying will not fix it: %s; fix the cause, then resume or retry",
 		st.ID, reason))
 	return "paused"
 }
@@ -302,7 +320,7 @@ func (r *reconciler) retry(t *Track, st *Step, reason string) string {
 	t.Next = &spec
 	if spec.Attempt > r.cfg.Limits.StepAttempts {
 		t.Stage = StageBlocked
-		r.pause(fmt.Sprintf("step %s failed %d times (last: %s); fix the cause, then /bazinga resume or retry",
+		r.pause(fmt.Sprintf("step %s failed %d times (last: %s); fix the cause, then resume or retry",
 			st.ID, spec.Attempt-1, reason))
 		return "paused"
 	}
@@ -388,7 +406,9 @@ func (r *reconciler) command(ev Event) {
 		}
 		r.pause(reason)
 	case CommandResume:
-		r.restart = c.Restart
+		// Commands in one call compose (issue 23): a plain resume after a
+		// restart does not take back that the steps in flight were lost.
+		r.restart = r.restart || c.Restart
 		// A resume that names the open checkpoint approves it (issue 13).
 		if r.approve(who, c) && !s.Status.Terminal() && s.Status != SessionPaused {
 			return
@@ -402,19 +422,11 @@ func (r *reconciler) command(ev Event) {
 	case CommandRetry:
 		r.retryCommand(who, c.Group)
 	case CommandAnswer:
-		if s.Clarification == nil && s.Checkpoint != nil {
-			r.feedback(who, c.Text) // issue 13: feedback on the plan or phase waiting
+		if msg := AnswerTooLong(strings.TrimSpace(c.Text)); msg != "" && (s.Clarification != nil || s.Checkpoint != nil) {
+			r.notify(NoticeInfo, msg) // issue 27: the text would enter the session
 			return
 		}
-		if s.Clarification == nil {
-			r.notify(NoticeInfo, "No question is waiting for an answer.")
-			return
-		}
-		if strings.TrimSpace(c.Text) == "" {
-			r.notify(NoticeInfo, "The answer is empty; write `/bazinga answer <your answer>`.")
-			return
-		}
-		r.answer(fmt.Sprintf("Answer from %s: %s", who, strings.TrimSpace(c.Text)))
+		r.answerCommand(who, c)
 	default:
 		r.report("ignored unknown command %d", int(c.Kind))
 	}
@@ -505,6 +517,9 @@ func (r *reconciler) retryCommand(who, group string) {
 		r.notify(NoticeInfo, fmt.Sprintf("There is no group %q in this session.", group))
 		return
 	}
+	if r.branchRestored(g, who) {
+		return
+	}
 	r.changed = true
 	switch {
 	case g.Stage == StageMerged:
@@ -513,6 +528,7 @@ func (r *reconciler) retryCommand(who, group string) {
 	case g.Stage == StageAbandoned:
 		g.Counters = Counters{}
 		g.Stage = StagePending
+		g.Abandoned = nil
 		r.want(&g.Track, g, StepSpec{Role: r.implementer(g), Purpose: PurposeImplement,
 			Feedback: "The group was abandoned and " + who + " asked to retry it."})
 	case g.InFlight != "":
@@ -541,6 +557,36 @@ func (r *reconciler) retryCommand(who, group string) {
 		return
 	}
 	r.notify(NoticeInfo, fmt.Sprintf("Retrying group %s (asked by %s).", g.ID, who))
+}
+
+// answerCommand applies a human's answer to what its author saw (issue 23):
+// the open question, or feedback on the open checkpoint. An answer bound
+// to something that no longer waits is refused, saying why, and changes
+// nothing.
+func (r *reconciler) answerCommand(who string, c *Command) {
+	s := &r.s
+	cl, cp := s.Clarification, s.Checkpoint
+	if cl != nil && (c.Question == "" || c.Question == cl.Step) {
+		if strings.TrimSpace(c.Text) == "" {
+			r.notify(NoticeInfo, "The answer is empty; nothing was sent to the pm.")
+			return
+		}
+		r.answer(fmt.Sprintf("Answer from %s: %s", who, strings.TrimSpace(c.Text)))
+		return
+	}
+	if cp != nil && (c.Checkpoint == "" && cl == nil || c.Checkpoint == cp.ID) {
+		r.feedback(who, c.Text) // issue 13: feedback on the plan or phase waiting
+		return
+	}
+	switch {
+	case cl != nil:
+		r.notify(NoticeInfo, fmt.Sprintf("The answer by %s was written before the pm asked %q; it does not answer it. Read the question, then answer again.",
+			who, foldLine(cl.Question, 120)))
+	case cp != nil:
+		r.notify(NoticeInfo, r.staleFeedback(who, c.Checkpoint, cp))
+	default:
+		r.notify(NoticeInfo, "No question is waiting for an answer.")
+	}
 }
 
 // answer resolves the open clarification: the pm continues with the text.
@@ -582,7 +628,7 @@ func (r *reconciler) humanReview(ev Event) {
 		if g.Next != nil && g.Next.Role == RoleMerge {
 			g.Counters.Revisions++
 			r.want(&g.Track, g, StepSpec{Role: r.implementer(g), Purpose: PurposeFixReview,
-				Feedback: "Changes requested by " + ev.Actor + ": " + ev.Body})
+				Feedback: "Changes requested by " + ev.Actor + ": " + BoundReviewBody(ev.Body)})
 		}
 	}
 }
@@ -613,6 +659,7 @@ func (r *reconciler) prClosed(ev Event) {
 		who = "a human"
 	}
 	g.Stage = StageAbandoned
+	g.Abandoned = &Abandonment{By: who}
 	r.s.Inbox = append(r.s.Inbox, Note{Group: g.ID, Urgent: true,
 		Text: fmt.Sprintf("Group %s was abandoned: its PR was closed without merging by %s.", g.ID, who)})
 }

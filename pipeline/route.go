@@ -100,22 +100,9 @@ func (r *reconciler) route(t *Track, g *Group, st *Step) string {
 	case RouteChangesRequested:
 		t.Counters.ChangesRequested++
 		t.Counters.Revisions++
-		switch n := t.Counters.ChangesRequested; {
-		case n == 1:
-			return r.want(t, g, StepSpec{Role: r.implementer(g), Purpose: PurposeFixReview, From: from, Feedback: feedback})
-		case n == 2:
-			role := r.implementer(g)
-			if role == RoleDeveloper {
-				r.escalate(g)
-				role = RoleSenior
-			}
-			return r.want(t, g, StepSpec{Role: role, Purpose: PurposeFixReview, From: from, Feedback: feedback})
-		case n == 3:
-			t.Blocked = r.implementer(g)
-			return r.want(t, g, StepSpec{Role: RoleTechLead, Purpose: PurposeGuidance, From: from, Feedback: feedback})
-		default:
-			return r.toPM(t, g, fmt.Sprintf("the tech lead requested changes %d times; simplify or split the group", n))
-		}
+		n := t.Counters.ChangesRequested
+		return r.escalationLadder(t, g, n, PurposeFixReview, from, feedback,
+			fmt.Sprintf("the tech lead requested changes %d times; simplify or split the group", n))
 	case RouteEscalateModel:
 		if st.Escalated {
 			return r.toPM(t, g, "the tech lead asked for escalation again on the escalation model")
@@ -152,7 +139,7 @@ func (r *reconciler) route(t *Track, g *Group, st *Step) string {
 		spec.Attempt = 1
 		t.Next = &spec
 		t.Stage = StageBlocked
-		r.pause(fmt.Sprintf("the merge of group %s was refused (%s); let it land, then /bazinga resume", st.Group, feedback))
+		r.pause(fmt.Sprintf("the merge of group %s was refused (%s); let it land, then resume", st.Group, feedback))
 		return "paused"
 	case RouteMergeAgain:
 		// A base that requires up-to-date heads ("strict" required checks):
@@ -161,6 +148,20 @@ func (r *reconciler) route(t *Track, g *Group, st *Step) string {
 		// the merge waits for that head's checks like any other.
 		if g == nil {
 			return r.retry(t, st, "merge result on the session")
+		}
+		head := r.commit
+		if head == "" {
+			// The land job names the head in its handoff too.
+			if head = handoffField(res.Handoff, "updated_head"); head != "" && head != g.Head {
+				r.newHead(g, head)
+				staleChecks(g, RoleUnknown, head)
+			}
+		}
+		if head == "" || head == g.ReviewedHead {
+			// The engine never trusts an omission (issue 23): without the
+			// new head it cannot tell what would merge, so nothing merges on
+			// the approvals and checks of the old one.
+			return r.refuseMergeResult(t, st, "it reports the branch brought up to date but names no new head")
 		}
 		// The harness made that head itself: the reviewed head merged with
 		// the base, the tree its gate tested. It is what merges now.
@@ -272,6 +273,21 @@ func (r *reconciler) backToBlocked(t *Track, g *Group, st *Step, feedback string
 	return r.want(t, g, StepSpec{Role: role, Purpose: PurposeApplyGuidance, From: st.ID, Feedback: feedback})
 }
 
+// refuseMergeResult refuses a merge result the engine cannot act on
+// safely: it reports why and holds the merge step for a human, who looks
+// at the branch and resumes; the merge step then lands the reviewed head
+// or reports where the branch is.
+func (r *reconciler) refuseMergeResult(t *Track, st *Step, why string) string {
+	r.report("refused the %s result of step %s: %s", st.Result.Status, st.ID, why)
+	spec := st.StepSpec
+	spec.Attempt = 1
+	t.Next = &spec
+	t.Stage = StageBlocked
+	r.pause(fmt.Sprintf("the merge step %s of group %s returned %s, but %s; nothing was merged. Check the group branch, then resume",
+		st.ID, st.Group, st.Result.Status, why))
+	return "paused"
+}
+
 func (r *reconciler) routeMergeFailed(t *Track, g *Group, st *Step, feedback string) string {
 	if g == nil {
 		return r.retry(t, st, "merge result on the session")
@@ -284,22 +300,30 @@ func (r *reconciler) routeMergeFailed(t *Track, g *Group, st *Step, feedback str
 func (r *reconciler) mergeFailed(t *Track, g *Group, from, why string) string {
 	t.Counters.MergeFailures++
 	t.Counters.Revisions++
-	switch n := t.Counters.MergeFailures; {
-	case n == 1:
-		return r.want(t, g, StepSpec{Role: r.implementer(g), Purpose: PurposeFixMerge, From: from, Feedback: why})
+	n := t.Counters.MergeFailures
+	return r.escalationLadder(t, g, n, PurposeFixMerge, from, why, fmt.Sprintf("group %s failed to merge %d times (%s)", g.ID, n, why))
+}
+
+// escalationLadder is the one ladder that the n-th repeated failure of a
+// kind (changes requested, a merge that failed) climbs: the implementer
+// fixes it, then a senior, then the tech lead guides the implementer, then
+// the pm decides (pmWhy says why).
+func (r *reconciler) escalationLadder(t *Track, g *Group, n int, purpose Purpose, from, feedback, pmWhy string) string {
+	switch {
+	case n <= 1:
+		return r.want(t, g, StepSpec{Role: r.implementer(g), Purpose: purpose, From: from, Feedback: feedback})
 	case n == 2:
 		role := r.implementer(g)
 		if role == RoleDeveloper {
 			r.escalate(g)
 			role = RoleSenior
 		}
-		return r.want(t, g, StepSpec{Role: role, Purpose: PurposeFixMerge, From: from, Feedback: why})
+		return r.want(t, g, StepSpec{Role: role, Purpose: purpose, From: from, Feedback: feedback})
 	case n == 3:
 		t.Blocked = r.implementer(g)
-		return r.want(t, g, StepSpec{Role: RoleTechLead, Purpose: PurposeGuidance, From: from, Feedback: why})
-	default:
-		return r.toPM(t, g, fmt.Sprintf("group %s failed to merge %d times (%s)", g.ID, n, why))
+		return r.want(t, g, StepSpec{Role: RoleTechLead, Purpose: PurposeGuidance, From: from, Feedback: feedback})
 	}
+	return r.toPM(t, g, pmWhy)
 }
 
 // want sets a track's next step, applying the stuck-detection thresholds:
@@ -341,6 +365,7 @@ func (r *reconciler) want(t *Track, g *Group, spec StepSpec) string {
 	if spec.Attempt == 0 {
 		spec.Attempt = 1
 	}
+	spec.Feedback = cutMiddle(spec.Feedback, MaxFeedbackBytes) // issue 27: what a prompt shows of it
 	t.Next = &spec
 	t.Stage = stageFor(spec.Role)
 	if t.Wait == WaitPM {
@@ -417,9 +442,11 @@ func (r *reconciler) routePlan(st *Step) string {
 	var groups []Group
 	if err == nil {
 		groups, err = buildGroups(s.ID, s.Groups, plan.Groups, 1)
+		err = withProblems(err, criteriaBudgetProblems(plan.SuccessCriteria))
 	}
 	if err != nil {
 		r.returnNotes(st)
+		r.planRefused(err)
 		return r.want(&s.Lead, nil, StepSpec{Role: RolePM, Purpose: st.Purpose, From: st.ID,
 			Feedback: "Your plan could not be used: " + err.Error() + ". Send PLANNING_COMPLETE with a corrected plan."})
 	}
@@ -446,16 +473,12 @@ func (r *reconciler) routeContinue(st *Step) string {
 	if err != nil {
 		r.returnNotes(st)
 		return r.want(&r.s.Lead, nil, StepSpec{Role: RolePM, Purpose: st.Purpose, From: st.ID,
-			Feedback: err.Error() + `; send {"groups": ["A", {"id": "D", "task": "…"}], "feedback": {"A": "…"}}`})
+			Feedback: err.Error() + `; send {"groups": ["A", {"id": "D", "task": "…"}], "feedback": {"A": "…"}, "drop": ["C"]}`})
 	}
-	if waiting := r.waitingOn(st); d.bare() && len(waiting) > 0 {
-		// A CONTINUE that decides nothing leaves the waiting groups waiting:
-		// dropping them would lose work the pm never chose to give up.
+	if p := feedbackBudgetProblems(d); len(p) > 0 { // issue 27
 		r.returnNotes(st)
 		return r.want(&r.s.Lead, nil, StepSpec{Role: RolePM, Purpose: st.Purpose, From: st.ID,
-			Feedback: fmt.Sprintf(`CONTINUE named no group, but %s wait(s) on your decision: send {"groups": ["%s"]} to continue them `+
-				`(with "feedback" for each), add groups, or {"drop": ["%s"]} to give them up.`,
-				strings.Join(waiting, ", "), strings.Join(waiting, `", "`), strings.Join(waiting, `", "`))})
+			Feedback: "Your CONTINUE could not be used: it is " + overBudget(p) + ". Send it again with shorter feedback."})
 	}
 	return r.applyContinue(st, d)
 }
@@ -471,40 +494,43 @@ func (r *reconciler) waitingOn(st *Step) []string {
 	return out
 }
 
-// applyContinue dispatches the groups the pm names and adds the ones it plans.
-// Groups that waited on this pm step and are not named are dropped: the pm
-// decided their fate.
+// applyContinue applies a pm decision that names only what it means: the
+// groups it continues, the ones it adds and the waiting ones it drops. A
+// decision with any problem is refused whole (decisionProblems): no group
+// is ever given up because the pm left it out.
 func (r *reconciler) applyContinue(st *Step, d continueDecision) string {
 	s := &r.s
-	var went []string
+	if problems := r.decisionProblems(st, d); len(problems) > 0 {
+		return r.refuseDecision(st, problems)
+	}
+	var added []Group
 	if len(d.added) > 0 {
 		groups, err := buildGroups(s.ID, s.Groups, d.added, r.currentPhase())
 		if err != nil {
-			r.returnNotes(st)
-			return r.want(&s.Lead, nil, StepSpec{Role: RolePM, Purpose: PurposeCoordinate, From: st.ID,
-				Feedback: "The groups you added could not be used: " + err.Error()})
+			r.planRefused(err)
+			return r.refuseDecision(st, []string{"the groups you added could not be used: " + err.Error()})
 		}
+		added = groups
+	}
+	var went []string
+	if len(added) > 0 {
 		if !anyStarted(s.Groups) {
 			// Planned before any work started (from nothing, or after a plan
 			// was sent back while a group ended by hand): a plan
 			// checkpoint holds it too.
 			s.PlanRev++
 		}
-		s.Groups = append(s.Groups, groups...)
-		for _, g := range groups {
+		s.Groups = append(s.Groups, added...)
+		for _, g := range added {
 			went = append(went, "+"+g.ID)
 		}
 	}
 	for _, id := range d.named {
 		g := s.Group(id)
-		if g == nil {
-			r.report("pm named unknown group %q", id)
-			continue
-		}
 		fb := d.feedback[id]
 		switch {
-		case g.Stage.Finished():
-			r.report("pm named group %s, which is %s", id, g.Stage)
+		case g.Stage == StageMerged:
+			r.report("pm named group %s, which is merged already", id)
 		case g.InFlight != "":
 			// At work already; the feedback rides along with its next step.
 			if g.Next == nil && fb != "" {
@@ -523,26 +549,13 @@ func (r *reconciler) applyContinue(st *Step, d continueDecision) string {
 			g.Next.Feedback = strings.TrimSpace(g.Next.Feedback + "\nFrom the pm: " + fb)
 		}
 	}
-	drop := func(g *Group) {
+	for _, id := range d.dropped {
+		g := s.Group(id)
 		g.Stage = StageAbandoned
+		g.Abandoned = &Abandonment{Step: st.ID}
 		g.Wait = WaitNone
 		g.WaitDetail = ""
 		went = append(went, "-"+g.ID)
-	}
-	for _, id := range d.dropped {
-		if g := s.Group(id); g != nil && g.Wait == WaitPM && g.Next == nil {
-			drop(g)
-		} else {
-			r.report("pm asked to drop group %q, which does not wait on it", id)
-		}
-	}
-	// Groups that waited on this pm step and were not named are dropped.
-	for _, n := range st.Notes {
-		g := s.Group(n.Group)
-		if g == nil || g.Wait != WaitPM || g.Next != nil {
-			continue
-		}
-		drop(g)
 	}
 	if s.Status == SessionPlanning && len(s.Groups) > 0 {
 		s.Status = SessionRunning
@@ -597,6 +610,10 @@ func (r *reconciler) routeClarify(st *Step) string {
 		h.Question = summaryText(st.Result)
 	}
 	r.returnNotes(st)
+	if p := clarificationBudgetProblems(h); len(p) > 0 { // issue 27
+		return r.want(&s.Lead, nil, StepSpec{Role: RolePM, Purpose: st.Purpose, From: st.ID,
+			Feedback: "Your question could not be asked: it is " + overBudget(p) + ". Ask it again, shorter."})
+	}
 	resume := s.Status
 	if resume == SessionAwaitingInput || resume == SessionPaused {
 		resume = SessionRunning

@@ -237,10 +237,12 @@ func TestPMRows(t *testing.T) {
 		assert.Equal(t, RoleSenior, a.Role, "an escalated group stays with a senior")
 		assert.Equal(t, RoleDeveloper, h.inFlight("D").Role)
 	})
-	t.Run("CONTINUE that leaves out a waiting group drops it", func(t *testing.T) {
+	t.Run("CONTINUE that drops a waiting group by name and adds a replacement", func(t *testing.T) {
 		h := stuckGroup(t)
-		h.report(LeadGroup, StatusContinue, `{"groups":[{"id":"D","task":"replacement"}]}`)
+		pm := h.inFlight(LeadGroup)
+		h.report(LeadGroup, StatusContinue, `{"groups":[{"id":"D","task":"replacement"}],"drop":["A"]}`)
 		assert.Equal(t, StageAbandoned, h.group("A").Stage)
+		assert.Equal(t, &Abandonment{Step: pm.ID}, h.group("A").Abandoned)
 		assert.Equal(t, RoleDeveloper, h.inFlight("D").Role)
 	})
 	t.Run("BAZINGA → validate; ACCEPT ends; REJECT → pm with the failed checks", func(t *testing.T) {

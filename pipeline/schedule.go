@@ -46,6 +46,10 @@ func (r *reconciler) schedule() {
 			r.setWait(&g.Track, WaitPaused, s.Reason)
 			continue
 		}
+		if g.Deleted != nil {
+			r.setWait(&g.Track, WaitBranch, g.Deleted.wait(g))
+			continue
+		}
 		if g.Next == nil && g.Wait == WaitPM {
 			continue
 		}
@@ -181,7 +185,7 @@ func (r *reconciler) scheduleLead(paused bool, impl, limit int) (dispatch bool) 
 	}
 	if l.Next.Role == RolePM {
 		if s.PMStreak >= r.pmLimit() {
-			r.end(SessionFailed, fmt.Sprintf("the pm made no progress in %d rounds; /bazinga resume to give it more", s.PMStreak))
+			r.end(SessionFailed, fmt.Sprintf("the pm made no progress in %d rounds; resuming gives it more", s.PMStreak))
 			r.setWait(l, WaitEnded, "session failed")
 			return false
 		}
@@ -274,11 +278,11 @@ func (r *reconciler) inFlightCounts() (impl, research, merging int) {
 
 // groupOrder gives started groups the first claim on free slots (work in
 // progress finishes before new work starts); within each kind, the group
-// with the longest chain of unfinished work behind it goes first, so the
+// with the longest chain of estimated work behind it goes first, so the
 // critical path starts early; ties keep plan order.
 func (r *reconciler) groupOrder() []int {
 	gs := r.s.Groups
-	chain := remainingChains(gs)
+	chain := remainingChains(gs, estimates(gs, r.s.Steps))
 	order := make([]int, len(gs))
 	for i := range order {
 		order[i] = i
@@ -293,12 +297,13 @@ func (r *reconciler) groupOrder() []int {
 	return order
 }
 
-// remainingChains gives, for each unfinished group, the number of groups on
-// the longest chain of unfinished groups that starts with it: a group waits
-// for the ones it depends on and for every group of an earlier phase. The
-// engine does not know how long a group takes, so each counts as one.
-func remainingChains(gs []Group) []int {
-	chain := make([]int, len(gs))
+// remainingChains gives, for each unfinished group, the estimated work on
+// the longest chain of unfinished groups that starts with it (est: each
+// group's own work left, from its size corrected by what was measured): a
+// group waits for the ones it depends on and for every group of an earlier
+// phase.
+func remainingChains(gs []Group, est []float64) []float64 {
+	chain := make([]float64, len(gs))
 	state := make([]byte, len(gs)) // 0 new, 1 visiting, 2 done
 	index := make(map[string]int, len(gs))
 	for i := range gs {
@@ -316,8 +321,8 @@ func remainingChains(gs []Group) []int {
 			}
 		}
 	}
-	var visit func(i int) int
-	visit = func(i int) int {
+	var visit func(i int) float64
+	visit = func(i int) float64 {
 		switch state[i] {
 		case 1:
 			return 0 // a cycle (refused at planning); do not loop
@@ -325,7 +330,7 @@ func remainingChains(gs []Group) []int {
 			return chain[i]
 		}
 		state[i] = 1
-		best := 0
+		best := 0.0
 		for _, j := range dependents[i] {
 			best = max(best, visit(j))
 		}
@@ -334,7 +339,7 @@ func remainingChains(gs []Group) []int {
 				best = max(best, visit(j))
 			}
 		}
-		chain[i] = 1 + best
+		chain[i] = est[i] + best
 		state[i] = 2
 		return chain[i]
 	}

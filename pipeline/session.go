@@ -141,16 +141,33 @@ func (s *Session) CheckpointAt(at time.Time) string {
 	return NoCheckpoint
 }
 
+// NoQuestion is what QuestionAt returns when no question was open: an
+// answer bound to it answers nothing.
+const NoQuestion = "none"
+
+// QuestionAt returns the question an answer written at time at was about:
+// the open question (the id of the pm step that asked it) if it had been
+// asked by then, else NoQuestion. Front-ends bind a human's answer
+// (Command.Question) to what its author could have seen, as approvals are.
+func (s *Session) QuestionAt(at time.Time) string {
+	if cl := s.Clarification; cl != nil && !at.Before(cl.AskedAt) {
+		return cl.Step
+	}
+	return NoQuestion
+}
+
 // Group is one task group of the plan.
 type Group struct {
-	ID        string    `json:"id"`
-	Name      string    `json:"name"`
-	Task      string    `json:"task"`
-	Type      GroupType `json:"type"`
-	Tier      Tier      `json:"tier"`
-	Phase     int       `json:"phase"`
-	DependsOn []string  `json:"depends_on,omitempty"`
-	Branch    string    `json:"branch"`
+	ID   string    `json:"id"`
+	Name string    `json:"name"`
+	Task string    `json:"task"`
+	Type GroupType `json:"type"`
+	Tier Tier      `json:"tier"`
+	// Size is the pm's estimate of the group's work (issue 23).
+	Size      Size     `json:"size,omitempty"`
+	Phase     int      `json:"phase"`
+	DependsOn []string `json:"depends_on,omitempty"`
+	Branch    string   `json:"branch"`
 	// Started is set when the group's branch was requested and its first step dispatched.
 	Started bool `json:"started,omitempty"`
 	// Escalated groups go to a senior from then on.
@@ -173,6 +190,9 @@ type Group struct {
 	// someone else make (EventPushed with its pusher): a merge that finds
 	// the branch at that head names who pushed it.
 	Pushed *Push `json:"pushed,omitempty"`
+	// Deleted is set while the group branch is deleted (Head is where it
+	// was, By who deleted it): the group waits until a human restores it.
+	Deleted *Push `json:"branch_deleted,omitempty"`
 	// Checks are the outcomes of the harness-run checks (checks:) on the
 	// group's code, as the last step that ran them reported.
 	Checks []CheckOutcome `json:"checks,omitempty"`
@@ -184,6 +204,9 @@ type Group struct {
 	// RequiredChecks is the last report of the group PR's required checks
 	// (merge.method pull-request); it gates the merge of the head it is for.
 	RequiredChecks *GroupChecks `json:"required_checks,omitempty"`
+	// Abandoned is the decision that gave the group up: a pm drop naming it
+	// or a human closing its PR (issue 23). Every abandoned group has one.
+	Abandoned *Abandonment `json:"abandoned,omitempty"`
 	Track
 }
 
@@ -260,6 +283,10 @@ type Step struct {
 	Usage *Usage `json:"usage,omitempty"`
 	// RunURL is the job run that carried the step out, when known.
 	RunURL string `json:"run_url,omitempty"`
+	// Took is how long the step ran, as measured from the event that ended
+	// it (the job's own timings when the front-end sent them): the data the
+	// scheduler corrects its size estimates with.
+	Took Duration `json:"took,omitempty"`
 }
 
 // Note is something the pm must hear about at its next step.
@@ -350,6 +377,10 @@ func (s Session) Clone() Session {
 		if g.Pushed != nil {
 			p := *g.Pushed
 			g.Pushed = &p
+		}
+		if g.Abandoned != nil {
+			a := *g.Abandoned
+			g.Abandoned = &a
 		}
 		c.Groups[i] = g
 	}
@@ -468,49 +499,29 @@ func (s *Session) check() error {
 // comment): at most keep finished steps, the most recent, plus every step the
 // engine or an executor still refers to (in flight, a track's last step, the
 // step a pending or running step receives its handoff from, the open
-// question); handoffs are kept only on referenced steps. Reconcile works the
-// same on a snapshot as on the full session: it never looks at old steps.
+// question). Handoffs are kept only where a later step reads them: on the
+// steps a pending or running step receives its handoff from, and on the open
+// question's and checkpoint's steps (issue 27: a track's last step shows
+// only its capsule, and 64 groups' last handoffs do not fit in a comment).
+// Reconcile works the same on a snapshot as on the full session: it never
+// looks at old steps or at a handoff after routing it.
 func (s Session) Snapshot(keep int) Session {
-	c := s.Clone()
-	ref := map[string]bool{}
-	mark := func(t Track) {
-		ref[t.InFlight] = true
-		ref[t.Last] = true
-		if t.Next != nil {
-			ref[t.Next.From] = true
-		}
-	}
-	mark(s.Lead)
-	for _, g := range s.Groups {
-		mark(g.Track)
-	}
-	if s.Clarification != nil {
-		ref[s.Clarification.Step] = true
-	}
-	if s.Checkpoint != nil {
-		ref[s.Checkpoint.Step] = true
-	}
-	for _, st := range s.Steps {
-		if st.State == StepInFlight {
-			ref[st.ID] = true
-			ref[st.From] = true
-		}
-	}
-	delete(ref, "")
+	ref, read := s.stepRefs()
 	finished := 0
 	for _, st := range s.Steps {
 		if st.State != StepInFlight {
 			finished++
 		}
 	}
+	c := s.Clone()
 	drop := finished - keep
 	out := c.Steps[:0:0]
 	for _, st := range c.Steps {
-		if ref[st.ID] {
+		if ref[st.ID] && (read[st.ID] || st.State == StepInFlight) {
 			out = append(out, st)
 			continue
 		}
-		if drop > 0 && st.State != StepInFlight {
+		if !ref[st.ID] && drop > 0 && st.State != StepInFlight {
 			drop--
 			c.Pruned++
 			continue
@@ -521,10 +532,47 @@ func (s Session) Snapshot(keep int) Session {
 			st.Result = &r
 		}
 		st.Notes = nil
+		st.Feedback = "" // a finished step's own input; the next step has its own
 		out = append(out, st)
 	}
 	c.Steps = out
 	return c
+}
+
+// stepRefs returns the steps the engine or an executor still refers to, and
+// among them those whose handoff a later step reads.
+func (s Session) stepRefs() (ref, read map[string]bool) {
+	ref, read = map[string]bool{}, map[string]bool{}
+	mark := func(t Track) {
+		ref[t.InFlight] = true
+		ref[t.Last] = true
+		if t.Next != nil {
+			ref[t.Next.From] = true
+			read[t.Next.From] = true
+		}
+	}
+	mark(s.Lead)
+	for _, g := range s.Groups {
+		mark(g.Track)
+	}
+	if s.Clarification != nil {
+		ref[s.Clarification.Step] = true
+		read[s.Clarification.Step] = true
+	}
+	if s.Checkpoint != nil {
+		ref[s.Checkpoint.Step] = true
+		read[s.Checkpoint.Step] = true
+	}
+	for _, st := range s.Steps {
+		if st.State == StepInFlight {
+			ref[st.ID] = true
+			ref[st.From] = true
+			read[st.From] = true
+		}
+	}
+	delete(ref, "")
+	delete(read, "")
+	return ref, read
 }
 
 // Progress is a track's counters with its step in flight counted, as a

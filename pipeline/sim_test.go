@@ -60,6 +60,11 @@ type simulator struct {
 	// the branch moved (issue 28), apart from rng for the same reason.
 	pushRng *rand.Rand
 	pushes  int
+	// hostileRng draws the pm's malformed decisions (issue 23).
+	hostileRng *rand.Rand
+	// late are steps that will report after they stopped being in flight
+	// (timed out, cancelled by a retry or a stop): their usage still counts.
+	late map[string]bool
 }
 
 func simConfig(rng *rand.Rand) Config {
@@ -117,6 +122,8 @@ func newSimulator(seed uint64) *simulator {
 	sim.lazyPM = rng.IntN(30) == 0
 	sim.costRng = rand.New(rand.NewPCG(seed^0xc057, seed*31+7))
 	sim.pushRng = rand.New(rand.NewPCG(seed^0x9e5d, seed*131+3))
+	sim.hostileRng = rand.New(rand.NewPCG(seed^0x5105, seed*17+11))
+	sim.late = map[string]bool{}
 	switch sim.costRng.IntN(16) {
 	case 0:
 		sim.cfg.Limits.SessionCostUSD = float64(2 + sim.costRng.IntN(6))
@@ -447,27 +454,55 @@ func (sim *simulator) pmOutcome(st Step) Result {
 	case 7, 8:
 		return Result{Status: StatusContinue} // bare: decides nothing
 	}
-	// CONTINUE: name the groups that wait, sometimes drop one, sometimes add one.
+	// CONTINUE: name the groups that wait, sometimes drop one, sometimes add
+	// one. Now and then the pm writes what an LLM might (issue 23): a waiting
+	// group left out, a typo, an unknown or repeated id, an empty list, only
+	// a new group, feedback for no group. None of it may lose a group.
 	var named []any
 	var dropped []string
+	feedback := map[string]string{}
 	for _, n := range st.Notes {
 		if n.Group == "" {
 			continue
 		}
 		switch rng.IntN(8) {
 		case 0:
-			// left out: dropped
+			// left out: the decision is refused, the group keeps waiting
 		case 1:
 			dropped = append(dropped, n.Group)
 		default:
 			named = append(named, n.Group)
+			feedback[n.Group] = "smaller steps"
 		}
 	}
 	if sim.added < 2 && len(s.Groups) < 12 && rng.IntN(6) == 0 {
 		sim.added++
 		named = append(named, PlanGroup{ID: fmt.Sprintf("X%d", sim.added), Task: "extra work"})
 	}
-	b, _ := json.Marshal(map[string]any{"groups": named, "drop": dropped, "feedback": map[string]string{"A": "smaller steps"}})
+	h := map[string]any{"groups": named, "drop": dropped, "feedback": feedback}
+	if hr := sim.hostileRng; hr.IntN(4) == 0 {
+		any0 := s.Groups[hr.IntN(len(s.Groups))].ID
+		switch hr.IntN(8) {
+		case 0: // a typo of a group's id
+			h["groups"] = append(named, strings.ToLower(any0)+"_")
+		case 1: // an id from another session
+			h["groups"] = append(named, "Q9")
+		case 2: // the same id twice
+			h["groups"] = append(named, any0, any0)
+		case 3: // empty lists
+			h = map[string]any{"groups": []string{}, "drop": []string{}}
+		case 4: // only a new group
+			sim.added++
+			h = map[string]any{"groups": []any{PlanGroup{ID: fmt.Sprintf("X%d", sim.added), Task: "extra"}}}
+		case 5: // drop what is not there, or not waiting
+			h["drop"] = append(dropped, []string{"ZZ", any0}[hr.IntN(2)])
+		case 6: // feedback for no group
+			feedback["a-"] = "faster"
+		case 7: // continue and drop the same group
+			h["groups"], h["drop"] = append(named, any0), append(dropped, any0)
+		}
+	}
+	b, _ := json.Marshal(h)
 	return Result{Status: StatusContinue, Handoff: b}
 }
 
@@ -497,6 +532,8 @@ func (sim *simulator) randomPlan() json.RawMessage {
 		if rng.IntN(4) == 0 {
 			g.Tier = "senior"
 		}
+		// Sizes (issue 23), mostly given, drawn apart from rng.
+		g.Size = []string{"", "S", "M", "L", "XL", "m"}[sim.hostileRng.IntN(6)]
 		for _, prev := range groups {
 			if prev.Phase <= g.Phase && rng.IntN(4) == 0 {
 				g.DependsOn = append(g.DependsOn, prev.ID)
@@ -578,8 +615,17 @@ func (sim *simulator) humanEvents() []Event {
 			evs = append(evs, Event{Kind: EventHumanReview, Session: s.ID, Group: g.ID, Actor: "erin", Review: ReviewApproved, Commit: g.Head})
 		}
 	}
-	if s.Clarification != nil && rng.IntN(2) == 0 {
-		evs = append(evs, CommandEvent(s.ID, "alice", Command{Kind: CommandAnswer, Text: "postgres"}))
+	if cl := s.Clarification; cl != nil && rng.IntN(2) == 0 {
+		// Bound to the question its author saw (issue 23); now and then
+		// written before it was asked, or from a terminal (unbound).
+		c := Command{Kind: CommandAnswer, Text: "postgres", Question: cl.Step}
+		switch sim.hostileRng.IntN(6) {
+		case 0:
+			c.Question = NoQuestion
+		case 1:
+			c.Question = ""
+		}
+		evs = append(evs, CommandEvent(s.ID, "alice", c))
 	}
 	if cp := s.Checkpoint; cp != nil && rng.IntN(2) == 0 {
 		// A human at a checkpoint: mostly approves what they saw.
@@ -594,9 +640,13 @@ func (sim *simulator) humanEvents() []Event {
 				c.Checkpoint = s.PassedCheckpoints[k-1].ID
 			}
 		case n <= 3 && cp.Kind == CheckpointPlan && s.PlanRev < 4:
-			c = Command{Kind: CommandAnswer, Text: "smaller groups, please"}
+			c = Command{Kind: CommandAnswer, Text: "smaller groups, please", Checkpoint: cp.ID}
+			if k := len(s.PassedCheckpoints); k > 0 && sim.hostileRng.IntN(3) == 0 {
+				// Feedback about the plan before, delivered late (issue 23).
+				c.Checkpoint = s.PassedCheckpoints[k-1].ID
+			}
 		case n == 2 && cp.Kind == CheckpointPhase:
-			c = Command{Kind: CommandAnswer, Text: "check the API first"}
+			c = Command{Kind: CommandAnswer, Text: "check the API first", Checkpoint: cp.ID}
 		case n == 4:
 			c = Command{Kind: CommandResume, Checkpoint: cp.ID}
 		}
@@ -619,6 +669,10 @@ func (sim *simulator) humanEvents() []Event {
 			c = Command{Kind: CommandPause, Text: "label removed by bob"}
 		case 2, 3:
 			c = Command{Kind: CommandResume}
+			if sim.hostileRng.IntN(3) == 0 {
+				// A local runner restarted, and a human resumed too (issue 23).
+				evs = append(evs, CommandEvent(s.ID, "local", Command{Kind: CommandResume, Restart: true}))
+			}
 		case 4:
 			c = Command{Kind: CommandRetry}
 			if len(s.Groups) > 0 && rng.IntN(4) != 0 {
@@ -696,6 +750,7 @@ func (sim *simulator) play(t *testing.T, seed uint64) {
 		}
 		sim.now = sim.now.Add(time.Duration(1+rng.IntN(10)) * time.Minute)
 		events := append(sim.humanEvents(), sim.ciEvents()...)
+		events = append(events, sim.lateEvents()...)
 		inflight := sim.s.InFlight()
 		var live []Step
 		for _, st := range inflight {
@@ -716,7 +771,10 @@ func (sim *simulator) play(t *testing.T, seed uint64) {
 		for _, st := range live[:k] {
 			sim.stepsRun++
 			if rng.IntN(40) == 0 {
-				sim.silent[st.ID] = true // never reports
+				sim.silent[st.ID] = true // reports only once it timed out, or never
+				if sim.hostileRng.IntN(2) == 0 {
+					sim.late[st.ID] = true
+				}
 				continue
 			}
 			res, ok := sim.outcome(st)
@@ -729,6 +787,13 @@ func (sim *simulator) play(t *testing.T, seed uint64) {
 			}
 			ev := StepResult(sim.s.ID, st.ID, res)
 			ev.Usage, ev.RunURL = use, run
+			if sim.hostileRng.IntN(3) != 0 {
+				// The job's own timings (issue 23); now and then nonsense.
+				ev.StartedAt, ev.EndedAt = st.DispatchedAt.Add(time.Minute), sim.now
+				if sim.hostileRng.IntN(10) == 0 {
+					ev.StartedAt, ev.EndedAt = sim.now, st.DispatchedAt
+				}
+			}
 			ev.Harness = sim.harnessReport(st)
 			if st.Role.IsImplementer() && st.Group != LeadGroup && rng.IntN(2) == 0 {
 				ev.Commit = fmt.Sprintf("c%d", st.N) // the executor knows the new head
@@ -826,4 +891,34 @@ func (sim *simulator) harnessReport(st Step) *HarnessReport {
 		return nil
 	}
 	return &h
+}
+
+// lateEvents are results of steps no longer in flight (issue 23): a step
+// that timed out reports after all, and now and then a job a retry or a
+// stop cancelled ran on and reports, with what it cost.
+func (sim *simulator) lateEvents() []Event {
+	var evs []Event
+	for _, st := range sim.s.Steps {
+		if st.State == StepInFlight || st.Usage != nil || sim.late[st.ID+"/done"] {
+			continue
+		}
+		if !sim.late[st.ID] && st.State != StepCancelled {
+			continue
+		}
+		sim.late[st.ID+"/done"] = true // decided once
+		if !sim.late[st.ID] && sim.hostileRng.IntN(4) != 0 {
+			continue // the cancelled job did stop
+		}
+		use, run := sim.usage(st)
+		if use == nil {
+			continue
+		}
+		ev := StepResult(sim.s.ID, st.ID, Result{Status: StatusPartial, Summary: []string{"late"}})
+		if sim.hostileRng.IntN(2) == 0 {
+			ev = StepFailure(sim.s.ID, st.ID, "the runner gave up")
+		}
+		ev.Usage, ev.RunURL = use, run
+		evs = append(evs, ev)
+	}
+	return evs
 }

@@ -184,18 +184,24 @@ func CleanRunURL(s string) string {
 
 // --- the engine's accounting ------------------------------------------------
 
-// metered records the usage and run of a step whose result or failure was
-// just applied, and pauses the session when the step cost more than
-// limits.step_cost_usd. The step's result has been routed already: the work
-// is paid for and kept, and the pause stops what it would set going until a
-// human looks (then /bazinga resume continues from it).
-func (r *reconciler) metered(ev Event) {
+// metered records the usage and run of a step whose result or failure
+// arrived, and pauses the session when the step cost more than
+// limits.step_cost_usd. applied says whether the event was applied: a
+// result routed already (the work is paid for and kept, and the pause stops
+// what it would set going until a human looks), or not (the step had timed
+// out, been cancelled, or ended otherwise: the money was spent all the same,
+// so it counts, once).
+func (r *reconciler) metered(ev Event, applied bool) {
 	st := r.step(ev.Step)
 	if st == nil {
+		if ev.Usage != nil {
+			r.report("usage reported for step %s not counted: the session has no such step", ev.Step)
+		}
 		return
 	}
-	if u := CleanRunURL(ev.RunURL); u != "" {
+	if u := CleanRunURL(ev.RunURL); u != "" && (applied || st.RunURL == "") {
 		st.RunURL = u
+		r.changed = true
 	}
 	if ev.Usage == nil || st.Usage != nil {
 		return
@@ -205,6 +211,7 @@ func (r *reconciler) metered(ev Event) {
 		r.report("step %s: %v; not counted", st.ID, err)
 		return
 	}
+	r.changed = true
 	st.Usage = &u
 	if t, _ := r.track(st); t != nil {
 		t.Usage.Add(u)
@@ -213,12 +220,26 @@ func (r *reconciler) metered(ev Event) {
 	limit := USDMicros(r.cfg.Limits.StepCostUSD)
 	if limit > 0 && u.Priced > 0 && u.CostMicros > limit {
 		where := "its result was applied"
-		if st.Routed != "" {
+		switch {
+		case !applied:
+			where = fmt.Sprintf("it reported after it had %s, so its work was not used", stepEnd(st))
+		case st.Routed != "":
 			where += " (→ " + st.Routed + ")"
 		}
-		r.pause(fmt.Sprintf("step %s cost %s, over limits.step_cost_usd %s; %s and the session has spent %s; raise the limit if that is expected, then /bazinga resume",
+		r.pause(fmt.Sprintf("step %s cost %s, over limits.step_cost_usd %s; %s and the session has spent %s; raise the limit if that is expected, then resume",
 			st.ID, FormatUSD(u.CostMicros), FormatUSD(limit), where, FormatUSD(r.s.Usage.CostMicros)))
 	}
+}
+
+// stepEnd says how a step that is no longer in flight ended.
+func stepEnd(st *Step) string {
+	switch st.State {
+	case StepCancelled:
+		return "been cancelled (" + st.Note + ")"
+	case StepFailed:
+		return "failed (" + st.Note + ")"
+	}
+	return "ended"
 }
 
 // checkBudget pauses a live session whose spending reached
@@ -233,6 +254,6 @@ func (r *reconciler) checkBudget() {
 	if s.Usage.CostMicros < limit {
 		return
 	}
-	r.pause(fmt.Sprintf("the session has spent %s over %d step(s), reaching limits.session_cost_usd %s; raise the limit, then /bazinga resume",
+	r.pause(fmt.Sprintf("the session has spent %s over %d step(s), reaching limits.session_cost_usd %s; raise the limit, then resume",
 		FormatUSD(s.Usage.CostMicros), s.Usage.Steps, FormatUSD(limit)))
 }

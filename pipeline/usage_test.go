@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -315,4 +316,62 @@ func TestCheckerCatchesCostPromises(t *testing.T) {
 			assert.Contains(t, err.Error(), tc.want)
 		})
 	}
+}
+
+// Issue 23: every reported usage counts, whatever became of its step. The
+// money was spent; the limits see it and pause.
+func TestLateUsageCountsAndPauses(t *testing.T) {
+	t.Run("a result after its step timed out", func(t *testing.T) {
+		cfg := DefaultConfig()
+		cfg.Limits.SessionCostUSD = 2
+		h := newHarness(t, cfg)
+		h.plan(pg("A", 1))
+		dev := h.inFlight("A")
+		h.now = h.now.Add(cfg.Agent.Timeout.D() + StepGrace + time.Minute)
+		h.reconcile(Tick("s1"))
+		require.Equal(t, StepFailed, h.s.Step(dev.ID).State, "timed out")
+		retry := h.inFlight("A")
+
+		ev := StepResult("s1", dev.ID, Result{Status: StatusReadyForQA})
+		ev.Usage = stepUsage(2_500_000, 9000, 900)
+		h.reconcile(ev)
+		assert.Equal(t, ev.Usage, h.s.Step(dev.ID).Usage, "counted on the step that ran")
+		assert.Equal(t, int64(2_500_000), h.s.Usage.CostMicros)
+		assert.Equal(t, int64(2_500_000), h.group("A").Usage.CostMicros)
+		assert.Equal(t, StepFailed, h.s.Step(dev.ID).State, "the late result is not applied")
+		assert.Equal(t, SessionPaused, h.s.Status, "the session limit saw it")
+		assert.Contains(t, h.s.Reason, "reaching limits.session_cost_usd")
+		assert.Equal(t, StepInFlight, h.s.Step(retry.ID).State, "the retry runs on; nothing new is sent")
+
+		// Delivered again: counted once.
+		h.reconcile(ev)
+		assert.Equal(t, int64(2_500_000), h.s.Usage.CostMicros)
+	})
+	t.Run("a job a retry cancelled that ran on", func(t *testing.T) {
+		cfg := DefaultConfig()
+		cfg.Limits.StepCostUSD = 1
+		h := newHarness(t, cfg)
+		h.plan(pg("A", 1))
+		dev := h.inFlight("A")
+		h.reconcile(CommandEvent("s1", "bob", Command{Kind: CommandRetry, Group: "A"}))
+		require.Equal(t, StepCancelled, h.s.Step(dev.ID).State)
+		ev := StepFailure("s1", dev.ID, "ran to the end")
+		ev.Usage = stepUsage(1_500_000, 9000, 900)
+		h.reconcile(ev)
+		assert.Equal(t, int64(1_500_000), h.s.Usage.CostMicros)
+		assert.Equal(t, SessionPaused, h.s.Status, "over the step limit")
+		assert.Contains(t, h.s.Reason, "over limits.step_cost_usd")
+		assert.Contains(t, h.s.Reason, "it reported after it had been cancelled (retried by bob)")
+	})
+	t.Run("a stopped session's job", func(t *testing.T) {
+		h := newHarness(t, DefaultConfig())
+		h.plan(pg("A", 1))
+		dev := h.inFlight("A")
+		h.reconcile(CommandEvent("s1", "bob", Command{Kind: CommandStop}))
+		ev := StepResult("s1", dev.ID, Result{Status: StatusReadyForQA})
+		ev.Usage = stepUsage(300_000, 10, 10)
+		h.reconcile(ev)
+		assert.Equal(t, SessionStopped, h.s.Status)
+		assert.Equal(t, int64(300_000), h.s.Usage.CostMicros)
+	})
 }

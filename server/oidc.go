@@ -170,10 +170,12 @@ const (
 	CheckInstalled
 	CheckRepositoryID
 	CheckGitHub
+	// CheckRun: the workflow run a gateway token is asked for is not an agent step the App dispatched.
+	CheckRun
 )
 
 var checkNames = [...]string{"request", "bearer", "malformed", "keys", "signature", "issuer", "audience", "expiry",
-	"not_before", "issued_at", "replay", "claims", "repository", "workflow", "environment", "rate_limit", "installed", "repository_id", "github"}
+	"not_before", "issued_at", "replay", "claims", "repository", "workflow", "environment", "rate_limit", "installed", "repository_id", "github", "run"}
 
 func (c Check) String() string {
 	if c >= 0 && int(c) < len(checkNames) {

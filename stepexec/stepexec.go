@@ -37,9 +37,23 @@ type Executor struct {
 	Logger *slog.Logger
 	// Comments returns human comments to show a group's agents (optional).
 	Comments func(group string) []agent.UntrustedText
+	// Meter, when set, is the metering gateway the agents talk to (local mode with a gateway): a step's
+	// environment gets the gateway's base URLs and a token instead of the provider key, and the step's usage is
+	// what the gateway metered, not what the CLI reported.
+	Meter Meter
 	// HandOver, when set, takes what would be pushed (GitHub mode; see
 	// HandOver). Local mode leaves it nil.
 	HandOver HandOver
+}
+
+// Meter is a metering gateway as a step sees it.
+type Meter interface {
+	// StepEnv is the variables to set for the step's agent.
+	StepEnv(s pipeline.Session, st pipeline.Step) (map[string]string, error)
+	// StepUsage ends the step at the gateway (its token stops working) and returns what was metered, with notes
+	// for the report (unpriced models, estimates, refusals); nil usage when this process cannot read the meter
+	// (the CLI's report is kept then).
+	StepUsage(s pipeline.Session, st pipeline.Step) (*pipeline.Usage, []string)
 }
 
 // Report is what a person may want to see about a step beyond its capsule.
@@ -247,12 +261,28 @@ func (e *Executor) agentStep(ctx context.Context, s pipeline.Session, st pipelin
 	if err != nil {
 		return pipeline.Result{}, fmt.Errorf("building the prompt: %w", err)
 	}
-	out, err := e.Runner.Run(ctx, agent.StepSpec{Role: st.Role, Group: st.Group, StepID: st.ID, Model: st.Model, Prompt: prompt, WorkDir: dir})
+	spec := agent.StepSpec{Role: st.Role, Group: st.Group, StepID: st.ID, Model: st.Model, Prompt: prompt, WorkDir: dir}
+	if e.Meter != nil {
+		if spec.Env, err = e.Meter.StepEnv(s, st); err != nil {
+			return pipeline.Result{}, fmt.Errorf("the metering gateway: %w", err)
+		}
+	}
+	out, err := e.Runner.Run(ctx, spec)
+	if e.Meter != nil {
+		// What the gateway metered, whatever the agent printed or wrote about its cost, and even when the run
+		// failed: what was used is spent.
+		u, notes := e.Meter.StepUsage(s, st)
+		rep.Usage, rep.Notes = u, append(rep.Notes, notes...)
+	}
 	if err != nil {
 		return pipeline.Result{}, fmt.Errorf("running the agent: %w", err)
 	}
 	rep.Output = agentOutput(out, maxFeedbackOutput)
-	rep.Usage = out.Parsed.Usage
+	if rep.Usage == nil {
+		// No gateway, or one whose meter this process cannot read (App mode: the server's ledger counts): the
+		// CLI's own report.
+		rep.Usage = out.Parsed.Usage
+	}
 	rep.Transcript = out.Transcript
 	rep.Denied = out.Denied
 	if out.Failure != nil {

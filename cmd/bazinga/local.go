@@ -41,6 +41,9 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 	asJSON := fs.Bool("json", false, "print events as JSON lines")
 	approve := fs.Bool("approve", false, "approve every checkpoint (checkpoints: in the configuration) without asking")
 	feedback := fs.String("feedback", "", "with --resume: send the plan waiting for approval back to the pm with this feedback")
+	useGateway := fs.Bool("gateway", false, "meter the agents' model calls through bazinga's gateway on loopback: the provider keys "+
+		"(ANTHROPIC_API_KEY, OPENAI_API_KEY, GEMINI_API_KEY) stay in bazinga, each step gets a token of its own, and the "+
+		"session's cost is what the gateway metered (docs/gateway.md)")
 	usage := flagUsage(fs, `Usage: bazinga run [flags] "requirements"
        bazinga run [flags] --issue-file FILE
        bazinga run --repo DIR --resume ID [--approve | --feedback TEXT]
@@ -72,6 +75,14 @@ continues.
 			usage(stderr)
 			return exitUsage
 		}
+	}
+	if *useGateway {
+		g, err := local.GatewayFromEnv(os.Getenv)
+		if err != nil {
+			fmt.Fprintf(stderr, "bazinga run: --gateway: %v\n", err)
+			return exitUsage
+		}
+		opts.Gateway = g
 	}
 	if fs.Changed("max-parallel") && *maxPar < 1 {
 		fmt.Fprintln(stderr, "bazinga run: --max-parallel must be at least 1")

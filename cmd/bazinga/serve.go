@@ -16,6 +16,7 @@ import (
 	"github.com/bazinga-bot/bazinga"
 	"github.com/bazinga-bot/bazinga/bot"
 	"github.com/bazinga-bot/bazinga/codec"
+	"github.com/bazinga-bot/bazinga/gateway"
 	"github.com/bazinga-bot/bazinga/ghapi"
 	"github.com/bazinga-bot/bazinga/server"
 )
@@ -26,7 +27,10 @@ Run the bazinga GitHub App: POST /webhook receives GitHub's deliveries,
 GET /healthz reports liveness and queue depth, GET /metrics exposes
 Prometheus metrics, POST /token gives a privileged step job an App token
 for its GitHub Actions OIDC token (input token-exchange-url of the action;
-off with BAZINGA_TOKEN_EXCHANGE=off). Configuration comes from the
+off with BAZINGA_TOKEN_EXCHANGE=off). With a provider key configured,
+/gateway/ is the model gateway: agent jobs get a step token at
+POST /gateway/token for their OIDC token and never see the provider key,
+and their cost is what the gateway metered. Configuration comes from the
 environment.
 
 Without App credentials (in the environment or the credentials file) and
@@ -51,7 +55,7 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 func serveCommand(ctx context.Context, args []string, environ func(string) string, stdout, stderr io.Writer) int {
 	fs := newFlags("serve")
 	listen := fs.String("listen", "", "listen address, e.g. :8080 (overrides BAZINGA_LISTEN)")
-	usage := func(w io.Writer) { fmt.Fprint(w, serveUsage+server.EnvHelp) }
+	usage := func(w io.Writer) { fmt.Fprint(w, serveUsage+server.EnvHelp+server.GatewayEnvHelp) }
 	pos, code, ok := parseFlags(fs, args, usage, stdout, stderr)
 	if !ok {
 		return code
@@ -76,6 +80,14 @@ func serveCommand(ctx context.Context, args []string, environ func(string) strin
 		fmt.Fprintf(stderr, "bazinga serve: %v\n", err)
 		return exitUsage
 	}
+	gw, gerr := server.GatewayConfigFromEnv(getenv)
+	if gerr == nil && !setup {
+		gerr = server.CheckGatewayWithTokenExchange(gw, cfg.TokenExchange)
+	}
+	if gerr != nil {
+		fmt.Fprintf(stderr, "bazinga serve: %v\n", gerr)
+		return exitUsage
+	}
 	logger := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: cfg.LogLevel}))
 	var runErr error
 	if setup {
@@ -86,7 +98,7 @@ func serveCommand(ctx context.Context, args []string, environ func(string) strin
 		}
 		runErr = setupThenServe(ctx, getenv, cfg, ln, logger, stderr)
 	} else {
-		runErr = serve(ctx, cfg, logger)
+		runErr = serveWith(ctx, cfg, gw, logger)
 	}
 	if runErr != nil {
 		logger.Error("bazinga serve failed", "err", runErr)
@@ -127,8 +139,15 @@ func setupThenServe(ctx context.Context, getenv func(string) string, cfg server.
 		return fmt.Errorf("reading the configuration the setup wrote: %w", err)
 	}
 	cfg2.Listen = addr // the address GitHub now knows, even if it was :0
+	gw, err := server.GatewayConfigFromEnv(getenv)
+	if err == nil {
+		err = server.CheckGatewayWithTokenExchange(gw, cfg2.TokenExchange)
+	}
+	if err != nil {
+		return err
+	}
 	fmt.Fprintf(announce, "bazinga serve: GitHub App %q registered; credentials in %s. Serving.\n", st.Credentials().Slug, cfg.CredentialsFile)
-	return serve(ctx, cfg2, logger)
+	return serveWith(ctx, cfg2, gw, logger)
 }
 
 // browsable turns a listener's address into one a browser on this machine
@@ -147,6 +166,11 @@ func browsable(a net.Addr) string {
 // serve builds the client factory, the bot and the server, and runs until
 // ctx ends.
 func serve(ctx context.Context, cfg server.Config, logger *slog.Logger) error {
+	return serveWith(ctx, cfg, server.GatewayServeConfig{}, logger)
+}
+
+// serveWith is serve with the model gateway's configuration.
+func serveWith(ctx context.Context, cfg server.Config, gwCfg server.GatewayServeConfig, logger *slog.Logger) error {
 	factory, err := ghapi.NewClientFactory(cfg.App(), nil, ghapi.TransportOptions{Logger: logger,
 		MaxRateLimitWait: cfg.RateLimitWait, Reserve: cfg.RateLimitReserve})
 	if err != nil {
@@ -168,7 +192,15 @@ func serve(ctx context.Context, cfg server.Config, logger *slog.Logger) error {
 		return fmt.Errorf("%s is required (the random key the session state is signed with): make one with `openssl rand -hex 32`", server.EnvStateKey)
 	}
 	signing := codec.SigningKeyFromSecret(cfg.StateKey)
+	var ledger *gateway.MemLedger
+	var meter bot.Meter
+	if gwCfg.Enabled {
+		// The orchestrator counts what the gateway metered, not what the agent's job reports.
+		ledger = gateway.NewMemLedger()
+		meter = server.LedgerMeter{Ledger: ledger}
+	}
 	b, err := bot.New(bot.Options{
+		Meter: meter,
 		Client: func(_ context.Context, id int64) (bot.GitHub, error) {
 			c, err := factory.Installation(id)
 			if err != nil {
@@ -201,5 +233,39 @@ func serve(ctx context.Context, cfg server.Config, logger *slog.Logger) error {
 		srv.MountTokenExchange(x)
 		logger.Info("bazinga serve: token exchange", "path", server.TokenPath, "exchange", x)
 	}
+	if gwCfg.Enabled {
+		if err := mountGateway(srv, factory, cfg, gwCfg, ledger, b, login, logger); err != nil {
+			return err
+		}
+	}
 	return srv.Run(ctx)
+}
+
+// mountGateway serves the model gateway and POST /gateway/token, its spend in /metrics.
+func mountGateway(srv *server.Server, factory *ghapi.ClientFactory, cfg server.Config, gwCfg server.GatewayServeConfig, ledger *gateway.MemLedger,
+	records server.StepRecords, login string, logger *slog.Logger) error {
+	signer, err := gateway.NewSigner(nil)
+	if err != nil {
+		return err
+	}
+	gm := srv.Metrics().NewGatewayMetrics()
+	ledger.OnRecord = gm.Recorded
+	gw, err := gateway.New(gateway.Config{Anthropic: gwCfg.Anthropic, OpenAI: gwCfg.OpenAI, Gemini: gwCfg.Gemini,
+		Signer: signer, Ledger: ledger, Prices: gwCfg.Prices, Logger: logger})
+	if err != nil {
+		return err
+	}
+	xc := gwCfg.Exchange
+	xc.Issuer = cfg.TokenExchange.Issuer
+	// The session's own record says whether the step runs and what its limits are (the operator's cap them).
+	x, err := server.NewGatewayExchange(xc, server.GatewayExchangeOptions{GitHub: server.FactoryGitHub{F: factory}, Records: records,
+		Signer: signer, GitHubURL: cfg.GitHubURL, Login: login, Logger: logger})
+	if err != nil {
+		return err
+	}
+	srv.MountGateway(gw, x, gm)
+	logger.Info("bazinga serve: model gateway", "path", server.GatewayPrefix+"/", "token_path", server.GatewayTokenPath,
+		"anthropic", gw.Serves(gateway.UpstreamAnthropic), "openai", gw.Serves(gateway.UpstreamOpenAI), "gemini", gw.Serves(gateway.UpstreamGemini),
+		"step_limit_micros", xc.Limits.StepMicros, "session_limit_micros", xc.Limits.SessionMicros)
+	return nil
 }

@@ -169,13 +169,16 @@ type Fake struct {
 	mu         sync.Mutex
 	repos      []*Repo // creation order
 	repoByName map[string]*Repo
-	defRepo    *Repo
-	tokens     map[string]*token
-	users      map[string]*account // by lower-case login
-	userOrder  int64
-	perms      map[string]string // lower-case login -> role
-	nextID     map[string]int64  // id counters by kind
-	routes     []*route
+	// formerNames are the names repositories had before a rename or a
+	// transfer: GitHub redirects their API calls (301) to the repository.
+	formerNames map[string]*Repo
+	defRepo     *Repo
+	tokens      map[string]*token
+	users       map[string]*account // by lower-case login
+	userOrder   int64
+	perms       map[string]string // lower-case login -> role
+	nextID      map[string]int64  // id counters by kind
+	routes      []*route
 
 	calls       []Call
 	gitCalls    []Call
@@ -243,18 +246,19 @@ func New(opts Options) (*Fake, error) {
 		return nil, fmt.Errorf("ghfake: temp dir: %w", err)
 	}
 	f := &Fake{
-		opts:       opts,
-		dir:        dir,
-		now:        opts.Now,
-		closing:    make(chan struct{}),
-		repoByName: map[string]*Repo{},
-		tokens:     map[string]*token{},
-		users:      map[string]*account{},
-		perms:      map[string]string{},
-		nextID:     map[string]int64{},
-		faults:     map[int]Fault{},
-		buckets:    map[string]*bucket{},
-		contentLog: map[string][]time.Time{},
+		opts:        opts,
+		dir:         dir,
+		now:         opts.Now,
+		closing:     make(chan struct{}),
+		repoByName:  map[string]*Repo{},
+		formerNames: map[string]*Repo{},
+		tokens:      map[string]*token{},
+		users:       map[string]*account{},
+		perms:       map[string]string{},
+		nextID:      map[string]int64{},
+		faults:      map[int]Fault{},
+		buckets:     map[string]*bucket{},
+		contentLog:  map[string][]time.Time{},
 	}
 	f.hookClient = &http.Client{Timeout: opts.WebhookTimeout, Transport: hookTransport{f}}
 	if f.now == nil {
@@ -439,6 +443,19 @@ var ErrNotFound = errors.New("ghfake: not found")
 // GitHub does. Caller holds f.mu.
 func (f *Fake) lookupRepo(full string) *Repo {
 	return f.repoByName[strings.ToLower(full)]
+}
+
+// repoID is the id of the repository "owner/name" (a former name too), or 0.
+func (f *Fake) repoID(full string) int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if r := f.lookupRepo(full); r != nil {
+		return r.id
+	}
+	if r := f.formerNames[strings.ToLower(full)]; r != nil {
+		return r.id
+	}
+	return 0
 }
 
 // Repo returns the repository "owner/name", or nil.

@@ -91,6 +91,11 @@ func (f *Fake) serveGit(w http.ResponseWriter, req *http.Request) {
 
 	f.mu.Lock()
 	r := f.lookupRepo(owner + "/" + name)
+	if r == nil {
+		// A former name: GitHub redirects git's first request to the
+		// repository, and git (http.followRedirects=initial) follows.
+		r = f.formerNames[strings.ToLower(owner+"/"+name)]
+	}
 	login, tok, authErr := f.gitAuth(req)
 	call.Login = login
 	if tok != nil {
@@ -135,7 +140,13 @@ func (f *Fake) serveGit(w http.ResponseWriter, req *http.Request) {
 		}
 	}
 	canon := req.Clone(req.Context())
-	canon.URL.Path = "/" + r.owner + "/" + r.name + ".git/" + rest
+	// The repository's directory (its name when created: a rename keeps it).
+	rel, err := filepath.Rel(filepath.Join(f.dir, "repos"), r.path)
+	if err != nil {
+		http.Error(sw, "ghfake: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	canon.URL.Path = "/" + filepath.ToSlash(rel) + "/" + rest
 	canon.Header.Del("Content-Encoding")
 	canon.TransferEncoding = nil
 	canon.Body = io.NopCloser(bytes.NewReader(body))

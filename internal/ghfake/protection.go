@@ -618,6 +618,8 @@ func (f *Fake) registerProtectionRoutes(repo string) {
 	f.add("GET "+repo+"/branches/{branch...}", f.getBranch, ro{perm: contentsR})
 	f.add("GET "+repo+"/rules/branches/{branch...}", f.getBranchRules, ro{})
 	f.add("PATCH "+repo+"/git/refs/{ref...}", f.updateRefAPI, ro{creates: true, perm: contentsW})
+	f.add("DELETE "+repo+"/git/refs/{ref...}", f.deleteRefAPI, ro{perm: contentsW})
+	f.add("POST "+repo+"/branches/{branch}/rename", f.renameBranchAPI, ro{creates: true, perm: "administration=write"})
 	f.add("PUT "+repo+"/pulls/{number}/update-branch", f.updateBranch, ro{creates: true, perm: pullsWrite})
 	f.add("POST "+repo+"/check-runs", f.createCheckRunAPI, ro{creates: true, perm: "checks=write"})
 	f.add("GET "+repo+"/check-runs/{check_run_id}", f.getCheckRunAPI, ro{perm: "checks=read"})

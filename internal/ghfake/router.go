@@ -129,7 +129,10 @@ func (f *Fake) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	if path == "/api/v3" || strings.HasPrefix(path, "/api/v3/") {
 		path = strings.TrimPrefix(path, "/api/v3")
 	}
-	segs := splitPath(path)
+	segs := f.byIDPath(splitPath(path))
+	if f.redirectFormer(w, r, segs) {
+		return
+	}
 	rt, params := f.match(r.Method, segs)
 	f.handleAPI(w, r, rt, params, "/"+strings.Join(segs, "/"))
 }

@@ -50,6 +50,7 @@ func (f *Fake) RunEnv(r Run, dir string) ([]string, error) {
 		"GITHUB_SERVER_URL=" + f.srv.URL,
 		"GITHUB_REPOSITORY=" + r.Repo,
 		"GITHUB_REPOSITORY_OWNER=" + owner,
+		"GITHUB_REPOSITORY_ID=" + strconv.FormatInt(f.repoID(r.Repo), 10),
 		"GITHUB_RUN_ID=" + strconv.FormatInt(r.ID, 10),
 		"GITHUB_RUN_NUMBER=" + strconv.Itoa(r.RunNumber),
 		"GITHUB_RUN_ATTEMPT=1",

@@ -1,0 +1,482 @@
+package action_test
+
+import (
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/bazinga-bot/bazinga/codec"
+	"github.com/bazinga-bot/bazinga/ghapi"
+	"github.com/bazinga-bot/bazinga/internal/ghfake"
+	"github.com/bazinga-bot/bazinga/pipeline"
+)
+
+// Issue 28, "tracking comment deleted": someone deletes the tracking
+// comment just as the job of the session's validation step starts (nothing
+// else is in flight then, so the scripted team's answers stay as planned).
+// The job cannot find its step: it fails (it used to skip with exit 0, and
+// the step waited out its timeout), the privileged job records the failure
+// on the issue and wakes the orchestrator, which rebuilds the session from
+// its log and sends the step again at once.
+
+// deleteTrackingOnJob deletes the issue's tracking comment once, when the
+// harness job of the validation step starts. It returns the run it did it for.
+func deleteTrackingOnJob(t *testing.T, w *world, issue int) (run func() int64) {
+	t.Helper()
+	var mu sync.Mutex
+	var hit int64
+	w.expectFail = map[int64]bool{}
+	// One job at a time: no reconcile job puts the state back while the
+	// agent job reads it.
+	w.serial = true
+	tracking := func() int64 {
+		for _, c := range w.repo.Comments(issue) {
+			if c.GetUser().GetLogin() == w.orchestrator && strings.Contains(c.GetBody(), codec.StateMarker) {
+				return c.GetID()
+			}
+		}
+		return 0
+	}
+	w.beforeJob = func(r ghfake.Run, job string) {
+		if r.Workflow != "bazinga-agent.yml" {
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if hit == 0 && job == "harness" && strings.Contains(r.Inputs["step"], "/validate/") {
+			require.NoError(t, w.repo.DeleteComment("alice", tracking()))
+			hit = r.ID
+		}
+		// Any job of a run that starts while the state is gone may fail.
+		if hit != 0 && tracking() == 0 {
+			w.mu.Lock()
+			w.expectFail[r.ID] = true
+			w.mu.Unlock()
+		}
+	}
+	return func() int64 {
+		mu.Lock()
+		defer mu.Unlock()
+		return hit
+	}
+}
+
+// assertStepResent checks that the steps whose jobs started while the
+// state was gone failed for it and were sent again at once, and that no step
+// waited out a timeout.
+func assertStepResent(t *testing.T, w *world, s pipeline.Session, run int64) {
+	t.Helper()
+	require.NotZero(t, run, "the tracking comment was deleted as a job started")
+	failed := map[string]bool{}
+	for _, st := range s.Steps {
+		assert.NotContains(t, st.Note, "no result within", "step %s waited out its timeout", st.ID)
+		if st.State == pipeline.StepFailed {
+			// The App hears of the failed job first (workflow_job), before
+			// the privileged job posts why; Action-only mode reads why.
+			if !strings.Contains(st.Note, "ended failure without a result") {
+				assert.Contains(t, st.Note, "could not read the session", "step %s", st.ID)
+			}
+			failed[st.ID] = true
+		}
+	}
+	for _, j := range w.jobsCopy() {
+		if j.run.ID == run && j.command == "validate" {
+			assert.NotZero(t, j.exit, "%s job: a job that cannot read its session fails", j.command)
+			assert.Contains(t, j.output, "the session cannot be read")
+			assert.True(t, failed[j.run.Inputs["step"]], "step %s failed", j.run.Inputs["step"])
+		}
+	}
+}
+
+func TestE2ETrackingCommentDeletedAppMode(t *testing.T) {
+	var run func() int64
+	w, s := playAppModeWith(t, e2eConfig, func(w *world) { run = deleteTrackingOnJob(t, w, 1) })
+	assertStepResent(t, w, s, run())
+}
+
+func TestE2ETrackingCommentDeletedActionOnlyMode(t *testing.T) {
+	w := newWorld(t)
+	w.actionOnly()
+	run := deleteTrackingOnJob(t, w, 1)
+	issue, err := w.repo.CreateIssue("alice", "Write a.txt and b.txt", "Both must say ok.")
+	require.NoError(t, err)
+	require.NoError(t, w.repo.LabelIssue("alice", issue, "bazinga"))
+	defer func() {
+		if t.Failed() {
+			w.dump(issue)
+		}
+	}()
+	sweeps := 0
+	label := w.wait(issue, 60*time.Second, func() {
+		sweeps++
+		_, _ = w.f.TriggerSchedule(e2eFull, "bazinga.yml")
+	})
+	require.Equal(t, "bazinga:done", label)
+	assert.Zero(t, sweeps, "the failed job woke the orchestrator; the schedule was not needed")
+	w.settle()
+	s := w.assertVerified(issue, codec.StateTrust{PublicKey: e2eActionOnlyKey, Authors: []string{ghfake.ActionsLogin}})
+	w.assertJobs(s)
+	assertStepResent(t, w, s, run())
+}
+
+// sessionNow reads the session from the issue's tracking comment.
+func (w *world) sessionNow(issue int) (pipeline.Session, bool) {
+	var comments []ghapi.Comment
+	for _, c := range w.repo.Comments(issue) {
+		comments = append(comments, ghapi.Comment{ID: c.GetID(), Author: c.GetUser().GetLogin(), AuthorType: c.GetUser().GetType(), Body: c.GetBody()})
+	}
+	st, _, err := codec.FindState(comments, ghapi.RepoRef{Owner: e2eOwner, Name: e2eName}, issue,
+		codec.StateTrust{PublicKey: w.publicKey, Authors: []string{w.orchestrator}})
+	return st.Session, err == nil
+}
+
+// waitSession waits until the session satisfies ok.
+func (w *world) waitSession(issue int, ok func(pipeline.Session) bool) bool {
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		if s, found := w.sessionNow(issue); found && ok(s) {
+			return true
+		}
+		time.Sleep(30 * time.Millisecond)
+	}
+	return false
+}
+
+// onGroupQA runs act once, as the agent job of group B's first QA step
+// starts (B's branch has its developer's work then), and marks that run as
+// one that may fail.
+func onGroupQA(t *testing.T, w *world, act func(r ghfake.Run)) {
+	t.Helper()
+	var once sync.Once
+	w.expectFail = map[int64]bool{}
+	w.beforeJob = func(r ghfake.Run, job string) {
+		if job != "agent" || !strings.Contains(r.Inputs["step"], "/B/qa/") {
+			return
+		}
+		once.Do(func() {
+			w.mu.Lock()
+			w.expectFail[r.ID] = true
+			w.mu.Unlock()
+			act(r)
+		})
+	}
+}
+
+// prOf returns the number of a group branch's pull request.
+func (w *world) prOf(branch string) int {
+	for _, p := range w.repo.PRs() {
+		if p.GetHead().GetRef() == branch {
+			return p.GetNumber()
+		}
+	}
+	return 0
+}
+
+// Issue 28, "group branch deleted": alice deletes group B's branch while
+// its QA step starts; GitHub closes B's PR with it. The group is not given
+// up: it waits, named, and bob's `/bazinga retry B` restores the branch at
+// its head and reopens the PR; B then goes through QA again and merges.
+func branchDeletedThenRetried(t *testing.T, w *world) {
+	onGroupQA(t, w, func(ghfake.Run) {
+		head, ok := w.repo.Ref("refs/heads/bazinga/1-B")
+		require.True(t, ok)
+		require.NoError(t, w.repo.DeleteBranch("alice", "bazinga/1-B"))
+		waiting := w.waitSession(1, func(s pipeline.Session) bool {
+			b := s.Group("B")
+			return b != nil && b.Wait == pipeline.WaitBranch
+		})
+		if !assert.True(t, waiting, "B waits for its branch") {
+			return
+		}
+		s, _ := w.sessionNow(1)
+		b := s.Group("B")
+		assert.Equal(t, head, b.Deleted.Head)
+		assert.Contains(t, b.WaitDetail, "branch bazinga/1-B was deleted by @alice")
+		_, err := w.repo.Comment("bob", 1, "/bazinga retry B")
+		require.NoError(t, err)
+	})
+}
+
+func assertBranchRestored(t *testing.T, w *world, s pipeline.Session) {
+	t.Helper()
+	n := w.prOf("bazinga/1-B")
+	require.NotZero(t, n)
+	assert.True(t, w.repo.PR(n).GetMerged(), "B's PR, reopened, merged")
+	var log strings.Builder
+	for _, c := range w.repo.Comments(1) {
+		log.WriteString(c.GetBody() + "\n")
+	}
+	assert.Contains(t, log.String(), "Group B's branch bazinga/1-B was deleted by @\u2060alice, and GitHub closed its PR with it")
+	assert.Contains(t, log.String(), "Group B's branch was restored at")
+	for _, st := range s.Steps {
+		assert.NotContains(t, st.Note, "no result within", "step %s waited out its timeout", st.ID)
+	}
+}
+
+func TestE2EBranchDeletedAppMode(t *testing.T) {
+	w, s := playAppModeWith(t, e2eConfig, func(w *world) {
+		w.f.SetPermission("bob", "write")
+		branchDeletedThenRetried(t, w)
+	})
+	assertBranchRestored(t, w, s)
+}
+
+func TestE2EBranchDeletedActionOnlyMode(t *testing.T) {
+	w := newWorld(t)
+	w.actionOnly()
+	w.f.SetPermission("bob", "write")
+	branchDeletedThenRetried(t, w)
+	s := playActionOnly(t, w)
+	assertBranchRestored(t, w, s)
+}
+
+// playActionOnly runs a labelled issue to a verified BAZINGA in Action-only
+// mode, with no schedule runs.
+func playActionOnly(t *testing.T, w *world) pipeline.Session {
+	t.Helper()
+	issue, err := w.repo.CreateIssue("alice", "Write a.txt and b.txt", "Both must say ok.")
+	require.NoError(t, err)
+	require.NoError(t, w.repo.LabelIssue("alice", issue, "bazinga"))
+	defer func() {
+		if t.Failed() {
+			w.dump(issue)
+		}
+	}()
+	sweeps := 0
+	label := w.wait(issue, 60*time.Second, func() {
+		sweeps++
+		_, _ = w.f.TriggerSchedule(e2eFull, "bazinga.yml")
+	})
+	require.Equal(t, "bazinga:done", label)
+	assert.Zero(t, sweeps, "the schedule was not needed")
+	w.settle()
+	s := w.assertVerified(issue, codec.StateTrust{PublicKey: e2eActionOnlyKey, Authors: []string{ghfake.ActionsLogin}})
+	w.assertJobs(s)
+	return s
+}
+
+// Issue 28, "group PR reopened": alice closes group B's PR while its QA
+// step starts (the group is abandoned), then reopens it: the group is back
+// in the session, goes through QA and review again, and merges; the
+// session does not end while the PR is open.
+func prClosedThenReopened(t *testing.T, w *world) {
+	onGroupQA(t, w, func(ghfake.Run) {
+		n := w.prOf("bazinga/1-B")
+		require.NotZero(t, n)
+		require.NoError(t, w.repo.ClosePR("alice", n))
+		abandoned := w.waitSession(1, func(s pipeline.Session) bool {
+			b := s.Group("B")
+			return b != nil && b.Stage == pipeline.StageAbandoned
+		})
+		if !assert.True(t, abandoned, "B was abandoned") {
+			return
+		}
+		require.NoError(t, w.repo.ReopenPR("alice", n))
+	})
+}
+
+func assertReopened(t *testing.T, w *world, s pipeline.Session) {
+	t.Helper()
+	n := w.prOf("bazinga/1-B")
+	assert.True(t, w.repo.PR(n).GetMerged())
+	var log strings.Builder
+	for _, c := range w.repo.Comments(1) {
+		log.WriteString(c.GetBody() + "\n")
+	}
+	assert.Contains(t, log.String(), "Group B's PR was reopened by @\u2060alice; the group is back in the session.")
+}
+
+func TestE2EPRReopenedAppMode(t *testing.T) {
+	w, s := playAppModeWith(t, e2eConfig, func(w *world) { prClosedThenReopened(t, w) })
+	assertReopened(t, w, s)
+}
+
+func TestE2EPRReopenedActionOnlyMode(t *testing.T) {
+	w := newWorld(t)
+	w.actionOnly()
+	prClosedThenReopened(t, w)
+	s := playActionOnly(t, w)
+	assertReopened(t, w, s)
+}
+
+// Issue 28, "issue body edited": the session keeps the requirements it
+// started with and says so on the issue, in both modes.
+func issueEdited(t *testing.T, w *world) {
+	onGroupQA(t, w, func(ghfake.Run) {
+		require.NoError(t, w.repo.EditIssue("alice", 1, "Write a.txt and b.txt", "Both must say ok. And c.txt too."))
+	})
+}
+
+func assertEditAcknowledged(t *testing.T, w *world, s pipeline.Session) {
+	t.Helper()
+	acks := 0
+	for _, c := range w.repo.Comments(1) {
+		if strings.HasPrefix(c.GetBody(), "✏️ The issue was edited by @\u2060alice.") {
+			acks++
+		}
+	}
+	assert.Equal(t, 1, acks, "the edit is acknowledged once")
+	assert.NotContains(t, s.Requirements, "c.txt")
+}
+
+func TestE2EIssueEditedAppMode(t *testing.T) {
+	w, s := playAppModeWith(t, e2eConfig, func(w *world) { issueEdited(t, w) })
+	assertEditAcknowledged(t, w, s)
+}
+
+func TestE2EIssueEditedActionOnlyMode(t *testing.T) {
+	w := newWorld(t)
+	w.actionOnly()
+	issueEdited(t, w)
+	s := playActionOnly(t, w)
+	assertEditAcknowledged(t, w, s)
+}
+
+// Issue 28, "repository renamed": an admin renames the repository while
+// group B's QA step starts. GitHub keeps its id; webhooks and new runs use
+// the new name, calls under the old one get 301. The session is the
+// repository's by id: its state is written once under the new name (no
+// rebuild, no flip-flop between names), and it ends verified with about the
+// API calls of a session without the rename.
+func TestE2ERepositoryRenamedAppMode(t *testing.T) {
+	var baseline int
+	{
+		w, _ := playAppMode(t, e2eConfig)
+		baseline = w.f.Counts().Total
+	}
+	w, s := playAppModeWith(t, e2eConfig, func(w *world) {
+		onGroupQA(t, w, func(ghfake.Run) {
+			require.NoError(t, w.repo.Rename("acme-admin", "gadgets"))
+		})
+	})
+	assertRenamed(t, w, s)
+	calls := w.f.Counts().Total
+	t.Logf("API calls: %d with the rename, %d without (%.2f×)", calls, baseline, float64(calls)/float64(baseline))
+	assert.LessOrEqual(t, float64(calls), 1.2*float64(baseline), "the rename costs at most a fifth more API calls")
+}
+
+func assertRenamed(t *testing.T, w *world, s pipeline.Session) {
+	t.Helper()
+	assertMoved(t, w, s, e2eOwner+"/gadgets")
+}
+
+// assertMoved checks a session whose repository moved to full mid-session.
+func assertMoved(t *testing.T, w *world, s pipeline.Session, full string) {
+	t.Helper()
+	assert.Equal(t, full, w.repo.FullName())
+	newOwner, newName, _ := strings.Cut(full, "/")
+	var log strings.Builder
+	for _, c := range w.repo.Comments(1) {
+		log.WriteString(c.GetBody() + "\n")
+	}
+	assert.Contains(t, log.String(), "The repository moved from `"+e2eFull+"` to `"+full+"`; the session goes on there.")
+	assert.Equal(t, 1, strings.Count(log.String(), "The repository moved from"), "said once")
+	for _, st := range s.Steps {
+		assert.NotContains(t, st.Note, "no result within", "step %s waited out its timeout", st.ID)
+	}
+	// Writes under the former name (jobs that started before the rename)
+	// were repeated at the new location, with their method: each 301 of a
+	// write is followed by the same write, answered.
+	calls := w.f.Calls()
+	moved := 0
+	for i, c := range calls {
+		if c.Status != http.StatusMovedPermanently || c.Method == http.MethodGet {
+			continue
+		}
+		moved++
+		repeated := false
+		for _, n := range calls[i+1:] {
+			if n.Method == c.Method && strings.HasPrefix(n.Path, "/repos/"+newOwner+"/"+newName+"/") &&
+				strings.TrimPrefix(n.Path, "/repos/"+newOwner+"/"+newName+"/") == strings.TrimPrefix(c.Path, "/repos/"+e2eFull+"/") {
+				repeated = n.Status < 400
+				break
+			}
+		}
+		assert.True(t, repeated, "the write %s %s was repeated at the new name", c.Method, c.Path)
+	}
+	t.Logf("%d writes under the former name repeated at the new one", moved)
+}
+
+func TestE2ERepositoryRenamedActionOnlyMode(t *testing.T) {
+	w := newWorld(t)
+	w.actionOnly()
+	onGroupQA(t, w, func(ghfake.Run) {
+		require.NoError(t, w.repo.Rename("acme-admin", "gadgets"))
+	})
+	s := playActionOnly(t, w)
+	assertRenamed(t, w, s)
+}
+
+// Issue 28, "repository transferred": the same as a rename, to another
+// owner (which installed the App too).
+func TestE2ERepositoryTransferredAppMode(t *testing.T) {
+	w, s := playAppModeWith(t, e2eConfig, func(w *world) {
+		onGroupQA(t, w, func(ghfake.Run) {
+			require.NoError(t, w.repo.Transfer(e2eOwner, "globex"))
+		})
+	})
+	assertMoved(t, w, s, "globex/"+e2eName)
+}
+
+func TestE2ERepositoryTransferredActionOnlyMode(t *testing.T) {
+	w := newWorld(t)
+	w.actionOnly()
+	onGroupQA(t, w, func(ghfake.Run) {
+		require.NoError(t, w.repo.Transfer(e2eOwner, "globex"))
+	})
+	s := playActionOnly(t, w)
+	assertMoved(t, w, s, "globex/"+e2eName)
+}
+
+// Issue 28, "base branch renamed": an admin renames main to trunk while
+// group B's QA step starts; GitHub retargets the group PRs. The session
+// follows: it merges into trunk, dispatches its steps on trunk, and says so.
+func baseRenamed(t *testing.T, w *world) {
+	onGroupQA(t, w, func(ghfake.Run) {
+		// The runs going now started on main: they may fail, and their
+		// failures are recorded so the steps go again at once.
+		w.mu.Lock()
+		for _, r := range w.f.Runs() {
+			if r.Status != "completed" {
+				w.expectFail[r.ID] = true
+			}
+		}
+		w.mu.Unlock()
+		require.NoError(t, w.repo.RenameBranch(e2eOwner, "main", "trunk"))
+	})
+}
+
+func assertBaseRenamed(t *testing.T, w *world, s pipeline.Session) {
+	t.Helper()
+	assert.Equal(t, "trunk", s.Base)
+	for _, f := range []string{"a.txt", "b.txt"} {
+		_, err := w.repo.ReadFile("trunk", f)
+		assert.NoError(t, err, "%s merged into trunk", f)
+	}
+	var log strings.Builder
+	for _, c := range w.repo.Comments(1) {
+		log.WriteString(c.GetBody() + "\n")
+	}
+	assert.Contains(t, log.String(), "The base branch main was renamed to trunk by @\u2060"+e2eOwner+"; the session merges into trunk now.")
+	for _, st := range s.Steps {
+		assert.NotContains(t, st.Note, "no result within", "step %s waited out its timeout", st.ID)
+	}
+}
+
+func TestE2EBaseRenamedAppMode(t *testing.T) {
+	w, s := playAppModeWith(t, e2eConfig, func(w *world) { baseRenamed(t, w) })
+	assertBaseRenamed(t, w, s)
+}
+
+func TestE2EBaseRenamedActionOnlyMode(t *testing.T) {
+	w := newWorld(t)
+	w.actionOnly()
+	baseRenamed(t, w)
+	s := playActionOnly(t, w)
+	assertBaseRenamed(t, w, s)
+}

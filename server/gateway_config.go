@@ -1,0 +1,122 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/bazinga-bot/bazinga/gateway"
+	"github.com/bazinga-bot/bazinga/pipeline"
+)
+
+// The gateway's environment variables.
+const (
+	EnvGatewayAnthropicKey = "BAZINGA_GATEWAY_ANTHROPIC_KEY"
+	EnvGatewayAnthropicURL = "BAZINGA_GATEWAY_ANTHROPIC_URL"
+	EnvGatewayOpenAIKey    = "BAZINGA_GATEWAY_OPENAI_KEY"
+	EnvGatewayOpenAIURL    = "BAZINGA_GATEWAY_OPENAI_URL"
+	EnvGatewayGeminiKey    = "BAZINGA_GATEWAY_GEMINI_KEY"
+	EnvGatewayGeminiURL    = "BAZINGA_GATEWAY_GEMINI_URL"
+	EnvGatewayPrices       = "BAZINGA_GATEWAY_PRICES"
+	EnvGatewayStepLimit    = "BAZINGA_GATEWAY_STEP_LIMIT_USD"
+	EnvGatewaySessionLimit = "BAZINGA_GATEWAY_SESSION_LIMIT_USD"
+	EnvGatewayWorkflows    = "BAZINGA_GATEWAY_WORKFLOWS"
+	EnvGatewayTokenTTL     = "BAZINGA_GATEWAY_TOKEN_TTL"
+)
+
+// GatewayEnvHelp documents them, for `bazinga serve --help`.
+const GatewayEnvHelp = `Model gateway (docs/gateway.md; on when a provider key is set):
+  BAZINGA_GATEWAY_ANTHROPIC_KEY  the Anthropic key the gateway puts on forwarded requests (x-api-key)
+  BAZINGA_GATEWAY_OPENAI_KEY     the OpenAI key (Authorization: Bearer)
+  BAZINGA_GATEWAY_GEMINI_KEY     the Gemini key (x-goog-api-key)
+  BAZINGA_GATEWAY_ANTHROPIC_URL  upstream base URLs, e.g. an operator's LiteLLM (defaults https://api.anthropic.com,
+  BAZINGA_GATEWAY_OPENAI_URL     https://api.openai.com, https://generativelanguage.googleapis.com; OpenAI's without /v1)
+  BAZINGA_GATEWAY_GEMINI_URL
+  BAZINGA_GATEWAY_PRICES         a price file (gateway/prices.yaml's shape) laid over the built-in table
+  BAZINGA_GATEWAY_STEP_LIMIT_USD     the operator's cap on one step's spend (default none)
+  BAZINGA_GATEWAY_SESSION_LIMIT_USD  the operator's cap on one session's spend (default none)
+  BAZINGA_GATEWAY_WORKFLOWS      workflows whose jobs may get gateway tokens at POST /gateway/token, as
+                                 BAZINGA_TOKEN_WORKFLOWS but on any ref (default .github/workflows/bazinga-agent.yml)
+  BAZINGA_GATEWAY_TOKEN_TTL      lifetime of a gateway token (default 1h, at most 6h)
+  With the gateway on, the agent job needs id-token: write, so POST /token must require the privileged jobs'
+  environment (BAZINGA_TOKEN_ENVIRONMENT) or be off: serve refuses to start otherwise.
+`
+
+// GatewayServeConfig is the gateway's configuration in `bazinga serve`.
+type GatewayServeConfig struct {
+	Enabled                   bool
+	Anthropic, OpenAI, Gemini gateway.UpstreamConfig
+	Prices                    *gateway.Prices // nil: the built-in table
+	Exchange                  GatewayExchangeConfig
+}
+
+// GatewayConfigFromEnv reads the gateway's variables; every error names the variable at fault and never quotes
+// a key.
+func GatewayConfigFromEnv(getenv func(string) string) (GatewayServeConfig, error) {
+	get := func(k string) string { return strings.TrimSpace(getenv(k)) }
+	var c GatewayServeConfig
+	var errs []error
+	c.Anthropic = gateway.UpstreamConfig{Key: get(EnvGatewayAnthropicKey), BaseURL: get(EnvGatewayAnthropicURL)}
+	c.OpenAI = gateway.UpstreamConfig{Key: get(EnvGatewayOpenAIKey), BaseURL: strings.TrimSuffix(strings.TrimRight(get(EnvGatewayOpenAIURL), "/"), "/v1")}
+	c.Gemini = gateway.UpstreamConfig{Key: get(EnvGatewayGeminiKey), BaseURL: get(EnvGatewayGeminiURL)}
+	c.Enabled = c.Anthropic.Key != "" || c.OpenAI.Key != "" || c.Gemini.Key != ""
+	for _, u := range []struct{ url, key, urlVar, keyVar string }{
+		{c.Anthropic.BaseURL, c.Anthropic.Key, EnvGatewayAnthropicURL, EnvGatewayAnthropicKey},
+		{c.OpenAI.BaseURL, c.OpenAI.Key, EnvGatewayOpenAIURL, EnvGatewayOpenAIKey},
+		{c.Gemini.BaseURL, c.Gemini.Key, EnvGatewayGeminiURL, EnvGatewayGeminiKey},
+	} {
+		if u.url != "" && u.key == "" {
+			errs = append(errs, fmt.Errorf("%s is set without %s: the gateway forwards nothing without a key", u.urlVar, u.keyVar))
+		}
+	}
+	if f := get(EnvGatewayPrices); f != "" {
+		p, err := gateway.LoadPrices(f)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", EnvGatewayPrices, err))
+		}
+		c.Prices = p
+	}
+	usd := func(name string) int64 {
+		v := get(name)
+		if v == "" {
+			return 0
+		}
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil || math.IsNaN(f) || f <= 0 || f > pipeline.MaxCostLimitUSD {
+			errs = append(errs, fmt.Errorf("%s must be a number of dollars above 0 and at most %d, got %q", name, pipeline.MaxCostLimitUSD, v))
+			return 0
+		}
+		return pipeline.USDMicros(f)
+	}
+	c.Exchange.Limits = gateway.Limits{StepMicros: usd(EnvGatewayStepLimit), SessionMicros: usd(EnvGatewaySessionLimit)}
+	if v := get(EnvGatewayWorkflows); v != "" {
+		c.Exchange.Workflows = strings.Split(v, ",")
+		if _, err := parseWorkflows(c.Exchange.Workflows); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", EnvGatewayWorkflows, err))
+		}
+	}
+	if v := get(EnvGatewayTokenTTL); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < time.Minute || d > gateway.MaxTokenTTL {
+			errs = append(errs, fmt.Errorf("%s must be a duration from 1m to %s such as 1h, got %q", EnvGatewayTokenTTL, gateway.MaxTokenTTL, v))
+		} else {
+			c.Exchange.TTL = d
+		}
+	}
+	return c, errors.Join(errs...)
+}
+
+// CheckGatewayWithTokenExchange refuses a gateway beside a POST /token that any job of an allowed workflow may
+// use: the agent job gets `id-token: write` for the gateway, and could then ask for an OIDC token of POST /token's
+// audience — only the environment claim, which the agent job does not have, keeps it out.
+func CheckGatewayWithTokenExchange(gw GatewayServeConfig, x TokenExchangeConfig) error {
+	if gw.Enabled && !x.Disabled && strings.TrimSpace(x.Environment) == "" {
+		return fmt.Errorf("the model gateway is on (%s, …) and POST /token takes any job of its workflows: set %s to the environment "+
+			"of the privileged jobs (publish, land, reconcile), or %s=off; the agent job gets id-token: write for the gateway",
+			EnvGatewayAnthropicKey, EnvTokenEnvironment, EnvTokenExchange)
+	}
+	return nil
+}
