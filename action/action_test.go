@@ -361,7 +361,8 @@ func TestStateKeyRotationInStepJobs(t *testing.T) {
 	// Without the previous key it is not.
 	env["INPUT_STATE-PUBLIC-KEY"] = codec.FormatPublicKey(next)
 	r = u.action(env)
-	assert.Contains(t, r.stdout, "is not in flight")
+	assert.Contains(t, r.stdout, "state block does not verify")
+	assert.NotContains(t, r.stdout, `msg="session loaded"`)
 }
 
 // TestStateKeysAreRequired: a step job without the public key, and the
