@@ -303,13 +303,22 @@ func TestBadInputFailsTheStep(t *testing.T) {
 func TestStepNotInFlightExitsWithoutEffect(t *testing.T) {
 	u := newUnit(t)
 	tok := u.writeToken(u.run)
-	for _, step := range []string{"1/A/developer/1", "7/_/pm/1"} {
-		r := u.action(u.env(map[string]string{"command": "agent", "step": step, "github-token": tok, "agent-command": "false"}))
-		assert.Equal(t, 0, r.code, r.stdout)
-		assert.Contains(t, r.stdout, "::notice::bazinga: step "+step+" is not in flight")
-		assert.Contains(t, r.outputs, "skipped")
-		assert.False(t, u.claimed(step))
-	}
+	// A step the session does not have (older than its state): nothing to do.
+	step := "1/A/developer/1"
+	r := u.action(u.env(map[string]string{"command": "agent", "step": step, "github-token": tok, "agent-command": "false"}))
+	assert.Equal(t, 0, r.code, r.stdout)
+	assert.Contains(t, r.stdout, "::notice::bazinga: step "+step+" is not in flight")
+	assert.Contains(t, r.outputs, "skipped")
+	assert.False(t, u.claimed(step))
+	// A step of an issue with no session cannot be the orchestrator's (it
+	// writes the state before it dispatches): the job fails, so that its
+	// run wakes the orchestrator (issue 28), and does nothing else.
+	step = "7/_/pm/1"
+	r = u.action(u.env(map[string]string{"command": "agent", "step": step, "github-token": tok, "agent-command": "false"}))
+	assert.Equal(t, 1, r.code, r.stdout)
+	assert.Contains(t, r.stdout, "the session cannot be read: the issue has no trusted tracking comment")
+	assert.Contains(t, r.outputs, "failed")
+	assert.False(t, u.claimed(step))
 	assert.Zero(t, u.resultComments())
 }
 
@@ -322,8 +331,8 @@ func TestForgedTrackingCommentIsNotTrusted(t *testing.T) {
 	env := u.env(map[string]string{"command": "agent", "step": "1/_/pm/1", "github-token": tok, "agent-command": "false",
 		"state-public-key": codec.FormatPublicKey(other)})
 	r := u.action(env)
-	assert.Equal(t, 0, r.code, r.stdout)
-	assert.Contains(t, r.stdout, "is not in flight")
+	assert.Equal(t, 1, r.code, r.stdout)
+	assert.Contains(t, r.stdout, "the session cannot be read")
 	assert.False(t, u.claimed("1/_/pm/1"))
 	// Another login's copy of the bot's block is not trusted, nor is a state
 	// any bot signed with another key — only the orchestrator's own.

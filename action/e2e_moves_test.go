@@ -103,24 +103,7 @@ func TestE2ETrackingCommentDeletedActionOnlyMode(t *testing.T) {
 	w := newWorld(t)
 	w.actionOnly()
 	run := deleteTrackingOnJob(t, w, 1)
-	issue, err := w.repo.CreateIssue("alice", "Write a.txt and b.txt", "Both must say ok.")
-	require.NoError(t, err)
-	require.NoError(t, w.repo.LabelIssue("alice", issue, "bazinga"))
-	defer func() {
-		if t.Failed() {
-			w.dump(issue)
-		}
-	}()
-	sweeps := 0
-	label := w.wait(issue, 60*time.Second, func() {
-		sweeps++
-		_, _ = w.f.TriggerSchedule(e2eFull, "bazinga.yml")
-	})
-	require.Equal(t, "bazinga:done", label)
-	assert.Zero(t, sweeps, "the failed job woke the orchestrator; the schedule was not needed")
-	w.settle()
-	s := w.assertVerified(issue, codec.StateTrust{PublicKey: e2eActionOnlyKey, Authors: []string{ghfake.ActionsLogin}})
-	w.assertJobs(s)
+	s := playActionOnly(t, w)
 	assertStepResent(t, w, s, run())
 }
 
