@@ -16,6 +16,10 @@ import (
 	"github.com/bazinga-bot/bazinga/pipeline"
 )
 
+// The tests of this file run in parallel with each other: each plays its
+// own world (fake GitHub, runner, repository), and together they would
+// otherwise take the package past go test's default ten minutes.
+
 // Issue 28, "tracking comment deleted": someone deletes the tracking
 // comment just as the job of the session's validation step starts (nothing
 // else is in flight then, so the scripted team's answers stay as planned).
@@ -94,12 +98,14 @@ func assertStepResent(t *testing.T, w *world, s pipeline.Session, run int64) {
 }
 
 func TestE2ETrackingCommentDeletedAppMode(t *testing.T) {
+	t.Parallel()
 	var run func() int64
 	w, s := playAppModeWith(t, e2eConfig, func(w *world) { run = deleteTrackingOnJob(t, w, 1) })
 	assertStepResent(t, w, s, run())
 }
 
 func TestE2ETrackingCommentDeletedActionOnlyMode(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	w.actionOnly()
 	run := deleteTrackingOnJob(t, w, 1)
@@ -202,6 +208,7 @@ func assertBranchRestored(t *testing.T, w *world, s pipeline.Session) {
 }
 
 func TestE2EBranchDeletedAppMode(t *testing.T) {
+	t.Parallel()
 	w, s := playAppModeWith(t, e2eConfig, func(w *world) {
 		w.f.SetPermission("bob", "write")
 		branchDeletedThenRetried(t, w)
@@ -210,6 +217,7 @@ func TestE2EBranchDeletedAppMode(t *testing.T) {
 }
 
 func TestE2EBranchDeletedActionOnlyMode(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	w.actionOnly()
 	w.f.SetPermission("bob", "write")
@@ -275,11 +283,13 @@ func assertReopened(t *testing.T, w *world, s pipeline.Session) {
 }
 
 func TestE2EPRReopenedAppMode(t *testing.T) {
+	t.Parallel()
 	w, s := playAppModeWith(t, e2eConfig, func(w *world) { prClosedThenReopened(t, w) })
 	assertReopened(t, w, s)
 }
 
 func TestE2EPRReopenedActionOnlyMode(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	w.actionOnly()
 	prClosedThenReopened(t, w)
@@ -308,11 +318,13 @@ func assertEditAcknowledged(t *testing.T, w *world, s pipeline.Session) {
 }
 
 func TestE2EIssueEditedAppMode(t *testing.T) {
+	t.Parallel()
 	w, s := playAppModeWith(t, e2eConfig, func(w *world) { issueEdited(t, w) })
 	assertEditAcknowledged(t, w, s)
 }
 
 func TestE2EIssueEditedActionOnlyMode(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	w.actionOnly()
 	issueEdited(t, w)
@@ -327,6 +339,7 @@ func TestE2EIssueEditedActionOnlyMode(t *testing.T) {
 // rebuild, no flip-flop between names), and it ends verified with about the
 // API calls of a session without the rename.
 func TestE2ERepositoryRenamedAppMode(t *testing.T) {
+	t.Parallel()
 	var baseline int
 	{
 		w, _ := playAppMode(t, e2eConfig)
@@ -386,6 +399,7 @@ func assertMoved(t *testing.T, w *world, s pipeline.Session, full string) {
 }
 
 func TestE2ERepositoryRenamedActionOnlyMode(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	w.actionOnly()
 	onGroupQA(t, w, func(ghfake.Run) {
@@ -398,6 +412,7 @@ func TestE2ERepositoryRenamedActionOnlyMode(t *testing.T) {
 // Issue 28, "repository transferred": the same as a rename, to another
 // owner (which installed the App too).
 func TestE2ERepositoryTransferredAppMode(t *testing.T) {
+	t.Parallel()
 	w, s := playAppModeWith(t, e2eConfig, func(w *world) {
 		onGroupQA(t, w, func(ghfake.Run) {
 			require.NoError(t, w.repo.Transfer(e2eOwner, "globex"))
@@ -407,6 +422,7 @@ func TestE2ERepositoryTransferredAppMode(t *testing.T) {
 }
 
 func TestE2ERepositoryTransferredActionOnlyMode(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	w.actionOnly()
 	onGroupQA(t, w, func(ghfake.Run) {
@@ -452,11 +468,13 @@ func assertBaseRenamed(t *testing.T, w *world, s pipeline.Session) {
 }
 
 func TestE2EBaseRenamedAppMode(t *testing.T) {
+	t.Parallel()
 	w, s := playAppModeWith(t, e2eConfig, func(w *world) { baseRenamed(t, w) })
 	assertBaseRenamed(t, w, s)
 }
 
 func TestE2EBaseRenamedActionOnlyMode(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	w.actionOnly()
 	baseRenamed(t, w)
