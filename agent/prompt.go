@@ -448,53 +448,8 @@ func shrinkJSON(s string, limit int) string {
 	if len(s) <= limit {
 		return s
 	}
-	dec := json.NewDecoder(strings.NewReader(s))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err == nil {
-		for _, c := range []struct{ str, arr int }{{1000, 50}, {400, 20}, {200, 10}, {100, 5}, {50, 3}, {20, 1}} {
-			out, err := marshalNoEscape(shrinkValue(v, c.str, c.arr))
-			if err == nil && len(out) <= limit {
-				return out
-			}
-		}
+	if out, ok := pipeline.ShrinkJSON([]byte(s), limit); ok {
+		return string(out)
 	}
 	return truncateHead(s, limit)
-}
-
-func shrinkValue(v any, maxStr, maxArr int) any {
-	switch x := v.(type) {
-	case string:
-		if len(x) > maxStr {
-			return validPrefix(x, maxStr) + "…[truncated]"
-		}
-		return x
-	case []any:
-		n := min(len(x), maxArr)
-		out := make([]any, 0, n+1)
-		for _, e := range x[:n] {
-			out = append(out, shrinkValue(e, maxStr, maxArr))
-		}
-		if len(x) > n {
-			out = append(out, fmt.Sprintf("[truncated: %d more]", len(x)-n))
-		}
-		return out
-	case map[string]any:
-		out := make(map[string]any, len(x))
-		for k, e := range x {
-			out[k] = shrinkValue(e, maxStr, maxArr)
-		}
-		return out
-	}
-	return v
-}
-
-func marshalNoEscape(v any) (string, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return "", fmt.Errorf("encode handoff: %w", err)
-	}
-	return strings.TrimSuffix(buf.String(), "\n"), nil
 }

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/bazinga-bot/bazinga/pipeline"
 )
 
 // invisible reports runes a reader cannot see but a model reads: format
@@ -103,7 +105,7 @@ func truncateMiddle(s string, max int) string {
 	}
 	head := keep * 3 / 5
 	tail := keep - head
-	return validPrefix(s, head) + marker + validSuffix(s, tail)
+	return pipeline.ValidPrefix(s, head) + marker + pipeline.ValidSuffix(s, tail)
 }
 
 // truncateHead keeps the start of s within max bytes, with a marker.
@@ -116,32 +118,7 @@ func truncateHead(s string, max int) string {
 	if keep < 0 {
 		keep = 0
 	}
-	return validPrefix(s, keep) + marker
-}
-
-// validPrefix is the longest prefix of s of at most n bytes that does not
-// split a rune.
-func validPrefix(s string, n int) string {
-	if n >= len(s) {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
-}
-
-// validSuffix is the longest suffix of s of at most n bytes that does not
-// split a rune.
-func validSuffix(s string, n int) string {
-	if n >= len(s) {
-		return s
-	}
-	i := len(s) - n
-	for i < len(s) && !utf8.RuneStart(s[i]) {
-		i++
-	}
-	return s[i:]
+	return pipeline.ValidPrefix(s, keep) + marker
 }
 
 // fence wraps data in a code fence longer than any backtick run inside it,

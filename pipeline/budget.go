@@ -207,7 +207,7 @@ func BoundRequirements(req string) string {
 	keep := MaxRequirementsBytes - len(note)
 	head := keep * 3 / 4
 	tail := keep - head
-	return validPrefix(req, head) + note + validSuffix(req, tail)
+	return ValidPrefix(req, head) + note + ValidSuffix(req, tail)
 }
 
 // RequirementsDigest is the SHA-256 of requirements, in hex.
@@ -216,8 +216,8 @@ func RequirementsDigest(req string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// validPrefix is the longest prefix of s within n bytes that does not cut a character.
-func validPrefix(s string, n int) string {
+// ValidPrefix is the longest prefix of s within n bytes that does not cut a character.
+func ValidPrefix(s string, n int) string {
 	if n >= len(s) {
 		return s
 	}
@@ -227,8 +227,8 @@ func validPrefix(s string, n int) string {
 	return s[:n]
 }
 
-// validSuffix is the longest suffix of s within n bytes that does not cut a character.
-func validSuffix(s string, n int) string {
+// ValidSuffix is the longest suffix of s within n bytes that does not cut a character.
+func ValidSuffix(s string, n int) string {
 	if n >= len(s) {
 		return s
 	}
@@ -275,7 +275,7 @@ func boundSummary(lines []string) []string {
 			if out == nil {
 				out = append([]string(nil), lines...)
 			}
-			out[i] = validPrefix(l, MaxSummaryLineBytes-len("…")) + "…"
+			out[i] = ValidPrefix(l, MaxSummaryLineBytes-len("…")) + "…"
 		}
 	}
 	if out == nil {
@@ -310,18 +310,11 @@ func ShrinkHandoff(raw json.RawMessage, limit int) json.RawMessage {
 	if len(raw) <= limit {
 		return raw
 	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err == nil {
-		for _, c := range []struct{ str, arr int }{{1000, 50}, {400, 20}, {200, 10}, {100, 5}, {50, 3}, {20, 1}} {
-			if out, err := marshalPlain(shrinkValue(v, c.str, c.arr)); err == nil && len(out) <= limit && bytes.HasPrefix(out, []byte("{")) {
-				return out
-			}
-		}
+	if out, ok := ShrinkJSON(raw, limit); ok && bytes.HasPrefix(out, []byte("{")) {
+		return out
 	}
 	for n := limit; n > 0; n -= n/4 + 1 {
-		out, err := marshalPlain(map[string]any{"truncated": validPrefix(string(raw), n) + "…", "bytes": len(raw)})
+		out, err := marshalPlain(map[string]any{"truncated": ValidPrefix(string(raw), n) + "…", "bytes": len(raw)})
 		if err == nil && len(out) <= limit {
 			return out
 		}
@@ -329,11 +322,30 @@ func ShrinkHandoff(raw json.RawMessage, limit int) json.RawMessage {
 	return json.RawMessage(`{}`)
 }
 
+// ShrinkJSON fits a JSON document into limit bytes while keeping it the
+// same JSON: long strings and arrays are cut with "[truncated" markers,
+// harder each round (object keys sorted, no HTML escapes). ok is false
+// when raw is not JSON or cannot be cut to fit that way.
+func ShrinkJSON(raw []byte, limit int) (json.RawMessage, bool) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, false
+	}
+	for _, c := range []struct{ str, arr int }{{1000, 50}, {400, 20}, {200, 10}, {100, 5}, {50, 3}, {20, 1}} {
+		if out, err := marshalPlain(shrinkValue(v, c.str, c.arr)); err == nil && len(out) <= limit {
+			return out, true
+		}
+	}
+	return nil, false
+}
+
 func shrinkValue(v any, maxStr, maxArr int) any {
 	switch x := v.(type) {
 	case string:
 		if len(x) > maxStr {
-			return validPrefix(x, maxStr) + "…[truncated]"
+			return ValidPrefix(x, maxStr) + "…[truncated]"
 		}
 		return x
 	case []any:
@@ -424,5 +436,5 @@ func cutMiddle(s string, n int) string {
 	marker := fmt.Sprintf("\n[cut %d bytes]\n", len(s)-n)
 	keep := max(n-len(marker), 0)
 	head := keep * 3 / 5
-	return validPrefix(s, head) + marker + validSuffix(s, keep-head)
+	return ValidPrefix(s, head) + marker + ValidSuffix(s, keep-head)
 }
