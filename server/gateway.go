@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -254,30 +253,12 @@ func (x *GatewayExchange) exchange(w http.ResponseWriter, r *http.Request, c *Jo
 			return
 		}
 	}
-	fresh := rate.NewLimiter(rate.Every(x.cfg.Rate), x.cfg.Burst)
-	lim, found, _ := x.limiters.PeekOrAdd(strings.ToLower(c.Repository), fresh)
-	if !found {
-		lim = fresh
-	}
-	now := x.now()
-	if rsv := lim.ReserveN(now, 1); rsv.DelayFrom(now) > 0 {
-		d := rsv.DelayFrom(now)
-		rsv.CancelAt(now)
-		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(d.Seconds()))))
-		x.refuse(w, r, http.StatusTooManyRequests, CheckRateLimit, fmt.Sprintf("too many gateway tokens for %s; retry in %s", c.Repository, d.Round(time.Second)), attrs)
-		return
-	}
 	ctx := r.Context()
-	inst, err := x.gh.RepoInstallation(ctx, repo.Owner, repo.Name)
-	if errors.Is(err, ErrNotInstalled) {
-		x.refuse(w, r, http.StatusForbidden, CheckInstalled, "the App is not installed on "+c.Repository, attrs)
+	inst, attrs, ok := admitRepo(ctx, w, r, repoGate{limiters: x.limiters, every: x.cfg.Rate, burst: x.cfg.Burst, now: x.now(),
+		gh: x.gh, refuse: x.refuse, what: "gateway tokens"}, repo, c.Repository, attrs)
+	if !ok {
 		return
 	}
-	if err != nil {
-		x.refuse(w, r, http.StatusBadGateway, CheckGitHub, "GitHub did not answer which installation reaches "+c.Repository, append(attrs, "err", err))
-		return
-	}
-	attrs = append(attrs, "installation", inst.GetID())
 	run, err := x.gh.WorkflowRun(ctx, inst.GetID(), repo.Owner, repo.Name, runID)
 	if err != nil {
 		x.refuse(w, r, http.StatusBadGateway, CheckGitHub, fmt.Sprintf("GitHub did not answer run %d of %s", runID, c.Repository), append(attrs, "err", err))

@@ -426,30 +426,12 @@ func (x *TokenExchange) exchange(w http.ResponseWriter, r *http.Request, c *JobC
 	}
 	// Limited after verification, so forged tokens cannot spend a
 	// repository's allowance.
-	fresh := rate.NewLimiter(rate.Every(x.cfg.Rate), x.cfg.Burst)
-	lim, found, _ := x.limiters.PeekOrAdd(strings.ToLower(c.Repository), fresh)
-	if !found {
-		lim = fresh
-	}
-	now := x.now()
-	if rsv := lim.ReserveN(now, 1); rsv.DelayFrom(now) > 0 {
-		d := rsv.DelayFrom(now)
-		rsv.CancelAt(now)
-		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(d.Seconds()))))
-		x.refuse(w, r, http.StatusTooManyRequests, CheckRateLimit, fmt.Sprintf("too many token exchanges for %s; retry in %s", c.Repository, d.Round(time.Second)), attrs)
-		return
-	}
 	ctx := r.Context()
-	inst, err := x.gh.RepoInstallation(ctx, repo.Owner, repo.Name)
-	if errors.Is(err, ErrNotInstalled) {
-		x.refuse(w, r, http.StatusForbidden, CheckInstalled, "the App is not installed on "+c.Repository, attrs)
+	inst, attrs, ok := admitRepo(ctx, w, r, repoGate{limiters: x.limiters, every: x.cfg.Rate, burst: x.cfg.Burst, now: x.now(),
+		gh: x.gh, refuse: x.refuse, what: "token exchanges"}, repo, c.Repository, attrs)
+	if !ok {
 		return
 	}
-	if err != nil {
-		x.refuse(w, r, http.StatusBadGateway, CheckGitHub, "GitHub did not answer which installation reaches "+c.Repository, append(attrs, "err", err))
-		return
-	}
-	attrs = append(attrs, "installation", inst.GetID())
 	gr, err := x.gh.Repository(ctx, inst.GetID(), repo.Owner, repo.Name)
 	if err != nil {
 		x.refuse(w, r, http.StatusBadGateway, CheckGitHub, "GitHub did not answer the repository "+c.Repository, append(attrs, "err", err))
@@ -640,4 +622,48 @@ func permissionNames() map[string]bool {
 		}
 	}
 	return names
+}
+
+// repoGate is what both exchanges (POST /token, POST /gateway/token) do
+// before they ask GitHub about a verified job token's run: limit the
+// requests per repository, then find the App's installation on it.
+type repoGate struct {
+	limiters *lru.Cache[string, *rate.Limiter]
+	every    time.Duration
+	burst    int
+	now      time.Time
+	gh       interface {
+		RepoInstallation(ctx context.Context, owner, repo string) (*github.Installation, error)
+	}
+	refuse func(w http.ResponseWriter, r *http.Request, status int, check Check, msg string, attrs []any)
+	// what names the requests in a refusal ("token exchanges").
+	what string
+}
+
+// admitRepo applies the gate to repository full (ref parsed); it answers
+// the refusal itself and returns ok false, or the installation with attrs
+// extended by it.
+func admitRepo(ctx context.Context, w http.ResponseWriter, r *http.Request, g repoGate, ref ghapi.RepoRef, full string, attrs []any) (*github.Installation, []any, bool) {
+	fresh := rate.NewLimiter(rate.Every(g.every), g.burst)
+	lim, found, _ := g.limiters.PeekOrAdd(strings.ToLower(full), fresh)
+	if !found {
+		lim = fresh
+	}
+	if rsv := lim.ReserveN(g.now, 1); rsv.DelayFrom(g.now) > 0 {
+		d := rsv.DelayFrom(g.now)
+		rsv.CancelAt(g.now)
+		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(d.Seconds()))))
+		g.refuse(w, r, http.StatusTooManyRequests, CheckRateLimit, fmt.Sprintf("too many %s for %s; retry in %s", g.what, full, d.Round(time.Second)), attrs)
+		return nil, attrs, false
+	}
+	inst, err := g.gh.RepoInstallation(ctx, ref.Owner, ref.Name)
+	if errors.Is(err, ErrNotInstalled) {
+		g.refuse(w, r, http.StatusForbidden, CheckInstalled, "the App is not installed on "+full, attrs)
+		return nil, attrs, false
+	}
+	if err != nil {
+		g.refuse(w, r, http.StatusBadGateway, CheckGitHub, "GitHub did not answer which installation reaches "+full, append(attrs, "err", err))
+		return nil, attrs, false
+	}
+	return inst, append(attrs, "installation", inst.GetID()), true
 }
