@@ -2,6 +2,7 @@ package action_test
 
 import (
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -482,4 +483,142 @@ func TestE2EBaseRenamedActionOnlyMode(t *testing.T) {
 	baseRenamed(t, w)
 	s := playActionOnly(t, w)
 	assertBaseRenamed(t, w, s)
+}
+
+// Issue 28, "issue transferred": alice transfers the session's issue to
+// another repository of the same owner while group B's QA starts. The
+// group branches and PRs cannot follow, so the session stops: its step
+// runs are cancelled, every open group PR says where the issue went and
+// what is left to do, and the new issue names the PRs when the identity
+// can write there (the App's installation can; a GITHUB_TOKEN cannot).
+// Nothing waits for the schedule.
+func issueTransferred(t *testing.T, w *world) (to *ghfake.Repo, at func() time.Time) {
+	t.Helper()
+	to, err := w.f.CreateRepo(e2eOwner, "gadgets", "main")
+	require.NoError(t, err)
+	var mu sync.Mutex
+	var when time.Time
+	onGroupQA(t, w, func(ghfake.Run) {
+		mu.Lock()
+		when = time.Now()
+		mu.Unlock()
+		_, err := w.repo.TransferIssue("alice", 1, to)
+		require.NoError(t, err)
+	})
+	return to, func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		return when
+	}
+}
+
+// waitTransferStop waits, with no sweep, until every open group PR carries
+// the stop notice; it returns those PRs.
+func waitTransferStop(t *testing.T, w *world, at func() time.Time) []int {
+	t.Helper()
+	marker := "<!-- bazinga:transferred:1 -->"
+	deadline := time.Now().Add(3 * time.Minute)
+	for time.Now().Before(deadline) {
+		if !at().IsZero() {
+			var open []int
+			noted := 0
+			for _, p := range w.repo.PRs() {
+				if p.GetState() != "open" || !strings.HasPrefix(p.GetHead().GetRef(), "bazinga/1-") {
+					continue
+				}
+				open = append(open, p.GetNumber())
+				for _, c := range w.repo.Comments(p.GetNumber()) {
+					if strings.Contains(c.GetBody(), marker) {
+						noted++
+						break
+					}
+				}
+			}
+			if len(open) > 0 && noted == len(open) {
+				return open
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	for _, j := range w.jobsCopy() {
+		t.Logf("run %d %s %q exit %d\n%s", j.run.ID, j.command, j.run.DisplayTitle, j.exit, j.output)
+	}
+	t.Fatalf("no stop notice on the open group PRs within 3m (transferred: %v)", !at().IsZero())
+	return nil
+}
+
+func assertTransferStopped(t *testing.T, w *world, to *ghfake.Repo, open []int, writesThere bool) {
+	t.Helper()
+	w.settle()
+	marker := "<!-- bazinga:transferred:1 -->"
+	var noticeAt time.Time
+	for _, n := range open {
+		count := 0
+		for _, c := range w.repo.Comments(n) {
+			if strings.Contains(c.GetBody(), marker) {
+				count++
+				assert.Contains(t, c.GetBody(), "issue #1 was transferred to acme/gadgets#1")
+				assert.Contains(t, c.GetBody(), "open an issue in acme/widgets and label it `bazinga`")
+				if noticeAt.IsZero() || c.GetCreatedAt().Time.Before(noticeAt) {
+					noticeAt = c.GetCreatedAt().Time
+				}
+			}
+		}
+		assert.Equal(t, 1, count, "PR #%d has the notice once", n)
+	}
+	var there []string
+	for _, c := range to.Comments(1) {
+		if strings.Contains(c.GetBody(), marker) {
+			there = append(there, c.GetBody())
+		}
+	}
+	if writesThere {
+		require.Len(t, there, 1, "the new issue names the open PRs")
+		for _, n := range open {
+			assert.Contains(t, there[0], "acme/widgets#"+strconv.Itoa(n))
+		}
+	} else {
+		assert.Empty(t, there, "a GITHUB_TOKEN cannot write in another repository")
+	}
+	// The session stopped: no step run still at work, none started after
+	// the notice, and nothing merged since.
+	for _, r := range w.f.Runs() {
+		assert.Equal(t, "completed", r.Status, "run %d %q", r.ID, r.DisplayTitle)
+		if r.Workflow == "bazinga-agent.yml" {
+			assert.False(t, r.CreatedAt.After(noticeAt.Add(time.Second)), "run %d %q started after the session stopped", r.ID, r.DisplayTitle)
+		}
+	}
+}
+
+func TestE2EIssueTransferredAppMode(t *testing.T) {
+	t.Parallel()
+	var to *ghfake.Repo
+	var at func() time.Time
+	w, b, appLog := appModeWorld(t, e2eConfig, func(w *world) { to, at = issueTransferred(t, w) })
+	_ = b
+	issue, err := w.repo.CreateIssue("alice", "Write a.txt and b.txt", "Both must say ok.")
+	require.NoError(t, err)
+	require.NoError(t, w.repo.LabelIssue("alice", issue, "bazinga"))
+	defer func() {
+		if t.Failed() {
+			t.Log(appLog())
+		}
+	}()
+	open := waitTransferStop(t, w, at)
+	assertTransferStopped(t, w, to, open, true)
+}
+
+func TestE2EIssueTransferredActionOnlyMode(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	w.actionOnly()
+	to, at := issueTransferred(t, w)
+	issue, err := w.repo.CreateIssue("alice", "Write a.txt and b.txt", "Both must say ok.")
+	require.NoError(t, err)
+	require.NoError(t, w.repo.LabelIssue("alice", issue, "bazinga"))
+	open := waitTransferStop(t, w, at)
+	assertTransferStopped(t, w, to, open, false)
+	for _, r := range w.f.Runs() {
+		assert.NotEqual(t, "schedule", r.Event, "the schedule was not needed")
+	}
 }

@@ -782,7 +782,33 @@ func playAppMode(t *testing.T, config string) (*world, pipeline.Session) {
 
 // playAppModeWith is playAppMode with the world set up first.
 func playAppModeWith(t *testing.T, config string, setup func(*world)) (*world, pipeline.Session) {
-	w := newWorldWith(t, config)
+	w, b, logs := appModeWorld(t, config, setup)
+	f := w.f
+	issue, err := w.repo.CreateIssue("alice", "Write a.txt and b.txt", "Both must say ok.")
+	require.NoError(t, err)
+	require.Equal(t, 1, issue)
+	require.NoError(t, w.repo.LabelIssue("alice", issue, "bazinga"))
+
+	label := w.wait(issue, 60*time.Second, func() { _ = b.Sweep(context.Background()) })
+	if label != "bazinga:done" {
+		w.dump(issue)
+		t.Log(logs())
+	}
+	require.Equal(t, "bazinga:done", label)
+	w.settle()
+	s := w.assertVerified(issue, codec.StateTrust{PublicKey: e2ePublicKey, Authors: []string{f.BotLogin()}})
+	w.assertJobs(s)
+	// The webhooks reached the server signed and were accepted.
+	for _, d := range f.Deliveries() {
+		assert.Equal(t, http.StatusAccepted, d.Status, "delivery %s %s", d.Event, d.ID)
+	}
+	return w, s
+}
+
+// appModeWorld is a world with the App's server in front of the fake's
+// webhooks; logs returns the App's log so far.
+func appModeWorld(t *testing.T, config string, setup func(*world)) (w *world, b *bot.Bot, appLog func() string) {
+	w = newWorldWith(t, config)
 	if setup != nil {
 		setup(w)
 	}
@@ -805,7 +831,7 @@ func playAppModeWith(t *testing.T, config string, setup func(*world)) (*world, p
 			logMu.Unlock()
 		}
 	})
-	b, err := bot.New(bot.Options{Client: func(context.Context, int64) (bot.GitHub, error) { return gh, nil },
+	b, err = bot.New(bot.Options{Client: func(context.Context, int64) (bot.GitHub, error) { return gh, nil },
 		Login: f.BotLogin(), SigningKey: e2eSigningKey, Logger: logger})
 	w.orchestrator, w.publicKey = f.BotLogin(), e2ePublicKey
 	require.NoError(t, err)
@@ -819,28 +845,11 @@ func playAppModeWith(t *testing.T, config string, setup func(*world)) (*world, p
 		hs.Close()
 	})
 	f.SetWebhook(hs.URL+"/webhook", e2eSecret)
-
-	issue, err := w.repo.CreateIssue("alice", "Write a.txt and b.txt", "Both must say ok.")
-	require.NoError(t, err)
-	require.Equal(t, 1, issue)
-	require.NoError(t, w.repo.LabelIssue("alice", issue, "bazinga"))
-
-	label := w.wait(issue, 60*time.Second, func() { _ = b.Sweep(context.Background()) })
-	if label != "bazinga:done" {
-		w.dump(issue)
+	return w, b, func() string {
 		logMu.Lock()
-		t.Log(logs.String())
-		logMu.Unlock()
+		defer logMu.Unlock()
+		return logs.String()
 	}
-	require.Equal(t, "bazinga:done", label)
-	w.settle()
-	s := w.assertVerified(issue, codec.StateTrust{PublicKey: e2ePublicKey, Authors: []string{f.BotLogin()}})
-	w.assertJobs(s)
-	// The webhooks reached the server signed and were accepted.
-	for _, d := range f.Deliveries() {
-		assert.Equal(t, http.StatusAccepted, d.Status, "delivery %s %s", d.Event, d.ID)
-	}
-	return w, s
 }
 
 // assertJobs: every step ran as exactly one run of two jobs (the

@@ -217,7 +217,14 @@ func (b *Bot) drive(ctx context.Context, gh GitHub, ref sessionRef, in input) er
 	log := b.log.With("delivery", in.delivery, "repo", ref.repo.String(), "issue", ref.issue)
 	session := strconv.Itoa(ref.issue)
 
+	if in.transferred != nil {
+		return b.stopTransferred(ctx, gh, ref, *in.transferred, in.transferredBy)
+	}
 	ld, err := b.load(ctx, gh, ref, in.commentID)
+	var gone *issueTransferredError
+	if errors.As(err, &gone) {
+		return b.stopTransferred(ctx, gh, ref, gone.to, "")
+	}
 	if err != nil {
 		return fmt.Errorf("load session %s: %w", ref.key(), err)
 	}

@@ -65,6 +65,10 @@ type fakeGitHub struct {
 	rules    map[string]ghapi.BranchRules
 	checks   map[string][]ghapi.Check
 	noDrafts bool
+
+	// moved: issues transferred to another repository (transfer), which
+	// this token cannot read: their address answers 404 once followed.
+	moved map[int]ghapi.IssueMove
 }
 
 type fakeIssue struct {
@@ -229,6 +233,28 @@ func (f *fakeGitHub) issue(repo ghapi.RepoRef, n int) (*fakeIssue, error) {
 		return nil, fmt.Errorf("issue %s#%d: %w", repo, n, ghapi.ErrNotFound)
 	}
 	return is, nil
+}
+
+// transfer moves issue n to another repository, as GitHub's transfer
+// does; the fake's token, like a GITHUB_TOKEN, cannot read there.
+func (f *fakeGitHub) transfer(n int, to ghapi.IssueMove) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.issues, n)
+	if f.moved == nil {
+		f.moved = map[int]ghapi.IssueMove{}
+	}
+	f.moved[n] = to
+}
+
+func (f *fakeGitHub) IssueMoved(_ context.Context, repo ghapi.RepoRef, n int) (ghapi.IssueMove, bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if to, ok := f.moved[n]; ok {
+		return to, true, f.record("IssueMoved", nil, n)
+	}
+	_, err := f.issue(repo, n)
+	return ghapi.IssueMove{}, false, f.record("IssueMoved", err, n)
 }
 
 func (f *fakeGitHub) GetIssue(_ context.Context, repo ghapi.RepoRef, n int) (ghapi.Issue, error) {

@@ -15,6 +15,9 @@ type GitHub interface {
 	// RepoByID returns a repository's current name, with its id.
 	RepoByID(ctx context.Context, id int64) (ghapi.RepoRef, error)
 	GetIssue(ctx context.Context, repo ghapi.RepoRef, number int) (ghapi.Issue, error)
+	// IssueMoved reports whether an issue was transferred to another
+	// repository, and where (ErrNotFound: gone, or moved out of sight).
+	IssueMoved(ctx context.Context, repo ghapi.RepoRef, number int) (ghapi.IssueMove, bool, error)
 	ListIssuesByLabel(ctx context.Context, repo ghapi.RepoRef, label string) ([]ghapi.Issue, error)
 	EditIssue(ctx context.Context, repo ghapi.RepoRef, number int, edit ghapi.IssueEdit) error
 	CloseIssue(ctx context.Context, repo ghapi.RepoRef, number int) error

@@ -32,7 +32,7 @@ type loaded struct {
 // free 304.
 func (b *Bot) load(ctx context.Context, gh GitHub, ref sessionRef, exclude int64) (loaded, error) {
 	comments, err := gh.ListComments(ctx, ref.repo, ref.issue)
-	if err != nil {
+	if err := checkTransferred(ctx, gh, ref, comments, err); err != nil {
 		return loaded{}, err
 	}
 	best := loaded{comments: comments}
@@ -429,6 +429,9 @@ func (b *Bot) applyLoggedResults(ctx context.Context, gh GitHub, ref sessionRef)
 	unlock := b.lock(ref.key())
 	ld, err := b.load(ctx, gh, ref, 0)
 	unlock()
+	if errors.As(err, new(*issueTransferredError)) {
+		return 0, nil // the reconcile that follows stops the session
+	}
 	if err != nil {
 		return 0, fmt.Errorf("load session %s: %w", ref.key(), err)
 	}
@@ -544,6 +547,9 @@ func (b *Bot) applyFailedRuns(ctx context.Context, gh GitHub, ref sessionRef) er
 	unlock := b.lock(ref.key())
 	ld, err := b.load(ctx, gh, ref, 0)
 	unlock()
+	if errors.As(err, new(*issueTransferredError)) {
+		return nil
+	}
 	if err != nil || !ld.found {
 		return err
 	}

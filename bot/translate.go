@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/bazinga-bot/bazinga/codec"
+	"github.com/bazinga-bot/bazinga/ghapi"
 	"github.com/bazinga-bot/bazinga/pipeline"
 )
 
@@ -62,6 +63,14 @@ type payload struct {
 				From string `json:"from"`
 			} `json:"ref"`
 		} `json:"base"`
+		// NewIssue and NewRepository: where a transferred issue went.
+		NewIssue *struct {
+			Number int `json:"number"`
+		} `json:"new_issue"`
+		NewRepository *struct {
+			ID       int64  `json:"id"`
+			FullName string `json:"full_name"`
+		} `json:"new_repository"`
 	} `json:"changes"`
 }
 
@@ -225,6 +234,9 @@ type input struct {
 	// edited is who edited the issue's title or body: the session keeps
 	// its requirements, and says so (issue 28).
 	edited string
+	// transferred: the issue moved to another repository, by transferredBy.
+	transferred   *ghapi.IssueMove
+	transferredBy string
 }
 
 // prRef is a pull request an event came from, and the group its head
@@ -430,6 +442,19 @@ func (t translator) issues(p *payload) (intent, error) {
 			return intent{}, ignored("an issue edit by the bot %s", p.Sender.Login)
 		}
 		return intent{issue: p.Issue.Number, in: input{edited: p.Sender.Login}}, nil
+	}
+	if p.Action == "transferred" && p.Issue != nil && !isPR(p.Issue.PullRequest) {
+		to := ghapi.IssueMove{}
+		if p.Changes != nil && p.Changes.NewIssue != nil {
+			to.Number = p.Changes.NewIssue.Number
+		}
+		if p.Changes != nil && p.Changes.NewRepository != nil {
+			if r, ok := ghapi.ParseRepo(p.Changes.NewRepository.FullName); ok {
+				to.Repo = r
+			}
+			to.Repo.ID = p.Changes.NewRepository.ID
+		}
+		return intent{issue: p.Issue.Number, in: input{transferred: &to, transferredBy: p.Sender.Login}}, nil
 	}
 	if p.Issue == nil || p.Label == nil || !strings.EqualFold(p.Label.Name, t.startLabel) {
 		return intent{}, ignored("not the %s label", t.startLabel)

@@ -4,7 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
+	"net/url"
+	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -86,7 +90,8 @@ func issueOf(is *github.Issue) Issue {
 func commentOf(number int, c *github.IssueComment) Comment {
 	return Comment{ID: c.GetID(), Issue: number, Author: c.GetUser().GetLogin(), AuthorType: c.GetUser().GetType(),
 		Association: c.GetAuthorAssociation(),
-		Body:        c.GetBody(), CreatedAt: c.GetCreatedAt().Time, UpdatedAt: c.GetUpdatedAt().Time, URL: c.GetHTMLURL()}
+		Body:        c.GetBody(), CreatedAt: c.GetCreatedAt().Time, UpdatedAt: c.GetUpdatedAt().Time, URL: c.GetHTMLURL(),
+		IssueURL: c.GetIssueURL()}
 }
 
 func prOf(p *github.PullRequest) PR {
@@ -126,6 +131,75 @@ func (g *Client) GetIssue(ctx context.Context, repo RepoRef, number int) (Issue,
 	}
 	return issueOf(is), nil
 }
+
+// IssueMoved reports whether issue number was transferred to another
+// repository. GitHub answers the former address with 301 Moved Permanently
+// and the new one (REST "Get an issue"); a client following it would read
+// the new issue as if it were still here, so this call does not follow.
+// A rename of the repository itself redirects too, to the same repository
+// id and number: that is not a move. ErrNotFound: the issue is gone, or
+// moved where this token cannot read.
+func (g *Client) IssueMoved(ctx context.Context, repo RepoRef, number int) (IssueMove, bool, error) {
+	op := fmt.Sprintf("where is issue %s#%d", repo, number)
+	req, err := g.c.NewRequest(http.MethodGet, fmt.Sprintf("repos/%s/%s/issues/%d", url.PathEscape(repo.Owner), url.PathEscape(repo.Name), number), nil)
+	if err != nil {
+		return IssueMove{}, false, fmt.Errorf("%s: %w", op, err)
+	}
+	hc := *g.c.Client()
+	hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	resp, err := hc.Do(req.WithContext(ctx))
+	if err != nil {
+		return IssueMove{}, false, fmt.Errorf("%s: %w", op, err)
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
+	resp.Body.Close()
+	switch resp.StatusCode {
+	case http.StatusOK, http.StatusNotModified:
+		return IssueMove{}, false, nil
+	case http.StatusNotFound, http.StatusGone:
+		return IssueMove{}, false, fmt.Errorf("%s: %w", op, ErrNotFound)
+	case http.StatusMovedPermanently, http.StatusPermanentRedirect:
+	default:
+		return IssueMove{}, false, fmt.Errorf("%s: GitHub answered %s", op, resp.Status)
+	}
+	loc, err := resp.Location()
+	if err != nil {
+		return IssueMove{}, false, fmt.Errorf("%s: a %d without a Location: %w", op, resp.StatusCode, err)
+	}
+	m := movedIssueRE.FindStringSubmatch(loc.Path)
+	if m == nil {
+		return IssueMove{}, false, fmt.Errorf("%s: moved to %s, not an issue's address", op, loc)
+	}
+	id, _ := strconv.ParseInt(m[1], 10, 64)
+	n, _ := strconv.Atoi(m[2])
+	if repo.ID == 0 {
+		r, resp, err := g.c.Repositories.Get(ctx, repo.Owner, repo.Name)
+		if err != nil {
+			return IssueMove{}, false, apiErr(op, resp, err)
+		}
+		repo.ID = r.GetID()
+	}
+	if id == repo.ID && n == number {
+		// The repository was renamed: ask again under its current name.
+		cur, err := g.RepoByID(ctx, id)
+		if err != nil {
+			return IssueMove{}, false, err
+		}
+		if strings.EqualFold(cur.String(), repo.String()) {
+			return IssueMove{}, false, fmt.Errorf("%s: redirected to itself", op)
+		}
+		return g.IssueMoved(ctx, cur, number)
+	}
+	to := IssueMove{Repo: RepoRef{ID: id}, Number: n}
+	if cur, err := g.RepoByID(ctx, id); err == nil {
+		to.Repo = cur
+	} else if errors.Is(err, ErrRateLimited) {
+		return IssueMove{}, false, err
+	} // else: a repository this token cannot read; its id names it
+	return to, true, nil
+}
+
+var movedIssueRE = regexp.MustCompile(`/repositories/([0-9]+)/issues/([0-9]+)$`)
 
 func (g *Client) ListIssuesByLabel(ctx context.Context, repo RepoRef, label string) ([]Issue, error) {
 	opts := &github.IssueListByRepoOptions{Labels: []string{label}, State: "open", ListOptions: github.ListOptions{PerPage: perPage}}

@@ -1,6 +1,7 @@
 package ghapi
 
 import (
+	"fmt"
 	"errors"
 	"time"
 )
@@ -59,6 +60,26 @@ type Comment struct {
 	CreatedAt   time.Time
 	UpdatedAt   time.Time
 	URL         string // html
+	// IssueURL is the API address of the issue the comment is on: after
+	// a transfer, another repository's.
+	IssueURL string
+}
+
+// IssueMove is where an issue transferred to another repository went.
+type IssueMove struct {
+	// Repo is the new repository: its id always, its name when this
+	// token can read it.
+	Repo   RepoRef
+	Number int
+}
+
+// String names the new issue: "owner/name#N", or "repository N, issue #M"
+// when its name is not readable.
+func (m IssueMove) String() string {
+	if m.Repo.Owner == "" {
+		return fmt.Sprintf("issue #%d of a repository bazinga cannot read (id %d)", m.Number, m.Repo.ID)
+	}
+	return fmt.Sprintf("%s#%d", m.Repo, m.Number)
 }
 
 // PR is a pull request.

@@ -219,6 +219,7 @@ type token struct {
 	perms   map[string]string // nil: everything
 	expires time.Time         // zero: never
 	install bool              // installation token (rate bucket per installation)
+	repo    *Repo             // a GITHUB_TOKEN: the one repository it reaches (nil: any)
 }
 
 // New starts a fake GitHub. Call Close when done.

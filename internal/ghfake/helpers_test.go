@@ -59,6 +59,7 @@ func newEnv(t *testing.T) *env {
 type event struct {
 	typ, action, delivery string
 	payload               any
+	raw                   []byte
 }
 
 type receiver struct {
@@ -90,7 +91,7 @@ func newReceiver(t *testing.T, secret string) *receiver {
 			Action string `json:"action"`
 		}
 		_ = json.Unmarshal(body, &a)
-		rec.events = append(rec.events, event{typ: github.WebHookType(r), action: a.Action, delivery: github.DeliveryID(r), payload: ev})
+		rec.events = append(rec.events, event{typ: github.WebHookType(r), action: a.Action, delivery: github.DeliveryID(r), payload: ev, raw: body})
 		w.WriteHeader(rec.status)
 	}))
 	t.Cleanup(rec.srv.Close)

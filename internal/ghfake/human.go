@@ -292,6 +292,9 @@ func (r *Repo) Issues() []*github.Issue {
 	defer r.f.mu.Unlock()
 	var out []*github.Issue
 	for _, is := range r.issues {
+		if is.movedTo != nil {
+			continue
+		}
 		out = append(out, r.issueJSON(is))
 	}
 	return out

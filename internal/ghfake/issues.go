@@ -43,6 +43,9 @@ func (f *Fake) listIssues(c *rc) {
 	}
 	var list []*issue
 	for _, is := range c.repo.issues {
+		if is.movedTo != nil {
+			continue
+		}
 		if state != "all" && is.state != state {
 			continue
 		}

@@ -515,7 +515,7 @@ func (f *Fake) StartJob(id int64) (JobRun, error) {
 	}
 	now := f.now()
 	j.status, j.started = "in_progress", now
-	j.token = f.mintJobToken(ru, j)
+	j.token = f.mintJobToken(r, ru, j)
 	f.emitJobOf(r, ru, j, "in_progress", ru.Actor)
 	if ru.Status != "in_progress" {
 		ru.Status, ru.started, ru.UpdatedAt = "in_progress", now, now
@@ -612,7 +612,7 @@ func (f *Fake) QueuedJobs() []JobRun {
 func (f *Fake) JobToken(run Run, jobID string) (string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	_, ru := f.findRun(run.ID)
+	repo, ru := f.findRun(run.ID)
 	if ru == nil {
 		return "", fmt.Errorf("run %d: %w", run.ID, ErrNotFound)
 	}
@@ -626,14 +626,17 @@ func (f *Fake) JobToken(run Run, jobID string) (string, error) {
 	if j.status == "completed" {
 		return "", fmt.Errorf("ghfake: job %s of run %d is completed: its GITHUB_TOKEN has expired", jobID, run.ID)
 	}
-	return f.mintJobToken(ru, j), nil
+	return f.mintJobToken(repo, ru, j), nil
 }
 
 // mintJobToken registers a token for github-actions[bot] carrying the
 // job's permissions. Its value says whether it can write (ghs_rw…) or only
 // read (ghs_ro…), so tests can look for write tokens where they must not
-// be. Caller holds f.mu.
-func (f *Fake) mintJobToken(ru *run, j *jobRun) string {
+// be. A GITHUB_TOKEN reaches only the repository of its workflow ("The
+// token's permissions are limited to the repository that contains your
+// workflow", docs: actions/security-for-github-actions/security-guides/
+// automatic-token-authentication). Caller holds f.mu.
+func (f *Fake) mintJobToken(r *Repo, ru *run, j *jobRun) string {
 	perms := ru.wf.spec.EffectivePermissions(j.spec)
 	kind := "ro"
 	for _, level := range perms {
@@ -644,7 +647,7 @@ func (f *Fake) mintJobToken(ru *run, j *jobRun) string {
 	f.nextID["jobtoken"]++
 	tok := fmt.Sprintf("ghs_%s%d_%s%d", kind, j.id, strconv.FormatInt(f.now().UnixNano()%1e9, 36), f.nextID["jobtoken"])
 	f.account(ActionsLogin, Bot)
-	f.tokens[tok] = &token{value: tok, login: ActionsLogin, kind: Bot, perms: perms.TokenPermissions()}
+	f.tokens[tok] = &token{value: tok, login: ActionsLogin, kind: Bot, perms: perms.TokenPermissions(), repo: r}
 	return tok
 }
 

@@ -25,6 +25,9 @@ type issue struct {
 	closedBy    string
 	comments    []int64 // live comment ids, in creation order
 	pr          *pull
+	// movedTo: the issue was transferred to another repository (moves.go);
+	// its number here answers 301 with the new address.
+	movedTo *issueMove
 }
 
 type pull struct {
@@ -397,7 +400,7 @@ func (r *Repo) reviewJSON(is *issue, rv *review) *github.PullRequestReview {
 
 // issue returns issue or pull request n, or nil. Caller holds f.mu.
 func (r *Repo) issue(n int) *issue {
-	if n < 1 || n > len(r.issues) {
+	if n < 1 || n > len(r.issues) || r.issues[n-1].movedTo != nil {
 		return nil
 	}
 	return r.issues[n-1]

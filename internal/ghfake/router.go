@@ -130,7 +130,7 @@ func (f *Fake) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		path = strings.TrimPrefix(path, "/api/v3")
 	}
 	segs := f.byIDPath(splitPath(path))
-	if f.redirectFormer(w, r, segs) {
+	if f.redirectFormer(w, r, segs) || f.redirectTransferred(w, r, segs) {
 		return
 	}
 	rt, params := f.match(r.Method, segs)
@@ -356,6 +356,18 @@ func (f *Fake) authorise(c *rc) bool {
 				c.notFound()
 				return false
 			}
+		}
+	}
+	if c.tok != nil && c.tok.repo != nil && c.repo != nil && c.repo != c.tok.repo {
+		// Another repository: a public one can be read, nothing written;
+		// a private one is invisible.
+		if c.repo.settings.Private {
+			c.notFound()
+			return false
+		}
+		if c.r.Method != http.MethodGet {
+			c.fail(http.StatusForbidden, "Resource not accessible by integration")
+			return false
 		}
 	}
 	if c.tok != nil && c.tok.perms != nil {
