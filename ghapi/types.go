@@ -1,8 +1,8 @@
 package ghapi
 
 import (
-	"fmt"
 	"errors"
+	"fmt"
 	"time"
 )
 
