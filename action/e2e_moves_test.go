@@ -622,3 +622,56 @@ func TestE2EIssueTransferredActionOnlyMode(t *testing.T) {
 		assert.NotEqual(t, "schedule", r.Event, "the schedule was not needed")
 	}
 }
+
+// Issue 28, "base renamed before any group PR exists": alice renames main
+// to trunk while the pm plans. No PR is open for GitHub to retarget, so no
+// event says it; the next reconcile finds the base gone, reads the rename
+// from GitHub's redirect of the former name, and the session carries on
+// into trunk.
+func baseRenamedWhilePlanning(t *testing.T, w *world) {
+	var once sync.Once
+	w.expectFail = map[int64]bool{}
+	w.beforeJob = func(r ghfake.Run, job string) {
+		if job != "agent" || !strings.Contains(r.Inputs["step"], "/_/pm/") {
+			return
+		}
+		once.Do(func() {
+			w.mu.Lock()
+			w.expectFail[r.ID] = true // started on main: it may fail
+			w.mu.Unlock()
+			require.NoError(t, w.repo.RenameBranch(e2eOwner, "main", "trunk"))
+		})
+	}
+}
+
+func assertBaseRenamedWhilePlanning(t *testing.T, w *world, s pipeline.Session) {
+	t.Helper()
+	assert.Equal(t, "trunk", s.Base)
+	for _, f := range []string{"a.txt", "b.txt"} {
+		_, err := w.repo.ReadFile("trunk", f)
+		assert.NoError(t, err, "%s merged into trunk", f)
+	}
+	var log strings.Builder
+	for _, c := range w.repo.Comments(1) {
+		log.WriteString(c.GetBody() + "\n")
+	}
+	assert.Contains(t, log.String(), "The base branch main was renamed to trunk by someone; the session merges into trunk now.")
+	for _, st := range s.Steps {
+		assert.NotContains(t, st.Note, "no result within", "step %s waited out its timeout", st.ID)
+	}
+}
+
+func TestE2EBaseRenamedWhilePlanningAppMode(t *testing.T) {
+	t.Parallel()
+	w, s := playAppModeWith(t, e2eConfig, func(w *world) { baseRenamedWhilePlanning(t, w) })
+	assertBaseRenamedWhilePlanning(t, w, s)
+}
+
+func TestE2EBaseRenamedWhilePlanningActionOnlyMode(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	w.actionOnly()
+	baseRenamedWhilePlanning(t, w)
+	s := playActionOnly(t, w)
+	assertBaseRenamedWhilePlanning(t, w, s)
+}

@@ -166,7 +166,18 @@ func (j *job) wake(ctx context.Context, issue int, ref string) {
 	if wf == "" {
 		return
 	}
-	if err := j.gh.DispatchWorkflow(ctx, j.in.repo, wf, ref, map[string]string{"issue": strconv.Itoa(issue)}); err != nil {
+	in := map[string]string{"issue": strconv.Itoa(issue)}
+	err := j.gh.DispatchWorkflow(ctx, j.in.repo, wf, ref, in)
+	if err != nil {
+		// The base may have been renamed or deleted since the step began
+		// (GitHub answers 422 "No ref found"): the default branch carries
+		// the orchestrator's workflow too.
+		if def, derr := j.gh.DefaultBranch(ctx, j.in.repo); derr == nil && def != ref {
+			j.gha.Warningf("bazinga: could not dispatch the orchestrator on %s (%v); dispatching it on the default branch %s", ref, err, def)
+			err = j.gh.DispatchWorkflow(ctx, j.in.repo, wf, def, in)
+		}
+	}
+	if err != nil {
 		j.gha.Warningf("bazinga: could not dispatch the orchestrator (%s) for #%d: %v; its schedule will catch up", wf, issue, err)
 		return
 	}

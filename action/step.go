@@ -326,6 +326,13 @@ func (j *job) claim(ctx context.Context, base string, others ...string) error {
 		}
 		sha, err = j.gh.GetRef(ctx, j.in.repo, "heads/"+b)
 	}
+	if errors.Is(err, ghapi.ErrNotFound) {
+		// The base was renamed before any group branch existed: the
+		// default branch is there (GitHub moves the default with a rename).
+		if def, derr := j.gh.DefaultBranch(ctx, j.in.repo); derr == nil {
+			sha, err = j.gh.GetRef(ctx, j.in.repo, "heads/"+def)
+		}
+	}
 	if err != nil {
 		return fmt.Errorf("reading %s: %w", base, err)
 	}

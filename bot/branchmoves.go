@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
 	"time"
 
@@ -153,4 +154,39 @@ func baseRenames(ctx context.Context, gh GitHub, ref sessionRef, s pipeline.Sess
 		out = append(out, ev)
 	}
 	return out
+}
+
+// baseGone finds a base renamed while no group PR was open to carry the
+// news: GitHub retargets open PRs to the new name (pull_request.edited,
+// which baseRenames reads), but with none open no event says it. A
+// reconcile of an active session with no open group PR checks that its
+// base is there; when it is gone and GitHub redirects its former name,
+// the rename is applied like one a PR reported. One GET a reconcile, only
+// until the first group PR opens.
+func baseGone(ctx context.Context, gh GitHub, ref sessionRef, st codec.State, events []pipeline.Event, log *slog.Logger) []pipeline.Event {
+	s := st.Session
+	if s.Base == "" || s.Status.Terminal() || s.Status == pipeline.SessionNew {
+		return events
+	}
+	for _, ev := range events {
+		if ev.Kind == pipeline.EventBaseRenamed {
+			return events
+		}
+	}
+	for _, p := range st.PRs {
+		if g := s.Group(p.Group); p.Number != 0 && g != nil && g.Stage != pipeline.StageMerged && g.Stage != pipeline.StageAbandoned {
+			return events // an open PR: GitHub retargets it and says so
+		}
+	}
+	_, err := gh.GetRef(ctx, ref.repo, "heads/"+s.Base)
+	if !errors.Is(err, ghapi.ErrNotFound) {
+		return events
+	}
+	to, moved, err := gh.BranchMoved(ctx, ref.repo, s.Base)
+	if err != nil || !moved {
+		log.Info("the session's base branch is gone", "base", s.Base, "err", err)
+		return events
+	}
+	log.Info("the base branch was renamed (found with no group PR open)", "from", s.Base, "to", to)
+	return append(events, pipeline.BaseRenamed(strconv.Itoa(ref.issue), s.Base, to, ""))
 }

@@ -323,6 +323,7 @@ func (b *Bot) drive(ctx context.Context, gh GitHub, ref sessionRef, in input) er
 	events = pushesBehindReviews(ctx, gh, ref, st.Session, kept, log)
 	events = branchesGone(ctx, gh, ref, st.Session, events, log)
 	events = baseRenames(ctx, gh, ref, st.Session, events, log)
+	events = baseGone(ctx, gh, ref, st, events, log)
 	for _, ev := range events {
 		if ev.Kind == pipeline.EventBaseRenamed {
 			record = append(record, ev) // a rebuild replays the rename the bot saw

@@ -69,6 +69,8 @@ type fakeGitHub struct {
 	// moved: issues transferred to another repository (transfer), which
 	// this token cannot read: their address answers 404 once followed.
 	moved map[int]ghapi.IssueMove
+	// renamed: branches renamed (renameBranch), former name → new.
+	renamed map[string]string
 }
 
 type fakeIssue struct {
@@ -497,6 +499,37 @@ func (f *fakeGitHub) GetFile(_ context.Context, repo ghapi.RepoRef, path, ref st
 		return nil, f.record("GetFile", fmt.Errorf("read %s of %s at %s: %w", path, repo, ref, ghapi.ErrNotFound), path, ref)
 	}
 	return []byte(content), f.record("GetFile", nil, path, ref)
+}
+
+// renameBranch renames a branch as GitHub does: its former name answers
+// "Get a branch" with a redirect to the new one.
+func (f *fakeGitHub) renameBranch(from, to string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.refs["refs/heads/"+to] = f.refs["refs/heads/"+from]
+	delete(f.refs, "refs/heads/"+from)
+	if f.defaultBranch == from {
+		f.defaultBranch = to
+	}
+	if f.renamed == nil {
+		f.renamed = map[string]string{}
+	}
+	f.renamed[from] = to
+}
+
+func (f *fakeGitHub) BranchMoved(_ context.Context, repo ghapi.RepoRef, branch string) (string, bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.checkRepo(repo); err != nil {
+		return "", false, f.record("BranchMoved", err, branch)
+	}
+	if _, ok := f.refs["refs/heads/"+branch]; ok {
+		return "", false, f.record("BranchMoved", nil, branch)
+	}
+	if to, ok := f.renamed[branch]; ok {
+		return to, true, f.record("BranchMoved", nil, branch)
+	}
+	return "", false, f.record("BranchMoved", fmt.Errorf("branch %s: %w", branch, ghapi.ErrNotFound), branch)
 }
 
 func (f *fakeGitHub) GetRef(_ context.Context, repo ghapi.RepoRef, ref string) (string, error) {

@@ -36,6 +36,9 @@ type GitHub interface {
 
 	// GetRef returns the commit a ref ("heads/main") points at.
 	GetRef(ctx context.Context, repo ghapi.RepoRef, ref string) (string, error)
+	// BranchMoved reports what a branch that is gone was renamed to
+	// (ErrNotFound: deleted, or never there).
+	BranchMoved(ctx context.Context, repo ghapi.RepoRef, branch string) (string, bool, error)
 	// CreateRef creates a ref ("refs/heads/x"); ErrExists if it is there.
 	CreateRef(ctx context.Context, repo ghapi.RepoRef, ref, sha string) error
 

@@ -57,3 +57,27 @@ func TestIssueMoveNamesAnUnreadableRepository(t *testing.T) {
 	assert.Equal(t, "issue #4 of a repository bazinga cannot read (id 77)", ghapi.IssueMove{Repo: ghapi.RepoRef{ID: 77}, Number: 4}.String())
 	assert.Equal(t, "acme/gadgets#4", ghapi.IssueMove{Repo: ghapi.RepoRef{Owner: "acme", Name: "gadgets", ID: 77}, Number: 4}.String())
 }
+
+// A base renamed while no group PR is open (the pm planning): no event
+// says it, so a reconcile finds the base gone and reads the rename from
+// GitHub's redirect; the session carries on into the new name.
+func TestBaseRenamedWithNoPROpenIsFound(t *testing.T) {
+	s := newFakeSession(t, 1, "")
+	s.hold = func(step string) bool { return strings.Contains(step, "/pm/") } // the pm plans
+	s.start()
+	s.steps(20)
+	st, ok := s.state()
+	require.True(t, ok)
+	require.Equal(t, "main", st.Session.Base)
+	s.gh.renameBranch("main", "trunk")
+	ref := ghapi.RepoRef{Owner: coreOwner, Name: coreRepo}
+	require.NoError(t, s.bot.ReconcileIssue(context.Background(), 0, ref, s.issue))
+	st, _ = s.state()
+	assert.Equal(t, "trunk", st.Session.Base)
+	assert.Contains(t, s.botCommentsJoined(), "The base branch main was renamed to trunk by someone")
+	calls := len(s.gh.calls)
+	require.NoError(t, s.bot.ReconcileIssue(context.Background(), 0, ref, s.issue))
+	for _, c := range s.gh.calls[calls:] {
+		assert.NotEqual(t, "BranchMoved", c.Op, "the base is there again: no second look")
+	}
+}

@@ -141,30 +141,9 @@ func (g *Client) GetIssue(ctx context.Context, repo RepoRef, number int) (Issue,
 // moved where this token cannot read.
 func (g *Client) IssueMoved(ctx context.Context, repo RepoRef, number int) (IssueMove, bool, error) {
 	op := fmt.Sprintf("where is issue %s#%d", repo, number)
-	req, err := g.c.NewRequest(http.MethodGet, fmt.Sprintf("repos/%s/%s/issues/%d", url.PathEscape(repo.Owner), url.PathEscape(repo.Name), number), nil)
-	if err != nil {
-		return IssueMove{}, false, fmt.Errorf("%s: %w", op, err)
-	}
-	hc := *g.c.Client()
-	hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-	resp, err := hc.Do(req.WithContext(ctx))
-	if err != nil {
-		return IssueMove{}, false, fmt.Errorf("%s: %w", op, err)
-	}
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
-	resp.Body.Close()
-	switch resp.StatusCode {
-	case http.StatusOK, http.StatusNotModified:
-		return IssueMove{}, false, nil
-	case http.StatusNotFound, http.StatusGone:
-		return IssueMove{}, false, fmt.Errorf("%s: %w", op, ErrNotFound)
-	case http.StatusMovedPermanently, http.StatusPermanentRedirect:
-	default:
-		return IssueMove{}, false, fmt.Errorf("%s: GitHub answered %s", op, resp.Status)
-	}
-	loc, err := resp.Location()
-	if err != nil {
-		return IssueMove{}, false, fmt.Errorf("%s: a %d without a Location: %w", op, resp.StatusCode, err)
+	loc, err := g.movedTo(ctx, op, fmt.Sprintf("repos/%s/%s/issues/%d", url.PathEscape(repo.Owner), url.PathEscape(repo.Name), number))
+	if loc == nil || err != nil {
+		return IssueMove{}, false, err
 	}
 	m := movedIssueRE.FindStringSubmatch(loc.Path)
 	if m == nil {
@@ -200,6 +179,61 @@ func (g *Client) IssueMoved(ctx context.Context, repo RepoRef, number int) (Issu
 }
 
 var movedIssueRE = regexp.MustCompile(`/repositories/([0-9]+)/issues/([0-9]+)$`)
+
+// movedTo GETs path without following a redirect: the new address when
+// GitHub answers 301 or 308, nil when it answers 200 or 304, ErrNotFound
+// on 404 or 410.
+func (g *Client) movedTo(ctx context.Context, op, path string) (*url.URL, error) {
+	req, err := g.c.NewRequest(http.MethodGet, path, nil)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", op, err)
+	}
+	hc := *g.c.Client()
+	hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	resp, err := hc.Do(req.WithContext(ctx))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", op, err)
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
+	resp.Body.Close()
+	switch resp.StatusCode {
+	case http.StatusOK, http.StatusNotModified:
+		return nil, nil
+	case http.StatusNotFound, http.StatusGone:
+		return nil, fmt.Errorf("%s: %w", op, ErrNotFound)
+	case http.StatusMovedPermanently, http.StatusPermanentRedirect:
+	default:
+		return nil, fmt.Errorf("%s: GitHub answered %s", op, resp.Status)
+	}
+	loc, err := resp.Location()
+	if err != nil {
+		return nil, fmt.Errorf("%s: a %d without a Location: %w", op, resp.StatusCode, err)
+	}
+	return loc, nil
+}
+
+// BranchMoved reports what a branch that is gone was renamed to: GitHub
+// answers "Get a branch" under a renamed branch's former name with 301 and
+// the new name. ErrNotFound: deleted, never there.
+func (g *Client) BranchMoved(ctx context.Context, repo RepoRef, branch string) (string, bool, error) {
+	op := fmt.Sprintf("where is branch %s of %s", branch, repo)
+	loc, err := g.movedTo(ctx, op, fmt.Sprintf("repos/%s/%s/branches/%s", url.PathEscape(repo.Owner), url.PathEscape(repo.Name), url.PathEscape(branch)))
+	if loc == nil || err != nil {
+		return "", false, err
+	}
+	_, to, ok := strings.Cut(loc.EscapedPath(), "/branches/")
+	if !ok || to == "" {
+		return "", false, fmt.Errorf("%s: moved to %s, not a branch's address", op, loc)
+	}
+	name, err := url.PathUnescape(to)
+	if err != nil {
+		return "", false, fmt.Errorf("%s: moved to %s: %w", op, loc, err)
+	}
+	if name == branch {
+		return "", false, nil // the repository was renamed, not the branch
+	}
+	return name, true, nil
+}
 
 func (g *Client) ListIssuesByLabel(ctx context.Context, repo RepoRef, label string) ([]Issue, error) {
 	opts := &github.IssueListByRepoOptions{Labels: []string{label}, State: "open", ListOptions: github.ListOptions{PerPage: perPage}}

@@ -46,3 +46,25 @@ func TestIssueMoved(t *testing.T) {
 	_, _, err = gh.IssueMoved(ctx, ref, 99)
 	assert.ErrorIs(t, err, ghapi.ErrNotFound)
 }
+
+// BranchMoved: a renamed branch's former name answers 301 with the new
+// name (renames chain); a branch still there, or deleted, is not moved.
+func TestBranchMoved(t *testing.T) {
+	_, repo, gh := protectWorld(t)
+	ctx := context.Background()
+	ref := ghapi.RepoRef{Owner: "acme", Name: "widgets", ID: repo.ID()}
+	_, moved, err := gh.BranchMoved(ctx, ref, "main")
+	require.NoError(t, err)
+	assert.False(t, moved)
+	require.NoError(t, repo.RenameBranch("acme", "main", "trunk"))
+	to, moved, err := gh.BranchMoved(ctx, ref, "main")
+	require.NoError(t, err)
+	assert.True(t, moved)
+	assert.Equal(t, "trunk", to)
+	require.NoError(t, repo.RenameBranch("acme", "trunk", "stem"))
+	to, _, err = gh.BranchMoved(ctx, ref, "main")
+	require.NoError(t, err)
+	assert.Equal(t, "stem", to, "renames chain")
+	_, _, err = gh.BranchMoved(ctx, ref, "never")
+	assert.ErrorIs(t, err, ghapi.ErrNotFound)
+}

@@ -161,6 +161,16 @@ func (r *Repo) renameBranch(user, from, to string) error {
 	if r.defaultBranch == from {
 		r.defaultBranch = to
 	}
+	if r.renamedBranches == nil {
+		r.renamedBranches = map[string]string{}
+	}
+	for old, cur := range r.renamedBranches {
+		if cur == from {
+			r.renamedBranches[old] = to
+		}
+	}
+	delete(r.renamedBranches, to)
+	r.renamedBranches[from] = to
 	if p, ok := r.protections[from]; ok {
 		delete(r.protections, from)
 		r.protections[to] = p

@@ -659,6 +659,15 @@ func (f *Fake) getBranch(c *rc) {
 	r := c.repo
 	name := c.param("branch")
 	sha, ok := r.ref("refs/heads/" + name)
+	if to, renamed := r.renamedBranches[name]; !ok && renamed {
+		// A renamed branch's former name redirects to the new one
+		// ("Get a branch" documents 301 Moved permanently).
+		loc := f.api("/repositories/" + strconv.FormatInt(r.id, 10) + "/branches/" + to)
+		c.hdr.Set("Location", loc)
+		c.json(http.StatusMovedPermanently, map[string]any{"message": "Moved Permanently", "url": loc,
+			"documentation_url": "https://docs.github.com/rest/branches/branches#get-a-branch"})
+		return
+	}
 	if !ok {
 		c.fail(http.StatusNotFound, "Branch not found")
 		return

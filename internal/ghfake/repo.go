@@ -45,6 +45,9 @@ type Repo struct {
 	statuses     []*commitStatus
 	mergeability map[int]*mergeCache // by pull request number
 	ci           []CI
+	// renamedBranches maps a renamed branch's former name to its current
+	// one (branches.go); GET …/branches/{former} answers 301.
+	renamedBranches map[string]string
 }
 
 var nameRE = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)
