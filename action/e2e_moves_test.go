@@ -17,13 +17,9 @@ import (
 	"github.com/bazinga-bot/bazinga/pipeline"
 )
 
-// Most tests of this file run in parallel with each other: each plays its
+// The tests of this file run in parallel with each other: each plays its
 // own world (fake GitHub, runner, repository), and together they would
-// otherwise take the package near go test's default ten minutes. The two
-// that rebuild a session mid-way do not: a rebuild replays the log in
-// time order, and under load two results logged in the same second can be
-// replayed in another order than they were applied, numbering the steps
-// after them differently (a known gap, see docs/github-moves.md).
+// otherwise take the package past go test's default ten minutes.
 
 // Issue 28, "tracking comment deleted": someone deletes the tracking
 // comment just as the job of the session's validation step starts (nothing
@@ -103,12 +99,14 @@ func assertStepResent(t *testing.T, w *world, s pipeline.Session, run int64) {
 }
 
 func TestE2ETrackingCommentDeletedAppMode(t *testing.T) {
+	t.Parallel()
 	var run func() int64
 	w, s := playAppModeWith(t, e2eConfig, func(w *world) { run = deleteTrackingOnJob(t, w, 1) })
 	assertStepResent(t, w, s, run())
 }
 
 func TestE2ETrackingCommentDeletedActionOnlyMode(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	w.actionOnly()
 	run := deleteTrackingOnJob(t, w, 1)

@@ -91,12 +91,7 @@ func (x *executor) stepRuns(ctx context.Context) ([]ghapi.Run, error) {
 	return runs, nil
 }
 
-func (x *executor) workflow() string {
-	if wf := x.st.Config.GitHub.AgentWorkflow; wf != "" {
-		return wf
-	}
-	return pipeline.DefaultConfig().GitHub.AgentWorkflow
-}
+func (x *executor) workflow() string { return agentWorkflow(x.st.Config) }
 
 // runsOf returns the runs whose title carries step.
 func runsOf(runs []ghapi.Run, step string) []ghapi.Run {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -246,6 +247,17 @@ func (b *Bot) rebuild(ctx context.Context, gh GitHub, ref sessionRef, issueComme
 		}
 		return entries[i].order < entries[j].order
 	})
+	known := stepsNamedInLog(entries)
+	if runs, err := gh.ListRuns(ctx, ref.repo, agentWorkflow(cfg)); err == nil {
+		for _, r := range runs {
+			if _, sr, ok := codec.StepInText(r.Title); ok && issueOfStep(sr) == ref.issue {
+				known = append(known, sr)
+			}
+		}
+	} else {
+		b.log.Info("rebuild: the step runs could not be read; results of one second replay in comment order", "repo", ref.repo.String(), "issue", ref.issue, "err", err)
+	}
+	orderTies(entries, known)
 	t0 := b.o.Now().UTC()
 	if len(entries) > 0 && entries[0].at.Before(t0) {
 		t0 = entries[0].at
@@ -285,12 +297,132 @@ func (b *Bot) rebuild(ctx context.Context, gh GitHub, ref sessionRef, issueComme
 		}
 		s, _ = pipeline.Reconcile(s, evs, at, cfg)
 	}
+	// The steps the replay started get the ids the live session gave them.
+	if ids := liveIDs(s, known); len(ids) > 0 {
+		if renumbered, err := pipeline.RenumberSteps(s, ids); err == nil {
+			s = renumbered
+		} else {
+			b.log.Warn("rebuild: the steps keep the replay's numbering", "repo", ref.repo.String(), "issue", ref.issue, "err", err)
+		}
+	}
 	st.Session = s
 	// Views are written again: labels and PR texts are put right.
 	for i := range st.PRs {
 		st.PRs[i].BodyHash, st.PRs[i].Label = "", ""
 	}
 	return st, true, nil
+}
+
+// agentWorkflow is the workflow file the session's steps run in.
+func agentWorkflow(cfg pipeline.Config) string {
+	if wf := cfg.GitHub.AgentWorkflow; wf != "" {
+		return wf
+	}
+	return pipeline.DefaultConfig().GitHub.AgentWorkflow
+}
+
+// stepsNamedInLog are the step ids the log's results name.
+func stepsNamedInLog(entries []logEntry) []codec.StepRef {
+	var out []codec.StepRef
+	for _, e := range entries {
+		if e.result != nil {
+			if sr, ok := codec.ParseStepID(e.result.Step); ok {
+				out = append(out, sr)
+			}
+		}
+	}
+	return out
+}
+
+// orderTies puts results logged in the same second (GitHub's timestamps
+// have whole seconds) in the order the live session applied them, which
+// their comments' order need not be: a result applied first started its
+// group's next step first, so that step has the lower number. known are
+// the step ids the log and the runs name; a result whose group's next
+// step is not among them leaves that second in comment order. Other
+// entries of that second keep their places.
+func orderTies(entries []logEntry, known []codec.StepRef) {
+	next := func(e logEntry) int {
+		sr, ok := codec.ParseStepID(e.result.Step)
+		if !ok {
+			return 0
+		}
+		best := 0
+		for _, k := range known {
+			if k.Session == sr.Session && k.Group == sr.Group && k.N > sr.N && (best == 0 || k.N < best) {
+				best = k.N
+			}
+		}
+		return best
+	}
+	for lo := 0; lo < len(entries); {
+		hi := lo + 1
+		for hi < len(entries) && entries[hi].at.Equal(entries[lo].at) {
+			hi++
+		}
+		var slots []int
+		for i := lo; i < hi; i++ {
+			if entries[i].result != nil {
+				slots = append(slots, i)
+			}
+		}
+		if len(slots) > 1 {
+			rs := make([]logEntry, len(slots))
+			keys := make([]int, len(slots))
+			for k, i := range slots {
+				rs[k], keys[k] = entries[i], next(entries[i])
+			}
+			idx := make([]int, len(slots))
+			for k := range idx {
+				idx[k] = k
+			}
+			if !slices.Contains(keys, 0) {
+				sort.SliceStable(idx, func(a, b int) bool { return keys[idx[a]] < keys[idx[b]] })
+				for k, i := range slots {
+					entries[i] = rs[idx[k]]
+				}
+			}
+		}
+		lo = hi
+	}
+}
+
+// liveIDs pairs the steps of a replayed session with the ids the log names
+// (results, run titles): within a group and role, the k-th step is the
+// k-th named one, whatever order the replay numbered them in. Only pairs
+// whose ids differ are returned.
+func liveIDs(s pipeline.Session, known []codec.StepRef) map[string]string {
+	type kind struct {
+		group string
+		role  pipeline.Role
+	}
+	named := map[kind][]int{}
+	seen := map[string]bool{}
+	session := s.ID
+	for _, k := range known {
+		id := pipeline.StepID(k.Session, k.Group, k.Role, k.N)
+		if seen[id] || k.Session != session {
+			continue
+		}
+		seen[id] = true
+		named[kind{k.Group, k.Role}] = append(named[kind{k.Group, k.Role}], k.N)
+	}
+	for _, ns := range named {
+		sort.Ints(ns)
+	}
+	out := map[string]string{}
+	count := map[kind]int{}
+	for _, st := range s.Steps {
+		k := kind{st.Group, st.Role}
+		i := count[k]
+		count[k]++
+		if ns := named[k]; i < len(ns) {
+			if id := pipeline.StepID(session, st.Group, st.Role, ns[i]); id != st.ID {
+				out[st.ID] = id
+			}
+		}
+	}
+	return out
 }
 
 // recordedStart is the start the bot recorded in its first comment (the
@@ -562,10 +694,7 @@ func (b *Bot) applyFailedRuns(ctx context.Context, gh GitHub, ref sessionRef) er
 	if len(inFlight) == 0 {
 		return nil
 	}
-	wf := ld.st.Config.GitHub.AgentWorkflow
-	if wf == "" {
-		wf = pipeline.DefaultConfig().GitHub.AgentWorkflow
-	}
+	wf := agentWorkflow(ld.st.Config)
 	runs, err := gh.ListRuns(ctx, ref.repo, wf)
 	if err != nil {
 		return err

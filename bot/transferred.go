@@ -102,10 +102,10 @@ func (b *Bot) stopTransferred(ctx context.Context, gh GitHub, ref sessionRef, to
 // cancelSessionRuns cancels the session's step runs still at work, best
 // effort: their results would land on PRs of a session that has ended.
 func (b *Bot) cancelSessionRuns(ctx context.Context, gh GitHub, ref sessionRef) {
-	wf := b.defaults().GitHub.AgentWorkflow
+	wf := agentWorkflow(b.defaults())
 	if base, err := gh.DefaultBranch(ctx, ref.repo); err == nil {
-		if cfg, err := b.readConfig(ctx, gh, ref.repo, base); err == nil && cfg.GitHub.AgentWorkflow != "" {
-			wf = cfg.GitHub.AgentWorkflow
+		if cfg, err := b.readConfig(ctx, gh, ref.repo, base); err == nil {
+			wf = agentWorkflow(cfg)
 		}
 	}
 	runs, err := gh.ListRuns(ctx, ref.repo, wf)
