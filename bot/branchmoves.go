@@ -163,30 +163,39 @@ func baseRenames(ctx context.Context, gh GitHub, ref sessionRef, s pipeline.Sess
 // base is there; when it is gone and GitHub redirects its former name,
 // the rename is applied like one a PR reported. One GET a reconcile, only
 // until the first group PR opens.
-func baseGone(ctx context.Context, gh GitHub, ref sessionRef, st codec.State, events []pipeline.Event, log *slog.Logger) []pipeline.Event {
+func baseGone(ctx context.Context, gh GitHub, ref sessionRef, st codec.State, events []pipeline.Event, log *slog.Logger) ([]pipeline.Event, error) {
 	s := st.Session
 	if s.Base == "" || s.Status.Terminal() || s.Status == pipeline.SessionNew {
-		return events
+		return events, nil
 	}
 	for _, ev := range events {
 		if ev.Kind == pipeline.EventBaseRenamed {
-			return events
+			return events, nil
 		}
 	}
 	for _, p := range st.PRs {
 		if g := s.Group(p.Group); p.Number != 0 && g != nil && g.Stage != pipeline.StageMerged && g.Stage != pipeline.StageAbandoned {
-			return events // an open PR: GitHub retargets it and says so
+			return events, nil // an open PR: GitHub retargets it and says so
 		}
 	}
+	// A read that fails (a rate limit) stops the reconcile, as every read
+	// of it does: deciding without it could time out steps whose results
+	// wait unread.
 	_, err := gh.GetRef(ctx, ref.repo, "heads/"+s.Base)
+	if err == nil {
+		return events, nil
+	}
 	if !errors.Is(err, ghapi.ErrNotFound) {
-		return events
+		return nil, fmt.Errorf("reading the base %s: %w", s.Base, err)
 	}
 	to, moved, err := gh.BranchMoved(ctx, ref.repo, s.Base)
-	if err != nil || !moved {
-		log.Info("the session's base branch is gone", "base", s.Base, "err", err)
-		return events
+	if err != nil && !errors.Is(err, ghapi.ErrNotFound) {
+		return nil, fmt.Errorf("where the base %s went: %w", s.Base, err)
+	}
+	if !moved {
+		log.Info("the session's base branch is gone", "base", s.Base)
+		return events, nil
 	}
 	log.Info("the base branch was renamed (found with no group PR open)", "from", s.Base, "to", to)
-	return append(events, pipeline.BaseRenamed(strconv.Itoa(ref.issue), s.Base, to, ""))
+	return append(events, pipeline.BaseRenamed(strconv.Itoa(ref.issue), s.Base, to, "")), nil
 }

@@ -244,6 +244,7 @@ func (b *Bot) drive(ctx context.Context, gh GitHub, ref sessionRef, in input) er
 		log.Info("the repository was renamed or transferred; the state is written under its new name", "to", ref.repo.String())
 		moved = line
 	}
+	wait := ld.st.Waiting
 	resumed, err := b.checkWait(&ld.st, ref)
 	if err != nil {
 		return fmt.Errorf("%s: %w", ref.key(), err)
@@ -254,6 +255,13 @@ func (b *Bot) drive(ctx context.Context, gh GitHub, ref sessionRef, in input) er
 	lines := append([]string(nil), in.replies...)
 	if resumed != "" {
 		lines = append(lines, resumed)
+		if now := b.o.Now().UTC(); wait != nil && !wait.Since.IsZero() && now.After(wait.Since) {
+			// Nothing was read or dispatched while the session waited:
+			// its steps in flight do not time out for the wait.
+			held := pipeline.Held(session, wait.Since, now)
+			events = append(events, held)
+			record = append(record, held)
+		}
 	}
 	if moved != "" {
 		lines = append(lines, moved)
@@ -323,7 +331,9 @@ func (b *Bot) drive(ctx context.Context, gh GitHub, ref sessionRef, in input) er
 	events = pushesBehindReviews(ctx, gh, ref, st.Session, kept, log)
 	events = branchesGone(ctx, gh, ref, st.Session, events, log)
 	events = baseRenames(ctx, gh, ref, st.Session, events, log)
-	events = baseGone(ctx, gh, ref, st, events, log)
+	if events, err = baseGone(ctx, gh, ref, st, events, log); err != nil {
+		return fmt.Errorf("%s: %w", ref.key(), err)
+	}
 	for _, ev := range events {
 		if ev.Kind == pipeline.EventBaseRenamed {
 			record = append(record, ev) // a rebuild replays the rename the bot saw

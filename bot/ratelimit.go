@@ -88,7 +88,7 @@ func (b *Bot) waitOf(ref sessionRef, rl *ghapi.RateLimitedError) codec.RateLimit
 			who = "installation " + strconv.FormatInt(ref.inst, 10)
 		}
 	}
-	return codec.RateLimitWait{Who: who, Resource: rl.Resource, Secondary: rl.Secondary, Until: rl.Reset.UTC()}
+	return codec.RateLimitWait{Who: who, Resource: rl.Resource, Secondary: rl.Secondary, Until: rl.Reset.UTC(), Since: b.o.Now().UTC()}
 }
 
 // limitText is the line that names the limit and its reset.
@@ -123,6 +123,9 @@ func (b *Bot) pauseForLimit(ctx context.Context, gh GitHub, ref sessionRef, rl *
 	w := b.waitOf(ref, rl)
 	if st.Waiting != nil && !st.Waiting.Until.Before(w.Until) {
 		return nil // already told
+	}
+	if st.Waiting != nil && !st.Waiting.Since.IsZero() {
+		w.Since = st.Waiting.Since // a longer wait that follows the first
 	}
 	st.Waiting = &w
 	x := &executor{b: b, gh: gh, ref: ref, st: &st, now: b.o.Now().UTC(), log: b.log, comments: map[int][]ghapi.Comment{ref.issue: ld.comments}}

@@ -54,6 +54,9 @@ type RateLimitWait struct {
 	Resource  string    `json:"resource,omitempty"`
 	Secondary bool      `json:"secondary,omitempty"`
 	Until     time.Time `json:"until"`
+	// Since is when the session began to wait (the first of waits that
+	// followed one another): steps in flight do not time out for it.
+	Since time.Time `json:"since,omitzero"`
 }
 
 // GroupPR is what the bot knows about a group's pull request.

@@ -108,9 +108,10 @@ const (
 	EventBranchDeleted           // a group branch was deleted (GitHub closes its PR with it)
 	EventPRReopened              // a closed group PR was reopened
 	EventBaseRenamed             // the base branch was renamed (Body: from, Base: to)
+	EventHeld                    // the front-end could neither read nor act from StartedAt to EndedAt
 )
 
-var eventKindNames = []string{"", "started", "step_result", "step_failed", "command", "human_review", "pr_closed", "tick", "checks", "pushed", "branch_deleted", "pr_reopened", "base_renamed"}
+var eventKindNames = []string{"", "started", "step_result", "step_failed", "command", "human_review", "pr_closed", "tick", "checks", "pushed", "branch_deleted", "pr_reopened", "base_renamed", "held"}
 
 func (k EventKind) String() string { return enumName(eventKindNames, int(k)) }
 

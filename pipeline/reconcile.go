@@ -136,6 +136,8 @@ func (r *reconciler) apply(ev Event) {
 		r.prReopened(ev)
 	case EventBaseRenamed:
 		r.baseRenamed(ev)
+	case EventHeld:
+		r.held(ev)
 	case EventTick:
 		// Timeouts are checked on every reconcile.
 	default:
@@ -687,7 +689,7 @@ func (r *reconciler) checkTimeouts() {
 			continue
 		}
 		limit := r.stepTimeout(st.StepSpec)
-		if r.now.Sub(st.DispatchedAt) > limit {
+		if r.now.Sub(st.DispatchedAt) > limit+st.Held.D() {
 			r.failed(st.ID, fmt.Sprintf("no result within %s", limit), false)
 		}
 	}
@@ -737,4 +739,34 @@ func insertSorted(list []string, s string) []string {
 		}
 	}
 	return append(list, s)
+}
+
+// Held is the event of a front-end held off GitHub from from to to (a rate
+// limit's wait): nothing could be read or dispatched then.
+func Held(session string, from, to time.Time) Event {
+	return Event{Kind: EventHeld, Session: session, StartedAt: from, EndedAt: to}
+}
+
+// held moves the deadlines of the steps in flight by the part of the hold
+// they spent in flight: a step is not silent while its result cannot be
+// read or its run was never sent.
+func (r *reconciler) held(ev Event) {
+	if ev.StartedAt.IsZero() || !ev.EndedAt.After(ev.StartedAt) || ev.EndedAt.After(r.now) {
+		r.report("ignored a hold from %s to %s", ev.StartedAt.Format(time.RFC3339), ev.EndedAt.Format(time.RFC3339))
+		return
+	}
+	for i := range r.s.Steps {
+		st := &r.s.Steps[i]
+		if st.State != StepInFlight {
+			continue
+		}
+		from := ev.StartedAt
+		if st.DispatchedAt.After(from) {
+			from = st.DispatchedAt
+		}
+		if d := ev.EndedAt.Sub(from); d > 0 {
+			st.Held += Duration(d)
+			r.changed = true
+		}
+	}
 }

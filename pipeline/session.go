@@ -287,6 +287,10 @@ type Step struct {
 	// it (the job's own timings when the front-end sent them): the data the
 	// scheduler corrects its size estimates with.
 	Took Duration `json:"took,omitempty"`
+	// Held is how long the front-end was held off GitHub (a rate limit's
+	// wait) while the step was in flight: its result could not be read nor
+	// its run dispatched, so its deadline moves by that much.
+	Held Duration `json:"held,omitempty"`
 }
 
 // Note is something the pm must hear about at its next step.
