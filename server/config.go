@@ -198,6 +198,9 @@ const (
 	// EnvDatabaseURL is the durable queue's database (default an SQLite
 	// file next to the credentials file; "memory" for none).
 	EnvDatabaseURL = "BAZINGA_DATABASE_URL"
+	// EnvQueueLease is how long a replica that stopped renewing keeps its
+	// sessions (default 30s).
+	EnvQueueLease = "BAZINGA_QUEUE_LEASE"
 )
 
 // ErrNoAppCredentials is wrapped by ConfigFromEnv's error when none of the
@@ -227,6 +230,7 @@ const EnvHelp = `Environment:
   BAZINGA_DATABASE_URL      the durable delivery queue: sqlite:PATH (default sqlite:bazinga-queue.db next to the
                             credentials file) or postgres://user:pass@host/db for several replicas; "memory" keeps
                             deliveries in memory only (lost at a restart). See docs/queue.md
+  BAZINGA_QUEUE_LEASE       how long the sessions of a replica that died wait before another takes them (default 30s)
   BAZINGA_SWEEP_INTERVAL    period of the active-session sweep, e.g. 5m (default 5m)
   BAZINGA_RATE_LIMIT_WAIT   longest GitHub rate-limit wait sat out before a session pauses until the reset (default 90s, at most 15m)
   BAZINGA_RATE_LIMIT_RESERVE requests of the hourly limit kept to say why a session stops (default 20; -1: none)
@@ -432,6 +436,14 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		errs = append(errs, err)
 	} else {
 		c.DatabaseURL = u
+	}
+	if v := get(EnvQueueLease); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < time.Second || d > 10*time.Minute {
+			errs = append(errs, fmt.Errorf("%s must be a duration from 1s to 10m such as 30s, got %q", EnvQueueLease, v))
+		} else {
+			c.QueueLease = d
+		}
 	}
 	if !c.TokenExchange.Disabled {
 		// Spent job tokens outlive a restart, next to the credentials.
