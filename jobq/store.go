@@ -146,7 +146,7 @@ func (s *Store) q(query string) string {
 }
 
 func (s *Store) ms(t time.Time) int64 { return t.UnixMilli() }
-func (s *Store) now() int64            { return s.Now().UnixMilli() }
+func (s *Store) now() int64           { return s.Now().UnixMilli() }
 
 // schemaVersion is the schema this code writes; migrate brings older ones
 // up to it.
