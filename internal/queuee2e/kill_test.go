@@ -81,8 +81,12 @@ type harness struct {
 	n      int
 }
 
-func newHarness(t *testing.T, dbURL string, extra ...string) *harness {
-	fake := ghfake.Start(t, ghfake.Options{})
+func newHarness(t *testing.T, dbURL string) *harness {
+	return newHarnessWith(t, ghfake.Start(t, ghfake.Options{}), dbURL)
+}
+
+// newHarnessWith runs replicas against fake on the queue at dbURL.
+func newHarnessWith(t *testing.T, fake *ghfake.Fake, dbURL string) *harness {
 	secret := make([]byte, 32)
 	for i := range secret {
 		secret[i] = byte(rand.IntN(256))
@@ -104,7 +108,7 @@ func newHarness(t *testing.T, dbURL string, extra ...string) *harness {
 		// A killed replica's in-flight deliveries wait this long.
 		"BAZINGA_QUEUE_LEASE=2s",
 	)
-	return &harness{t: t, env: append(env, extra...), secret: []byte(hexSecret), dir: dir}
+	return &harness{t: t, env: env, secret: []byte(hexSecret), dir: dir}
 }
 
 func freeAddr(t *testing.T) string {
@@ -172,14 +176,18 @@ func deliveryBody(id string) []byte {
 	return []byte(fmt.Sprintf(`{"zen":"Keep it logically awesome.","hook_id":%d,"hook":{"type":"App","id":1,"events":["issues"]}}`, len(id)))
 }
 
-// post sends one signed delivery; ok when it was acknowledged (202).
+// post sends one signed ping; ok when it was acknowledged (202).
 func (h *harness) post(client *http.Client, addr, id string) bool {
-	body := deliveryBody(id)
+	return h.postEvent(client, addr, id, "ping", deliveryBody(id))
+}
+
+// postEvent sends one signed delivery; ok when it was acknowledged (202).
+func (h *harness) postEvent(client *http.Client, addr, id, event string, body []byte) bool {
 	req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/webhook", bytes.NewReader(body))
 	m := hmac.New(sha256.New, h.secret)
 	m.Write(body)
 	req.Header.Set("X-Hub-Signature-256", "sha256="+hex.EncodeToString(m.Sum(nil)))
-	req.Header.Set("X-GitHub-Event", "ping")
+	req.Header.Set("X-GitHub-Event", event)
 	req.Header.Set("X-GitHub-Delivery", id)
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := client.Do(req)
