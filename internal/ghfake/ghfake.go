@@ -165,9 +165,9 @@ type Fake struct {
 	// writing and overlapped count comment writes in flight and those
 	// that met another (overlap.go).
 	writing, overlapped map[string]int
-	srv  *httptest.Server
-	dir  string
-	now  func() time.Time
+	srv                 *httptest.Server
+	dir                 string
+	now                 func() time.Time
 
 	closing   chan struct{}
 	closeOnce sync.Once

@@ -33,7 +33,7 @@ func commentDelivery(repo string, issue int, inst int64, commentID int) []byte {
 			"author_association": "OWNER", "labels": []any{}},
 		"comment": map[string]any{"id": commentID, "body": "/bazinga help", "user": user, "author_association": "OWNER",
 			"created_at": time.Now().UTC().Format(time.RFC3339)},
-		"repository": map[string]any{"name": repo[len(owner)+1:], "full_name": repo, "owner": user, "default_branch": "main"},
+		"repository":   map[string]any{"name": repo[len(owner)+1:], "full_name": repo, "owner": user, "default_branch": "main"},
 		"sender":       user,
 		"installation": map[string]any{"id": inst},
 	})
