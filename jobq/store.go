@@ -313,14 +313,21 @@ func (s *Store) Claim(ctx context.Context, owner string, lease time.Duration) (*
 	return nil, nil
 }
 
-// claimKey takes k's lease if it is free, then its head job if it is due.
+// claimKey takes k's lease if it is free, then its head job if it is due,
+// in one transaction (one commit, and nothing to undo when the head is gone
+// or parked: the rollback drops the lease).
 func (s *Store) claimKey(ctx context.Context, key, owner string, lease time.Duration) (*Claim, error) {
 	now := s.now()
 	token := owner + "/" + randomToken()
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("claim %q: %w", key, err)
+	}
+	defer tx.Rollback()
 	// One statement takes the lease from nobody or from an expired holder;
 	// concurrent takers serialise on the key's row and only one sees it
 	// free (PostgreSQL re-checks the WHERE on the row it locked).
-	res, err := s.db.ExecContext(ctx, s.q(`INSERT INTO bazinga_leases (session_key, owner, until_ms) VALUES (?, ?, ?)
+	res, err := tx.ExecContext(ctx, s.q(`INSERT INTO bazinga_leases (session_key, owner, until_ms) VALUES (?, ?, ?)
 		ON CONFLICT (session_key) DO UPDATE SET owner = excluded.owner, until_ms = excluded.until_ms
 		WHERE bazinga_leases.until_ms <= ?`), key, token, now+lease.Milliseconds(), now)
 	if err != nil {
@@ -330,34 +337,28 @@ func (s *Store) claimKey(ctx context.Context, key, owner string, lease time.Dura
 		return nil, err
 	}
 	c := &Claim{token: token}
-	var received int64
-	var runAfter int64
-	err = s.db.QueryRowContext(ctx, s.q(`SELECT seq, delivery_id, session_key, event, payload, received_ms, attempts, run_after_ms
+	var received, runAfter int64
+	err = tx.QueryRowContext(ctx, s.q(`SELECT seq, delivery_id, session_key, event, payload, received_ms, attempts, run_after_ms
 		FROM bazinga_deliveries WHERE session_key = ? AND state = ? ORDER BY seq LIMIT 1`), key, StatePending).
 		Scan(&c.Seq, &c.ID, &c.Key, &c.Event, &c.Payload, &received, &c.Attempts, &runAfter)
-	if errors.Is(err, sql.ErrNoRows) || (err == nil && runAfter > s.now()) {
+	if errors.Is(err, sql.ErrNoRows) || (err == nil && runAfter > now) {
 		// Another worker finished it, or the head is parked: not ours.
-		s.release(ctx, key, token)
 		return nil, nil
 	}
 	if err != nil {
-		s.release(ctx, key, token)
 		return nil, fmt.Errorf("claim %q: %w", key, err)
 	}
 	// The attempt counts when it starts, so a delivery that crashes the
 	// process every time still reaches the dead letters.
-	if _, err := s.db.ExecContext(ctx, s.q(`UPDATE bazinga_deliveries SET attempts = attempts + 1 WHERE seq = ?`), c.Seq); err != nil {
-		s.release(ctx, key, token)
+	if _, err := tx.ExecContext(ctx, s.q(`UPDATE bazinga_deliveries SET attempts = attempts + 1 WHERE seq = ?`), c.Seq); err != nil {
+		return nil, fmt.Errorf("claim %q: %w", key, err)
+	}
+	if err := tx.Commit(); err != nil {
 		return nil, fmt.Errorf("claim %q: %w", key, err)
 	}
 	c.Attempts++
 	c.Received = time.UnixMilli(received)
 	return c, nil
-}
-
-func (s *Store) release(ctx context.Context, key, token string) {
-	// Best effort: a lease not released runs out by itself.
-	_, _ = s.db.ExecContext(context.WithoutCancel(ctx), s.q(`DELETE FROM bazinga_leases WHERE session_key = ? AND owner = ?`), key, token)
 }
 
 // Extend renews c's lease for lease from now; ErrLeaseLost if it ran out
