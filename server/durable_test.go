@@ -16,6 +16,7 @@ import (
 
 	"github.com/bazinga-bot/bazinga/bot"
 	"github.com/bazinga-bot/bazinga/ghapi"
+	"github.com/bazinga-bot/bazinga/internal/testkey"
 	"github.com/bazinga-bot/bazinga/jobq"
 	"github.com/bazinga-bot/bazinga/jobq/jobqtest"
 )
@@ -241,4 +242,40 @@ func TestDurableMetrics(t *testing.T) {
 func httpGet(path string) *http.Request {
 	r, _ := http.NewRequest(http.MethodGet, path, nil)
 	return r
+}
+
+func TestConfigFromEnvQueue(t *testing.T) {
+	base := func(extra map[string]string) map[string]string {
+		m := map[string]string{EnvAppID: "1", EnvPrivateKey: string(testkey.PEM(t)), EnvWebhookSecret: strongWebhookSecret,
+			EnvStateKey: strongStateKey, EnvCredentialsFile: "/data/bazinga-app.env"}
+		for k, v := range extra {
+			m[k] = v
+		}
+		return m
+	}
+	c, err := ConfigFromEnv(envOf(base(nil)))
+	require.NoError(t, err)
+	assert.Equal(t, "sqlite:/data/bazinga-queue.db", c.DatabaseURL, "the embedded queue sits next to the credentials")
+	assert.Zero(t, c.QueueLease, "default lease")
+	assert.Equal(t, DefaultQueueLease, c.withDefaults().QueueLease)
+
+	c, err = ConfigFromEnv(envOf(base(map[string]string{EnvDatabaseURL: "memory"})))
+	require.NoError(t, err)
+	assert.Empty(t, c.DatabaseURL)
+
+	c, err = ConfigFromEnv(envOf(base(map[string]string{EnvDatabaseURL: "postgres://bazinga:s3cret@db:5432/q", EnvQueueLease: "10s"})))
+	require.NoError(t, err)
+	assert.Equal(t, "postgres://bazinga:s3cret@db:5432/q", c.DatabaseURL)
+	assert.Equal(t, 10*time.Second, c.QueueLease)
+	assert.NotContains(t, c.String(), "s3cret", "the database password stays out of the logs")
+	assert.Contains(t, c.String(), "postgres://bazinga:xxxxx@db:5432/q")
+
+	for _, tc := range []struct{ env, val, want string }{
+		{EnvDatabaseURL, "mysql://db/q", `unsupported database scheme "mysql"`},
+		{EnvDatabaseURL, "sqlite:", "not a file path"},
+		{EnvQueueLease, "100ms", EnvQueueLease + " must be a duration from 1s to 10m"},
+	} {
+		_, err := ConfigFromEnv(envOf(base(map[string]string{tc.env: tc.val})))
+		assert.ErrorContains(t, err, tc.want, tc.val)
+	}
 }

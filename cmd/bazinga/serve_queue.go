@@ -7,6 +7,7 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode"
 
 	"github.com/bazinga-bot/bazinga/jobq"
 	"github.com/bazinga-bot/bazinga/server"
@@ -95,6 +96,12 @@ func serveQueueCommand(ctx context.Context, sub string, args []string, getenv fu
 // oneLine keeps an error on one line of at most n bytes (it may quote
 // GitHub's answer, which is untrusted text).
 func oneLine(s string, n int) string {
+	s = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) || r == '\u2028' || r == '\u2029' || unicode.Is(unicode.Bidi_Control, r) {
+			return ' '
+		}
+		return r
+	}, strings.ToValidUTF8(s, "\uFFFD"))
 	s = strings.Join(strings.Fields(s), " ")
 	if len(s) > n {
 		s = strings.ToValidUTF8(s[:n], "") + "…"

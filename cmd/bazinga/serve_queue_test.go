@@ -54,3 +54,8 @@ func TestServeDeadAndRetry(t *testing.T) {
 	assert.Equal(t, exitUsage, run([]string{"serve", "dead"}, &out, &errOut))
 	assert.Contains(t, errOut.String(), "no queue to inspect")
 }
+
+func TestOneLineDropsControls(t *testing.T) {
+	assert.Equal(t, "a b [31mred c", oneLine("a\nb\x1b[31mred\u202e\tc", 100))
+	assert.Equal(t, "abc…", oneLine("abcdef", 3))
+}
