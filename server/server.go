@@ -37,7 +37,9 @@ type Processor interface {
 }
 
 // Server is the App's HTTP front: it verifies webhook deliveries, answers 202
-// at once and feeds a Processor from a bounded queue with per-key lanes.
+// once a delivery is queued and feeds a Processor, one key at a time, from
+// the durable queue (durable.go, with Config.DatabaseURL) or from in-memory
+// per-key lanes (queue.go).
 type Server struct {
 	cfg     Config
 	p       Processor
