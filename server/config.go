@@ -130,6 +130,20 @@ type Config struct {
 	DedupTTL      time.Duration
 	ShutdownGrace time.Duration
 
+	// DatabaseURL is the durable queue's database (durable.go): sqlite:PATH
+	// or postgres://…; "" keeps deliveries in memory (tests, and "memory").
+	DatabaseURL string
+	// QueueRetention is how long a finished delivery is kept, so that its
+	// redelivery is a duplicate; MaxAttempts is how many runs a delivery
+	// failing transiently gets before it is dead-lettered; QueueLease is how
+	// long a replica that stopped answering keeps its sessions.
+	QueueRetention time.Duration
+	MaxAttempts    int
+	QueueLease     time.Duration
+	// Replica names this process in /metrics and in the queue's leases
+	// (default hostname-pid).
+	Replica string
+
 	// CredentialsFile is the file the credentials came from, or the one the
 	// setup page writes to when there are none yet.
 	CredentialsFile string
@@ -181,6 +195,12 @@ const (
 	// EnvTokenSpentFile is where spent job tokens are kept until they
 	// expire (default bazinga-spent-tokens next to the credentials file).
 	EnvTokenSpentFile = "BAZINGA_TOKEN_SPENT_FILE"
+	// EnvDatabaseURL is the durable queue's database (default an SQLite
+	// file next to the credentials file; "memory" for none).
+	EnvDatabaseURL = "BAZINGA_DATABASE_URL"
+	// EnvQueueLease is how long a replica that stopped renewing keeps its
+	// sessions (default 30s).
+	EnvQueueLease = "BAZINGA_QUEUE_LEASE"
 )
 
 // ErrNoAppCredentials is wrapped by ConfigFromEnv's error when none of the
@@ -207,6 +227,10 @@ const EnvHelp = `Environment:
   BAZINGA_LISTEN            listen address (default :8080)
   BAZINGA_WORKERS           webhook workers (default 4)
   BAZINGA_QUEUE_SIZE        webhook queue capacity; full → 503 (default 1000)
+  BAZINGA_DATABASE_URL      the durable delivery queue: sqlite:PATH (default sqlite:bazinga-queue.db next to the
+                            credentials file) or postgres://user:pass@host/db for several replicas; "memory" keeps
+                            deliveries in memory only (lost at a restart). See docs/queue.md
+  BAZINGA_QUEUE_LEASE       how long the sessions of a replica that died wait before another takes them (default 30s)
   BAZINGA_SWEEP_INTERVAL    period of the active-session sweep, e.g. 5m (default 5m)
   BAZINGA_RATE_LIMIT_WAIT   longest GitHub rate-limit wait sat out before a session pauses until the reset (default 90s, at most 15m)
   BAZINGA_RATE_LIMIT_RESERVE requests of the hourly limit kept to say why a session stops (default 20; -1: none)
@@ -408,6 +432,19 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		}
 	}
 	c.TokenExchange, errs = tokenExchangeFromEnv(get, c.GitHubURL, errs)
+	if u, err := DatabaseURLFromEnv(getenv); err != nil {
+		errs = append(errs, err)
+	} else {
+		c.DatabaseURL = u
+	}
+	if v := get(EnvQueueLease); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < time.Second || d > 10*time.Minute {
+			errs = append(errs, fmt.Errorf("%s must be a duration from 1s to 10m such as 30s, got %q", EnvQueueLease, v))
+		} else {
+			c.QueueLease = d
+		}
+	}
 	if !c.TokenExchange.Disabled {
 		// Spent job tokens outlive a restart, next to the credentials.
 		c.TokenExchange.SpentFile = get(EnvTokenSpentFile)
@@ -519,6 +556,7 @@ func (c Config) withDefaults() Config {
 	if c.ShutdownGrace <= 0 {
 		c.ShutdownGrace = DefaultShutdownGrace
 	}
+	c = c.queueDefaults()
 	if c.APIURL == "" {
 		c.GitHubURL, c.APIURL, c.UploadURL = ghapi.DefaultGitHubURL, ghapi.DefaultAPIURL, ghapi.DefaultUploadURL
 	}
@@ -541,6 +579,7 @@ func (c Config) LogValue() slog.Value {
 		slog.String("listen", c.Listen),
 		slog.Int("workers", c.Workers),
 		slog.Int("queue_size", c.QueueSize),
+		slog.String("queue", redactDatabaseURL(c.DatabaseURL)),
 		slog.Int("max_conns", c.MaxConns),
 		slog.Int("max_conns_per_ip", c.MaxConnsPerIP),
 		slog.Int("webhook_sources", len(c.WebhookSources)),

@@ -1,10 +1,12 @@
 package server
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
 	"io"
+	"time"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
@@ -14,6 +16,12 @@ import (
 
 // Close stops the server at once, abandoning queued work.
 func (s *Server) Close() {
+	if s.dq != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Millisecond)
+		defer cancel()
+		_ = s.shutdownDurable(ctx)
+		return
+	}
 	s.q.close()
 	s.stopOnce.Do(func() { close(s.stopped) })
 	s.workCancel()

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/bazinga-bot/bazinga/ghapi"
+	"github.com/bazinga-bot/bazinga/jobq"
 )
 
 // Event outcomes counted in bazinga_webhook_events_total.
@@ -27,6 +28,9 @@ const (
 	// OutcomeRateLimited: a sweep whose only failures were GitHub rate
 	// limits; the sessions concerned wait for the reset by themselves.
 	OutcomeRateLimited = "rate_limited"
+	// OutcomeRetried: a run failed transiently and is retried after a
+	// backoff (durable queue only).
+	OutcomeRetried = "retried"
 )
 
 // latencyBuckets are the upper bounds (seconds) of the webhook request
@@ -51,6 +55,9 @@ type Metrics struct {
 	exOnce    sync.Once
 	// conns is the connection guard of the listener being served.
 	conns atomic.Pointer[connGuard]
+	// The durable queue's, registered by setDurable.
+	jobRuns                 *prometheus.CounterVec
+	jobDuration, jobLatency prometheus.Histogram
 }
 
 // setConns makes the connection gauges read g.
@@ -220,4 +227,64 @@ func (c *apiCollector) Collect(ch chan<- prometheus.Metric) {
 func isCreating(kind string) bool {
 	method, _, _ := strings.Cut(kind, " ")
 	return ghapi.ContentCreating(method)
+}
+
+// jobLatencyBuckets (seconds) cover a run of the durable queue: GitHub calls, up to minutes.
+var jobLatencyBuckets = []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300}
+
+// setDurable registers the durable queue's gauges (read at scrape time from
+// the latest stats, which every replica reads from the shared database) and
+// its per-replica run counters and histograms.
+func (m *Metrics) setDurable(d *durable, capacity int, replica string) {
+	stat := func(f func(st *jobq.Stats) float64) func() float64 {
+		return func() float64 { return f(d.stats.Load()) }
+	}
+	m.jobRuns = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "bazinga_queue_job_runs_total",
+		Help: "Runs of queued deliveries on this replica by what came of them: done, retry, park, dead.",
+	}, []string{"result"})
+	m.jobDuration = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name: "bazinga_queue_job_duration_seconds", Help: "Time a run of a delivery took on this replica.",
+		Buckets: jobLatencyBuckets,
+	})
+	m.jobLatency = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name: "bazinga_queue_job_latency_seconds", Help: "Time from a delivery's acknowledgement to the end of the run that finished it, on this replica.",
+		Buckets: jobLatencyBuckets,
+	})
+	m.reg.MustRegister(m.jobRuns, m.jobDuration, m.jobLatency,
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "bazinga_queue_depth", Help: "Deliveries not finished (waiting, parked or running), all replicas."},
+			stat(func(st *jobq.Stats) float64 { return float64(st.Pending) })),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "bazinga_queue_capacity", Help: "Capacity of the delivery queue."},
+			func() float64 { return float64(capacity) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "bazinga_queue_parked", Help: "Deliveries waiting for a retry's backoff or a rate limit's reset."},
+			stat(func(st *jobq.Stats) float64 { return float64(st.Parked) })),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "bazinga_queue_dead", Help: "Dead-lettered deliveries (bazinga serve dead lists them)."},
+			stat(func(st *jobq.Stats) float64 { return float64(st.Dead) })),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "bazinga_queue_sessions_running", Help: "Sessions leased by a worker, all replicas."},
+			stat(func(st *jobq.Stats) float64 { return float64(st.Running) })),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "bazinga_queue_oldest_age_seconds", Help: "Age of the oldest delivery not finished (0 if none)."},
+			stat(func(st *jobq.Stats) float64 {
+				if st.Oldest.IsZero() {
+					return 0
+				}
+				return time.Since(st.Oldest).Seconds()
+			})),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "bazinga_deliveries_in_flight", Help: "Deliveries being processed by this replica."},
+			func() float64 { return float64(d.runner.Running()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "bazinga_replica_info", Help: "This replica's name (in the queue's leases and logs).",
+			ConstLabels: prometheus.Labels{"replica": label(replica)}}, func() float64 { return 1 }),
+	)
+}
+
+// jobFinished counts a run of the durable queue.
+func (m *Metrics) jobFinished(c *jobq.Claim, r jobq.Result, took time.Duration) {
+	if m.jobRuns == nil {
+		return
+	}
+	result := map[jobq.Disposition]string{jobq.Done: "done", jobq.Retry: "retry", jobq.Park: "park", jobq.Dead: "dead"}[r.Disposition]
+	m.jobRuns.WithLabelValues(result).Inc()
+	m.jobDuration.Observe(took.Seconds())
+	if r.Disposition == jobq.Done || r.Disposition == jobq.Dead {
+		m.jobLatency.Observe(time.Since(c.Received).Seconds())
+	}
 }

@@ -37,13 +37,16 @@ type Processor interface {
 }
 
 // Server is the App's HTTP front: it verifies webhook deliveries, answers 202
-// at once and feeds a Processor from a bounded queue with per-key lanes.
+// once a delivery is queued and feeds a Processor, one key at a time, from
+// the durable queue (durable.go, with Config.DatabaseURL) or from in-memory
+// per-key lanes (queue.go).
 type Server struct {
 	cfg     Config
 	p       Processor
 	log     *slog.Logger
 	metrics *Metrics
 	q       *queue
+	dq      *durable // the durable queue, when cfg.DatabaseURL is set (then q is unused)
 	seen    *dedup
 	budget  *bodyBudget // webhook body bytes held, in all and per address
 	mux     *http.ServeMux
@@ -76,13 +79,20 @@ func NewServer(cfg Config, p Processor, logger *slog.Logger) (*Server, error) {
 		budget:  newBodyBudget(cfg.BodyBudget, cfg.BodyBudgetPerIP),
 		stopped: make(chan struct{}),
 	}
-	s.metrics.setQueue(s.q.depth, cfg.QueueSize, s.q.running)
 	s.workCtx, s.workCancel = context.WithCancel(context.Background())
+	if cfg.DatabaseURL != "" {
+		if err := s.openDurable(); err != nil {
+			s.workCancel()
+			return nil, err
+		}
+	} else {
+		s.metrics.setQueue(s.q.depth, cfg.QueueSize, s.q.running)
+	}
 	s.mux = http.NewServeMux()
 	s.mux.HandleFunc("POST /webhook", s.handleWebhook)
 	s.mux.HandleFunc("GET /healthz", s.handleHealthz)
 	s.mux.Handle("GET /metrics", s.metrics.handler(logger))
-	for i := 0; i < cfg.Workers; i++ {
+	for i := 0; s.dq == nil && i < cfg.Workers; i++ {
 		s.workers.Add(1)
 		go s.worker()
 	}
@@ -104,7 +114,12 @@ func (s *Server) MountTokenExchange(x *TokenExchange) {
 func (s *Server) Metrics() *Metrics { return s.metrics }
 
 // QueueDepth returns the number of deliveries waiting for a worker.
-func (s *Server) QueueDepth() int { return s.q.depth() }
+func (s *Server) QueueDepth() int {
+	if s.dq != nil {
+		return s.dq.stats.Load().Pending
+	}
+	return s.q.depth()
+}
 
 // Run listens on cfg.Listen, sweeps once at start and then every
 // SweepInterval, and on ctx's end shuts down gracefully: it stops
@@ -147,6 +162,10 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	sweepDone := make(chan struct{})
 	go func() {
 		defer close(sweepDone)
+		if s.dq != nil {
+			s.sweepDurable(ctx)
+			return
+		}
 		s.sweepLoop(ctx)
 	}()
 
@@ -175,6 +194,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 // to finish or ctx to end, and stops the workers. A Process still running
 // when ctx ends has its context cancelled.
 func (s *Server) Shutdown(ctx context.Context) error {
+	if s.dq != nil {
+		return s.shutdownDurable(ctx)
+	}
 	s.q.close()
 	var err error
 	select {
@@ -382,6 +404,27 @@ func (s *Server) handleWebhook(w http.ResponseWriter, r *http.Request) {
 		fail(http.StatusBadRequest, "malformed JSON payload", "err", err)
 		return
 	}
+	if s.dq != nil {
+		key := s.key(d)
+		accepted, dup, err := s.enqueueDurable(r.Context(), key, d)
+		switch {
+		case err != nil:
+			s.metrics.event(d.Event, OutcomeDropped)
+			w.Header().Set("Retry-After", "5")
+			fail(http.StatusServiceUnavailable, "the queue's database is unavailable, retry later", "err", err)
+		case dup:
+			s.metrics.event(d.Event, OutcomeDuplicate)
+			s.log.Info("duplicate delivery skipped", deliveryAttrs(d)...)
+			w.WriteHeader(status)
+		case !accepted:
+			s.metrics.event(d.Event, OutcomeDropped)
+			fail(http.StatusServiceUnavailable, "queue full or shutting down, retry later", "depth", s.QueueDepth())
+		default:
+			s.log.Debug("delivery queued", append(deliveryAttrs(d), "key", key)...)
+			w.WriteHeader(status)
+		}
+		return
+	}
 	if d.ID != "" && !s.seen.reserve(d.ID) {
 		s.metrics.event(d.Event, OutcomeDuplicate)
 		s.log.Info("duplicate delivery skipped", deliveryAttrs(d)...)
@@ -426,7 +469,14 @@ func (s *Server) handleHealthz(w http.ResponseWriter, _ *http.Request) {
 		QueueDepth int    `json:"queue_depth"`
 		QueueCap   int    `json:"queue_capacity"`
 		InFlight   int    `json:"in_flight"`
-	}{"ok", s.QueueDepth(), s.cfg.QueueSize, s.q.running()})
+	}{"ok", s.QueueDepth(), s.cfg.QueueSize, s.inFlight()})
+}
+
+func (s *Server) inFlight() int {
+	if s.dq != nil {
+		return s.dq.runner.Running()
+	}
+	return s.q.running()
 }
 
 // onlyRateLimited reports whether every error err joins is a GitHub rate

@@ -22,6 +22,7 @@ import (
 )
 
 const serveUsage = `Usage: bazinga serve [--listen ADDR]
+       bazinga serve dead | retry   (the queue's dead letters: bazinga serve dead --help)
 
 Run the bazinga GitHub App: POST /webhook receives GitHub's deliveries,
 GET /healthz reports liveness and queue depth, GET /metrics exposes
@@ -39,6 +40,10 @@ instead: open the /setup URL it prints to register the App on GitHub from
 app.yml; the credentials are written to the credentials file and serving
 starts with them.
 
+Deliveries are committed to a durable queue before GitHub gets its 202:
+an SQLite file next to the credentials file by default, or PostgreSQL
+(BAZINGA_DATABASE_URL=postgres://…) for several replicas (docs/queue.md).
+
 Flags:
       --listen ADDR   listen address, e.g. :8080 (overrides BAZINGA_LISTEN)
 
@@ -53,6 +58,9 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 
 // serveCommand is runServe with its context and environment given.
 func serveCommand(ctx context.Context, args []string, environ func(string) string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && (args[0] == "dead" || args[0] == "retry") {
+		return serveQueueCommand(ctx, args[0], args[1:], environ, stdout, stderr)
+	}
 	fs := newFlags("serve")
 	listen := fs.String("listen", "", "listen address, e.g. :8080 (overrides BAZINGA_LISTEN)")
 	usage := func(w io.Writer) { fmt.Fprint(w, serveUsage+server.EnvHelp+server.GatewayEnvHelp) }

@@ -152,15 +152,22 @@ type Options struct {
 	FaultsCountGit bool
 	// Logf, if set, receives diagnostics (failed deliveries, git errors).
 	Logf func(format string, args ...any)
+	// CommentWriteHold keeps each comment write (create on an issue, edit,
+	// delete) in flight this long, so that two writes to one issue's or
+	// one comment's thread at once show in ConcurrentCommentWrites.
+	CommentWriteHold time.Duration
 }
 
 // Fake is a fake GitHub. Create it with New or Start; it is safe for
 // concurrent use.
 type Fake struct {
 	opts Options
-	srv  *httptest.Server
-	dir  string
-	now  func() time.Time
+	// writing and overlapped count comment writes in flight and those
+	// that met another (overlap.go).
+	writing, overlapped map[string]int
+	srv                 *httptest.Server
+	dir                 string
+	now                 func() time.Time
 
 	closing   chan struct{}
 	closeOnce sync.Once

@@ -157,6 +157,7 @@ func (f *Fake) handleAPI(w http.ResponseWriter, r *http.Request, rt *route, para
 		return
 	}
 
+	defer f.commentWrite(rt, params)()
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxBodySize+1))
 	c := &rc{f: f, r: r, rt: rt, params: params, body: body, hdr: http.Header{}}
 	f.mu.Lock()

@@ -1,0 +1,196 @@
+package jobq
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+)
+
+func randomToken() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// Handler runs one job. ctx is cancelled when the job's lease is lost or
+// the runner gives up waiting at shutdown.
+type Handler func(ctx context.Context, c *Claim) Result
+
+// RunnerOptions tune a Runner; zero values mean the defaults.
+type RunnerOptions struct {
+	// Workers run jobs in parallel (default 4).
+	Workers int
+	// Lease is how long a key is held without renewal (default 30s); a
+	// dead worker's keys are taken over after at most this. It is renewed
+	// every third of it while the job runs.
+	Lease time.Duration
+	// Poll is how often an idle worker looks for work another process
+	// queued (default 250ms); Wake brings this process's own at once.
+	Poll time.Duration
+	// Owner names this process in leases (default a random token).
+	Owner  string
+	Logger *slog.Logger
+	// Finished, if set, is told of every run's result (metrics).
+	Finished func(c *Claim, r Result, took time.Duration)
+}
+
+// Runner runs a Store's jobs with a Handler on a pool of workers.
+type Runner struct {
+	s    *Store
+	h    Handler
+	o    RunnerOptions
+	wake chan struct{}
+
+	stop     chan struct{}
+	stopOnce sync.Once
+	wg       sync.WaitGroup
+	// runCtx is cancelled when Stop gives up on running jobs.
+	runCtx    context.Context
+	runCancel context.CancelFunc
+
+	mu      sync.Mutex
+	running int
+}
+
+// NewRunner starts o.Workers workers on s.
+func NewRunner(s *Store, h Handler, o RunnerOptions) *Runner {
+	if o.Workers <= 0 {
+		o.Workers = 4
+	}
+	if o.Lease <= 0 {
+		o.Lease = 30 * time.Second
+	}
+	if o.Poll <= 0 {
+		o.Poll = 250 * time.Millisecond
+	}
+	if o.Owner == "" {
+		o.Owner = randomToken()
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	r := &Runner{s: s, h: h, o: o, wake: make(chan struct{}, o.Workers), stop: make(chan struct{})}
+	r.runCtx, r.runCancel = context.WithCancel(context.Background())
+	for i := 0; i < o.Workers; i++ {
+		r.wg.Add(1)
+		go r.worker()
+	}
+	return r
+}
+
+// Wake tells an idle worker that a job was queued.
+func (r *Runner) Wake() {
+	select {
+	case r.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Running is the number of jobs running in this process.
+func (r *Runner) Running() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.running
+}
+
+// Stop takes no more jobs and waits for the running ones until ctx ends;
+// then it cancels them and waits a last moment. Jobs not started stay
+// queued for the next process: nothing needs draining.
+func (r *Runner) Stop(ctx context.Context) error {
+	r.stopOnce.Do(func() { close(r.stop) })
+	done := make(chan struct{})
+	go func() { r.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		r.runCancel()
+		return nil
+	case <-ctx.Done():
+	}
+	r.runCancel()
+	select {
+	case <-done:
+		return errors.New("jobq: running jobs were cancelled at shutdown (they run again on the next start)")
+	case <-time.After(5 * time.Second):
+		return errors.New("jobq: a job is still running after cancellation")
+	}
+}
+
+func (r *Runner) worker() {
+	defer r.wg.Done()
+	t := time.NewTimer(0)
+	defer t.Stop()
+	for {
+		select {
+		case <-r.stop:
+			return
+		default:
+		}
+		c, err := r.s.Claim(r.runCtx, r.o.Owner, r.o.Lease)
+		if err != nil {
+			r.o.Logger.Error("queue: claiming a job", "err", err)
+		}
+		if c != nil {
+			r.run(c)
+			continue
+		}
+		t.Reset(r.o.Poll)
+		select {
+		case <-r.stop:
+			return
+		case <-r.wake:
+		case <-t.C:
+		}
+	}
+}
+
+// run runs c under its lease, renewing it, and records the result.
+func (r *Runner) run(c *Claim) {
+	r.mu.Lock()
+	r.running++
+	r.mu.Unlock()
+	defer func() {
+		r.mu.Lock()
+		r.running--
+		r.mu.Unlock()
+	}()
+	ctx, cancel := context.WithCancel(r.runCtx)
+	defer cancel()
+	renewed := make(chan struct{})
+	go func() {
+		defer close(renewed)
+		t := time.NewTicker(r.o.Lease / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				if err := r.s.Extend(ctx, c, r.o.Lease); err != nil {
+					if ctx.Err() != nil {
+						return
+					}
+					// Another worker may run this key now: stop.
+					r.o.Logger.Error("queue: lease lost, cancelling the job", "delivery", c.ID, "err", err)
+					cancel()
+					return
+				}
+			}
+		}
+	}()
+	start := time.Now()
+	res := r.h(ctx, c)
+	cancel()
+	<-renewed
+	if err := r.s.Finish(r.runCtx, c, res); err != nil {
+		// ErrLeaseLost: the new holder runs it again. Otherwise the lease
+		// runs out and so does it.
+		r.o.Logger.Error("queue: recording a job's result", "delivery", c.ID, "err", err)
+	}
+	if r.o.Finished != nil {
+		r.o.Finished(c, res, time.Since(start))
+	}
+}

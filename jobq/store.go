@@ -1,0 +1,594 @@
+// Package jobq is bazinga serve's durable work queue: webhook deliveries
+// stored in SQL (an embedded SQLite file, or PostgreSQL shared by replicas)
+// before they are acknowledged, and run one session at a time, in arrival
+// order, on any number of processes.
+//
+// The model: a delivery is a row, committed before the 2xx (so a crash loses
+// nothing acknowledged) under a unique delivery id (so a redelivery is a
+// duplicate for as long as the row is kept, restarts included). Rows of one
+// session key run head first: only the oldest pending row of a key is
+// eligible, and a worker runs it only while it holds the key's lease, a row
+// in the leases table that one statement takes from nobody or from a holder
+// whose lease ran out. A worker that dies (kill -9, a lost replica) stops
+// renewing; its lease runs out and another worker runs the row again, so
+// processing is at least once, exactly once unless a worker dies in the
+// middle. Periodic work (the sweep) is claimed the same way: one statement
+// moves the schedule forward, and only the replica whose statement did runs
+// it. docs/queue.md explains the choice over riverqueue/river.
+package jobq
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx"
+	_ "modernc.org/sqlite"             // database/sql driver "sqlite", pure Go
+)
+
+// Kind is the kind of database behind a Store.
+type Kind string
+
+const (
+	SQLite   Kind = "sqlite"
+	Postgres Kind = "postgres"
+)
+
+// States of a delivery row.
+const (
+	StatePending = "pending" // waiting, or running under a lease
+	StateDone    = "done"    // finished (processed, ignored or failed for good); kept for deduplication
+	StateDead    = "dead"    // gave up: listed for an operator, who may retry it
+)
+
+// Store is a queue in one database. It is safe for concurrent use, by any
+// number of Stores on the same database (replicas).
+type Store struct {
+	db   *sql.DB
+	kind Kind
+	// Now is the clock (tests move it); every replica's clock is compared
+	// with the others' through lease and schedule times, so replicas need
+	// clocks within a fraction of the lease (NTP is plenty).
+	Now func() time.Time
+}
+
+// ParseURL tells which database a BAZINGA_DATABASE_URL names and the
+// driver's data source: postgres://… or postgresql://… for PostgreSQL;
+// sqlite:PATH, file:PATH or a plain path for an SQLite file.
+func ParseURL(raw string) (Kind, string, error) {
+	raw = strings.TrimSpace(raw)
+	switch {
+	case raw == "":
+		return "", "", errors.New("no database URL")
+	case strings.HasPrefix(raw, "postgres://"), strings.HasPrefix(raw, "postgresql://"):
+		if _, err := url.Parse(raw); err != nil {
+			return "", "", fmt.Errorf("malformed PostgreSQL URL: %w", err)
+		}
+		return Postgres, raw, nil
+	case strings.Contains(raw, "://"):
+		scheme, _, _ := strings.Cut(raw, "://")
+		return "", "", fmt.Errorf("unsupported database scheme %q: use postgres://… or sqlite:PATH", scheme)
+	}
+	path := strings.TrimPrefix(strings.TrimPrefix(raw, "sqlite:"), "file:")
+	if path == "" || strings.Contains(path, "?") {
+		return "", "", fmt.Errorf("sqlite: %q is not a file path", raw)
+	}
+	return SQLite, path, nil
+}
+
+// Open opens (creating it if needed) the queue at url and brings its schema
+// up to date.
+func Open(ctx context.Context, rawURL string) (*Store, error) {
+	kind, dsn, err := ParseURL(rawURL)
+	if err != nil {
+		return nil, err
+	}
+	var db *sql.DB
+	switch kind {
+	case Postgres:
+		db, err = sql.Open("pgx", dsn)
+		if err != nil {
+			return nil, fmt.Errorf("postgres: %w", err)
+		}
+		db.SetMaxOpenConns(32)
+		db.SetMaxIdleConns(16)
+	case SQLite:
+		// WAL lets readers run beside the writer; synchronous FULL makes a
+		// commit durable against power loss too, which is what "a delivery
+		// acknowledged" promises; busy_timeout waits for another process
+		// (an admin command) instead of failing; one connection makes this
+		// process's statements queue in Go rather than in SQLITE_BUSY.
+		q := url.Values{}
+		for _, p := range []string{"busy_timeout(10000)", "journal_mode(WAL)", "synchronous(FULL)", "foreign_keys(ON)"} {
+			q.Add("_pragma", p)
+		}
+		q.Set("_txlock", "immediate")
+		db, err = sql.Open("sqlite", "file:"+dsn+"?"+q.Encode())
+		if err != nil {
+			return nil, fmt.Errorf("sqlite %s: %w", dsn, err)
+		}
+		db.SetMaxOpenConns(1)
+	}
+	s := &Store{db: db, kind: kind, Now: time.Now}
+	if err := s.migrate(ctx); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Kind is the database kind.
+func (s *Store) Kind() Kind { return s.kind }
+
+// Close closes the database.
+func (s *Store) Close() error { return s.db.Close() }
+
+// q rewrites ? placeholders as PostgreSQL's $n.
+func (s *Store) q(query string) string {
+	if s.kind != Postgres {
+		return query
+	}
+	var b strings.Builder
+	n := 0
+	for _, r := range query {
+		if r == '?' {
+			n++
+			fmt.Fprintf(&b, "$%d", n)
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+func (s *Store) ms(t time.Time) int64 { return t.UnixMilli() }
+func (s *Store) now() int64           { return s.Now().UnixMilli() }
+
+// schemaVersion is the schema this code writes; migrate brings older ones
+// up to it.
+const schemaVersion = 1
+
+func (s *Store) migrate(ctx context.Context) error {
+	seq, blob := "INTEGER PRIMARY KEY AUTOINCREMENT", "BLOB"
+	if s.kind == Postgres {
+		seq, blob = "BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY", "BYTEA"
+	}
+	stmts := []string{
+		`CREATE TABLE IF NOT EXISTS bazinga_schema (version INTEGER NOT NULL)`,
+		`CREATE TABLE IF NOT EXISTS bazinga_deliveries (
+			seq ` + seq + `,
+			delivery_id TEXT NOT NULL UNIQUE,
+			session_key TEXT NOT NULL,
+			event TEXT NOT NULL,
+			payload ` + blob + ` NOT NULL,
+			received_ms BIGINT NOT NULL,
+			state TEXT NOT NULL,
+			attempts INTEGER NOT NULL DEFAULT 0,
+			run_after_ms BIGINT NOT NULL,
+			outcome TEXT NOT NULL DEFAULT '',
+			last_error TEXT NOT NULL DEFAULT '',
+			finished_ms BIGINT NOT NULL DEFAULT 0
+		)`,
+		`CREATE INDEX IF NOT EXISTS bazinga_deliveries_session ON bazinga_deliveries (session_key, state, seq)`,
+		`CREATE INDEX IF NOT EXISTS bazinga_deliveries_state ON bazinga_deliveries (state, seq)`,
+		`CREATE TABLE IF NOT EXISTS bazinga_leases (
+			session_key TEXT PRIMARY KEY,
+			owner TEXT NOT NULL,
+			until_ms BIGINT NOT NULL
+		)`,
+		`CREATE TABLE IF NOT EXISTS bazinga_periodic (
+			name TEXT PRIMARY KEY,
+			next_ms BIGINT NOT NULL,
+			owner TEXT NOT NULL DEFAULT ''
+		)`,
+	}
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("queue schema: %w", err)
+	}
+	defer tx.Rollback()
+	if s.kind == Postgres {
+		// Replicas starting together would race on CREATE TABLE IF NOT
+		// EXISTS (it is not atomic in PostgreSQL): one at a time.
+		if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(7412010024)`); err != nil {
+			return fmt.Errorf("queue schema lock: %w", err)
+		}
+	}
+	for _, st := range stmts {
+		if _, err := tx.ExecContext(ctx, st); err != nil {
+			return fmt.Errorf("queue schema: %w", err)
+		}
+	}
+	var v int
+	switch err := tx.QueryRowContext(ctx, `SELECT version FROM bazinga_schema`).Scan(&v); {
+	case errors.Is(err, sql.ErrNoRows):
+		if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO bazinga_schema (version) VALUES (?)`), schemaVersion); err != nil {
+			return fmt.Errorf("queue schema: %w", err)
+		}
+	case err != nil:
+		return fmt.Errorf("queue schema: %w", err)
+	case v > schemaVersion:
+		return fmt.Errorf("the queue's schema is version %d, newer than this bazinga's (%d): upgrade bazinga", v, schemaVersion)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("queue schema: %w", err)
+	}
+	return nil
+}
+
+// Job is one delivery in the queue.
+type Job struct {
+	Seq int64
+	// ID is the delivery id (X-GitHub-Delivery), unique in the queue.
+	ID string
+	// Key serialises: jobs with the same key run one at a time, in Seq
+	// order. Enqueue gives a job without one a key of its own.
+	Key      string
+	Event    string
+	Payload  []byte
+	Received time.Time
+	// Attempts counts the runs started, this one included.
+	Attempts int
+}
+
+// ownKeyPrefix starts the key of a job that needs no ordering: its own
+// (a session key is owner/name#N, never this).
+const ownKeyPrefix = "~delivery/"
+
+func ownKey(id string) string { return ownKeyPrefix + id }
+
+// Enqueue commits j and reports whether it is new: false if a job with its
+// id is already queued, running, finished or dead (a duplicate delivery).
+func (s *Store) Enqueue(ctx context.Context, j Job) (bool, error) {
+	if j.ID == "" {
+		return false, errors.New("jobq: a job needs an id")
+	}
+	key := j.Key
+	if key == "" {
+		key = ownKey(j.ID)
+	}
+	res, err := s.db.ExecContext(ctx, s.q(`INSERT INTO bazinga_deliveries
+		(delivery_id, session_key, event, payload, received_ms, state, run_after_ms)
+		VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (delivery_id) DO NOTHING`),
+		j.ID, key, j.Event, j.Payload, s.ms(j.Received), StatePending, s.ms(j.Received))
+	if err != nil {
+		return false, fmt.Errorf("enqueue %s: %w", j.ID, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return false, fmt.Errorf("enqueue %s: %w", j.ID, err)
+	}
+	return n == 1, nil
+}
+
+// Claim is a job a worker holds the lease of its key for.
+type Claim struct {
+	Job
+	token string
+}
+
+// ErrLeaseLost is returned when a lease ran out and another worker may hold
+// the key: the holder must stop.
+var ErrLeaseLost = errors.New("jobq: the session's lease ran out")
+
+// claimBatch is how many candidate heads one Claim tries before giving up.
+const claimBatch = 16
+
+// Claim takes the lease (for lease) of the oldest due job whose key no one
+// holds, and counts the attempt. It returns nil, nil when there is none.
+// owner names the worker (in the lease row, for operators).
+func (s *Store) Claim(ctx context.Context, owner string, lease time.Duration) (*Claim, error) {
+	now := s.now()
+	rows, err := s.db.QueryContext(ctx, s.q(`SELECT d.session_key FROM bazinga_deliveries d
+		WHERE d.state = ? AND d.run_after_ms <= ?
+		  AND d.seq = (SELECT MIN(h.seq) FROM bazinga_deliveries h WHERE h.session_key = d.session_key AND h.state = ?)
+		  AND NOT EXISTS (SELECT 1 FROM bazinga_leases l WHERE l.session_key = d.session_key AND l.until_ms > ?)
+		ORDER BY d.seq LIMIT ?`), StatePending, now, StatePending, now, claimBatch)
+	if err != nil {
+		return nil, fmt.Errorf("claim: %w", err)
+	}
+	var keys []string
+	for rows.Next() {
+		var k string
+		if err := rows.Scan(&k); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("claim: %w", err)
+		}
+		keys = append(keys, k)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("claim: %w", err)
+	}
+	for _, k := range keys {
+		c, err := s.claimKey(ctx, k, owner, lease)
+		if err != nil || c != nil {
+			return c, err
+		}
+	}
+	return nil, nil
+}
+
+// claimKey takes k's lease if it is free, then its head job if it is due,
+// in one transaction (one commit, and nothing to undo when the head is gone
+// or parked: the rollback drops the lease).
+func (s *Store) claimKey(ctx context.Context, key, owner string, lease time.Duration) (*Claim, error) {
+	now := s.now()
+	token := owner + "/" + randomToken()
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("claim %q: %w", key, err)
+	}
+	defer tx.Rollback()
+	// One statement takes the lease from nobody or from an expired holder;
+	// concurrent takers serialise on the key's row and only one sees it
+	// free (PostgreSQL re-checks the WHERE on the row it locked).
+	res, err := tx.ExecContext(ctx, s.q(`INSERT INTO bazinga_leases (session_key, owner, until_ms) VALUES (?, ?, ?)
+		ON CONFLICT (session_key) DO UPDATE SET owner = excluded.owner, until_ms = excluded.until_ms
+		WHERE bazinga_leases.until_ms <= ?`), key, token, now+lease.Milliseconds(), now)
+	if err != nil {
+		return nil, fmt.Errorf("claim %q: %w", key, err)
+	}
+	if n, err := res.RowsAffected(); err != nil || n != 1 {
+		return nil, err
+	}
+	c := &Claim{token: token}
+	var received, runAfter int64
+	err = tx.QueryRowContext(ctx, s.q(`SELECT seq, delivery_id, session_key, event, payload, received_ms, attempts, run_after_ms
+		FROM bazinga_deliveries WHERE session_key = ? AND state = ? ORDER BY seq LIMIT 1`), key, StatePending).
+		Scan(&c.Seq, &c.ID, &c.Key, &c.Event, &c.Payload, &received, &c.Attempts, &runAfter)
+	if errors.Is(err, sql.ErrNoRows) || (err == nil && runAfter > now) {
+		// Another worker finished it, or the head is parked: not ours.
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("claim %q: %w", key, err)
+	}
+	// The attempt counts when it starts, so a delivery that crashes the
+	// process every time still reaches the dead letters.
+	if _, err := tx.ExecContext(ctx, s.q(`UPDATE bazinga_deliveries SET attempts = attempts + 1 WHERE seq = ?`), c.Seq); err != nil {
+		return nil, fmt.Errorf("claim %q: %w", key, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, fmt.Errorf("claim %q: %w", key, err)
+	}
+	c.Attempts++
+	c.Received = time.UnixMilli(received)
+	return c, nil
+}
+
+// Extend renews c's lease for lease from now; ErrLeaseLost if it ran out
+// and was taken (or released) meanwhile.
+func (s *Store) Extend(ctx context.Context, c *Claim, lease time.Duration) error {
+	res, err := s.db.ExecContext(ctx, s.q(`UPDATE bazinga_leases SET until_ms = ? WHERE session_key = ? AND owner = ?`),
+		s.now()+lease.Milliseconds(), c.Key, c.token)
+	if err != nil {
+		return fmt.Errorf("extend lease %q: %w", c.Key, err)
+	}
+	if n, err := res.RowsAffected(); err != nil || n != 1 {
+		return ErrLeaseLost
+	}
+	return nil
+}
+
+// Disposition is what a run of a job came to.
+type Disposition int
+
+const (
+	// Done: finished; the row stays, state done, for deduplication.
+	Done Disposition = iota
+	// Retry: run again after RunAfter (a transient failure).
+	Retry
+	// Park: run again after RunAfter without counting the attempt (a rate
+	// limit's reset); the key's later jobs wait behind it.
+	Park
+	// Dead: give up; an operator lists and retries dead jobs.
+	Dead
+)
+
+// Result is a run's outcome.
+type Result struct {
+	Disposition Disposition
+	// Outcome is recorded with a finished job (processed, ignored, …).
+	Outcome string
+	// Err is the failure, recorded for Retry, Park and Dead.
+	Err string
+	// RunAfter is when a retried or parked job may run again.
+	RunAfter time.Time
+}
+
+// Finish records r for c and releases c's lease, in one transaction that
+// first checks the lease is still c's (else ErrLeaseLost and nothing is
+// written: the key's new holder owns the job now).
+func (s *Store) Finish(ctx context.Context, c *Claim, r Result) error {
+	ctx = context.WithoutCancel(ctx) // a finished run is recorded even during shutdown
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("finish %s: %w", c.ID, err)
+	}
+	defer tx.Rollback()
+	// Deleting the lease row locks it (PostgreSQL) and proves it is ours.
+	res, err := tx.ExecContext(ctx, s.q(`DELETE FROM bazinga_leases WHERE session_key = ? AND owner = ?`), c.Key, c.token)
+	if err != nil {
+		return fmt.Errorf("finish %s: %w", c.ID, err)
+	}
+	if n, err := res.RowsAffected(); err != nil || n != 1 {
+		return ErrLeaseLost
+	}
+	errText := truncate(r.Err, 4000)
+	switch r.Disposition {
+	case Done:
+		_, err = tx.ExecContext(ctx, s.q(`UPDATE bazinga_deliveries SET state = ?, outcome = ?, last_error = ?, finished_ms = ? WHERE seq = ?`),
+			StateDone, r.Outcome, errText, s.now(), c.Seq)
+	case Retry:
+		_, err = tx.ExecContext(ctx, s.q(`UPDATE bazinga_deliveries SET run_after_ms = ?, last_error = ? WHERE seq = ?`),
+			s.ms(r.RunAfter), errText, c.Seq)
+	case Park:
+		_, err = tx.ExecContext(ctx, s.q(`UPDATE bazinga_deliveries SET run_after_ms = ?, last_error = ?, attempts = attempts - 1 WHERE seq = ?`),
+			s.ms(r.RunAfter), errText, c.Seq)
+	case Dead:
+		_, err = tx.ExecContext(ctx, s.q(`UPDATE bazinga_deliveries SET state = ?, outcome = ?, last_error = ?, finished_ms = ? WHERE seq = ?`),
+			StateDead, r.Outcome, errText, s.now(), c.Seq)
+	default:
+		return fmt.Errorf("finish %s: unknown disposition %d", c.ID, r.Disposition)
+	}
+	if err != nil {
+		return fmt.Errorf("finish %s: %w", c.ID, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("finish %s: %w", c.ID, err)
+	}
+	return nil
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return strings.ToValidUTF8(s[:n], "")
+}
+
+// Stats is the queue at one moment.
+type Stats struct {
+	// Pending counts jobs not finished: due, parked or running.
+	Pending int
+	// Parked counts pending jobs waiting for a retry time or a reset.
+	Parked int
+	// Running counts keys leased now.
+	Running int
+	Dead    int
+	// Oldest is when the oldest pending job was received (zero if none).
+	Oldest time.Time
+}
+
+// Stats reads the queue's figures.
+func (s *Store) Stats(ctx context.Context) (Stats, error) {
+	var st Stats
+	now := s.now()
+	var oldest sql.NullInt64
+	err := s.db.QueryRowContext(ctx, s.q(`SELECT
+		(SELECT COUNT(*) FROM bazinga_deliveries WHERE state = ?),
+		(SELECT COUNT(*) FROM bazinga_deliveries WHERE state = ? AND run_after_ms > ?),
+		(SELECT COUNT(*) FROM bazinga_leases WHERE until_ms > ?),
+		(SELECT COUNT(*) FROM bazinga_deliveries WHERE state = ?),
+		(SELECT MIN(received_ms) FROM bazinga_deliveries WHERE state = ?)`),
+		StatePending, StatePending, now, now, StateDead, StatePending).Scan(&st.Pending, &st.Parked, &st.Running, &st.Dead, &oldest)
+	if err != nil {
+		return Stats{}, fmt.Errorf("queue stats: %w", err)
+	}
+	if oldest.Valid {
+		st.Oldest = time.UnixMilli(oldest.Int64)
+	}
+	return st, nil
+}
+
+// Entry is a job as an operator lists it.
+type Entry struct {
+	ID       string
+	Key      string
+	Event    string
+	State    string
+	Attempts int
+	Outcome  string
+	Err      string
+	Received time.Time
+	Finished time.Time
+}
+
+// Dead lists dead jobs, oldest first, at most limit.
+func (s *Store) Dead(ctx context.Context, limit int) ([]Entry, error) {
+	return s.list(ctx, `state = ?`, []any{StateDead}, limit)
+}
+
+// Get returns the job with delivery id id (ok false if there is none).
+func (s *Store) Get(ctx context.Context, id string) (Entry, bool, error) {
+	es, err := s.list(ctx, `delivery_id = ?`, []any{id}, 1)
+	if err != nil || len(es) == 0 {
+		return Entry{}, false, err
+	}
+	return es[0], true, nil
+}
+
+// All lists every job, oldest first (tests and diagnostics).
+func (s *Store) All(ctx context.Context) ([]Entry, error) {
+	return s.list(ctx, `1 = 1`, nil, 1<<30)
+}
+
+func (s *Store) list(ctx context.Context, where string, args []any, limit int) ([]Entry, error) {
+	rows, err := s.db.QueryContext(ctx, s.q(`SELECT delivery_id, session_key, event, state, attempts, outcome, last_error, received_ms, finished_ms
+		FROM bazinga_deliveries WHERE `+where+` ORDER BY seq LIMIT ?`), append(args, limit)...)
+	if err != nil {
+		return nil, fmt.Errorf("list jobs: %w", err)
+	}
+	defer rows.Close()
+	var out []Entry
+	for rows.Next() {
+		var e Entry
+		var rec, fin int64
+		if err := rows.Scan(&e.ID, &e.Key, &e.Event, &e.State, &e.Attempts, &e.Outcome, &e.Err, &rec, &fin); err != nil {
+			return nil, fmt.Errorf("list jobs: %w", err)
+		}
+		if e.Key == ownKey(e.ID) {
+			e.Key = ""
+		}
+		e.Received = time.UnixMilli(rec)
+		if fin != 0 {
+			e.Finished = time.UnixMilli(fin)
+		}
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}
+
+// RetryDead makes the dead jobs with the given delivery ids pending again
+// with fresh attempts (every dead job if ids is empty), and returns how many
+// it revived. A revived job keeps its place: it runs before its key's later
+// jobs.
+func (s *Store) RetryDead(ctx context.Context, ids []string) (int64, error) {
+	query := `UPDATE bazinga_deliveries SET state = ?, attempts = 0, run_after_ms = ?, finished_ms = 0 WHERE state = ?`
+	args := []any{StatePending, s.now(), StateDead}
+	if len(ids) > 0 {
+		query += ` AND delivery_id IN (?` + strings.Repeat(`, ?`, len(ids)-1) + `)`
+		for _, id := range ids {
+			args = append(args, id)
+		}
+	}
+	res, err := s.db.ExecContext(ctx, s.q(query), args...)
+	if err != nil {
+		return 0, fmt.Errorf("retry dead jobs: %w", err)
+	}
+	return res.RowsAffected()
+}
+
+// ClaimPeriodic reports whether the caller is the one replica to run the
+// periodic task name now: it is when the task is due, and then the schedule
+// moves every forward in the same statement, so of concurrent callers
+// exactly one sees it due.
+func (s *Store) ClaimPeriodic(ctx context.Context, name, owner string, every time.Duration) (bool, error) {
+	now := s.now()
+	if _, err := s.db.ExecContext(ctx, s.q(`INSERT INTO bazinga_periodic (name, next_ms) VALUES (?, 0) ON CONFLICT (name) DO NOTHING`), name); err != nil {
+		return false, fmt.Errorf("periodic %s: %w", name, err)
+	}
+	res, err := s.db.ExecContext(ctx, s.q(`UPDATE bazinga_periodic SET next_ms = ?, owner = ? WHERE name = ? AND next_ms <= ?`),
+		now+every.Milliseconds(), owner, name, now)
+	if err != nil {
+		return false, fmt.Errorf("periodic %s: %w", name, err)
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
+}
+
+// Prune deletes jobs finished (done) before before, and returns how many:
+// their delivery ids are forgotten, so a redelivery after that is new.
+// Dead jobs stay until an operator retries them.
+func (s *Store) Prune(ctx context.Context, before time.Time) (int64, error) {
+	res, err := s.db.ExecContext(ctx, s.q(`DELETE FROM bazinga_deliveries WHERE state = ? AND finished_ms < ?`), StateDone, s.ms(before))
+	if err != nil {
+		return 0, fmt.Errorf("prune: %w", err)
+	}
+	return res.RowsAffected()
+}
