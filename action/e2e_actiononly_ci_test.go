@@ -32,6 +32,7 @@ import (
 //     their pushes start CI, the check passes on each group head, and the
 //     group PRs are merged through the API at their tested heads.
 func TestE2EActionOnlyRequiredCheck(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name     string
 		exchange bool

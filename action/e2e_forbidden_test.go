@@ -18,6 +18,7 @@ import (
 // merge pauses naming the setting, and once an admin turns it on,
 // `/bazinga resume` opens the PRs and the session ends verified.
 func TestE2EActionOnlyForbiddenPRs(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		method string
 		paused bool

@@ -134,6 +134,7 @@ func assertOnlyReviewedLanded(t *testing.T, w *world, s pipeline.Session, human,
 }
 
 func TestE2EForcePushWhileMergingAppMode(t *testing.T) {
+	t.Parallel()
 	var pushed func() (string, string)
 	w, s := playAppModeWith(t, e2eConfig, func(w *world) { pushed = forcePushOnLand(t, w) })
 	human, reviewed := pushed()
@@ -141,6 +142,7 @@ func TestE2EForcePushWhileMergingAppMode(t *testing.T) {
 }
 
 func TestE2EForcePushWhileMergingActionOnlyMode(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	pushed := forcePushOnLand(t, w)
 	w.actionOnly()
@@ -227,6 +229,7 @@ func playReviewer(t *testing.T, w *world, issue int) (stop func() (human, old st
 // and review at once (no merge step runs for the old head); bob's approval
 // of the pushed head, once the tech lead approved it, lets it merge.
 func TestE2EAppModePushWhileWaitingForApproval(t *testing.T) {
+	t.Parallel()
 	var stop func() (string, string)
 	w, s := playAppModeWith(t, e2eConfig+"merge:\n  required_approvals: 1\n", func(w *world) {
 		w.f.SetPermission("bob", "write")

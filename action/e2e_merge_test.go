@@ -111,6 +111,7 @@ func playCI(t *testing.T, w *world, issue int, failA bool) (stop func() (failed,
 // head after CI passed on it; CI failing once sends group A back to its
 // developer; BAZINGA is verified although no group branch is in main.
 func TestE2EAppModeProtectedSquashOnlyWithRequiredCheck(t *testing.T) {
+	t.Parallel()
 	var stopCI func() ([]string, []string)
 	w, s := playAppModeWith(t, e2eConfig, func(w *world) {
 		require.NoError(t, os.WriteFile(filepath.Join(w.root, "scenario.json"), []byte(e2eCIFixScenario(t)), 0o644))
@@ -173,6 +174,7 @@ func TestE2EAppModeProtectedSquashOnlyWithRequiredCheck(t *testing.T) {
 // land job pushes the tested merge to the group branch instead (GitHub would
 // refuse the merge), CI runs on that head, and the merge goes again.
 func TestE2EAppModeStrictRequiredChecks(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name    string
 		protect func(*ghfake.Repo) error
@@ -222,6 +224,7 @@ func TestE2EAppModeStrictRequiredChecks(t *testing.T) {
 // merge.method push (the method that opens drafts) the group PRs are
 // opened ready for review, with a note, and the session ends verified.
 func TestE2EAppModeFreePrivateRepository(t *testing.T) {
+	t.Parallel()
 	w, _ := playAppModeWith(t, e2eConfig+"merge:\n  method: push\n", func(w *world) {
 		st := w.repo.Settings()
 		st.Private, st.Plan = true, ghfake.PlanFree
@@ -246,6 +249,7 @@ func TestE2EAppModeFreePrivateRepository(t *testing.T) {
 // land job knows it from the rules before pushing and the session pauses
 // naming the rule and the fix, instead of failing the push again and again.
 func TestE2EPushRefusedByProtection(t *testing.T) {
+	t.Parallel()
 	w := newWorldWith(t, e2eConfig+"merge:\n  method: push\n")
 	_, err := w.repo.AddRuleset(ghfake.Ruleset{Name: "PRs only", Include: []string{"~DEFAULT_BRANCH"}, RequirePR: true})
 	require.NoError(t, err)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/ed25519"
+	"flag"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -11,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -43,6 +45,16 @@ func TestMain(m *testing.M) {
 		case "scripted-agent":
 			os.Exit(scripted.Main(os.Args[2:], os.Stdout, os.Stderr))
 		}
+	}
+	flag.Parse()
+	// The end-to-end sessions mostly wait (for the fake's runs and the
+	// jobs' processes): more of them at once than a 2-core machine's
+	// GOMAXPROCS keeps the package well inside go test's ten minutes.
+	// An explicit -parallel wins.
+	explicit := false
+	flag.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "test.parallel" })
+	if !explicit && runtime.GOMAXPROCS(0) < 4 {
+		_ = flag.Set("test.parallel", "4")
 	}
 	os.Exit(m.Run())
 }
@@ -748,6 +760,7 @@ func (w *world) assertVerified(issue int, trust codec.StateTrust) pipeline.Sessi
 }
 
 func TestE2EAppMode(t *testing.T) {
+	t.Parallel()
 	start := time.Now()
 	w, s := playAppMode(t, e2eConfig)
 	f := w.f
@@ -758,6 +771,7 @@ func TestE2EAppMode(t *testing.T) {
 // merge.method pull-request: the group PRs are opened ready for review and
 // merged through the API at the tested head, not pushed.
 func TestE2EAppModePullRequestMerges(t *testing.T) {
+	t.Parallel()
 	w, s := playAppMode(t, e2eConfig+"merge:\n  method: pull-request\n")
 	merges := 0
 	for _, c := range w.f.Calls() {
@@ -895,6 +909,7 @@ func (w *world) assertJobs(s pipeline.Session) {
 }
 
 func TestE2EActionOnlyMode(t *testing.T) {
+	t.Parallel()
 	start := time.Now()
 	w := newWorld(t)
 	f := w.f
