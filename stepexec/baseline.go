@@ -69,7 +69,9 @@ func (e *Executor) takeBaseline(ctx context.Context, s pipeline.Session) (*pipel
 	if ctx.Err() != nil {
 		return nil, fmt.Errorf("the baseline was cut short: %w", ctx.Err())
 	}
-	return baselineOf(head.String(), gr), nil
+	b := baselineOf(head.String(), gr)
+	b.Command = e.testGate().Command
+	return b, nil
 }
 
 // baselineOf turns a gate run on the base into the session's baseline.
@@ -79,6 +81,13 @@ func baselineOf(commit string, gr gitops.GateResult) *pipeline.Baseline {
 	if b.Green {
 		return b
 	}
+	b.Tail = gr.Output
+	if len(b.Tail) > pipeline.MaxCheckTail {
+		b.Tail = "…" + pipeline.ValidSuffix(b.Tail, pipeline.MaxCheckTail-len("…"))
+	}
+	// sh's own codes: 127 the command was not found, 126 it could not be
+	// executed. The base's tests did not fail; they never ran.
+	b.CannotRun = gr.TestsOutcome == gitops.GateFail && (gr.ExitCode == 127 || gr.ExitCode == 126)
 	b.Failed = gr.Tests.Names()
 	// Failures that cannot all be named make every failure pre-existing.
 	b.Unnamed = len(b.Failed) == 0 || gr.TestsOutcome == gitops.GateTimeout || gr.Tests.Identity == gitops.IdentityExitStatus
