@@ -189,7 +189,6 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return Run(ctx, Deps{Stdout: stdout})
 }
 
-
 // inputs are the action's inputs and the job's context.
 type inputs struct {
 	command, step, token, agentCommand, config, workDir string
