@@ -189,29 +189,6 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return Run(ctx, Deps{Stdout: stdout})
 }
 
-// Usage is the help text of `bazinga action`.
-const Usage = `bazinga action — run inside GitHub Actions (see action.yml)
-
-Inputs (INPUT_* variables, as the runner sets them):
-  command            one dispatched step is two jobs:
-                       agent | gate | validate  unprivileged (read-only token): run the step, write a hand-over
-                       publish | land           privileged (write token, no repository code): check the
-                                                hand-over, push, claim, post
-                     reconcile                  the Action-only orchestrator
-  step               the step id <issue>/<group>/<role>/<n> (every command but reconcile)
-  github-token       token for the API and git (read-only for agent, gate, validate)
-  token-exchange-url publish, land, reconcile: exchange the job's OIDC token (id-token: write) at
-                     bazinga serve's POST /token for an App token, used instead of github-token
-  token-exchange-audience  the OIDC token's audience (default bazinga)
-  handover           the hand-over directory (default RUNNER_TEMP/bazinga-handover)
-  agent-command      overrides agent.command of the configuration
-  config             configuration path (default .github/bazinga.yml)
-  working-directory  where working copies are made (default RUNNER_TEMP)
-
-Outputs: status, summary, step. Exit code 0 on success, "duplicate" and
-"skipped"; 1 when the step failed or an input is wrong.
-`
-
 // inputs are the action's inputs and the job's context.
 type inputs struct {
 	command, step, token, agentCommand, config, workDir string

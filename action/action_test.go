@@ -467,7 +467,8 @@ func TestUsage(t *testing.T) {
 	var out, errOut bytes.Buffer
 	assert.Equal(t, 0, action.Main(context.Background(), []string{"-h"}, &out, &errOut))
 	assert.Contains(t, out.String(), "agent | gate | validate")
-	assert.Contains(t, out.String(), "publish | land")
+	assert.Contains(t, out.String(), "publish (after agent, validate) | land (after gate)") // action.yml's words (issue 25)
+	assert.Contains(t, out.String(), "Action-only orchestrator")
 	assert.Equal(t, 2, action.Main(context.Background(), []string{"--bogus"}, &out, &errOut))
 	assert.Contains(t, errOut.String(), "unexpected argument")
 }

@@ -11,6 +11,8 @@ import (
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
+
+	"github.com/bazinga-bot/bazinga/testgate"
 )
 
 // LandOutcome is the user-facing result of landing a group.
@@ -55,7 +57,7 @@ type LandRequest struct {
 	// reports MergeHeadMoved instead. Zero merges the branch as it is (a
 	// session that recorded no reviewed head).
 	Head plumbing.Hash
-	Gate GateConfig
+	Gate testgate.GateConfig
 	// Author of the merge commit; the committer is BotIdentity.
 	Author  Identity
 	Message string // default "Merge branch '<branch>' into <base>"
@@ -90,7 +92,7 @@ type LandResult struct {
 	Commit        plumbing.Hash
 	AlreadyMerged bool
 	Conflicts     []string
-	Gate          *GateResult
+	Gate          *testgate.GateResult
 	Attempts      int
 	// Reason explains MERGE_BLOCKED and MERGE_TEST_FAILURE.
 	Reason string
@@ -272,7 +274,7 @@ func landOnce(ctx context.Context, req LandRequest) (res LandResult, retry bool,
 			return res, false, fmt.Errorf("checking out merge commit: %w", err)
 		}
 	}
-	gate, err := RunGate(ctx, dir, req.Gate)
+	gate, err := testgate.RunGate(ctx, dir, req.Gate)
 	if err != nil {
 		return res, false, err
 	}
@@ -280,9 +282,9 @@ func landOnce(ctx context.Context, req LandRequest) (res LandResult, retry bool,
 		return res, false, ctx.Err()
 	}
 	res = LandResult{Gate: &gate}
-	if gate.Outcome != GatePass {
+	if gate.Outcome != testgate.GatePass {
 		res.Outcome = MergeTestFailure
-		res.Reason = gate.Summary() + "\n" + gate.Digest(MaxGateOutput)
+		res.Reason = gate.Summary() + "\n" + gate.Digest(testgate.MaxGateOutput)
 		return res, false, nil
 	}
 	if req.Finish != nil {

@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bazinga-bot/bazinga/pipeline"
+	"github.com/bazinga-bot/bazinga/testgate"
 )
 
 // remoteFixture is a bare "remote" with main and a group branch, plus a
@@ -83,7 +84,7 @@ func TestLandOutcomes(t *testing.T) {
 				assert.Equal(t, "zero\none\ntwo\nthree\nfour\n", runGit(t, f.bare, "show", "main:a.txt"))
 				parents := strings.Fields(runGit(t, f.bare, "log", "-1", "--format=%P", "main"))
 				assert.Len(t, parents, 2)
-				assert.Equal(t, GatePass, res.Gate.Outcome)
+				assert.Equal(t, testgate.GatePass, res.Gate.Outcome)
 				assert.Contains(t, runGit(t, f.bare, "log", "-1", "--format=%cn", "main"), "bazinga[bot]")
 			},
 		},
@@ -117,7 +118,7 @@ func TestLandOutcomes(t *testing.T) {
 			},
 			gate: "echo boom; exit 3", want: MergeTestFailure,
 			check: func(t *testing.T, f *remoteFixture, res LandResult) {
-				assert.Equal(t, GateFail, res.Gate.Outcome)
+				assert.Equal(t, testgate.GateFail, res.Gate.Outcome)
 				assert.Equal(t, 3, res.Gate.ExitCode)
 				assert.Contains(t, res.Reason, "boom")
 			},
@@ -176,7 +177,7 @@ func TestLandOutcomes(t *testing.T) {
 			}
 			res, err := Land(context.Background(), LandRequest{
 				Remote: Remote{URL: url}, Base: "main", Branch: "bazinga/s1-A",
-				Gate:   GateConfig{Command: tc.gate, Timeout: time.Minute},
+				Gate:   testgate.GateConfig{Command: tc.gate, Timeout: time.Minute},
 				Author: Identity{Name: "Dev", Email: "dev@example.com"}, StepID: "s1/A/merge/1",
 				AllowWorkflowChanges: tc.allowWF,
 			})
@@ -207,7 +208,7 @@ func TestLandRetriesWhenBaseMoves(t *testing.T) {
 	gate := fmt.Sprintf(`if [ ! -f %[1]s ]; then touch %[1]s; cd %[2]s && echo moved > d.txt && git add d.txt && `+
 		`git -c user.name=x -c user.email=x@example.com commit -qm moved && git push -q origin HEAD:main; fi`, mark, other)
 	res, err := Land(context.Background(), LandRequest{
-		Remote: Remote{URL: f.bare}, Base: "main", Branch: "bazinga/s1-A", Gate: GateConfig{Command: gate, Timeout: time.Minute},
+		Remote: Remote{URL: f.bare}, Base: "main", Branch: "bazinga/s1-A", Gate: testgate.GateConfig{Command: gate, Timeout: time.Minute},
 	})
 	require.NoError(t, err)
 	assert.Equal(t, MergeSuccess, res.Outcome, res.Reason)
@@ -391,7 +392,7 @@ func TestLandFinishReplacesThePush(t *testing.T) {
 		return FinishResult{Outcome: MergeSuccess, Commit: plumbing.NewHash("0123456789abcdef0123456789abcdef01234567")}, nil
 	}
 	res, err := Land(context.Background(), LandRequest{Remote: Remote{URL: f.bare}, Base: "main", Branch: "bazinga/s1-A",
-		Gate: GateConfig{Command: "test -f c.txt", Timeout: time.Minute}, Finish: finish})
+		Gate: testgate.GateConfig{Command: "test -f c.txt", Timeout: time.Minute}, Finish: finish})
 	require.NoError(t, err)
 	assert.Equal(t, MergeSuccess, res.Outcome)
 	assert.Equal(t, 2, calls)
@@ -402,7 +403,7 @@ func TestLandFinishReplacesThePush(t *testing.T) {
 	// A failing gate never reaches Finish.
 	calls = 0
 	res, err = Land(context.Background(), LandRequest{Remote: Remote{URL: f.bare}, Base: "main", Branch: "bazinga/s1-A",
-		Gate: GateConfig{Command: "exit 1", Timeout: time.Minute}, Finish: finish})
+		Gate: testgate.GateConfig{Command: "exit 1", Timeout: time.Minute}, Finish: finish})
 	require.NoError(t, err)
 	assert.Equal(t, MergeTestFailure, res.Outcome)
 	assert.Zero(t, calls)

@@ -15,6 +15,8 @@ import (
 	"github.com/go-git/go-git/v5/storage/memory"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/bazinga-bot/bazinga/testgate"
 )
 
 // Issue 28: Land merges exactly the reviewed head of the group branch, or
@@ -57,7 +59,7 @@ func TestLandMergesOnlyTheReviewedHead(t *testing.T) {
 			before := f.head(t, "main")
 			res, err := Land(context.Background(), LandRequest{
 				Remote: Remote{URL: f.bare}, Base: "main", Branch: "bazinga/s1-A", Head: plumbing.NewHash(reviewed),
-				Gate: GateConfig{Command: gate, Timeout: time.Minute},
+				Gate: testgate.GateConfig{Command: gate, Timeout: time.Minute},
 			})
 			require.NoError(t, err)
 			assert.Equal(t, tc.want, res.Outcome, res.Reason)

@@ -19,6 +19,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/bazinga-bot/bazinga/testgate"
 )
 
 // gitServer serves the bare repositories of one directory over git's smart
@@ -208,7 +210,7 @@ func TestLandOverHTTPDeepensToTheMergeBase(t *testing.T) {
 	require.True(t, clean)
 	before := f.head(t, "main")
 	res, err := Land(context.Background(), LandRequest{Remote: Remote{URL: f.url}, Base: "main", Branch: f.branch,
-		Gate: GateConfig{Command: "test -f group.txt && test -f later.txt", Timeout: time.Minute}})
+		Gate: testgate.GateConfig{Command: "test -f group.txt && test -f later.txt", Timeout: time.Minute}})
 	require.NoError(t, err)
 	require.Equal(t, MergeSuccess, res.Outcome, res.Reason)
 	assert.Equal(t, wantTree+"\n", runGit(t, f.bare, "rev-parse", "main^{tree}"))

@@ -31,8 +31,9 @@ func TestFailingAgentIsVisible(t *testing.T) {
 			repo := gitRepo(t, map[string]string{"README.md": "x\n"})
 			agentCmd, _ := writeAgent(t, failingAgent)
 			var out bytes.Buffer
+			test := "true" // a repository without tests names its (empty) gate
 			res, err := Run(context.Background(), Options{Repo: repo, Requirements: "say hello", AgentCommand: agentCmd,
-				Baseline: pipeline.BaselineOff, Out: &out, JSON: asJSON})
+				TestCommand: &test, Baseline: pipeline.BaselineOff, Out: &out, JSON: asJSON})
 			require.NoError(t, err, out.String())
 			assert.False(t, res.Verified())
 			assert.Equal(t, pipeline.SessionPaused, res.Status, res.Reason)

@@ -23,7 +23,7 @@ func baselineWaits(s pipeline.Session) bool {
 // askBaseline puts the red baseline to the person at the terminal, once per
 // baseline (again after an answer it could not read).
 func (r *runner) askBaseline() {
-	if !baselineWaits(r.s) || !r.interactive() || r.reading || r.askedBL == r.s.Baseline.Commit {
+	if !baselineWaits(r.s) || r.s.Baseline.CannotRun || !r.interactive() || r.reading || r.askedBL == r.s.Baseline.Commit {
 		return
 	}
 	r.askedBL = r.s.Baseline.Commit
@@ -34,7 +34,7 @@ func (r *runner) askBaseline() {
 // awaitsBaseline reports whether the run stays to hear about a red
 // baseline: someone at the terminal is (or is about to be) asked.
 func (r *runner) awaitsBaseline() bool {
-	return baselineWaits(r.s) && r.interactive()
+	return baselineWaits(r.s) && !r.s.Baseline.CannotRun && r.interactive()
 }
 
 // baselineReply turns the answer about the baseline of commit into events.
@@ -79,6 +79,11 @@ func baselineText(s pipeline.Session) string {
 	if b.Commit != "" {
 		at += "@" + shortCommit(b.Commit)
 	}
+	if b.CannotRun {
+		fmt.Fprintf(&sb, "🧱 The test command cannot run on %s: %s\n", at, orNone(b.Command))
+		writeTail(&sb, b.Tail)
+		return strings.TrimRight(sb.String(), "\n")
+	}
 	fmt.Fprintf(&sb, "🧱 The tests already fail on %s before any work (failing tests told apart by: %s).\n", at, b.Identity)
 	switch {
 	case len(b.Failed) > 0:
@@ -97,10 +102,39 @@ func baselineText(s pipeline.Session) string {
 	default:
 		sb.WriteString("Failing tests: none named — the command failed without naming a test (exit status only).\n")
 	}
+	if b.Command != "" {
+		sb.WriteString("Command: " + b.Command + "\n")
+	}
 	if b.Summary != "" {
 		sb.WriteString("(" + oneLine(b.Summary) + ")\n")
 	}
+	writeTail(&sb, b.Tail)
 	return strings.TrimRight(sb.String(), "\n")
+}
+
+// maxTailLines bounds the lines of output a red baseline shows.
+const maxTailLines = 15
+
+// writeTail shows the end of the command's output, indented.
+func writeTail(sb *strings.Builder, tail string) {
+	lines := strings.Split(strings.TrimRight(tail, "\n"), "\n")
+	if strings.TrimSpace(tail) == "" {
+		return
+	}
+	if len(lines) > maxTailLines {
+		lines = lines[len(lines)-maxTailLines:]
+	}
+	sb.WriteString("Output (the end):\n")
+	for _, l := range lines {
+		sb.WriteString("  | " + l + "\n")
+	}
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(none)"
+	}
+	return s
 }
 
 func shortCommit(sha string) string {
@@ -125,6 +159,16 @@ func (v *view) baselinePrompt(s pipeline.Session) {
 // baselineStop says why a run that cannot ask stops at a red baseline, and
 // how to go on; asked: the question was put, but the input ended.
 func (v *view) baselineStop(s pipeline.Session, repo string, asked bool) {
+	if s.Baseline.CannotRun {
+		// A wrong command, not failures: nothing to accept.
+		if !v.json {
+			v.println(baselineText(s))
+		}
+		v.warn("the session is saved and paused: its tests cannot run, so there is nothing to compare with. " +
+			"Set tests.command in " + ConfigPath + " to the command that runs this repository's tests (`bazinga init` detects one; " +
+			"`bazinga config` shows what a run uses), commit it, and start a new session — or pass --test-command")
+		return
+	}
 	why := "the input ended before an answer"
 	if !asked {
 		why = "this run cannot ask (no terminal)"

@@ -56,7 +56,8 @@ func TestRedBaselineAskedOnTheTerminal(t *testing.T) {
 		out        []string
 	}{
 		{"accept", false, "a\n", 1, pipeline.SessionDone, []string{
-			"🧱 The tests already fail on main@", " before any work (failing tests told apart by: go test -json).\nFailing tests:\n  - p.TestFlaky\n",
+			"🧱 The tests already fail on main@", " before any work (failing tests told apart by: go test -json).\nFailing tests:\n  - p.TestFlaky\nCommand: ./t.sh\n(",
+			"Output (the end):\n  | {\"Action\":\"output\"",
 			baselineQuestion, "Resumed by terminal. The baseline of main is accepted: only failures it does not have count."}},
 		{"an unreadable answer is asked again", false, "later\naccept\n", 2, pipeline.SessionDone, []string{
 			`type "a" to accept these failures as pre-existing, or "s" to stop`, "Resumed by terminal. The baseline of main is accepted"}},

@@ -40,7 +40,7 @@ func checkRepo(dir, base string) (*git.Repository, plumbing.Hash, error) {
 	}
 	head, err := repo.Reference(plumbing.NewBranchReferenceName(base), true)
 	if err != nil {
-		return nil, plumbing.ZeroHash, fmt.Errorf("base branch %q not found in %s", base, dir)
+		return nil, plumbing.ZeroHash, missingBranch(repo, dir, base)
 	}
 	wt, err := repo.Worktree()
 	if err != nil {
@@ -88,29 +88,94 @@ func currentBranch(repo *git.Repository) string {
 	return ref.Target().Short()
 }
 
+// missingBranch says why the base branch is not there: a repository with
+// no commit yet has no branch at all, and bazinga works on a branch's head.
+func missingBranch(repo *git.Repository, dir, base string) error {
+	var branches []string
+	if iter, err := repo.Branches(); err == nil {
+		_ = iter.ForEach(func(r *plumbing.Reference) error {
+			if name := r.Name().Short(); !strings.HasPrefix(name, "bazinga/") { // groups' branches are no base
+				branches = append(branches, name)
+			}
+			return nil
+		})
+	}
+	if len(branches) == 0 {
+		return fmt.Errorf("%s has no commits yet: bazinga works on the head of a branch, so commit your code first "+
+			"(git add -A && git commit -m \"initial commit\")", dir)
+	}
+	sort.Strings(branches)
+	return fmt.Errorf("base branch %q not found in %s (its branches: %s; say which with --base)", base, dir, strings.Join(branches, ", "))
+}
+
+// RepoRoot returns the root of the git working tree that holds dir, looking
+// upward from it as git does, so bazinga runs from any directory of a
+// repository. A directory in no repository is an error saying so.
+func RepoRoot(dir string) (string, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", fmt.Errorf("repository path %q: %w", dir, err)
+	}
+	fi, err := os.Stat(abs)
+	if err != nil {
+		return "", fmt.Errorf("repository %s: %w", dir, err)
+	}
+	if !fi.IsDir() {
+		return "", fmt.Errorf("repository %s is not a directory", dir)
+	}
+	repo, err := git.PlainOpenWithOptions(abs, &git.PlainOpenOptions{DetectDotGit: true})
+	if errors.Is(err, git.ErrRepositoryNotExists) {
+		return "", fmt.Errorf("%s is not a git repository, nor inside one (run `git init` there and commit your code first)", abs)
+	}
+	if err != nil {
+		return "", fmt.Errorf("opening the repository at %s: %w", abs, err)
+	}
+	wt, err := repo.Worktree()
+	if err != nil {
+		return "", fmt.Errorf("the repository at %s has no working tree (a bare repository): %w", abs, err)
+	}
+	return wt.Filesystem.Root(), nil
+}
+
+// fileConfig is the configuration file as a session reads it: the
+// configuration and where each key it sets is (line by dotted path).
+type fileConfig struct {
+	cfg pipeline.Config
+	set map[string]int
+	// found: the base holds the file; text is what it holds.
+	found bool
+	text  string
+}
+
 // readConfig reads .github/bazinga.yml from the base branch's head, so the
 // session runs with the configuration that is committed.
 func readConfig(repo *git.Repository, head plumbing.Hash) (pipeline.Config, error) {
+	fc, err := readConfigKeys(repo, head)
+	return fc.cfg, err
+}
+
+// readConfigKeys is readConfig saying which keys the file sets.
+func readConfigKeys(repo *git.Repository, head plumbing.Hash) (fileConfig, error) {
 	commit, err := repo.CommitObject(head)
 	if err != nil {
-		return pipeline.Config{}, fmt.Errorf("reading the base commit: %w", err)
+		return fileConfig{}, fmt.Errorf("reading the base commit: %w", err)
 	}
 	f, err := commit.File(ConfigPath)
 	if errors.Is(err, object.ErrFileNotFound) {
-		return pipeline.DefaultConfig(), nil
+		return fileConfig{cfg: pipeline.DefaultConfig(), set: map[string]int{}}, nil
 	}
 	if err != nil {
-		return pipeline.Config{}, fmt.Errorf("reading %s: %w", ConfigPath, err)
+		return fileConfig{}, fmt.Errorf("reading %s: %w", ConfigPath, err)
 	}
 	text, err := f.Contents()
 	if err != nil {
-		return pipeline.Config{}, fmt.Errorf("reading %s: %w", ConfigPath, err)
+		return fileConfig{}, fmt.Errorf("reading %s: %w", ConfigPath, err)
 	}
-	cfg, err := pipeline.ParseConfigFile(ConfigPath, []byte(text))
+	cfg, set, err := pipeline.ParseConfigFileKeys(ConfigPath, []byte(text))
 	if err != nil {
-		return pipeline.Config{}, err
+		return fileConfig{}, err
 	}
-	return cfg, nil
+	return fileConfig{cfg: cfg, set: set, found: true, text: text}, nil
 }
 
 // refreshCostLimits takes limits.session_cost_usd and limits.step_cost_usd

@@ -77,7 +77,9 @@ func TestKillAndResume(t *testing.T) {
 
 			require.NoError(t, err)
 			child := exec.Command(exe, "-test.run=^$")
-			child.Env = append(os.Environ(), "LOCAL_TEST_CHILD="+string(spec))
+			// A killed process cannot remove its working copies: its
+			// temporary directory is the test's, removed with it (issue 25).
+			child.Env = append(os.Environ(), "LOCAL_TEST_CHILD="+string(spec), "TMPDIR="+t.TempDir())
 			child.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 			var childOut bytes.Buffer
 			child.Stdout, child.Stderr = &childOut, &childOut

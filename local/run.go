@@ -144,9 +144,10 @@ func Run(ctx context.Context, opts Options) (Outcome, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	repoDir, err := filepath.Abs(opts.Repo)
+	// From anywhere in the repository, as git works: its root holds the sessions.
+	repoDir, err := RepoRoot(opts.Repo)
 	if err != nil {
-		return Outcome{}, fmt.Errorf("repository path %q: %w", opts.Repo, err)
+		return Outcome{}, err
 	}
 	opts.Repo = repoDir
 	r := &runner{opts: opts, results: make(chan stepDone, 64), replies: make(chan termReply, 1), running: map[string]context.CancelFunc{}}
@@ -186,11 +187,22 @@ func (r *runner) create(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	cfg, err := readConfig(repo, head)
+	fc, err := readConfigKeys(repo, head)
+	if err != nil {
+		return err
+	}
+	cfg, tests, noTests, err := chooseTests(repo, head, fc, o.TestCommand)
 	if err != nil {
 		return err
 	}
 	if cfg, err = r.override(ctx, cfg); err != nil {
+		return err
+	}
+	if noTests != nil {
+		return noTests
+	}
+	// Before the pm step, the first one paid for: the commands can start.
+	if err := checkCommandsRun(repo, head, cfg); err != nil {
 		return err
 	}
 	if cur := currentBranch(repo); cur != o.Base {
@@ -217,6 +229,7 @@ func (r *runner) create(ctx context.Context) error {
 	}
 	r.view.started(id, o.Base, o.Repo, false)
 	r.view.agentFound(r.agent)
+	r.view.testsFound(cfg, tests)
 	return r.apply([]pipeline.Event{pipeline.Started(id, o.Requirements, o.Base)})
 }
 

@@ -46,6 +46,9 @@ type jsonLine struct {
 	Output     string   `json:"output,omitempty"`
 	Transcript []string `json:"transcript,omitempty"`
 	Denied     []string `json:"denied,omitempty"`
+	// The test and build commands (type "tests"; Reason says where from).
+	Command string `json:"command,omitempty"`
+	Build   string `json:"build,omitempty"`
 	// The agent CLI the preflight found (type "agent").
 	CLI     string `json:"cli,omitempty"`
 	Version string `json:"version,omitempty"`
@@ -64,6 +67,24 @@ func (v *view) agentFound(a agent.Agent) {
 	line := "agent: " + a.CLI
 	if a.Version != "" {
 		line += " " + a.Version
+	}
+	v.println(line)
+}
+
+// testsFound says which test command the harness runs and where it came
+// from, before the first step (the pm's, paid for) starts.
+func (v *view) testsFound(cfg pipeline.Config, src TestsSource) {
+	cmd := cfg.Tests.Command
+	if v.json {
+		_ = v.enc.Encode(jsonLine{Type: "tests", Command: cmd, Build: cfg.Build.Command, Reason: src.String()})
+		return
+	}
+	line := fmt.Sprintf("tests: %s (%s)", cmd, src)
+	if strings.TrimSpace(cmd) == "" {
+		line = fmt.Sprintf("tests: none — the session runs without a test gate (%s)", src)
+	}
+	if b := cfg.Build.Command; b != "" {
+		line += "; build first: " + b
 	}
 	v.println(line)
 }

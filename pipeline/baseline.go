@@ -70,6 +70,16 @@ type Baseline struct {
 	Unnamed bool `json:"unnamed,omitempty"`
 	// Summary is the harness's one line about the run.
 	Summary string `json:"summary,omitempty"`
+	// Command is the command that ran (build and tests), at most
+	// MaxBaselineCommand bytes; Tail is the end of a red run's output, at
+	// most MaxCheckTail bytes: a red baseline names both (issue 25).
+	Command string `json:"command,omitempty"`
+	Tail    string `json:"tail,omitempty"`
+	// CannotRun: the command could not start at all (the shell's exit 126
+	// or 127: not found, not executable). That is not a red base but a
+	// wrong command: it is never accepted without a human, and nobody is
+	// asked to accept it as pre-existing failures.
+	CannotRun bool `json:"cannot_run,omitempty"`
 	// Accepted is set once a red baseline may be compared against: by
 	// tests.baseline accept, or by the human who resumed the session.
 	Accepted   bool   `json:"accepted,omitempty"`
@@ -88,6 +98,13 @@ func (b Baseline) Describe(base string) string {
 	if b.Green {
 		return fmt.Sprintf("the tests pass on %s (%s)", at, b.Identity)
 	}
+	if b.CannotRun {
+		s := fmt.Sprintf("the test command %s cannot run on %s", cmdQuote(b.Command), at)
+		if t := lastLine(b.Tail); t != "" {
+			s += ": " + t
+		}
+		return s + " — set tests.command (or build.command) to a command that runs here"
+	}
 	var what string
 	switch {
 	case len(b.Failed) > 0:
@@ -100,11 +117,35 @@ func (b Baseline) Describe(base string) string {
 	default:
 		what = "the command failed without naming a test"
 	}
+	if b.Command != "" {
+		what += "; command " + cmdQuote(b.Command)
+	}
 	s := fmt.Sprintf("the tests already fail on %s (%s) — %s", at, b.Identity, what)
 	if b.Summary != "" {
 		s += " [" + oneLine(b.Summary) + "]"
 	}
 	return s
+}
+
+// MaxBaselineCommand bounds the command a baseline keeps.
+const MaxBaselineCommand = 512
+
+// cmdQuote shows a command in backquotes, as Markdown and terminals read it.
+func cmdQuote(c string) string {
+	if c == "" {
+		return "(none)"
+	}
+	return "`" + oneLine(c) + "`"
+}
+
+// lastLine is the last non-empty line of s, at most 200 bytes.
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	l := strings.TrimSpace(lines[len(lines)-1])
+	if len(l) > 200 {
+		l = ValidPrefix(l, 200) + "…"
+	}
+	return l
 }
 
 func shortSHA(s string) string {
@@ -220,12 +261,27 @@ func (r *reconciler) recordBaseline(b Baseline) {
 		b.Failed, b.Unnamed = b.Failed[:MaxBaselineFailures], true
 	}
 	b.Accepted, b.AcceptedBy = false, ""
+	// What the harness reports is bounded before it enters the state.
+	if len(b.Command) > MaxBaselineCommand {
+		b.Command = ValidPrefix(b.Command, MaxBaselineCommand) + "…"
+	}
+	if b.Green {
+		b.Tail, b.CannotRun = "", false
+	} else if len(b.Tail) > MaxCheckTail {
+		b.Tail = "…" + ValidSuffix(b.Tail, MaxCheckTail)
+	}
 	s.Baseline = &b
 	r.changed = true
 	if b.Green {
 		return
 	}
 	desc := b.Describe(s.Base)
+	if b.CannotRun {
+		// Not failures to compare with: accepting would leave the session
+		// without tests, so even tests.baseline accept waits for a human.
+		r.pause("baseline: " + desc)
+		return
+	}
 	if r.cfg.Tests.Baseline == BaselineAccept {
 		b.Accepted, b.AcceptedBy = true, "tests.baseline: accept"
 		s.Baseline = &b

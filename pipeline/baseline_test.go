@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -91,6 +92,10 @@ func TestBaselineRecorded(t *testing.T) {
 		{"red accepted", BaselineAccept, redBaseline(), SessionRunning, true, nil, 2},
 		{"red by exit status pauses", BaselinePause, &Baseline{Commit: "abc", Unnamed: true}, SessionPaused, false,
 			[]string{"cannot be named from the exit status alone"}, 0},
+		// issue 25: a command that cannot start is no red base to accept.
+		{"cannot run pauses even in accept mode", BaselineAccept, &Baseline{Commit: "abc", Unnamed: true, CannotRun: true,
+			Command: "npm test", Tail: "sh: 1: npm: not found\n"}, SessionPaused, false,
+			[]string{"baseline: the test command `npm test` cannot run on main@abc: sh: 1: npm: not found — set tests.command"}, 0},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -108,7 +113,7 @@ func TestBaselineRecorded(t *testing.T) {
 			}
 			assert.Len(t, h.dispatched(), tc.dispatched)
 			assert.Len(t, h.s.Groups, 2, "the plan is kept while the session waits")
-			if tc.mode == BaselineAccept {
+			if tc.mode == BaselineAccept && tc.wantAcc {
 				assert.Equal(t, "tests.baseline: accept", h.s.Baseline.AcceptedBy)
 				var notice string
 				for _, a := range h.actions {
@@ -235,8 +240,25 @@ func TestBaselineDescribe(t *testing.T) {
 		{Baseline{Identity: IdentityGoTestJSON, Failed: many}, "the tests already fail on main (go test -json) — failing: a, b, c, d, e, f, g, h, i, j and 2 more"},
 		{Baseline{Identity: IdentityGoTestJSON, Unnamed: true}, "the command failed without naming a test"},
 		{Baseline{Identity: IdentityGoTestJSON, Failed: []string{"x"}, Unnamed: true}, "failing: x (and failures without a test name)"},
+		{Baseline{Identity: IdentityGoTestJSON, Failed: []string{"x"}, Command: "go test -json ./..."}, "failing: x; command `go test -json ./...`"},
 	}
 	for _, tc := range tests {
 		assert.Contains(t, tc.b.Describe("main"), tc.want)
 	}
+}
+
+// What the harness reports of a baseline is bounded before it enters the
+// state: the command and the output's tail (issue 25).
+func TestBaselineCommandAndTailBounded(t *testing.T) {
+	h := newHarness(t, DefaultConfig())
+	h.start("build it")
+	long := strings.Repeat("é", MaxCheckTail)
+	b := &Baseline{Commit: "abc", Unnamed: true, Command: strings.Repeat("x", 2*MaxBaselineCommand), Tail: long}
+	h.reportHarness(LeadGroup, StatusPlanningComplete, planJSON(pg("A", 1)), &HarnessReport{Baseline: b})
+	got := h.s.Baseline
+	require.NotNil(t, got)
+	assert.LessOrEqual(t, len(got.Command), MaxBaselineCommand+len("…"))
+	assert.LessOrEqual(t, len(got.Tail), MaxCheckTail+len("…"))
+	assert.True(t, utf8.ValidString(got.Tail), "cut on a character boundary")
+	assert.True(t, strings.HasPrefix(got.Tail, "…é"))
 }

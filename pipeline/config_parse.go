@@ -81,7 +81,15 @@ func ParseConfig(data []byte) (Config, error) {
 // (local mode reads it from the base commit, the bot through the API), which
 // keeps this package free of I/O.
 func ParseConfigFile(name string, data []byte) (Config, error) {
-	return parseConfig(data, name)
+	c, _, err := parseConfigLines(data, name)
+	return c, err
+}
+
+// ParseConfigFileKeys is ParseConfigFile that also says which keys the file
+// sets: each one's dotted path ("tests.command") and its line. What the file
+// leaves out keeps its default, and `bazinga config` says which is which.
+func ParseConfigFileKeys(name string, data []byte) (Config, map[string]int, error) {
+	return parseConfigLines(data, name)
 }
 
 // Validate checks the values of a Config however it was built: command-line
@@ -841,14 +849,19 @@ func CheckAgentEnvName(name string) error {
 // --- walking the document --------------------------------------------------
 
 func parseConfig(data []byte, file string) (Config, error) {
-	p := &cfgParser{cfg: DefaultConfig(), set: map[string]bool{}}
+	c, _, err := parseConfigLines(data, file)
+	return c, err
+}
+
+func parseConfigLines(data []byte, file string) (Config, map[string]int, error) {
+	p := &cfgParser{cfg: DefaultConfig(), set: map[string]int{}}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var doc yaml.Node
 	if err := cfgDecode(dec, &doc); err != nil {
 		if errors.Is(err, io.EOF) { // empty, or only comments
-			return p.cfg, nil
+			return p.cfg, p.set, nil
 		}
-		return Config{}, cfgWithFile(cfgSyntaxError(err), file)
+		return Config{}, nil, cfgWithFile(cfgSyntaxError(err), file)
 	}
 	var extra yaml.Node
 	if err := cfgDecode(dec, &extra); err == nil {
@@ -868,10 +881,10 @@ func parseConfig(data []byte, file string) (Config, error) {
 	}
 	if len(p.errs) > 0 {
 		sort.SliceStable(p.errs, func(i, j int) bool { return p.errs[i].Line < p.errs[j].Line })
-		return Config{}, cfgWithFile(joinConfigErrors(p.errs), file)
+		return Config{}, nil, cfgWithFile(joinConfigErrors(p.errs), file)
 	}
 	p.defaultModels()
-	return p.cfg, nil
+	return p.cfg, p.set, nil
 }
 
 // defaultModels gives each models key the file leaves out the default of
@@ -879,7 +892,7 @@ func parseConfig(data []byte, file string) (Config, error) {
 func (p *cfgParser) defaultModels() {
 	def := DefaultModels(p.cfg.AgentCLI())
 	for _, name := range modelKeyNames {
-		if !p.set["models."+name] {
+		if _, set := p.set["models."+name]; !set {
 			*p.cfg.Models.field(name) = *def.field(name)
 		}
 	}
@@ -911,8 +924,8 @@ func cfgSyntaxError(err error) *ConfigError {
 type cfgParser struct {
 	cfg  Config
 	errs []*ConfigError
-	// set holds the paths of the leaf keys the file gives a value.
-	set map[string]bool
+	// set holds the paths of the leaf keys the file gives a value, and their lines.
+	set map[string]int
 }
 
 func (p *cfgParser) add(errs ...*ConfigError) { p.errs = append(p.errs, errs...) }
@@ -952,7 +965,7 @@ func (p *cfgParser) mapping(n *yaml.Node, prefix string, known []*cfgLevel) {
 			continue // "key:" with nothing after it keeps the default
 		}
 		if lvl.key != nil {
-			p.set[path] = true
+			p.set[path] = kn.Line
 			p.add(lvl.key.decode(&p.cfg, vn, path)...)
 			continue
 		}

@@ -210,52 +210,10 @@ const (
 var ErrNoAppCredentials = errors.New("no GitHub App credentials: set " + EnvAppID + ", " + EnvPrivateKey +
 	" and " + EnvWebhookSecret + ", or register the App from the setup page (give a listen address: " + EnvListen + " or --listen)")
 
-// EnvHelp documents the environment variables, for `bazinga serve --help`.
-const EnvHelp = `Environment:
-  BAZINGA_APP_ID            the GitHub App's numeric id (required, here or in the credentials file)
-  BAZINGA_PRIVATE_KEY       the App's private key, PEM (this or _PATH is required, or the credentials file's)
-  BAZINGA_PRIVATE_KEY_PATH  a file holding the App's private key, PEM
-  BAZINGA_WEBHOOK_SECRET    the webhook secret (required: deliveries are verified with it; at least 32 random
-                            characters, e.g. openssl rand -hex 32)
-  BAZINGA_STATE_KEY         the random key the session state is signed with (required; openssl rand -hex 32;
-                            the setup page generates it). Step jobs verify with the public key serve logs as
-                            state_public_key (the repository variable BAZINGA_STATE_PUBLIC_KEY)
-  BAZINGA_STATE_PREVIOUS_PUBLIC_KEYS  comma-separated public keys of earlier state keys, still accepted while
-                            the key is rotated (remove them once every session has been written since)
-                            Without any of these three, and with a listen address, serve offers the setup page.
-  BAZINGA_GITHUB_URL        GitHub Enterprise Server base, e.g. https://ghe.example.com (default https://github.com)
-  BAZINGA_LISTEN            listen address (default :8080)
-  BAZINGA_WORKERS           webhook workers (default 4)
-  BAZINGA_QUEUE_SIZE        webhook queue capacity; full → 503 (default 1000)
-  BAZINGA_DATABASE_URL      the durable delivery queue: sqlite:PATH (default sqlite:bazinga-queue.db next to the
-                            credentials file) or postgres://user:pass@host/db for several replicas; "memory" keeps
-                            deliveries in memory only (lost at a restart). See docs/queue.md
-  BAZINGA_QUEUE_LEASE       how long the sessions of a replica that died wait before another takes them (default 30s)
-  BAZINGA_SWEEP_INTERVAL    period of the active-session sweep, e.g. 5m (default 5m)
-  BAZINGA_RATE_LIMIT_WAIT   longest GitHub rate-limit wait sat out before a session pauses until the reset (default 90s, at most 15m)
-  BAZINGA_RATE_LIMIT_RESERVE requests of the hourly limit kept to say why a session stops (default 20; -1: none)
-  BAZINGA_LOG_LEVEL         debug | info | warn | error (default info)
-  BAZINGA_MAX_CONNS         open connections; at the cap the longest-waiting one without a request in progress
-                            is closed (default 4096, at most 3/4 of the open-file limit)
-  BAZINGA_MAX_CONNS_PER_IP  connections of one client address, the same way (default 1024; -1: no per-address
-                            limits at all, for a reverse proxy in front, where every client has its address)
-  BAZINGA_WEBHOOK_SOURCES   comma-separated CIDRs POST /webhook accepts deliveries from, e.g. the "hooks" of
-                            GitHub's GET /meta (default: any address; signatures are checked regardless)
-  BAZINGA_TOKEN_EXCHANGE    on | off: POST /token gives a privileged job of an installed repository an App token
-                            for its OIDC token (default on)
-  BAZINGA_OIDC_ISSUER       issuer of job tokens (default https://token.actions.githubusercontent.com;
-                            on GitHub Enterprise Server <BAZINGA_GITHUB_URL>/_services/token)
-  BAZINGA_OIDC_AUDIENCE     audience job tokens must carry (default bazinga; the action's token-exchange-audience)
-  BAZINGA_TOKEN_WORKFLOWS   comma-separated workflows whose jobs may exchange, [owner/repo/].github/workflows/X.yml[@ref]
-                            (default .github/workflows/bazinga-agent.yml,.github/workflows/bazinga.yml of the job's
-                            repository, on its default branch)
-  BAZINGA_TOKEN_PERMISSIONS comma-separated name:level the exchanged token asks for, within the installation's
-                            (default actions:write,checks:read,contents:write,issues:write,pull_requests:write,statuses:read)
-  BAZINGA_TOKEN_ENVIRONMENT the deployment environment exchanging jobs must run in (their token's environment claim;
-                            default none required)
-  BAZINGA_TOKEN_SPENT_FILE  where exchanged job tokens are remembered until they expire, so a restart does not make
-                            them good again (default bazinga-spent-tokens next to the credentials file)
-`
+// EnvHelp documents the environment variables, for `bazinga serve --help`:
+// generated from serveEnv (envhelp.go), the table a test holds against what
+// ConfigFromEnv reads.
+var EnvHelp = envHelpText("Environment:", serveEnv)
 
 // ConfigFromEnv reads the configuration through getenv (os.Getenv in
 // production) and validates it. Every error names the variable at fault;

@@ -27,23 +27,9 @@ const (
 	EnvGatewayTokenTTL     = "BAZINGA_GATEWAY_TOKEN_TTL"
 )
 
-// GatewayEnvHelp documents them, for `bazinga serve --help`.
-const GatewayEnvHelp = `Model gateway (docs/gateway.md; on when a provider key is set):
-  BAZINGA_GATEWAY_ANTHROPIC_KEY  the Anthropic key the gateway puts on forwarded requests (x-api-key)
-  BAZINGA_GATEWAY_OPENAI_KEY     the OpenAI key (Authorization: Bearer)
-  BAZINGA_GATEWAY_GEMINI_KEY     the Gemini key (x-goog-api-key)
-  BAZINGA_GATEWAY_ANTHROPIC_URL  upstream base URLs, e.g. an operator's LiteLLM (defaults https://api.anthropic.com,
-  BAZINGA_GATEWAY_OPENAI_URL     https://api.openai.com, https://generativelanguage.googleapis.com; OpenAI's without /v1)
-  BAZINGA_GATEWAY_GEMINI_URL
-  BAZINGA_GATEWAY_PRICES         a price file (gateway/prices.yaml's shape) laid over the built-in table
-  BAZINGA_GATEWAY_STEP_LIMIT_USD     the operator's cap on one step's spend (default none)
-  BAZINGA_GATEWAY_SESSION_LIMIT_USD  the operator's cap on one session's spend (default none)
-  BAZINGA_GATEWAY_WORKFLOWS      workflows whose jobs may get gateway tokens at POST /gateway/token, as
-                                 BAZINGA_TOKEN_WORKFLOWS but on any ref (default .github/workflows/bazinga-agent.yml)
-  BAZINGA_GATEWAY_TOKEN_TTL      lifetime of a gateway token (default 1h, at most 6h)
-  With the gateway on, the agent job needs id-token: write, so POST /token must require the privileged jobs'
-  environment (BAZINGA_TOKEN_ENVIRONMENT) or be off: serve refuses to start otherwise.
-`
+// GatewayEnvHelp documents them, for `bazinga serve --help`: generated
+// from gatewayEnv (envhelp.go).
+var GatewayEnvHelp = envHelpText("Model gateway (docs/gateway.md; on when a provider key is set):", gatewayEnv)
 
 // GatewayServeConfig is the gateway's configuration in `bazinga serve`.
 type GatewayServeConfig struct {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/bazinga-bot/bazinga/gitops"
 	"github.com/bazinga-bot/bazinga/pipeline"
+	"github.com/bazinga-bot/bazinga/testgate"
 )
 
 // This file is the harness's side of the build baseline and the checks
@@ -62,32 +63,41 @@ func (e *Executor) takeBaseline(ctx context.Context, s pipeline.Session) (*pipel
 	if err != nil {
 		return nil, fmt.Errorf("reading the head of %s: %w", s.Base, err)
 	}
-	gr, err := gitops.RunGate(ctx, dir, e.testGate())
+	gr, err := testgate.RunGate(ctx, dir, e.testGate())
 	if err != nil {
 		return nil, fmt.Errorf("running the tests on %s: %w", s.Base, err)
 	}
 	if ctx.Err() != nil {
 		return nil, fmt.Errorf("the baseline was cut short: %w", ctx.Err())
 	}
-	return baselineOf(head.String(), gr), nil
+	b := baselineOf(head.String(), gr)
+	b.Command = e.testGate().Command
+	return b, nil
 }
 
 // baselineOf turns a gate run on the base into the session's baseline.
-func baselineOf(commit string, gr gitops.GateResult) *pipeline.Baseline {
-	b := &pipeline.Baseline{Commit: commit, Identity: pipeline.TestIdentity(gr.Tests.Identity), Green: gr.TestsOutcome == gitops.GatePass,
+func baselineOf(commit string, gr testgate.GateResult) *pipeline.Baseline {
+	b := &pipeline.Baseline{Commit: commit, Identity: pipeline.TestIdentity(gr.Tests.Identity), Green: gr.TestsOutcome == testgate.GatePass,
 		Summary: gr.Summary()}
 	if b.Green {
 		return b
 	}
+	b.Tail = gr.Output
+	if len(b.Tail) > pipeline.MaxCheckTail {
+		b.Tail = "…" + pipeline.ValidSuffix(b.Tail, pipeline.MaxCheckTail-len("…"))
+	}
+	// sh's own codes: 127 the command was not found, 126 it could not be
+	// executed. The base's tests did not fail; they never ran.
+	b.CannotRun = gr.TestsOutcome == testgate.GateFail && (gr.ExitCode == 127 || gr.ExitCode == 126)
 	b.Failed = gr.Tests.Names()
 	// Failures that cannot all be named make every failure pre-existing.
-	b.Unnamed = len(b.Failed) == 0 || gr.TestsOutcome == gitops.GateTimeout || gr.Tests.Identity == gitops.IdentityExitStatus
+	b.Unnamed = len(b.Failed) == 0 || gr.TestsOutcome == testgate.GateTimeout || gr.Tests.Identity == testgate.IdentityExitStatus
 	return b
 }
 
 // knownFailures is the session's baseline as the gate compares with it: only
 // a red baseline a human (or tests.baseline accept) accepted.
-func knownFailures(s pipeline.Session) *gitops.KnownFailures {
+func knownFailures(s pipeline.Session) *testgate.KnownFailures {
 	b := s.Baseline
 	if !b.Red() || !b.Accepted {
 		return nil
@@ -96,17 +106,17 @@ func knownFailures(s pipeline.Session) *gitops.KnownFailures {
 	if len(b.Commit) >= 12 {
 		at += "@" + b.Commit[:12]
 	}
-	return &gitops.KnownFailures{Identity: gitops.TestIdentity(b.Identity), Tests: b.Failed, Unnamed: b.Unnamed, At: at}
+	return &testgate.KnownFailures{Identity: testgate.TestIdentity(b.Identity), Tests: b.Failed, Unnamed: b.Unnamed, At: at}
 }
 
 // checkReport is the check outcomes of a gate run as the session keeps them.
-func checkReport(gr gitops.GateResult) *pipeline.HarnessReport {
+func checkReport(gr testgate.GateResult) *pipeline.HarnessReport {
 	if len(gr.Checks) == 0 {
 		return nil
 	}
 	h := &pipeline.HarnessReport{}
 	for _, c := range gr.Checks {
-		o := pipeline.CheckOutcome{Name: c.Name, Required: c.Required, Passed: c.Outcome == gitops.GatePass, Summary: c.Summary()}
+		o := pipeline.CheckOutcome{Name: c.Name, Required: c.Required, Passed: c.Outcome == testgate.GatePass, Summary: c.Summary()}
 		if !o.Passed {
 			o.Tail = tail(c.Output, pipeline.MaxCheckTail)
 		}
@@ -117,7 +127,7 @@ func checkReport(gr gitops.GateResult) *pipeline.HarnessReport {
 
 // claimFailure says why a READY claim did not hold: new test failures,
 // required checks that failed, or both.
-func claimFailure(claim pipeline.Status, gr gitops.GateResult) string {
+func claimFailure(claim pipeline.Status, gr testgate.GateResult) string {
 	failed := gr.FailedChecks()
 	checks := "required check(s) failed: " + strings.Join(failed, ", ")
 	switch {
@@ -130,17 +140,17 @@ func claimFailure(claim pipeline.Status, gr gitops.GateResult) string {
 }
 
 // testsLine is the tests' part of the gate summary, without the checks.
-func testsLine(gr gitops.GateResult) string {
+func testsLine(gr testgate.GateResult) string {
 	gr.Checks = nil
 	return gr.Summary()
 }
 
 // checksHandoff is the checks part of a handoff: outcome and output tail.
-func checksHandoff(gr gitops.GateResult) []map[string]any {
+func checksHandoff(gr testgate.GateResult) []map[string]any {
 	out := make([]map[string]any, 0, len(gr.Checks))
 	for _, c := range gr.Checks {
 		m := map[string]any{"name": c.Name, "required": c.Required, "outcome": c.Outcome.String(), "summary": c.Summary()}
-		if c.Outcome != gitops.GatePass {
+		if c.Outcome != testgate.GatePass {
 			m["output"] = tail(c.Output, maxFeedbackOutput/2)
 		}
 		out = append(out, m)
@@ -151,7 +161,7 @@ func checksHandoff(gr gitops.GateResult) []map[string]any {
 // withChecks adds the harness's findings to a result's handoff under
 // "harness_checks" (an agent cannot write that key: it is replaced), keeping the
 // agent's own keys; a handoff that is not an object is kept whole beside it.
-func withChecks(res pipeline.Result, gr gitops.GateResult) pipeline.Result {
+func withChecks(res pipeline.Result, gr testgate.GateResult) pipeline.Result {
 	if len(gr.Checks) == 0 && gr.Compared == "" {
 		return res
 	}

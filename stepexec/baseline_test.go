@@ -76,8 +76,10 @@ func TestBaselineTakenBesideThePlanningStep(t *testing.T) {
 		failing  []string
 		mode     pipeline.BaselineMode
 		junit    string
-		want     *pipeline.Baseline // Commit filled in
+		want     *pipeline.Baseline // Commit filled in; Command is ./t.sh unless command is set
 		wantNote string
+		command  string // instead of ./t.sh
+		wantTail string // in the output's tail
 	}{
 		{name: "red base, JUnit reports", junit: "out/*.xml",
 			script: "#!/bin/sh\nmkdir -p out\nprintf '<testsuite><testcase classname=\"C\" name=\"ok\"/><testcase classname=\"C\" name=\"old\"><failure message=\"boom\"/></testcase></testsuite>' > out/r.xml\nexit 1\n",
@@ -90,11 +92,19 @@ func TestBaselineTakenBesideThePlanningStep(t *testing.T) {
 		{name: "baseline off", script: jsonTests, failing: []string{"TestOld"}, mode: pipeline.BaselineOff},
 		{name: "tests time out on the base", script: "#!/bin/sh\nsleep 30\n", wantNote: "timeout",
 			want: &pipeline.Baseline{Identity: pipeline.IdentityExitStatus, Unnamed: true}},
+		// issue 25: a command that cannot start is not a red base.
+		{name: "test command not found", script: plainTests, command: "no-such-tool-xyz test", wantTail: "not found",
+			want: &pipeline.Baseline{Identity: pipeline.IdentityExitStatus, Unnamed: true, CannotRun: true}},
+		{name: "test script not executable", script: plainTests, command: "./failing", wantTail: "denied",
+			want: &pipeline.Baseline{Identity: pipeline.IdentityExitStatus, Unnamed: true, CannotRun: true}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			bare, head := baseRepo(t, tc.script, tc.failing...)
 			cfg := testConfig()
+			if tc.command != "" {
+				cfg.Tests.Command = tc.command
+			}
 			if tc.mode != "" {
 				cfg.Tests.Baseline = tc.mode
 			}
@@ -119,8 +129,14 @@ func TestBaselineTakenBesideThePlanningStep(t *testing.T) {
 			assert.Equal(t, head, got.Commit)
 			assert.NotEmpty(t, got.Summary)
 			got.Summary = ""
+			assert.Contains(t, got.Tail, tc.wantTail)
+			if got.Green {
+				assert.Empty(t, got.Tail, "a green run keeps no output")
+			}
+			got.Tail = ""
 			want := *tc.want
 			want.Commit = head
+			want.Command = cfg.Tests.Command
 			assert.Equal(t, want, got)
 			if tc.wantNote != "" {
 				assert.Contains(t, ev.Harness.Baseline.Summary, tc.wantNote)

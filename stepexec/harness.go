@@ -12,6 +12,7 @@ import (
 	"github.com/bazinga-bot/bazinga/agent"
 	"github.com/bazinga-bot/bazinga/gitops"
 	"github.com/bazinga-bot/bazinga/pipeline"
+	"github.com/bazinga-bot/bazinga/testgate"
 )
 
 // promptInput gathers what a step's prompt is built from: the session, the
@@ -236,15 +237,15 @@ func (e *Executor) validate(ctx context.Context, s pipeline.Session, st pipeline
 	// the checks: those ran on every group's code before it merged.
 	if gate := e.testGate(); gate.Command != "" {
 		gate.Known = knownFailures(s)
-		gr, err := gitops.RunGate(ctx, dir, gate)
+		gr, err := testgate.RunGate(ctx, dir, gate)
 		if err != nil {
 			return pipeline.Result{}, fmt.Errorf("running the tests on %s: %w", s.Base, err)
 		}
 		rep.Tests = gr.Summary()
 		switch {
-		case gr.TestsOutcome == gitops.GatePass:
+		case gr.TestsOutcome == testgate.GatePass:
 			passed = append(passed, "tests pass on "+s.Base+" ("+base.String()[:12]+")")
-		case gr.Outcome == gitops.GatePass:
+		case gr.Outcome == testgate.GatePass:
 			passed = append(passed, "tests on "+s.Base+" ("+base.String()[:12]+"): "+gr.Compared)
 		default:
 			failed = append(failed, "tests on "+s.Base+": "+gr.Summary())

@@ -21,6 +21,7 @@ import (
 	"github.com/bazinga-bot/bazinga/agent"
 	"github.com/bazinga-bot/bazinga/gitops"
 	"github.com/bazinga-bot/bazinga/pipeline"
+	"github.com/bazinga-bot/bazinga/testgate"
 )
 
 // Executor runs steps against one repository.
@@ -175,17 +176,17 @@ func (e *Executor) author() gitops.Identity {
 
 // gate is the test gate: the build command, if any, then the tests,
 // compared with the session's accepted baseline, then the checks.
-func (e *Executor) gate(s pipeline.Session) gitops.GateConfig {
+func (e *Executor) gate(s pipeline.Session) testgate.GateConfig {
 	g := e.testGate()
 	g.Known = knownFailures(s)
 	for _, c := range e.Config.Checks {
-		g.Checks = append(g.Checks, gitops.Check{Name: c.Name, Command: c.Command, Required: c.Required, Timeout: c.Timeout.D()})
+		g.Checks = append(g.Checks, testgate.Check{Name: c.Name, Command: c.Command, Required: c.Required, Timeout: c.Timeout.D()})
 	}
 	return g
 }
 
 // testGate is the build and test command alone, as the baseline runs it.
-func (e *Executor) testGate() gitops.GateConfig {
+func (e *Executor) testGate() testgate.GateConfig {
 	cmd := strings.TrimSpace(e.Config.Tests.Command)
 	if b := strings.TrimSpace(e.Config.Build.Command); b != "" {
 		if cmd == "" {
@@ -194,7 +195,7 @@ func (e *Executor) testGate() gitops.GateConfig {
 			cmd = "(" + b + ") && (" + cmd + ")"
 		}
 	}
-	return gitops.GateConfig{Command: cmd, Timeout: e.Config.Tests.Timeout.D(), JUnit: e.Config.Tests.JUnit}
+	return testgate.GateConfig{Command: cmd, Timeout: e.Config.Tests.Timeout.D(), JUnit: e.Config.Tests.JUnit}
 }
 
 func (e *Executor) agentStep(ctx context.Context, s pipeline.Session, st pipeline.Step, rep *Report) (_ pipeline.Result, rerr error) {
@@ -327,13 +328,13 @@ func (e *Executor) agentStep(ctx context.Context, s pipeline.Session, st pipelin
 		if left := markersLeft(dir, in.ConflictFiles); len(left) > 0 {
 			res = harnessPartial(res, "conflict markers remain in "+strings.Join(left, ", "), "")
 		} else if gate := e.gate(s); gate.Command != "" || len(gate.Checks) > 0 {
-			gr, err := gitops.RunGate(ctx, dir, gate)
+			gr, err := testgate.RunGate(ctx, dir, gate)
 			if err != nil {
 				return pipeline.Result{}, fmt.Errorf("running the tests after the %s claim: %w", res.Status, err)
 			}
 			rep.Tests = gr.Summary()
 			rep.Harness = checkReport(gr)
-			if gr.Outcome != gitops.GatePass {
+			if gr.Outcome != testgate.GatePass {
 				rep.Output = gr.Digest(maxFeedbackOutput)
 				res = withChecks(harnessPartial(res, claimFailure(res.Status, gr), gr.Digest(maxFeedbackOutput)), gr)
 			} else {

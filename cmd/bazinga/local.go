@@ -99,6 +99,8 @@ continues.
 	case len(pos) > 0:
 		opts.Requirements = strings.Join(pos, " ")
 	case *resume == "":
+		fmt.Fprint(stderr, `bazinga run: no requirements: say what to build as an argument (bazinga run "add a --verbose flag"), `+
+			"or in a file with --issue-file FILE; or continue a session with --resume ID\n\n")
 		usage(stderr)
 		return exitUsage
 	}
@@ -154,13 +156,20 @@ Shows a local session: the latest one, or the one with this id.
 	if !ok {
 		return code
 	}
+	// From anywhere in the repository, as git works: the sessions are at its root.
+	root, err := local.RepoRoot(*repo)
+	if err != nil {
+		fmt.Fprintf(stderr, "bazinga status: %v\n", err)
+		return exitUsage
+	}
+	*repo = root
 	ids, err := local.ListSessions(*repo)
 	if err != nil {
 		fmt.Fprintf(stderr, "bazinga status: %v\n", err)
 		return exitUsage
 	}
 	if len(ids) == 0 {
-		fmt.Fprintf(stderr, "bazinga status: no sessions in %s\n", *repo)
+		fmt.Fprintf(stderr, "bazinga status: no sessions in %s (start one with: bazinga run \"what to build\")\n", *repo)
 		return exitNotVerified
 	}
 	id := ids[len(ids)-1]

@@ -56,6 +56,13 @@ func TestRunThenStatus(t *testing.T) {
 	assert.Contains(t, text, "Session "+res.ID+" — done: BAZINGA verified")
 	assert.Contains(t, text, "🏁 Session [validate/sonnet] ACCEPT")
 
+	// From a subdirectory of the repository, as git works (issue 25).
+	sub := filepath.Join(repo, "deep", "er")
+	require.NoError(t, os.MkdirAll(sub, 0o755))
+	out.Reset()
+	require.Equal(t, 0, run([]string{"status", "--repo", sub}, &out, &errOut), errOut.String())
+	assert.Contains(t, out.String(), "Session "+res.ID+" — done: BAZINGA verified")
+
 	out.Reset()
 	assert.Equal(t, 0, run([]string{"status", "--repo", repo, "--json", res.ID}, &out, &errOut))
 	assert.True(t, strings.HasPrefix(out.String(), `{"schema":1,`))
@@ -76,11 +83,13 @@ func TestRunFlagErrors(t *testing.T) {
 		args []string
 		want string
 	}{
+		{[]string{"run", "--repo", repo}, "bazinga run: no requirements: say what to build as an argument"},
 		{[]string{"run", "--repo", repo}, "Usage: bazinga run"},
+		{[]string{"status", "--repo", t.TempDir()}, "is not a git repository, nor inside one"},
 		{[]string{"run", "--repo", repo, "--max-parallel", "0", "x"}, "--max-parallel must be at least 1"},
 		{[]string{"run", "--repo", repo, "--agent", "no-such-agent-xyz", "do it"}, `agent command "no-such-agent-xyz"`},
 		{[]string{"run", "--repo", repo, "--issue-file", filepath.Join(repo, "missing.md")}, "missing.md"},
-		{[]string{"status", "--repo", t.TempDir()}, "no sessions"},
+		{[]string{"status", "--repo", repoWithCommit(t)}, "no sessions in"},
 		// checkpoints (issue 13)
 		{[]string{"run", "--repo", repo, "--feedback", "smaller", "x"}, "--feedback needs --resume ID and a text"},
 		{[]string{"run", "--repo", repo, "--resume", "20200101-000000", "--feedback", " "}, "--feedback needs --resume ID and a text"},

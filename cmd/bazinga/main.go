@@ -18,10 +18,14 @@ Usage:
 
 Commands:
   demo      run a scripted session on a copy of the demo repository
+  init      write .github/bazinga.yml for this repository (--action: the Actions workflows too)
+  config    print the configuration a run would use, and where each value comes from
   run       run a whole session on a local repository ("requirements" or --issue-file)
   status    show a local session (bazinga status [--repo DIR] [ID])
   serve     run the GitHub App (webhooks, slash commands; configured by BAZINGA_* variables)
   action    run one step inside GitHub Actions (agent | gate | validate, then publish | land; reconcile)
+  scripted-agent  an agent that plays a scenario file instead of calling a model:
+            bazinga run --agent "bazinga scripted-agent --scenario FILE --state DIR" "…"
   version   print the version
   help      show this text
 
@@ -52,7 +56,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runDemo(args[1:], stdout, stderr)
 	case "status":
 		return runStatus(args[1:], stdout, stderr)
-	case "scripted-agent": // the demo's agent; not for people
+	case "init":
+		return runInit(args[1:], stdout, stderr)
+	case "config":
+		return runConfig(args[1:], stdout, stderr)
+	case "scripted-agent": // the demo's agent, and a session without a model on your own repository
 		return runScriptedAgent(args[1:], stdout, stderr)
 	case "help", "--help", "-h":
 		fmt.Fprint(stdout, usage)

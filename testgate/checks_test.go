@@ -1,4 +1,4 @@
-package gitops
+package testgate
 
 import (
 	"context"
@@ -66,57 +66,4 @@ func TestRunCheckOutputAndEnvironment(t *testing.T) {
 
 	_, err = RunCheck(context.Background(), "/nonexistent-dir", Check{Name: "x", Command: "true"}, time.Minute, 0)
 	assert.Error(t, err)
-}
-
-// A required check that fails keeps the group off the base, as failing tests do.
-func TestLandRunsChecks(t *testing.T) {
-	tests := []struct {
-		name   string
-		checks []Check
-		want   LandOutcome
-	}{
-		{"required check fails", []Check{{Name: "nofixme", Command: "! grep -rq FIXME .", Required: true}}, MergeTestFailure},
-		{"optional check fails", []Check{{Name: "nofixme", Command: "! grep -rq FIXME .", Required: false}}, MergeSuccess},
-		{"check passes", []Check{{Name: "hasc", Command: "test -f c.txt", Required: true}}, MergeSuccess},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			f := newRemote(t)
-			f.commitOn(t, "bazinga/s1-A", map[string]string{"c.txt": "FIXME later\n"})
-			before := f.head(t, "main")
-			res, err := Land(context.Background(), LandRequest{Remote: Remote{URL: f.bare}, Base: "main", Branch: "bazinga/s1-A",
-				Gate: GateConfig{Checks: tc.checks, Timeout: time.Minute}, TempDir: t.TempDir()})
-			require.NoError(t, err)
-			assert.Equal(t, tc.want, res.Outcome, res.Reason)
-			require.NotNil(t, res.Gate)
-			require.Len(t, res.Gate.Checks, 1)
-			if tc.want == MergeTestFailure {
-				assert.Equal(t, before, f.head(t, "main"), "nothing lands")
-				assert.Contains(t, res.Reason, "checks: nofixme fail (required)")
-			} else {
-				assert.NotEqual(t, before, f.head(t, "main"))
-			}
-		})
-	}
-}
-
-// With a baseline, failures the base already has do not keep a group off it.
-func TestLandComparesWithTheBaseline(t *testing.T) {
-	f := newRemote(t)
-	f.commitOn(t, "bazinga/s1-A", map[string]string{"c.txt": "new\n"})
-	cmd := gotestCmd(t)
-	req := LandRequest{Remote: Remote{URL: f.bare}, Base: "main", Branch: "bazinga/s1-A", TempDir: t.TempDir(),
-		Gate: GateConfig{Command: cmd, Timeout: time.Minute, Known: &KnownFailures{Identity: IdentityGoTestJSON, Tests: goTestFailures[:3]}}}
-	res, err := Land(context.Background(), req)
-	require.NoError(t, err)
-	assert.Equal(t, MergeTestFailure, res.Outcome)
-	assert.Contains(t, res.Reason, "new failures")
-	assert.Contains(t, res.Reason, "--- FAIL example.com/gj/calc.TestTable/bad")
-
-	req.Gate.Known.Tests = goTestFailures
-	res, err = Land(context.Background(), req)
-	require.NoError(t, err)
-	assert.Equal(t, MergeSuccess, res.Outcome, res.Reason)
-	assert.Equal(t, GateFail, res.Gate.TestsOutcome)
-	assert.Equal(t, goTestFailures, res.Gate.PreExisting)
 }

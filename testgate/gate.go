@@ -1,4 +1,10 @@
-package gitops
+// Package testgate is the harness's test gate: it runs a repository's test
+// command and checks in a working copy (sh -c, an environment allowlist,
+// the whole process group ended at the timeout), names the failing tests
+// (go test -json, JUnit XML) and compares them with a baseline. It holds no
+// git: gitops lands a merge through it, stepexec checks READY claims and
+// takes the baseline with it.
+package testgate
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package gitops
+package testgate
 
 import (
 	"context"
@@ -89,10 +89,6 @@ func TestRunGateBadDir(t *testing.T) {
 }
 
 func TestOutcomeStrings(t *testing.T) {
-	assert.Equal(t, "MERGE_SUCCESS", MergeSuccess.String())
-	assert.Equal(t, "MERGE_CONFLICT", MergeConflict.String())
-	assert.Equal(t, "MERGE_TEST_FAILURE", MergeTestFailure.String())
-	assert.Equal(t, "MERGE_BLOCKED", MergeBlocked.String())
 	assert.Equal(t, "timeout", GateTimeout.String())
 }
 

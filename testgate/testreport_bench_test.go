@@ -1,4 +1,4 @@
-package gitops
+package testgate
 
 import (
 	"bufio"
@@ -33,7 +33,7 @@ func benchGoTestOutput() []byte {
 // `go test -json` run as the gate does, written in 32 KiB chunks as a pipe
 // delivers them, against the plain way: every line decoded into a map.
 //
-//	go test -run '^$' -bench BenchmarkGoTestReader -benchmem -count 5 ./gitops/
+//	go test -run '^$' -bench BenchmarkGoTestReader -benchmem -count 5 ./testgate/
 func BenchmarkGoTestReader(b *testing.B) {
 	data := benchGoTestOutput()
 	b.Run("reader", func(b *testing.B) {
