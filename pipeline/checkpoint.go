@@ -241,8 +241,11 @@ func (r *reconciler) open(cp Checkpoint, text string) {
 		s.Status = SessionAwaitingInput
 	}
 	how := "approve it to continue"
-	if cp.Kind == CheckpointPlan {
+	switch cp.Kind {
+	case CheckpointPlan:
 		how = "approve it to start the work, or send feedback to send the plan back to the pm"
+	case CheckpointFindings:
+		how = "approve it to accept the findings and go on, or answer with direction to send the group back with it"
 	}
 	r.notify(NoticeCheckpoint, text+" "+how+".")
 }
