@@ -41,7 +41,7 @@ type fakeSession struct {
 	plan func(feedback string) json.RawMessage
 	// tweak, when set, changes a step's work and result before it is
 	// posted: n counts the steps of the same group and role, from 1.
-	tweak func(ref codec.StepRef, n int, res *pipeline.Result)
+	tweak   func(ref codec.StepRef, n int, res *pipeline.Result)
 	tweaked map[string]int
 }
 
