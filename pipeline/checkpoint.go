@@ -148,7 +148,8 @@ func (r *reconciler) openFindings(g *Group) {
 		high = BySeverity(st.Result.Findings, SeverityHigh)
 		what = fmt.Sprintf("%s step %s", st.Role, st.ID)
 	}
-	text := fmt.Sprintf("Group %s: %s still finds HIGH issues after %d revision(s) (limits.high_finding_revisions):", g.ID, what, g.Counters.HighRounds)
+	text := fmt.Sprintf("Group %s: %s still finds HIGH issues after %d revision(s) (limits.high_finding_revisions); "+
+		"approve to accept the findings and go on, or answer with direction to send the group back with it:", g.ID, what, g.Counters.HighRounds)
 	for _, f := range high {
 		text += "\n- " + f.Text()
 	}
@@ -245,7 +246,8 @@ func (r *reconciler) open(cp Checkpoint, text string) {
 	case CheckpointPlan:
 		how = "approve it to start the work, or send feedback to send the plan back to the pm"
 	case CheckpointFindings:
-		how = "approve it to accept the findings and go on, or answer with direction to send the group back with it"
+		r.notify(NoticeCheckpoint, text) // says how before the findings it lists
+		return
 	}
 	r.notify(NoticeCheckpoint, text+" "+how+".")
 }
