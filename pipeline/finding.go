@@ -44,15 +44,19 @@ func Severities() []Severity { return []Severity{SeverityHigh, SeverityMedium, S
 // Limits on findings (issue 27's budgets): a result keeps at most
 // MaxFindings, worst first, and each text at most its bytes.
 const (
-	MaxFindings         = 12
+	MaxFindings         = 10
 	MaxFindingPathBytes = 200
-	MaxFindingTextBytes = 500
+	MaxFindingTextBytes = 300
 	// MaxFindingLine bounds line numbers: a number past any real file is
 	// the agent's error, not a place.
 	MaxFindingLine = 1_000_000
 	// MaxFollowUps bounds the session's follow-ups (MEDIUM findings); past
-	// it they are counted, not kept.
-	MaxFollowUps = 24
+	// it they are counted, not kept. A follow-up keeps at most
+	// maxFollowUpProblemBytes of its problem and maxFollowUpFixBytes of its
+	// fix: all of them stay within about 5 KB of the state (issue 27).
+	MaxFollowUps            = 16
+	maxFollowUpProblemBytes = 200
+	maxFollowUpFixBytes     = 100
 )
 
 // Finding is one review finding. Line and EndLine are 1-based and
@@ -270,6 +274,8 @@ func (r *reconciler) followUps(st *Step) {
 // followUp records one follow-up unless the group has it already.
 func (r *reconciler) followUp(u FollowUp) {
 	s := &r.s
+	u.Finding.Problem = boundText(u.Finding.Problem, maxFollowUpProblemBytes)
+	u.Finding.Fix = boundText(u.Finding.Fix, maxFollowUpFixBytes)
 	dup := slices.ContainsFunc(s.FollowUps, func(o FollowUp) bool {
 		return o.Group == u.Group && o.Finding.Where() == u.Finding.Where() && o.Finding.Problem == u.Finding.Problem
 	})

@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -51,7 +52,7 @@ func TestBoundFindings(t *testing.T) {
 	})
 	t.Run("past the limit the worst are kept in written order", func(t *testing.T) {
 		var in []FindingInput
-		for i := range MaxFindings + 4 {
+		for i := range 16 {
 			sev := "low"
 			if i%5 == 4 {
 				sev = "high"
@@ -60,7 +61,7 @@ func TestBoundFindings(t *testing.T) {
 		}
 		got, notes := BoundFindings(in)
 		require.Len(t, got, MaxFindings)
-		assert.Equal(t, []string{"16 findings, kept the 12 worst"}, notes)
+		assert.Equal(t, []string{fmt.Sprintf("16 findings, kept the %d worst", MaxFindings)}, notes)
 		assert.Len(t, BySeverity(got, SeverityHigh), 3)
 		assert.Equal(t, "a", got[0].Problem)
 		assert.Equal(t, "e", got[4].Problem) // a HIGH in its place
