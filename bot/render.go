@@ -408,7 +408,7 @@ func renderNotice(kind pipeline.NoticeKind, text string) string {
 			"\n\nReply with `/bazinga answer <your answer>`."
 	case pipeline.NoticeCheckpoint:
 		// The engine names no command (issue 23): the bot says how, here.
-		if strings.Contains(text, "still finds HIGH issues") {
+		if strings.Contains(text, pipeline.FindingsNoticeMarker) {
 			// A findings checkpoint (issue 26): the human decides on the findings.
 			return "✋ " + codec.Text(text) + "\n\nReply `/bazinga approve` to accept the findings and go on, or `/bazinga answer <direction>` to send the group back with it."
 		}

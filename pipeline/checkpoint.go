@@ -139,6 +139,11 @@ func findingsCheckpointID(group, step string) string {
 	return "findings-" + group + "-" + step[strings.LastIndexByte(step, '/')+1:]
 }
 
+// FindingsNoticeMarker is in the text of every findings checkpoint's
+// notice: front-ends that say how to answer a checkpoint tell this one
+// apart by it (the notice carries no kind of checkpoint).
+const FindingsNoticeMarker = "still finds HIGH issues"
+
 // openFindings opens the findings checkpoint of a held group (issue 26).
 func (r *reconciler) openFindings(g *Group) {
 	h := g.Held
@@ -148,7 +153,7 @@ func (r *reconciler) openFindings(g *Group) {
 		high = BySeverity(st.Result.Findings, SeverityHigh)
 		what = fmt.Sprintf("%s step %s", st.Role, st.ID)
 	}
-	text := fmt.Sprintf("Group %s: %s still finds HIGH issues after %d revision(s) (limits.high_finding_revisions); "+
+	text := fmt.Sprintf("Group %s: %s "+FindingsNoticeMarker+" after %d revision(s) (limits.high_finding_revisions); "+
 		"approve to accept the findings and go on, or answer with direction to send the group back with it:", g.ID, what, g.Counters.HighRounds)
 	for _, f := range high {
 		text += "\n- " + f.Text()
