@@ -163,13 +163,38 @@ func resultSchema(role pipeline.Role, strict bool) []byte {
 		delete(summary, "maxItems")
 		summary["items"] = map[string]any{"type": "string"}
 	}
+	props := map[string]any{
+		"status":  map[string]any{"type": "string", "enum": statuses},
+		"summary": summary,
+		"handoff": handoff,
+	}
+	if role.Reviews() {
+		// Review findings (issue 26): closed objects, so a strict
+		// validator takes them too ("" and 0 stand for no file or line).
+		finding := map[string]any{
+			"type": "object",
+			"properties": map[string]any{
+				"severity": map[string]any{"type": "string", "enum": []string{"high", "medium", "low"}},
+				"file":     map[string]any{"type": "string"},
+				"line":     map[string]any{"type": "integer"},
+				"end_line": map[string]any{"type": "integer"},
+				"problem":  map[string]any{"type": "string"},
+				"fix":      map[string]any{"type": "string"},
+			},
+			"required":             []string{"severity", "problem"},
+			"additionalProperties": false,
+		}
+		findings := map[string]any{"type": "array", "items": finding, "maxItems": pipeline.MaxFindings}
+		if strict {
+			finding["required"] = []string{"severity", "file", "line", "end_line", "problem", "fix"}
+			delete(findings, "maxItems")
+			required = append(required, "findings")
+		}
+		props["findings"] = findings
+	}
 	schema := map[string]any{
-		"type": "object",
-		"properties": map[string]any{
-			"status":  map[string]any{"type": "string", "enum": statuses},
-			"summary": summary,
-			"handoff": handoff,
-		},
+		"type":                 "object",
+		"properties":           props,
 		"required":             required,
 		"additionalProperties": false,
 	}

@@ -131,6 +131,9 @@ func resultContract(role pipeline.Role, resultFile string, finalAnswer bool) str
 			fmt.Fprintf(&b, "  - `%s`\n", h.shape)
 		}
 	}
+	if role.Reviews() {
+		b.WriteString(findingsContract(role))
+	}
 	if role == pipeline.RolePM {
 		// Issue 27: what the pm writes is stored in the session's state,
 		// which has one GitHub comment's room; over a limit is refused.
@@ -142,5 +145,27 @@ func resultContract(role pipeline.Role, resultFile string, finalAnswer bool) str
 	// --- usage (issue 13 item 5) ---
 	b.WriteString("- `usage` (optional): what this step cost, only if you know it and your CLI does not report it itself: " +
 		"`{\"cost_usd\": 0.0, \"input_tokens\": 0, \"output_tokens\": 0, \"cache_read_tokens\": 0, \"cache_write_tokens\": 0}`.\n")
+	return b.String()
+}
+
+// findingsContract tells a reviewer how to return findings (issue 26):
+// the severities decide where the work goes, so each is defined.
+func findingsContract(role pipeline.Role) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "- `findings` (optional): each problem you found, at most %d, as `[{\"severity\": \"high|medium|low\", \"file\": \"path/from/the/repository/root\", \"line\": 12, \"end_line\": 14, \"problem\": \"what is wrong\", \"fix\": \"the change you suggest\"}]`. ", pipeline.MaxFindings)
+	if role == pipeline.RoleInvestigator {
+		// The investigator's findings go to the tech lead who validates
+		// them; they do not route the group themselves.
+		b.WriteString("The tech lead who validates your work reads them. Severities: `high` must be fixed before the work merges; `medium` is a real problem that may wait; `low` is a note.\n")
+	} else {
+		b.WriteString("The severity decides where the work goes, whatever your status says:\n")
+		b.WriteString("  - `high`: must be fixed before this merges (a bug, a security hole, a failing or missing test of the task). Any high finding sends the group back; one still open after its revision goes to a human.\n")
+		b.WriteString("  - `medium`: a real problem that may merge now; it is recorded as a follow-up for later work.\n")
+		b.WriteString("  - `low`: a note (style, naming, a nicer way); it is shown with the review only.\n")
+	}
+	fmt.Fprintf(&b, "  - `line`/`end_line` are lines of the file as it is on the branch now (1-based); leave them out for a finding about a whole file, and `file` too for one about the whole change. `problem` and `fix`: one line each, at most %d bytes.\n", pipeline.MaxFindingTextBytes)
+	if role != pipeline.RoleInvestigator {
+		b.WriteString("  - Findings on lines the change touches are posted as comments on those lines of the pull request; the others in the review's text.\n")
+	}
 	return b.String()
 }

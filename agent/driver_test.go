@@ -317,8 +317,21 @@ func TestResultSchemas(t *testing.T) {
 		require.NoError(t, json.Unmarshal(ResultSchema(role), &s))
 		assert.Len(t, s.Properties.Status.Enum, len(pipeline.AllowedStatuses(role)))
 		require.NoError(t, json.Unmarshal(StrictResultSchema(role), &s))
-		assert.Equal(t, []string{"status", "summary", "handoff"}, s.Required, "strict mode requires every property")
+		want := []string{"status", "summary", "handoff"}
+		if role.Reviews() {
+			want = append(want, "findings") // issue 26
+		}
+		assert.Equal(t, want, s.Required, "strict mode requires every property")
+		var f struct {
+			Properties map[string]json.RawMessage `json:"properties"`
+		}
+		require.NoError(t, json.Unmarshal(ResultSchema(role), &f))
+		_, has := f.Properties["findings"]
+		assert.Equal(t, role.Reviews(), has, "%s: findings in the schema only for reviewers", role)
 	}
+	// A strict answer names every field of a finding; "" and 0 are none.
+	p := ParseResult(pipeline.RoleTechLead, []byte(`{"status":"APPROVED","summary":[],"handoff":"{}","findings":[{"severity":"low","file":"","line":0,"end_line":0,"problem":"naming","fix":""}]}`), nil)
+	assert.Equal(t, []pipeline.Finding{{Severity: pipeline.SeverityLow, Problem: "naming"}}, p.Result.Findings)
 }
 
 // With bazinga's gateway, codex is given a provider of its own pointed at it (its built-in one ignores

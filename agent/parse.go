@@ -61,7 +61,9 @@ type rawResult struct {
 	summary json.RawMessage
 	handoff json.RawMessage
 	usage   json.RawMessage
-	known   bool // status names a known status
+	// findings are the review findings (issue 26), read for reviewers only.
+	findings json.RawMessage
+	known    bool // status names a known status
 }
 
 // ParseResult reads a step's result: the result file if it holds a JSON
@@ -142,6 +144,7 @@ func decodeResult(b []byte) (r *rawResult, isObj bool) {
 	r.summary, _ = lookupFold(m, "summary")
 	r.handoff, _ = lookupFold(m, "handoff")
 	r.usage, _ = lookupFold(m, "usage")
+	r.findings, _ = lookupFold(m, "findings")
 	if parsed, err := pipeline.ParseStatus(status); err == nil && parsed != pipeline.StatusUnknown {
 		r.known = true
 	}
@@ -400,6 +403,7 @@ func finish(role pipeline.Role, raw rawResult, src Source, notes []string) Parse
 	p.Result.Status = validStatus(role, raw.status, &p.Notes)
 	p.Result.Summary = cleanSummary(raw.summary, &p.Notes)
 	p.Result.Handoff = cleanHandoff(raw.handoff, &p.Notes)
+	p.Result.Findings = cleanFindings(role, raw.findings, &p.Notes)
 	p.rawUsage = raw.usage
 	return p
 }
@@ -460,6 +464,46 @@ func cleanSummary(raw json.RawMessage, notes *[]string) []string {
 		*notes = append(*notes, fmt.Sprintf("summary had %d lines, kept %d", len(out), pipeline.MaxSummaryLines))
 		out = out[:pipeline.MaxSummaryLines]
 	}
+	return out
+}
+
+// maxFindingsRead bounds the list entries decoded at all: a hostile list
+// of millions costs no more than this.
+const maxFindingsRead = 4 * pipeline.MaxFindings
+
+// cleanFindings reads a reviewer's findings (issue 26): a list of objects,
+// each checked and bounded by pipeline.BoundFindings. An entry that is not
+// a finding object is dropped with a note; findings of other roles are
+// ignored with a note.
+func cleanFindings(role pipeline.Role, raw json.RawMessage, notes *[]string) []pipeline.Finding {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil
+	}
+	if !role.Reviews() {
+		*notes = append(*notes, fmt.Sprintf("findings are for qa, tech_lead and investigator, not %s; ignored", role))
+		return nil
+	}
+	var list []json.RawMessage
+	if err := json.Unmarshal(raw, &list); err != nil {
+		*notes = append(*notes, "findings is not a list; dropped")
+		return nil
+	}
+	if len(list) > maxFindingsRead {
+		*notes = append(*notes, fmt.Sprintf("findings had %d entries, read the first %d", len(list), maxFindingsRead))
+		list = list[:maxFindingsRead]
+	}
+	in := make([]pipeline.FindingInput, 0, len(list))
+	for i, e := range list {
+		var fi pipeline.FindingInput
+		if err := json.Unmarshal(e, &fi); err != nil {
+			*notes = append(*notes, fmt.Sprintf("finding %d is not an object with severity, file, line, end_line, problem and fix; dropped", i+1))
+			continue
+		}
+		in = append(in, fi)
+	}
+	out, more := pipeline.BoundFindings(in)
+	*notes = append(*notes, more...)
 	return out
 }
 

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -209,5 +210,44 @@ func FuzzParseResult(f *testing.F) {
 			require.Equal(t, byte('{'), p.Result.Handoff[0])
 			require.LessOrEqual(t, len(p.Result.Handoff), MaxHandoffBytes)
 		}
+	})
+}
+
+func TestParseResultFindings(t *testing.T) {
+	tests := []struct {
+		name  string
+		role  pipeline.Role
+		file  string
+		want  []pipeline.Finding
+		notes []string
+	}{
+		{"a tech lead's findings", pipeline.RoleTechLead,
+			`{"status":"APPROVED","findings":[{"severity":"HIGH","file":"a.go","line":3,"end_line":4,"problem":"leak","fix":"close it"},{"severity":"low","problem":"naming"}]}`,
+			[]pipeline.Finding{{Severity: pipeline.SeverityHigh, File: "a.go", Line: 3, EndLine: 4, Problem: "leak", Fix: "close it"},
+				{Severity: pipeline.SeverityLow, Problem: "naming"}}, nil},
+		{"key case folded", pipeline.RoleQA, `{"status":"PASS","Findings":[{"severity":"medium","problem":"flaky"}]}`,
+			[]pipeline.Finding{{Severity: pipeline.SeverityMedium, Problem: "flaky"}}, nil},
+		{"a developer's are ignored", pipeline.RoleDeveloper, `{"status":"READY_FOR_QA","findings":[{"severity":"high","problem":"x"}]}`,
+			nil, []string{"findings are for qa, tech_lead and investigator, not developer; ignored"}},
+		{"not a list", pipeline.RoleQA, `{"status":"PASS","findings":"all fine"}`, nil, []string{"findings is not a list; dropped"}},
+		{"bad entries dropped, good kept", pipeline.RoleQA, `{"status":"PASS","findings":[7,{"severity":"high","line":"12","problem":"x"},{"severity":"urgent","problem":"y"},{"severity":"low","problem":"z"}]}`,
+			[]pipeline.Finding{{Severity: pipeline.SeverityLow, Problem: "z"}},
+			[]string{"finding 1 is not an object with severity, file, line, end_line, problem and fix; dropped",
+				"finding 2 is not an object with severity, file, line, end_line, problem and fix; dropped",
+				`finding 1: severity "urgent" is not high, medium or low; dropped`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := ParseResult(tt.role, []byte(tt.file), nil)
+			assert.Equal(t, tt.want, p.Result.Findings)
+			assert.Equal(t, tt.notes, p.Notes)
+		})
+	}
+	t.Run("a hostile list costs a bounded read", func(t *testing.T) {
+		one := `{"severity":"low","problem":"p"}`
+		file := `{"status":"PASS","findings":[` + strings.Repeat(one+",", 100000) + one + `]}`
+		p := ParseResult(pipeline.RoleQA, []byte(file), nil)
+		assert.Len(t, p.Result.Findings, pipeline.MaxFindings)
+		assert.Contains(t, p.Notes, fmt.Sprintf("findings had 100001 entries, read the first %d", 4*pipeline.MaxFindings))
 	})
 }

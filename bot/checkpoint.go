@@ -22,6 +22,12 @@ func renderCheckpoint(s pipeline.Session) string {
 	}
 	var b strings.Builder
 	since := cp.Since.UTC().Format("2006-01-02 15:04 UTC")
+	if cp.Kind == pipeline.CheckpointFindings {
+		fmt.Fprintf(&b, "\n> ✋ **Waiting for a decision: %s** (since %s) | a HIGH review finding of group %s survived its revision (step `%s`).\n"+
+			"> Reply `/bazinga approve` to accept the findings and go on, or `/bazinga answer <direction>` to send the group back with it.\n",
+			cp.ID, since, cp.Group, codec.EscapeHTML(cp.Step))
+		return b.String()
+	}
 	if cp.Kind != pipeline.CheckpointPlan {
 		var ids []string
 		for _, g := range s.Groups {

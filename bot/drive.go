@@ -474,6 +474,10 @@ func (b *Bot) drive(ctx context.Context, gh GitHub, ref sessionRef, in input) er
 	}
 	x.groupViews(ctx)
 	x.issueViews()
+	// Findings as PR reviews (issue 26), once the group PRs exist.
+	for _, e := range reviewsToPost(prev, next, &st) {
+		x.enqueue(e)
+	}
 
 	// The state with its outbox, in one write; only then the outbox.
 	body, err := fitTracking(st, st.RepoURL, b.o.SigningKey)

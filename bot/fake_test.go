@@ -57,6 +57,7 @@ type fakeGitHub struct {
 	runs     []*fakeRun
 	runN     int64
 	commitN  int
+	reviewN  int64
 
 	calls []fakeCall
 
@@ -77,6 +78,8 @@ type fakeIssue struct {
 	ghapi.Issue
 	pr      *ghapi.PR
 	reviews []ghapi.Review
+	// reviewComments are the inline comments of the reviews (fake_reviews_test.go).
+	reviewComments []fakeReviewComments
 }
 
 type fakeRun struct {
@@ -96,6 +99,7 @@ type fakeCall struct {
 var fakeWrites = map[string]bool{
 	"EditIssue": true, "CloseIssue": true, "ReplaceLabels": true, "CreateComment": true, "EditComment": true,
 	"CreateRef": true, "CreatePR": true, "EditPR": true, "DispatchWorkflow": true, "CancelRun": true,
+	"CreateReview": true,
 }
 
 func newFakeGitHub(owner, name, login string, now func() time.Time) *fakeGitHub {

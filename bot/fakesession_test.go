@@ -39,6 +39,10 @@ type fakeSession struct {
 	// plan, when set, is the pm's planning handoff, given the pm step's
 	// feedback (a refused plan's reasons); else groups widgets are planned.
 	plan func(feedback string) json.RawMessage
+	// tweak, when set, changes a step's work and result before it is
+	// posted: n counts the steps of the same group and role, from 1.
+	tweak   func(ref codec.StepRef, n int, res *pipeline.Result)
+	tweaked map[string]int
 }
 
 func newFakeSession(t *testing.T, groups int, config string) *fakeSession {
@@ -324,6 +328,14 @@ func (s *fakeSession) job(r *fakeRun) {
 		} else {
 			res = pipeline.Result{Status: pipeline.StatusReject, Summary: []string{"missing groups " + strings.Join(missing, ",")}}
 		}
+	}
+	if s.tweak != nil {
+		if s.tweaked == nil {
+			s.tweaked = map[string]int{}
+		}
+		key := ref.Group + "/" + ref.Role.String()
+		s.tweaked[key]++
+		s.tweak(ref, s.tweaked[key], &res)
 	}
 	where := s.issue
 	if ref.Group != pipeline.LeadGroup {

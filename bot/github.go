@@ -53,6 +53,10 @@ type GitHub interface {
 	// branch is deleted).
 	ReopenPR(ctx context.Context, repo ghapi.RepoRef, number int) error
 	ListReviews(ctx context.Context, repo ghapi.RepoRef, number int) ([]ghapi.Review, error)
+	// ListPRFiles lists the files a pull request changes, with their patches.
+	ListPRFiles(ctx context.Context, repo ghapi.RepoRef, number int) ([]ghapi.PRFile, error)
+	// CreateReview submits a review with its inline comments (issue 26).
+	CreateReview(ctx context.Context, repo ghapi.RepoRef, number int, r ghapi.NewReview) (ghapi.Review, error)
 
 	DispatchWorkflow(ctx context.Context, repo ghapi.RepoRef, workflow, ref string, inputs map[string]string) error
 	GetRun(ctx context.Context, repo ghapi.RepoRef, id int64) (ghapi.Run, error)

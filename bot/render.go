@@ -189,6 +189,7 @@ func renderTrackingView(st *codec.State, repoURL string, logN int, view tracking
 	if view == viewFull {
 		b.WriteString(usageBlock(st))
 		b.WriteString(failedChecksLines(s))
+		b.WriteString(followUpsBlock(s))
 		if g := planGraph(s); g != "" {
 			b.WriteString("\n" + g)
 		}
@@ -210,7 +211,7 @@ func renderTrackingView(st *codec.State, repoURL string, logN int, view tracking
 	if repoURL != "" && st.Config.GitHub.AgentWorkflow != "" {
 		fmt.Fprintf(&b, "\nJob runs: [%s](%s/actions/workflows/%s)\n", st.Config.GitHub.AgentWorkflow, repoURL, st.Config.GitHub.AgentWorkflow)
 	}
-	if len(st.Config.Checkpoints) > 0 {
+	if len(st.Config.Checkpoints) > 0 || s.Checkpoint != nil {
 		b.WriteString("\n<sub>Commands: `/bazinga status | resume | approve | stop | retry [group] | answer <text> | help`</sub>\n")
 	} else {
 		b.WriteString("\n<sub>Commands: `/bazinga status | resume | stop | retry [group] | answer <text> | help`</sub>\n")
@@ -407,6 +408,10 @@ func renderNotice(kind pipeline.NoticeKind, text string) string {
 			"\n\nReply with `/bazinga answer <your answer>`."
 	case pipeline.NoticeCheckpoint:
 		// The engine names no command (issue 23): the bot says how, here.
+		if strings.Contains(text, pipeline.FindingsNoticeMarker) {
+			// A findings checkpoint (issue 26): the human decides on the findings.
+			return "✋ " + codec.Text(text) + "\n\nReply `/bazinga approve` to accept the findings and go on, or `/bazinga answer <direction>` to send the group back with it."
+		}
 		return "✋ " + codec.Text(text) + "\n\nReply `/bazinga approve`, or `/bazinga answer <feedback>` to tell the pm first."
 	case pipeline.NoticeSummary:
 		lines := strings.Split(codec.Text(text), "\n")
@@ -528,4 +533,23 @@ func failedChecksLines(s pipeline.Session) string {
 		return ""
 	}
 	return "\nChecks failing on group code:\n" + strings.Join(lines, "\n") + "\n"
+}
+
+// followUpsBlock lists the session's follow-ups (issue 26): the MEDIUM
+// findings it went on with, and HIGH ones a human accepted.
+func followUpsBlock(s pipeline.Session) string {
+	n := len(s.FollowUps) + s.FollowUpsDropped
+	if n == 0 {
+		return ""
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "\n<details><summary>Follow-ups: %d review finding(s) the session went on with</summary>\n\n", n)
+	for _, u := range s.FollowUps {
+		fmt.Fprintf(&b, "- group %s: %s\n", codec.EscapeHTML(u.Group), codec.OneLine(u.Finding.Text()))
+	}
+	if s.FollowUpsDropped > 0 {
+		fmt.Fprintf(&b, "- …and %d more not kept (the session keeps %d)\n", s.FollowUpsDropped, pipeline.MaxFollowUps)
+	}
+	b.WriteString("\n</details>\n")
+	return b.String()
 }

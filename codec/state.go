@@ -265,6 +265,7 @@ const (
 	EffectDispatch EffectKind = "dispatch" // run a step (workflow_dispatch)
 	EffectCancel   EffectKind = "cancel"   // cancel a withdrawn step's run, best effort
 	EffectComment  EffectKind = "comment"  // post a bot comment (replies, notices, event records)
+	EffectReview   EffectKind = "review"   // post a step's findings as a PR review (issue 26)
 	EffectLabels   EffectKind = "labels"   // set the issue's bazinga label
 	EffectClose    EffectKind = "close"    // close the issue of a finished session
 )
@@ -282,7 +283,7 @@ type PendingEffect struct {
 	Step string    `json:"step,omitempty"`
 	// Group is the group of a dispatch.
 	Group string `json:"group,omitempty"`
-	// Number is where a comment goes; Text is its body.
+	// Number is where a comment (or a review: the group PR) goes; Text is its body.
 	Number int    `json:"number,omitempty"`
 	Text   string `json:"text,omitempty"`
 	// Label is the issue label of a labels effect.

@@ -447,6 +447,49 @@ func (g *Client) ListReviews(ctx context.Context, repo RepoRef, number int) ([]R
 	}
 }
 
+// ListPRFiles lists the files a pull request changes, with their patches
+// (GitHub lists at most 3,000 files).
+func (g *Client) ListPRFiles(ctx context.Context, repo RepoRef, number int) ([]PRFile, error) {
+	opts := &github.ListOptions{PerPage: perPage}
+	var out []PRFile
+	for {
+		list, resp, err := g.c.PullRequests.ListFiles(ctx, repo.Owner, repo.Name, number, opts)
+		if err != nil {
+			return nil, apiErr(fmt.Sprintf("list files of %s#%d", repo, number), resp, err)
+		}
+		for _, f := range list {
+			out = append(out, PRFile{Filename: f.GetFilename(), Status: f.GetStatus(), Patch: f.GetPatch()})
+		}
+		if resp.NextPage == 0 {
+			return out, nil
+		}
+		opts.Page = resp.NextPage
+	}
+}
+
+// CreateReview submits a review with its inline comments in one request:
+// GitHub refuses the whole review when one comment is not on the diff.
+func (g *Client) CreateReview(ctx context.Context, repo RepoRef, number int, r NewReview) (Review, error) {
+	req := &github.PullRequestReviewRequest{Body: github.String(r.Body), Event: github.String(r.Event)}
+	if r.CommitID != "" {
+		req.CommitID = github.String(r.CommitID)
+	}
+	for _, c := range r.Comments {
+		dc := &github.DraftReviewComment{Path: github.String(c.Path), Line: github.Int(c.Line), Side: github.String("RIGHT"), Body: github.String(c.Body)}
+		if c.StartLine > 0 && c.StartLine < c.Line {
+			dc.StartLine = github.Int(c.StartLine)
+			dc.StartSide = github.String("RIGHT")
+		}
+		req.Comments = append(req.Comments, dc)
+	}
+	rv, resp, err := g.c.PullRequests.CreateReview(ctx, repo.Owner, repo.Name, number, req)
+	if err != nil {
+		return Review{}, apiErr(fmt.Sprintf("review %s#%d", repo, number), resp, err)
+	}
+	return Review{ID: rv.GetID(), Author: rv.GetUser().GetLogin(), AuthorType: rv.GetUser().GetType(),
+		Association: rv.GetAuthorAssociation(), State: rv.GetState(), CommitID: rv.GetCommitID(), Body: rv.GetBody(), SubmittedAt: rv.GetSubmittedAt().Time}, nil
+}
+
 func (g *Client) DispatchWorkflow(ctx context.Context, repo RepoRef, workflow, ref string, inputs map[string]string) error {
 	in := make(map[string]any, len(inputs))
 	for k, v := range inputs {

@@ -110,6 +110,33 @@ type NewPR struct {
 	Draft                   bool
 }
 
+// PRFile is one file a pull request changes, with its patch (unified diff
+// hunks; empty for a binary or too large a file).
+type PRFile struct {
+	Filename string
+	Status   string // added, removed, modified, renamed, …
+	Patch    string
+}
+
+// NewReview is a pull request review to submit at once (not pending):
+// Event is APPROVE, REQUEST_CHANGES or COMMENT; Comments are inline
+// comments on lines of the diff.
+type NewReview struct {
+	CommitID string
+	Body     string
+	Event    string
+	Comments []ReviewComment
+}
+
+// ReviewComment is an inline comment of a review on the RIGHT side (the
+// head's lines) of the diff: Line, or StartLine through Line.
+type ReviewComment struct {
+	Path      string
+	Line      int
+	StartLine int
+	Body      string
+}
+
 // Review is a pull request review.
 type Review struct {
 	ID          int64

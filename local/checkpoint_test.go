@@ -149,7 +149,7 @@ func TestPlanCheckpointWithoutATerminal(t *testing.T) {
 	// --feedback on a session with no plan waiting is an error.
 	_, err = Run(context.Background(), withFeedback)
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), "--feedback: session "+res.ID+" has no plan waiting for approval")
+	assert.Contains(t, err.Error(), "--feedback: session "+res.ID+" has no plan or findings waiting for a decision")
 }
 
 func TestReviewerDecidesAtCheckpoints(t *testing.T) {

@@ -301,8 +301,8 @@ func (r *runner) resume(ctx context.Context) error {
 	if s.Status == pipeline.SessionNew {
 		return fmt.Errorf("session %s never started; start a new one", o.ResumeID)
 	}
-	if strings.TrimSpace(o.Feedback) != "" && (s.Checkpoint == nil || s.Checkpoint.Kind != pipeline.CheckpointPlan) {
-		return fmt.Errorf("--feedback: session %s has no plan waiting for approval", o.ResumeID)
+	if strings.TrimSpace(o.Feedback) != "" && (s.Checkpoint == nil || s.Checkpoint.Kind == pipeline.CheckpointPhase) {
+		return fmt.Errorf("--feedback: session %s has no plan or findings waiting for a decision", o.ResumeID)
 	}
 	if at := store.Base(); !at.IsZero() {
 		// A kill between a merge and the checkout's update leaves it behind.

@@ -127,6 +127,9 @@ func (v *view) reconciled(before, after pipeline.Session, events []pipeline.Even
 			continue
 		}
 		v.println(c)
+		if st.Result != nil && len(st.Result.Findings) > 0 {
+			v.println(strings.Join(findingLines(st.Result.Findings, "   "), "\n"))
+		}
 	}
 	if v.json {
 		return
@@ -318,7 +321,71 @@ func WriteSummary(out io.Writer, s pipeline.Session) {
 	if withUsage {
 		fmt.Fprintf(out, "Usage: %s.\n", s.Usage.Detail())
 	}
+	writeFindings(out, s)
 	writeCheckpoint(out, s)
+}
+
+// findingLines renders findings grouped by severity, worst first (issue 26):
+// a heading per severity, then one finding a line.
+func findingLines(fs []pipeline.Finding, indent string) []string {
+	var out []string
+	for _, sev := range pipeline.Severities() {
+		group := pipeline.BySeverity(fs, sev)
+		if len(group) == 0 {
+			continue
+		}
+		out = append(out, fmt.Sprintf("%s%s (%d):", indent, strings.ToUpper(sev.String()), len(group)))
+		for _, f := range group {
+			line := indent + "  - "
+			if w := f.Where(); w != "" {
+				line += w + ": "
+			}
+			line += f.Problem
+			if f.Fix != "" {
+				line += " (fix: " + f.Fix + ")"
+			}
+			out = append(out, line)
+		}
+	}
+	return out
+}
+
+// maxSummaryFindings bounds the findings the summary lists: the latest
+// review of each group tells what stands.
+const maxSummaryFindings = 40
+
+// writeFindings lists, per group, the findings of its latest review, grouped
+// by severity, and the session's follow-ups.
+func writeFindings(out io.Writer, s pipeline.Session) {
+	latest := map[string]*pipeline.Step{}
+	var order []string
+	for i := range s.Steps {
+		st := &s.Steps[i]
+		if st.Result == nil || !st.Role.Reviews() {
+			continue
+		}
+		if _, seen := latest[st.Group]; !seen {
+			order = append(order, st.Group)
+		}
+		latest[st.Group] = st
+	}
+	shown := 0
+	for _, g := range order {
+		st := latest[g]
+		if len(st.Result.Findings) == 0 || shown >= maxSummaryFindings {
+			continue
+		}
+		if shown == 0 {
+			fmt.Fprintln(out, "Review findings (the latest review of each group):")
+		}
+		fmt.Fprintf(out, "  %s, %s step %s:\n", g, st.Role, st.ID)
+		lines := findingLines(st.Result.Findings, "    ")
+		fmt.Fprintln(out, strings.Join(lines, "\n"))
+		shown += len(st.Result.Findings)
+	}
+	if f := pipeline.FollowUpsText(s); f != "" {
+		fmt.Fprintln(out, f)
+	}
 }
 
 // writeCheckpoint shows the checkpoint waiting, if any: the plan to review
@@ -329,6 +396,10 @@ func writeCheckpoint(out io.Writer, s pipeline.Session) {
 		return
 	}
 	fmt.Fprintf(out, "✋ %s waits for approval: bazinga run --resume %s --approve", cp.ID, s.ID)
+	if cp.Kind == pipeline.CheckpointFindings {
+		fmt.Fprintf(out, ", or --feedback \"direction\" (group %s's HIGH findings survived their revision)\n", cp.Group)
+		return
+	}
 	if cp.Kind != pipeline.CheckpointPlan {
 		fmt.Fprintf(out, " (phase %d starts next)\n", cp.Phase)
 		return
@@ -350,7 +421,12 @@ func (v *view) checkpoint(s pipeline.Session, note string) {
 		return
 	}
 	var b strings.Builder
-	if cp.Kind == pipeline.CheckpointPlan {
+	if cp.Kind == pipeline.CheckpointFindings {
+		fmt.Fprintf(&b, "✋ %s: group %s's HIGH findings survived their revision:\n", cp.ID, cp.Group)
+		if st := s.Step(cp.Step); st != nil && st.Result != nil {
+			b.WriteString(strings.Join(findingLines(st.Result.Findings, "   "), "\n") + "\n")
+		}
+	} else if cp.Kind == pipeline.CheckpointPlan {
 		fmt.Fprintf(&b, "✋ %s waits for approval before any work starts:\n%s", cp.ID, pipeline.PlanText(s))
 	} else {
 		var ids []string
@@ -372,6 +448,10 @@ func (v *view) checkpointPrompt(cp *pipeline.Checkpoint) {
 		v.println(`Approve the plan? Type "a" to approve, "f <feedback>" to send it back to the pm, or "s" to stop:`)
 		return
 	}
+	if cp.Kind == pipeline.CheckpointFindings {
+		v.println(`Accept the findings? Type "a" to accept them and go on, "f <direction>" to send the group back with it, or "s" to stop:`)
+		return
+	}
 	v.println(`Start the phase? Type "a" to approve, "f <feedback>" to tell the pm first, or "s" to stop:`)
 }
 
@@ -383,6 +463,9 @@ func (v *view) checkpointStop(s pipeline.Session, repo string) {
 		"  bazinga run --repo " + repo + " --resume " + s.ID + " --approve"
 	if cp.Kind == pipeline.CheckpointPlan {
 		msg += "\nor send the plan back to the pm with:\n  bazinga run --repo " + repo + " --resume " + s.ID + ` --feedback "what to change"`
+	}
+	if cp.Kind == pipeline.CheckpointFindings {
+		msg += "\nor send the group back with your direction:\n  bazinga run --repo " + repo + " --resume " + s.ID + ` --feedback "what to do"`
 	}
 	v.warn(cp.ID + " waits for approval: " + msg)
 }

@@ -403,6 +403,7 @@ func (s Session) Lean(limit int) Session {
 			}
 		} else {
 			r.Summary = nil
+			r.Findings = nil // issue 26: posted and routed on; only prompts that read the step need them
 			st.Notes = nil
 		}
 		st.Result = &r

@@ -45,7 +45,15 @@ func (s *Session) passed(id string) *Checkpoint {
 // checkpoint holds every group, a phase checkpoint the groups of its phase
 // that have not started.
 func (cp *Checkpoint) Holds(g *Group) bool {
-	if cp == nil || g.Started || g.Stage.Finished() {
+	if cp == nil || g.Stage.Finished() {
+		return false
+	}
+	if g.Held != nil {
+		// A group whose HIGH findings wait for a human waits on whichever
+		// checkpoint is open: its own opens once that one passed.
+		return true
+	}
+	if g.Started {
 		return false
 	}
 	switch cp.Kind {
@@ -59,6 +67,9 @@ func (cp *Checkpoint) Holds(g *Group) bool {
 
 // checkpointWait is the wait detail of a track a checkpoint holds.
 func checkpointWait(cp *Checkpoint) string {
+	if cp.Kind == CheckpointFindings {
+		return cp.ID + " waits for a human: accept the HIGH findings of group " + cp.Group + " or answer with direction"
+	}
 	if cp.Kind == CheckpointPlan {
 		return cp.ID + " waits for approval (or feedback that sends it back to the pm)"
 	}
@@ -72,14 +83,34 @@ func checkpointWait(cp *Checkpoint) string {
 func (r *reconciler) checkpoints(phase int) {
 	s := &r.s
 	if cp := s.Checkpoint; cp != nil {
-		if cp.Kind == CheckpointPlan || r.startable(cp.Phase) {
+		if cp.Kind == CheckpointFindings {
+			if g := s.Group(cp.Group); g != nil && g.Held != nil && g.Held.Step == cp.Step && !g.Stage.Finished() {
+				return
+			}
+			// The group was given other work or ended while it waited
+			// (a retry, the pm, its PR closed): nothing is left to decide.
+			r.report("%s closed: group %s no longer waits on its findings", cp.ID, cp.Group)
+			s.Checkpoint = nil
+			r.changed = true
+			if s.Status == SessionAwaitingInput {
+				s.Status = r.liveStatus()
+			}
+		} else if cp.Kind == CheckpointPlan || r.startable(cp.Phase) {
 			return
 		}
+	}
+	if cp := s.Checkpoint; cp != nil {
 		r.report("%s closed: phase %d has no group left to start", cp.ID, cp.Phase)
 		s.Checkpoint = nil
 		r.changed = true
 		if s.Status == SessionAwaitingInput {
 			s.Status = r.liveStatus()
+		}
+	}
+	for i := range s.Groups {
+		if g := &s.Groups[i]; g.Held != nil && !g.Stage.Finished() {
+			r.openFindings(g)
+			return
 		}
 	}
 	// A plan waits once: approved, or sent back (its groups gone), it does
@@ -101,6 +132,82 @@ func (r *reconciler) checkpoints(phase int) {
 	}
 	r.open(Checkpoint{ID: phaseCheckpointID(phase), Kind: CheckpointPhase, Phase: phase},
 		fmt.Sprintf("Phase %d is done; phase %d (%s) waits for approval before it starts.", phase-1, phase, strings.Join(r.phaseGroups(phase), ", ")))
+}
+
+// findingsCheckpointID names the findings checkpoint of a review step.
+func findingsCheckpointID(group, step string) string {
+	return "findings-" + group + "-" + step[strings.LastIndexByte(step, '/')+1:]
+}
+
+// FindingsNoticeMarker is in the text of every findings checkpoint's
+// notice: front-ends that say how to answer a checkpoint tell this one
+// apart by it (the notice carries no kind of checkpoint).
+const FindingsNoticeMarker = "still finds HIGH issues"
+
+// openFindings opens the findings checkpoint of a held group (issue 26).
+func (r *reconciler) openFindings(g *Group) {
+	h := g.Held
+	what := "the review"
+	var high []Finding
+	if st := r.step(h.Step); st != nil && st.Result != nil {
+		high = BySeverity(st.Result.Findings, SeverityHigh)
+		what = fmt.Sprintf("%s step %s", st.Role, st.ID)
+	}
+	text := fmt.Sprintf("Group %s: %s "+FindingsNoticeMarker+" after %d revision(s) (limits.high_finding_revisions); "+
+		"approve to accept the findings and go on, or answer with direction to send the group back with it:", g.ID, what, g.Counters.HighRounds)
+	for _, f := range high {
+		text += "\n- " + f.Text()
+	}
+	r.open(Checkpoint{ID: findingsCheckpointID(g.ID, h.Step), Kind: CheckpointFindings, Group: g.ID, Step: h.Step}, text)
+}
+
+// decideFindings applies a human's decision at a findings checkpoint:
+// accepted, the group goes on as if the findings did not block it (its
+// HIGH and MEDIUM ones become follow-ups); answered with direction, it goes
+// back to its implementer with the human's words, its HIGH revisions
+// counted afresh.
+func (r *reconciler) decideFindings(cp Checkpoint, who, direction string) {
+	g := r.s.Group(cp.Group)
+	if g == nil || g.Held == nil {
+		return
+	}
+	h := *g.Held
+	g.Held = nil
+	g.Counters.HighRounds = 0
+	st := r.step(h.Step)
+	findings := ""
+	if st != nil && st.Result != nil {
+		findings = FindingsText(st.Result.Findings)
+	}
+	if direction != "" {
+		g.Counters.Revisions++
+		purpose := PurposeFixReview
+		if h.Role == RoleQA {
+			purpose = PurposeFixQA
+		}
+		r.want(&g.Track, g, StepSpec{Role: r.implementer(g), Purpose: purpose, From: h.Step,
+			Feedback: fmt.Sprintf("%s decided on the HIGH findings that survived their revision: %s\nFindings:\n%s", who, direction, findings)})
+		r.notify(NoticeInfo, fmt.Sprintf("%s answered %s: group %s goes back to its %s with the direction.", who, cp.ID, g.ID, r.implementer(g)))
+		return
+	}
+	if st != nil && st.Result != nil {
+		for _, f := range st.Result.Findings {
+			if f.Severity == SeverityHigh {
+				f.Severity = SeverityMedium // accepted: a known issue from now on
+				f.Problem = ValidPrefix("(HIGH, accepted by "+who+") "+f.Problem, MaxFindingTextBytes)
+			}
+			if f.Severity == SeverityMedium {
+				r.followUp(FollowUp{Group: g.ID, Step: h.Step, Finding: f})
+			}
+		}
+	}
+	if h.Role == RoleQA {
+		r.want(&g.Track, g, StepSpec{Role: RoleTechLead, Purpose: PurposeReview, From: h.Step,
+			Feedback: "QA's HIGH findings were accepted by " + who + " as known issues:\n" + findings})
+	} else if st != nil {
+		r.approved(&g.Track, g, st, "")
+	}
+	r.notify(NoticeInfo, fmt.Sprintf("%s accepted the findings of %s: group %s goes on.", who, cp.ID, g.ID))
 }
 
 // startable reports whether phase has a group that has not started.
@@ -140,8 +247,12 @@ func (r *reconciler) open(cp Checkpoint, text string) {
 		s.Status = SessionAwaitingInput
 	}
 	how := "approve it to continue"
-	if cp.Kind == CheckpointPlan {
+	switch cp.Kind {
+	case CheckpointPlan:
 		how = "approve it to start the work, or send feedback to send the plan back to the pm"
+	case CheckpointFindings:
+		r.notify(NoticeCheckpoint, text) // says how before the findings it lists
+		return
 	}
 	r.notify(NoticeCheckpoint, text+" "+how+".")
 }
@@ -186,6 +297,8 @@ func (r *reconciler) approve(who string, c *Command) bool {
 	done.ApprovedBy = who
 	r.pass(done)
 	switch cp.Kind {
+	case CheckpointFindings:
+		r.decideFindings(done, who, "")
 	case CheckpointPlan:
 		r.notify(NoticeInfo, fmt.Sprintf("%s approved by %s: the work starts.", cp.ID, who))
 	default:
@@ -222,6 +335,13 @@ func (r *reconciler) feedback(who, text string) {
 	text = strings.TrimSpace(text)
 	if text == "" {
 		r.notify(NoticeInfo, "The feedback is empty; say what to change.")
+		return
+	}
+	if cp.Kind == CheckpointFindings {
+		done := *cp
+		done.RevisedBy, done.Feedback = who, text
+		r.pass(done)
+		r.decideFindings(done, who, text)
 		return
 	}
 	if cp.Kind != CheckpointPlan {

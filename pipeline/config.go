@@ -162,6 +162,18 @@ type Limits struct {
 	// cost of the whole session, or of one step, goes past them; 0 is no limit.
 	SessionCostUSD float64 `json:"session_cost_usd,omitempty"`
 	StepCostUSD    float64 `json:"step_cost_usd,omitempty"`
+	// HighFindingRevisions is how many revisions HIGH review findings get
+	// before a HIGH one still open waits for a human (issue 26); 0, in a
+	// state saved before the key existed, is the default 1.
+	HighFindingRevisions int `json:"high_finding_revisions,omitempty"`
+}
+
+// HighRevisions is Limits.HighFindingRevisions with its default.
+func (l Limits) HighRevisions() int {
+	if l.HighFindingRevisions <= 0 {
+		return 1
+	}
+	return l.HighFindingRevisions
 }
 
 // GitHubConfig holds the settings only GitHub mode reads.
@@ -219,6 +231,7 @@ func DefaultConfig() Config {
 			ReviewAttempts:          3,
 			InvestigationIterations: 5,
 			StepAttempts:            3,
+			HighFindingRevisions:    1,
 		},
 		GitHub: GitHubConfig{
 			AgentWorkflow: "bazinga-agent.yml",
@@ -254,6 +267,7 @@ func (c Config) engineError() error {
 	intIn("limits.review_attempts", c.Limits.ReviewAttempts, 1, 20)
 	intIn("limits.investigation_iterations", c.Limits.InvestigationIterations, 0, 20)
 	intIn("limits.step_attempts", c.Limits.StepAttempts, 1, 20)
+	intIn("limits.high_finding_revisions", c.Limits.HighFindingRevisions, 0, 5)
 	usdIn := func(key string, v float64) {
 		if math.IsNaN(v) || v < 0 || v > MaxCostLimitUSD {
 			problems = append(problems, fmt.Sprintf("%s is %v; it must be 0 (no limit) to %d", key, v, MaxCostLimitUSD))

@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -281,6 +282,8 @@ var cfgKeys = []cfgKey{
 	cfgIntKey("limits.investigation_iterations", func(c *Config) *int { return &c.Limits.InvestigationIterations }, 0, 20,
 		" (0 disables investigation)", "0 disables investigation"),
 	cfgIntKey("limits.step_attempts", func(c *Config) *int { return &c.Limits.StepAttempts }, 1, 20, "", ""),
+	cfgIntKey("limits.high_finding_revisions", func(c *Config) *int { return &c.Limits.HighFindingRevisions }, 1, 5, "",
+		"revisions a HIGH review finding gets before a human decides"),
 	// --- cost limits (issue 13 item 5) ---
 	cfgUSDKey("limits.session_cost_usd", func(c *Config) *float64 { return &c.Limits.SessionCostUSD },
 		"pause when the session's reported cost reaches it; 0 = no limit"),
@@ -669,7 +672,7 @@ func cfgCheckpointsKey(path string, field func(*Config) *[]CheckpointKind, comme
 		wantItem: want,
 		parse: func(v string) (CheckpointKind, string) {
 			k, err := ParseCheckpointKind(v)
-			if err == nil && k != CheckpointNone {
+			if err == nil && slices.Contains(CheckpointKinds(), k) {
 				return k, ""
 			}
 			if best := cfgClosest(v, known); best != "" {

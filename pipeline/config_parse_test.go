@@ -66,7 +66,7 @@ func fullConfig() Config {
 		ClarificationTimeout: Duration(72 * time.Hour),
 		AllowWorkflowChanges: true,
 		Limits: Limits{
-			DeveloperIterations: 7, QAAttempts: 4, ReviewAttempts: 5, InvestigationIterations: 0, StepAttempts: 2,
+			DeveloperIterations: 7, QAAttempts: 4, ReviewAttempts: 5, InvestigationIterations: 0, StepAttempts: 2, HighFindingRevisions: 1,
 		},
 		GitHub: GitHubConfig{AgentWorkflow: "agent.yaml", CloseIssue: false, JobIdentity: "my-runner[bot]"},
 		Checks: []CheckConfig{
@@ -534,6 +534,7 @@ func TestValidate(t *testing.T) {
 			"limits.review_attempts: want a whole number from 1 to 20, got 0",
 			"limits.investigation_iterations: want a whole number from 0 to 20 (0 disables investigation), got -1",
 			"limits.step_attempts: want a whole number from 1 to 20, got 0",
+			"limits.high_finding_revisions: want a whole number from 1 to 5, got 0",
 		}},
 		{"github", func(c *Config) { c.GitHub = GitHubConfig{} }, []string{
 			`github.agent_workflow: want a workflow file name such as "bazinga-agent.yml", got an empty string`,

@@ -225,12 +225,13 @@ type CheckpointKind int
 
 // Checkpoint kinds in order.
 const (
-	CheckpointNone  CheckpointKind = iota
-	CheckpointPlan                 // after PLANNING_COMPLETE, before any group starts
-	CheckpointPhase                // before each phase after the first starts
+	CheckpointNone     CheckpointKind = iota
+	CheckpointPlan                    // after PLANNING_COMPLETE, before any group starts
+	CheckpointPhase                   // before each phase after the first starts
+	CheckpointFindings                // a group's HIGH finding survived its revisions (issue 26); not a configuration value
 )
 
-var checkpointKindNames = []string{"", "plan", "phase"}
+var checkpointKindNames = []string{"", "plan", "phase", "findings"}
 
 // CheckpointKinds lists the kinds a configuration may name, in order.
 func CheckpointKinds() []CheckpointKind { return []CheckpointKind{CheckpointPlan, CheckpointPhase} }

@@ -71,6 +71,8 @@ func checkTransition(tr transition) error {
 		fail("session is %s after a %s with no resume after it", a.Status, held)
 	}
 
+	checkFindingsTransition(tr, fail)
+
 	var dispatched []Step
 	for _, act := range tr.acts {
 		if act.Kind != ActionDispatch {
@@ -312,7 +314,17 @@ func checkCheckpoints(tr transition, dispatched []Step) []error {
 	}
 	p := a.passed(cp.ID)
 	if p == nil || p.Ended.IsZero() {
-		if cp.Kind != CheckpointPhase || simStartable(a, cp.Phase) {
+		switch cp.Kind {
+		case CheckpointFindings:
+			// Closes when its group got other work or ended (issue 26).
+			if g := a.Group(cp.Group); g != nil && g.Held != nil && g.Held.Step == cp.Step && !g.Stage.Finished() {
+				fail("%s closed without a human passing it while its group still waits", cp.ID)
+			}
+		case CheckpointPhase:
+			if simStartable(a, cp.Phase) {
+				fail("%s closed without a human passing it", cp.ID)
+			}
+		default:
 			fail("%s closed without a human passing it", cp.ID)
 		}
 		return errs
@@ -328,7 +340,7 @@ func checkCheckpoints(tr transition, dispatched []Step) []error {
 			by = true
 		case p.ApprovedBy != "" && c.Kind == CommandResume && c.Checkpoint == cp.ID:
 			by = true
-		case p.RevisedBy != "" && c.Kind == CommandAnswer && cp.Kind == CheckpointPlan && (c.Checkpoint == cp.ID || c.Checkpoint == ""):
+		case p.RevisedBy != "" && c.Kind == CommandAnswer && (cp.Kind == CheckpointPlan || cp.Kind == CheckpointFindings) && (c.Checkpoint == cp.ID || c.Checkpoint == ""):
 			// Feedback sends back only the plan its author saw (issue 23).
 			by = true
 		}
@@ -393,14 +405,16 @@ var commandNames = []string{"stop", "pause", "resume", "retry", "retry_group", "
 	// checkpoints (issue 13)
 	"approve_plan", "approve_phase", "approve_stale", "resume_approves", "plan_feedback", "phase_feedback",
 	// issue 23: a pm's drop by name, a late report's usage, a restart beside a resume
-	"pm_drop", "late_usage", "restart_resume"}
+	"pm_drop", "late_usage", "restart_resume",
+	// issue 26: a human at a findings checkpoint
+	"approve_findings", "findings_direction"}
 
 func (cv *coverage) record(tr transition) {
 	cv.recordIssue23(tr)
 	for _, st := range tr.after.Steps {
 		old := tr.before.Step(st.ID)
 		if st.State == StepDone && st.Result != nil && (old == nil || old.State != StepDone) {
-			if i := lookupIndex(st.Role, st.Result.Status, st.Purpose); i >= 0 {
+			if i := lookupIndex(st.Role, st.Result.Status, st.Purpose, Worst(st.Result.Findings)); i >= 0 {
 				cv.rows[i]++
 			}
 		}
@@ -534,11 +548,19 @@ func (cv *coverage) recordIssue23(tr transition) {
 }
 
 func (cv *coverage) recordCheckpoints(tr transition) {
+	if len(tr.after.FollowUps) > len(tr.before.FollowUps) {
+		cv.limits["follow_ups"]++
+	}
+	if tr.after.FollowUpsDropped > tr.before.FollowUpsDropped {
+		cv.limits["follow_ups_dropped"]++
+	}
 	if cp := tr.after.Checkpoint; cp != nil {
 		cv.limits["checkpoint_"+cp.Kind.String()]++
 	}
 	for _, p := range tr.after.PassedCheckpoints[len(tr.before.PassedCheckpoints):] {
 		switch {
+		case p.RevisedBy != "" && p.Kind == CheckpointFindings:
+			cv.commands["findings_direction"]++
 		case p.RevisedBy != "":
 			cv.commands["plan_feedback"]++
 		case p.ApprovedBy != "":
@@ -572,7 +594,7 @@ func (cv *coverage) missing() []string {
 	for i, n := range cv.rows {
 		if n == 0 {
 			row := RoutingTable[i]
-			out = append(out, fmt.Sprintf("row %d (%v %v %v → %s)", i, row.Roles, row.Statuses, row.Purposes, row.Route))
+			out = append(out, fmt.Sprintf("row %d (%v %v %v %v → %s)", i, row.Roles, row.Statuses, row.Purposes, row.Worst, row.Route))
 		}
 	}
 	for _, c := range commandNames {
@@ -581,7 +603,7 @@ func (cv *coverage) missing() []string {
 		}
 	}
 	names := []string{"cap", "research_cap", "lead_cap", "merge_lane", "human_review", "checks", "dependencies", "phase",
-		"checkpoint_plan", "checkpoint_phase"}
+		"checkpoint_plan", "checkpoint_phase", "checkpoint_findings", "follow_ups"}
 	for _, m := range limitMarks {
 		names = append(names, m.name)
 	}
@@ -601,6 +623,9 @@ func (cv *coverage) report() string {
 		fmt.Fprintf(&b, "\n  row %2d %-28s %7d  %v %v", i, row.Route, n, row.Roles, row.Statuses)
 		if row.Purposes != nil {
 			fmt.Fprintf(&b, " %v", row.Purposes)
+		}
+		if row.Worst != nil {
+			fmt.Fprintf(&b, " worst %v", row.Worst)
 		}
 	}
 	cmds := slices.Sorted(maps.Keys(cv.commands))
@@ -829,5 +854,67 @@ func checkNoFrontEndWords(tr transition, fail func(string, ...any)) {
 				fail("the engine names the front-end command %q: %s", cmd, t)
 			}
 		}
+	}
+}
+
+// checkFindingsTransition checks the findings properties (issue 26): a
+// review whose worst finding is HIGH never sends its group on to the next
+// reviewer or the merge; a group held for its findings has nothing queued
+// or in flight and waits on an open checkpoint; a findings checkpoint's
+// group is held; follow-ups stay within their budget and only come from
+// results that had MEDIUM findings or from a human accepting.
+func checkFindingsTransition(tr transition, fail func(string, ...any)) {
+	b, a := &tr.before, &tr.after
+	for _, st := range a.Steps {
+		old := b.Step(st.ID)
+		if st.State != StepDone || st.Result == nil || old == nil || old.State == StepDone {
+			continue
+		}
+		if len(st.Result.Findings) > MaxFindings {
+			fail("step %s kept %d findings, limit %d", st.ID, len(st.Result.Findings), MaxFindings)
+		}
+		if !st.Role.Reviews() && len(st.Result.Findings) > 0 {
+			fail("step %s (%s) kept findings", st.ID, st.Role)
+		}
+		// A HIGH finding on a result QA or the tech lead could not finish
+		// (BLOCKED, PARTIAL…) goes where such results go: to the tech lead,
+		// who reads the findings.
+		if row, ok := LookupFindings(st.Role, st.Result.Status, st.Purpose, Worst(st.Result.Findings)); !ok || row.Route != RouteHighFinding {
+			continue
+		}
+		switch st.Routed {
+		case "merge":
+			fail("step %s had a HIGH finding but routed to the merge", st.ID)
+		case "tech_lead":
+			if g := a.Group(st.Group); st.Role == RoleQA && g != nil && g.Next != nil && g.Next.Purpose == PurposeReview {
+				fail("step %s (qa) had a HIGH finding but the group went on to review", st.ID)
+			}
+		case "checkpoint":
+			if g := a.Group(st.Group); g != nil && !g.Stage.Finished() && (g.Held == nil || g.Held.Step != st.ID) && g.Next == nil {
+				fail("step %s routed to a checkpoint but group %s is not held for it", st.ID, st.Group)
+			}
+		}
+	}
+	for _, g := range a.Groups {
+		if g.Held == nil || g.Stage.Finished() {
+			continue
+		}
+		if g.Next != nil || g.InFlight != "" {
+			fail("group %s is held for its findings but has work queued or in flight", g.ID)
+		}
+		if a.Checkpoint == nil && a.Status != SessionPaused && !a.Status.Terminal() {
+			fail("group %s is held for its findings but no checkpoint is open", g.ID)
+		}
+	}
+	if cp := a.Checkpoint; cp != nil && cp.Kind == CheckpointFindings {
+		if g := a.Group(cp.Group); g == nil || g.Held == nil || g.Held.Step != cp.Step {
+			fail("%s is open but group %s is not held for step %s", cp.ID, cp.Group, cp.Step)
+		}
+	}
+	if len(a.FollowUps) > MaxFollowUps {
+		fail("%d follow-ups kept, limit %d", len(a.FollowUps), MaxFollowUps)
+	}
+	if a.FollowUpsDropped < b.FollowUpsDropped || len(a.FollowUps) < len(b.FollowUps) {
+		fail("follow-ups were lost: %d+%d → %d+%d", len(b.FollowUps), b.FollowUpsDropped, len(a.FollowUps), a.FollowUpsDropped)
 	}
 }

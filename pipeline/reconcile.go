@@ -213,6 +213,10 @@ func (r *reconciler) result(ev Event) bool {
 	}
 	res.Status = status
 	res.Summary = boundSummary(res.Summary)
+	res.Findings = nil
+	if st.Role.Reviews() {
+		res.Findings = Bound(ev.Result.Findings) // issue 26: untrusted, bounded again here
+	}
 	st.Result = &res
 	st.State = StepDone
 	st.EndedAt = r.now

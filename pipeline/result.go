@@ -8,6 +8,9 @@ type Result struct {
 	Status  Status          `json:"status"`
 	Summary []string        `json:"summary,omitempty"`
 	Handoff json.RawMessage `json:"handoff,omitempty"`
+	// Findings are the review findings of QA, the tech lead and the
+	// investigator (issue 26), bounded by BoundFindings.
+	Findings []Finding `json:"findings,omitempty"`
 }
 
 // MaxSummaryLines is how many summary lines a result keeps.

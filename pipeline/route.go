@@ -12,14 +12,27 @@ import (
 // dispatch, a finished group, or a named wait; schedule then dispatches.
 func (r *reconciler) route(t *Track, g *Group, st *Step) string {
 	res := st.Result
-	row, ok := Lookup(st.Role, res.Status, st.Purpose)
+	row, ok := LookupFindings(st.Role, res.Status, st.Purpose, Worst(res.Findings))
 	if !ok {
 		// Unreachable while every allowed status has a row (a test checks it).
 		return r.retry(t, st, fmt.Sprintf("no route for %s %s", st.Role, res.Status))
 	}
 	from := st.ID
 	feedback := summaryText(res)
+	if len(res.Findings) > 0 {
+		// Whoever gets the work next reads the findings, worst first.
+		feedback += "\nFindings:\n" + FindingsText(res.Findings)
+	}
 	switch row.Route {
+	case RouteHighFinding:
+		return r.highFinding(t, g, st, feedback)
+	case RouteFindingsNoted:
+		r.followUps(st)
+		if st.Role == RoleQA {
+			return r.want(t, g, StepSpec{Role: RoleTechLead, Purpose: PurposeReview, From: from,
+				Feedback: "QA passed the group with findings that do not block it:\n" + FindingsText(res.Findings)})
+		}
+		return r.approved(t, g, st, feedback)
 	case RoutePlan:
 		return r.routePlan(st)
 	case RouteContinue:
@@ -77,32 +90,13 @@ func (r *reconciler) route(t *Track, g *Group, st *Step) string {
 		}
 		return r.want(t, g, StepSpec{Role: RoleSenior, Purpose: purpose, From: from, Feedback: feedback})
 	case RouteQAFailed:
-		level := challengeLevel(res.Handoff)
-		t.Counters.ChallengeLevel = level
-		t.Counters.Revisions++
-		role := r.implementer(g)
-		if role == RoleDeveloper && (t.Counters.Revisions >= 2 || level >= 3) {
-			r.escalate(g)
-			role = RoleSenior
-		}
-		return r.want(t, g, StepSpec{Role: role, Purpose: PurposeFixQA, From: from, Feedback: feedback})
+		return r.qaFailed(t, g, st, feedback)
 	case RouteApproved:
-		if g == nil {
-			return r.backToBlocked(t, g, st, feedback)
-		}
-		g.ApprovedRev = r.rev
-		// What the tech lead reviewed is the head its step reported: the
-		// merge lands that commit and nothing else.
-		g.ReviewedHead = g.Head
-		return r.want(t, g, StepSpec{Role: RoleMerge, Purpose: PurposeMerge, From: from})
+		return r.approved(t, g, st, feedback)
 	case RouteGuidanceApproved, RouteUnblock:
 		return r.backToBlocked(t, g, st, feedback)
 	case RouteChangesRequested:
-		t.Counters.ChangesRequested++
-		t.Counters.Revisions++
-		n := t.Counters.ChangesRequested
-		return r.escalationLadder(t, g, n, PurposeFixReview, from, feedback,
-			fmt.Sprintf("the tech lead requested changes %d times; simplify or split the group", n))
+		return r.changesRequested(t, g, st, feedback)
 	case RouteEscalateModel:
 		if st.Escalated {
 			return r.toPM(t, g, "the tech lead asked for escalation again on the escalation model")
@@ -193,6 +187,62 @@ func (r *reconciler) route(t *Track, g *Group, st *Step) string {
 		return "pm"
 	}
 	return r.retry(t, st, "unhandled route "+row.Route.String())
+}
+
+// qaFailed sends a group QA failed back to its implementer, a senior after
+// a revision or a hard challenge.
+func (r *reconciler) qaFailed(t *Track, g *Group, st *Step, feedback string) string {
+	level := challengeLevel(st.Result.Handoff)
+	t.Counters.ChallengeLevel = level
+	t.Counters.Revisions++
+	role := r.implementer(g)
+	if role == RoleDeveloper && (t.Counters.Revisions >= 2 || level >= 3) {
+		r.escalate(g)
+		role = RoleSenior
+	}
+	return r.want(t, g, StepSpec{Role: role, Purpose: PurposeFixQA, From: st.ID, Feedback: feedback})
+}
+
+// approved sends a group the tech lead approved to its merge.
+func (r *reconciler) approved(t *Track, g *Group, st *Step, feedback string) string {
+	if g == nil {
+		return r.backToBlocked(t, g, st, feedback)
+	}
+	g.ApprovedRev = r.rev
+	// What the tech lead reviewed is the head its step reported: the
+	// merge lands that commit and nothing else.
+	g.ReviewedHead = g.Head
+	return r.want(t, g, StepSpec{Role: RoleMerge, Purpose: PurposeMerge, From: st.ID})
+}
+
+// changesRequested climbs the escalation ladder of requested changes.
+func (r *reconciler) changesRequested(t *Track, g *Group, st *Step, feedback string) string {
+	t.Counters.ChangesRequested++
+	t.Counters.Revisions++
+	n := t.Counters.ChangesRequested
+	return r.escalationLadder(t, g, n, PurposeFixReview, st.ID, feedback,
+		fmt.Sprintf("the tech lead requested changes %d times; simplify or split the group", n))
+}
+
+// highFinding routes a review with a HIGH finding (issue 26, seed 004): the
+// group goes back as for a QA failure or requested changes while it has
+// revisions for HIGH findings left (limits.high_finding_revisions); a HIGH
+// finding after them holds the group for a human (a findings checkpoint),
+// never another silent loop.
+func (r *reconciler) highFinding(t *Track, g *Group, st *Step, feedback string) string {
+	if g != nil && t.Counters.HighRounds >= r.cfg.Limits.HighRevisions() {
+		t.Next = nil
+		t.Stage = StageBlocked
+		g.Held = &FindingHold{Step: st.ID, Role: st.Role}
+		r.changed = true
+		r.report("group %s: a HIGH finding is still open after %d revision(s); a human decides", g.ID, t.Counters.HighRounds)
+		return "checkpoint"
+	}
+	t.Counters.HighRounds++
+	if st.Role == RoleQA {
+		return r.qaFailed(t, g, st, feedback)
+	}
+	return r.changesRequested(t, g, st, feedback)
 }
 
 func feedbackIf(cond bool, s string) string {
@@ -366,6 +416,9 @@ func (r *reconciler) want(t *Track, g *Group, spec StepSpec) string {
 		spec.Attempt = 1
 	}
 	spec.Feedback = cutMiddle(spec.Feedback, MaxFeedbackBytes) // issue 27: what a prompt shows of it
+	if g != nil {
+		g.Held = nil // new work (a retry, the pm, a human's direction) ends a findings hold
+	}
 	t.Next = &spec
 	t.Stage = stageFor(spec.Role)
 	if t.Wait == WaitPM {
@@ -664,6 +717,9 @@ func (r *reconciler) completionSummary() string {
 	fmt.Fprintf(&b, "BAZINGA verified: %d of %d groups merged into %s in %d steps.", merged, len(s.Groups), s.Base, len(s.Steps))
 	for _, g := range s.Groups {
 		fmt.Fprintf(&b, "\n- %s %s: %s", g.ID, g.Name, g.Stage)
+	}
+	if f := FollowUpsText(*s); f != "" {
+		b.WriteString("\n\n" + f)
 	}
 	return b.String()
 }

@@ -44,22 +44,28 @@ const (
 	RouteRejected                   // validation rejected: pm with the failed checks
 	RouteMergeAgain                 // the group branch was brought up to date: its checks, then merge again
 	RouteHeadMoved                  // the branch moved after review: QA and review again on the new head
+	RouteHighFinding                // a HIGH finding: back as a failure or requested changes; past the revisions allowed a human checkpoint
+	RouteFindingsNoted              // MEDIUM/LOW findings only: the group goes on, MEDIUM ones become follow-ups
 )
 
 var routeNames = []string{"", "plan", "continue", "validate", "clarify", "session_investigation", "answers_only",
 	"pm_again", "to_qa", "to_review", "developer_revision", "senior_revision", "investigate", "guidance", "senior",
 	"qa_failed", "qa_inconclusive", "approved", "guidance_approved", "changes_requested", "escalate_model", "unblock",
 	"tech_lead_again", "validate_findings", "diagnostic", "diagnostic_done", "investigate_again", "requirements_again",
-	"merged", "merge_failed", "merge_blocked", "step_retry", "done", "rejected", "merge_again", "head_moved"}
+	"merged", "merge_failed", "merge_blocked", "step_retry", "done", "rejected", "merge_again", "head_moved",
+	"high_finding", "findings_noted"}
 
 func (r Route) String() string { return enumName(routeNames, int(r)) }
 
 // RoutingRow is one row of the routing table. A row with Purposes set applies
-// only to steps with one of those purposes and wins over a row without.
+// only to steps with one of those purposes, a row with Worst set only to
+// results whose worst finding has one of those severities (issue 26); the
+// row that sets more of them wins, the first among equals.
 type RoutingRow struct {
 	Roles    []Role
 	Statuses []Status
 	Purposes []Purpose
+	Worst    []Severity
 	Route    Route
 	// Next says in words where the work goes, as DESIGN §3 does.
 	Next string
@@ -72,6 +78,18 @@ var anyStatus []Status
 // plus the rows that say what PARTIAL means for roles whose statuses do not
 // include it (a disallowed or unreadable status counts as PARTIAL).
 var RoutingTable = []RoutingRow{
+	// Review findings by severity (issue 26, seed 004's consensus severity
+	// routing): the agent's worst finding decides over its status word.
+	{Roles: []Role{RoleQA}, Statuses: []Status{StatusPass, StatusFail}, Worst: []Severity{SeverityHigh}, Route: RouteHighFinding,
+		Next: "a HIGH finding: developer with the findings as for FAIL; still HIGH after the revisions allowed (limits.high_finding_revisions): a human checkpoint"},
+	{Roles: []Role{RoleQA}, Statuses: []Status{StatusPass, StatusFail}, Worst: []Severity{SeverityMedium, SeverityLow}, Route: RouteFindingsNoted,
+		Next: "only MEDIUM/LOW findings: tech_lead; MEDIUM ones become session follow-ups"},
+	{Roles: []Role{RoleTechLead}, Statuses: []Status{StatusApproved, StatusApprovedWithNotes, StatusChangesRequested},
+		Purposes: []Purpose{PurposeReview}, Worst: []Severity{SeverityHigh}, Route: RouteHighFinding,
+		Next: "a HIGH finding: as CHANGES_REQUESTED; still HIGH after the revisions allowed (limits.high_finding_revisions): a human checkpoint"},
+	{Roles: []Role{RoleTechLead}, Statuses: []Status{StatusApproved, StatusApprovedWithNotes, StatusChangesRequested},
+		Purposes: []Purpose{PurposeReview}, Worst: []Severity{SeverityMedium, SeverityLow}, Route: RouteFindingsNoted,
+		Next: "only MEDIUM/LOW findings: merge as APPROVED_WITH_NOTES; MEDIUM ones become session follow-ups"},
 	{Roles: []Role{RolePM}, Statuses: []Status{StatusPlanningComplete}, Route: RoutePlan,
 		Next: "create groups; dispatch the first phase's ready groups up to the cap"},
 	{Roles: []Role{RolePM}, Statuses: []Status{StatusContinue}, Route: RouteContinue,
@@ -157,33 +175,46 @@ var RoutingTable = []RoutingRow{
 		Next: "pm with the failed checks"},
 }
 
-// Lookup finds the route for a role's canonical status and the step's purpose.
-// Rows bound to a purpose win over general rows.
+// Lookup finds the route for a role's canonical status and the step's
+// purpose, for a result without findings. Rows bound to a purpose win over
+// general rows.
 func Lookup(role Role, status Status, purpose Purpose) (RoutingRow, bool) {
-	i := lookupIndex(role, status, purpose)
+	return LookupFindings(role, status, purpose, SeverityNone)
+}
+
+// LookupFindings is Lookup for a result whose worst finding is worst.
+func LookupFindings(role Role, status Status, purpose Purpose, worst Severity) (RoutingRow, bool) {
+	i := lookupIndex(role, status, purpose, worst)
 	if i < 0 {
 		return RoutingRow{}, false
 	}
 	return RoutingTable[i], true
 }
 
-// lookupIndex is Lookup's row index in RoutingTable, -1 when none applies.
-func lookupIndex(role Role, status Status, purpose Purpose) int {
-	general := -1
+// lookupIndex is LookupFindings' row index in RoutingTable, -1 when none applies.
+func lookupIndex(role Role, status Status, purpose Purpose, worst Severity) int {
+	best, bestScore := -1, -1
 	for i := range RoutingTable {
 		row := &RoutingTable[i]
 		if !slices.Contains(row.Roles, role) || (row.Statuses != nil && !slices.Contains(row.Statuses, status)) {
 			continue
 		}
+		score := 0
 		if row.Purposes != nil {
-			if slices.Contains(row.Purposes, purpose) {
-				return i
+			if !slices.Contains(row.Purposes, purpose) {
+				continue
 			}
-			continue
+			score++
 		}
-		if general < 0 {
-			general = i
+		if row.Worst != nil {
+			if !slices.Contains(row.Worst, worst) {
+				continue
+			}
+			score++
+		}
+		if score > bestScore {
+			best, bestScore = i, score
 		}
 	}
-	return general
+	return best
 }

@@ -53,6 +53,11 @@ func (r *reconciler) schedule() {
 		if g.Next == nil && g.Wait == WaitPM {
 			continue
 		}
+		if g.Held != nil && g.Next == nil && cp != nil {
+			// Its HIGH findings wait for a human (issue 26).
+			r.setWait(&g.Track, WaitCheckpoint, checkpointWait(cp))
+			continue
+		}
 		if !g.Started {
 			// Every path that gives a group work (the plan, a pm CONTINUE, a
 			// human retry) goes through this gate: a group starts only in its

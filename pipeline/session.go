@@ -95,6 +95,12 @@ type Session struct {
 	PassedCheckpoints []Checkpoint `json:"passed_checkpoints,omitempty"`
 	// PlanRev counts the plans the pm made; plan checkpoint ids carry it.
 	PlanRev int `json:"plan_rev,omitempty"`
+
+	// FollowUps are the MEDIUM findings (and HIGH ones a human accepted)
+	// the session went on with (issue 26), at most MaxFollowUps;
+	// FollowUpsDropped counts those past it.
+	FollowUps        []FollowUp `json:"follow_ups,omitempty"`
+	FollowUpsDropped int        `json:"follow_ups_dropped,omitempty"`
 }
 
 // Checkpoint is a point where the session waits for a human's approval: the
@@ -109,6 +115,9 @@ type Checkpoint struct {
 	Step string `json:"step,omitempty"`
 	// Phase is the phase that starts once approved (phase checkpoints).
 	Phase int `json:"phase,omitempty"`
+	// Group is the group whose HIGH findings wait (findings checkpoints);
+	// Step is then the review step that found them.
+	Group string `json:"group,omitempty"`
 	// Since is when it opened: a command written before then cannot have
 	// been written about it.
 	Since time.Time `json:"since"`
@@ -207,7 +216,17 @@ type Group struct {
 	// Abandoned is the decision that gave the group up: a pm drop naming it
 	// or a human closing its PR (issue 23). Every abandoned group has one.
 	Abandoned *Abandonment `json:"abandoned,omitempty"`
+	// Held is set while a HIGH finding that survived its revisions waits
+	// for a human (issue 26): a findings checkpoint opens for it.
+	Held *FindingHold `json:"held,omitempty"`
 	Track
+}
+
+// FindingHold is a group's HIGH findings waiting for a human: the review
+// step that found them and its role.
+type FindingHold struct {
+	Step string `json:"step"`
+	Role Role   `json:"role"`
 }
 
 // Track is the routing state shared by groups and the session lead.
@@ -242,6 +261,8 @@ type Counters struct {
 	MergeFailures           int `json:"merge_failures,omitempty"`
 	InvestigationIterations int `json:"investigation_iterations,omitempty"`
 	ChallengeLevel          int `json:"challenge_level,omitempty"`
+	// HighRounds counts the revisions HIGH findings sent the group to (issue 26).
+	HighRounds int `json:"high_rounds,omitempty"`
 }
 
 // StepSpec is what a step is asked to do; a Step is a dispatched StepSpec.
@@ -386,6 +407,10 @@ func (s Session) Clone() Session {
 			a := *g.Abandoned
 			g.Abandoned = &a
 		}
+		if g.Held != nil {
+			h := *g.Held
+			g.Held = &h
+		}
 		c.Groups[i] = g
 	}
 	c.Lead = s.Lead.clone()
@@ -398,6 +423,7 @@ func (s Session) Clone() Session {
 		c.Clarification = &cl
 	}
 	c.Inbox = append([]Note(nil), s.Inbox...)
+	c.FollowUps = append([]FollowUp(nil), s.FollowUps...)
 	if s.Checkpoint != nil {
 		cp := *s.Checkpoint
 		c.Checkpoint = &cp

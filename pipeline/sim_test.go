@@ -62,6 +62,10 @@ type simulator struct {
 	pushes  int
 	// hostileRng draws the pm's malformed decisions (issue 23).
 	hostileRng *rand.Rand
+	// findRng draws review findings (issue 26); hardReviews makes a
+	// session's reviewers find HIGH issues often.
+	findRng     *rand.Rand
+	hardReviews bool
 	// late are steps that will report after they stopped being in flight
 	// (timed out, cancelled by a retry or a stop): their usage still counts.
 	late map[string]bool
@@ -123,6 +127,10 @@ func newSimulator(seed uint64) *simulator {
 	sim.costRng = rand.New(rand.NewPCG(seed^0xc057, seed*31+7))
 	sim.pushRng = rand.New(rand.NewPCG(seed^0x9e5d, seed*131+3))
 	sim.hostileRng = rand.New(rand.NewPCG(seed^0x5105, seed*17+11))
+	sim.findRng = rand.New(rand.NewPCG(seed^0xf1d5, seed*37+5))
+	// A reviewer who keeps finding HIGH issues, in some sessions: its
+	// findings reach the human checkpoint (issue 26).
+	sim.hardReviews = sim.findRng.IntN(4) == 0
 	sim.late = map[string]bool{}
 	switch sim.costRng.IntN(16) {
 	case 0:
@@ -276,13 +284,26 @@ func (sim *simulator) checkApprovals(t *testing.T, seed uint64, before Session, 
 				sim.head[st.Group] = commit
 			}
 			if done != nil && done.Result != nil {
-				i := lookupIndex(st.Role, done.Result.Status, st.Purpose)
+				i := lookupIndex(st.Role, done.Result.Status, st.Purpose, Worst(done.Result.Findings))
 				switch {
-				case i >= 0 && RoutingTable[i].Route == RouteApproved:
+				case i >= 0 && RoutingTable[i].Route == RouteApproved,
+					i >= 0 && RoutingTable[i].Route == RouteFindingsNoted && st.Role == RoleTechLead:
 					sim.reviewed[st.Group] = sim.version[st.Group]
 				case i >= 0 && RoutingTable[i].Route == RouteMergeAgain:
 					// The harness's own merge of the reviewed head with the base.
 					sim.reviewed[st.Group] = sim.version[st.Group]
+				}
+			}
+		case EventCommand:
+			// A human accepting a tech lead's HIGH findings approves the
+			// code it reviewed (issue 26).
+			cp := before.Checkpoint
+			if cp == nil || cp.Kind != CheckpointFindings {
+				continue
+			}
+			if p := after.passed(cp.ID); p != nil && p.ApprovedBy != "" {
+				if g := before.Group(cp.Group); g != nil && g.Held != nil && g.Held.Role == RoleTechLead {
+					sim.reviewed[cp.Group] = sim.version[cp.Group]
 				}
 			}
 		case EventPushed:
@@ -415,6 +436,35 @@ func (sim *simulator) outcome(st Step) (Result, bool) {
 		res.Handoff = json.RawMessage(fmt.Sprintf(`{"challenge_level":%d}`, 1+rng.IntN(5)))
 	}
 	return res, true
+}
+
+// findings adds review findings to a reviewer's result now and then (issue
+// 26), from their own random stream so the sessions without findings play
+// as they did: LOW and MEDIUM notes, a HIGH that a revision fixes or not,
+// now and then more findings than a result keeps or ones an agent got wrong.
+func (sim *simulator) findings(st Step, res *Result) {
+	rng := sim.findRng
+	if !st.Role.Reviews() || rng.IntN(4) != 0 {
+		return
+	}
+	n := 1 + rng.IntN(3)
+	if rng.IntN(40) == 0 {
+		n = MaxFindings + 3
+	}
+	for i := range n {
+		sev := Severities()[rng.IntN(3)]
+		f := Finding{Severity: sev, File: fmt.Sprintf("pkg/f%d.go", rng.IntN(40)), Line: 1 + rng.IntN(200), Problem: fmt.Sprintf("problem %d", rng.IntN(100)), Fix: "fix it"}
+		switch rng.IntN(30) {
+		case 0:
+			f.File = "../outside.go" // dropped by the engine
+		case 1:
+			f.Severity = Severity(9)
+		}
+		if i == 0 && sim.hardReviews && rng.IntN(2) == 0 {
+			f.Severity = SeverityHigh
+		}
+		res.Findings = append(res.Findings, f)
+	}
 }
 
 func (sim *simulator) pmOutcome(st Step) Result {
@@ -631,6 +681,8 @@ func (sim *simulator) humanEvents() []Event {
 		// A human at a checkpoint: mostly approves what they saw.
 		c := Command{Kind: CommandApprove, Checkpoint: cp.ID}
 		switch n := rng.IntN(12); {
+		case n <= 4 && cp.Kind == CheckpointFindings && sim.findRng.IntN(2) == 0:
+			c = Command{Kind: CommandAnswer, Text: "guard it with a mutex", Checkpoint: cp.ID}
 		case n == 0:
 			c.Checkpoint = "" // a terminal approves what it shows
 		case n == 1:
@@ -778,6 +830,7 @@ func (sim *simulator) play(t *testing.T, seed uint64) {
 				continue
 			}
 			res, ok := sim.outcome(st)
+			sim.findings(st, &res)
 			use, run := sim.usage(st)
 			if !ok {
 				ev := StepFailure(sim.s.ID, st.ID, "runner crashed")

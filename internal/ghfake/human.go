@@ -214,7 +214,7 @@ func (r *Repo) SubmitReview(user string, pr int, state, body string) (int64, err
 		if state == "" {
 			return errors.New("ghfake: SubmitReview needs a state")
 		}
-		rv, status, msg := r.f.review(r, is, user, state, body)
+		rv, status, msg := r.f.review(r, is, user, state, body, false)
 		if status != http.StatusOK {
 			return fmt.Errorf("ghfake: review: %s", msg)
 		}

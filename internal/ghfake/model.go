@@ -67,6 +67,8 @@ type review struct {
 	state     string // APPROVED | CHANGES_REQUESTED | COMMENTED
 	commit    string
 	submitted time.Time
+	// comments are its inline comments (reviews.go).
+	comments []reviewComment
 }
 
 func ts(t time.Time) *github.Timestamp {

@@ -429,7 +429,8 @@ var reviewStates = map[string]string{
 
 // review records a review and, unless pending, emits
 // pull_request_review.submitted. Caller holds f.mu.
-func (f *Fake) review(r *Repo, is *issue, user, event, body string) (*review, int, string) {
+// A COMMENT review of inline comments alone needs no body (inline).
+func (f *Fake) review(r *Repo, is *issue, user, event, body string, inline bool) (*review, int, string) {
 	state, ok := reviewStates[strings.ToUpper(event)]
 	switch {
 	case !ok:
@@ -440,7 +441,7 @@ func (f *Fake) review(r *Repo, is *issue, user, event, body string) (*review, in
 		return nil, http.StatusUnprocessableEntity, "Can not approve your own pull request"
 	case state == "CHANGES_REQUESTED" && strings.EqualFold(user, is.user):
 		return nil, http.StatusUnprocessableEntity, "Can not request changes on your own pull request"
-	case (state == "CHANGES_REQUESTED" || state == "COMMENTED") && body == "":
+	case (state == "CHANGES_REQUESTED" || state == "COMMENTED" && !inline) && body == "":
 		return nil, http.StatusUnprocessableEntity, "Review body is required for " + strings.ToUpper(event)
 	}
 	rv := &review{id: f.id("review"), user: user, body: body, state: state, commit: is.pr.headSHA}

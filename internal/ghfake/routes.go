@@ -58,6 +58,8 @@ func (f *Fake) registerRoutes() {
 	f.add("PATCH "+repo+"/pulls/{number}", f.editPull, ro{creates: true, perm: pullsWrite, role: "read"})
 	f.add("PUT "+repo+"/pulls/{number}/merge", f.mergePull, ro{creates: true, perm: contentsW})
 	f.add("GET "+repo+"/pulls/{number}/reviews", f.listReviews, ro{perm: pullsRead})
+	f.add("POST "+repo+"/pulls/{number}/reviews", f.createReview, ro{creates: true, perm: pullsWrite})
+	f.add("GET "+repo+"/pulls/{number}/files", f.listPullFiles, ro{perm: pullsRead})
 
 	// Git references.
 	f.add("GET "+repo+"/git/ref/{ref...}", f.getRef, ro{perm: contentsR})

@@ -42,6 +42,9 @@ type Response struct {
 	Resolve string `json:"resolve,omitempty"`
 	// Usage is written into the result as the step's reported usage.
 	Usage json.RawMessage `json:"usage,omitempty"`
+	// Findings are written into the result as the step's review findings
+	// (issue 26), as an agent would write them: the harness checks them.
+	Findings json.RawMessage `json:"findings,omitempty"`
 }
 
 // Edit is one replacement in a file.
@@ -152,11 +155,12 @@ func Play(s Scenario, env Env, dir, stateDir string) (Response, error) {
 		}
 	}
 	out, err := json.Marshal(struct {
-		Status  string          `json:"status"`
-		Summary []string        `json:"summary,omitempty"`
-		Handoff json.RawMessage `json:"handoff,omitempty"`
-		Usage   json.RawMessage `json:"usage,omitempty"`
-	}{resp.Status, resp.Summary, resp.Handoff, resp.Usage})
+		Status   string          `json:"status"`
+		Summary  []string        `json:"summary,omitempty"`
+		Handoff  json.RawMessage `json:"handoff,omitempty"`
+		Usage    json.RawMessage `json:"usage,omitempty"`
+		Findings json.RawMessage `json:"findings,omitempty"`
+	}{resp.Status, resp.Summary, resp.Handoff, resp.Usage, resp.Findings})
 	if err != nil {
 		return Response{}, err
 	}
