@@ -1,4 +1,4 @@
-// Package agent runs one agent step (DESIGN §4, §5): it builds the step's
+// Package agent runs one agent step (ARCHITECTURE.md §4, §5): it builds the step's
 // prompt from an embedded role template, the group's task and the previous
 // step's compact handoff (BuildPrompt); runs the configured agent command in
 // the step's working copy with a minimal environment, a timeout over the whole

@@ -14,7 +14,7 @@ import (
 // Source says where a step's result was found.
 type Source string
 
-// Sources, in the order they are tried (DESIGN §5).
+// Sources, in the order they are tried (ARCHITECTURE.md §5).
 const (
 	SourceFile       Source = "file"        // BAZINGA_RESULT_FILE
 	SourceStdoutJSON Source = "stdout_json" // last JSON object with a status on stdout

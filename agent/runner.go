@@ -25,7 +25,7 @@ const (
 	DefaultResultFileCap = 1 << 20
 )
 
-// Environment variables the harness sets for every step (DESIGN §4).
+// Environment variables the harness sets for every step (ARCHITECTURE.md §4).
 const (
 	EnvRole       = "BAZINGA_ROLE"
 	EnvGroup      = "BAZINGA_GROUP"

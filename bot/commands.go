@@ -59,7 +59,7 @@ var checkpointIDPattern = regexp.MustCompile(`^(plan|phase)-[0-9]{1,6}$`)
 // commandPrefix is the word every command starts with.
 const commandPrefix = "/bazinga"
 
-// groupIDPattern is the engine's group id syntax (DESIGN §3).
+// groupIDPattern is the engine's group id syntax (ARCHITECTURE.md §3).
 var groupIDPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,32}$`)
 
 // ParseCommands returns the commands of a comment body, in order. The body

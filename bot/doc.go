@@ -1,4 +1,4 @@
-// Package bot is bazinga's orchestrator on GitHub (DESIGN §6): it turns one
+// Package bot is bazinga's orchestrator on GitHub (ARCHITECTURE.md §6): it turns one
 // delivery (a webhook event, or the event of an Action-only run) into engine
 // events, reconciles the session, writes the state with its pending effects
 // and carries them out.

@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// Config is the parsed form of .github/bazinga.yml (DESIGN §8). Every key is
+// Config is the parsed form of .github/bazinga.yml (ARCHITECTURE.md §8). Every key is
 // optional; DefaultConfig gives the values used when a key is absent.
 type Config struct {
 	Agent                AgentConfig  `json:"agent"`
@@ -208,7 +208,7 @@ func (d *Duration) UnmarshalText(b []byte) error {
 }
 
 // DefaultConfig returns the configuration used when .github/bazinga.yml is
-// absent or silent, as DESIGN §8 lists it.
+// absent or silent, as ARCHITECTURE.md §8 lists it.
 func DefaultConfig() Config {
 	return Config{
 		Agent: AgentConfig{

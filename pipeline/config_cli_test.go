@@ -91,7 +91,7 @@ func TestConfigAgentCLI(t *testing.T) {
 func TestDefaultModels(t *testing.T) {
 	claude := ModelsConfig{PM: "opus", Developer: "haiku", Senior: "sonnet", QA: "sonnet", TechLead: "opus",
 		Investigator: "opus", Requirements: "sonnet", Validator: "sonnet", Escalation: "opus"}
-	assert.Equal(t, claude, DefaultModels(CLIClaude), "the defaults of DESIGN §8")
+	assert.Equal(t, claude, DefaultModels(CLIClaude), "the defaults of ARCHITECTURE.md §8")
 	assert.Equal(t, claude, DefaultConfig().Models)
 	assert.Equal(t, claude, DefaultModels(CLIAider), "aider's own aliases")
 	assert.Equal(t, claude, DefaultModels(CLIGeneric))

@@ -18,7 +18,7 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// This file reads .github/bazinga.yml (DESIGN §8). The document is walked as
+// This file reads .github/bazinga.yml (ARCHITECTURE.md §8). The document is walked as
 // a yaml.Node tree rather than decoded into the struct, because decoding
 // loses the line numbers an error must name, silently ignores unknown keys
 // and accepts YAML 1.1 booleans such as "yes". One table (cfgKeys) drives
@@ -108,7 +108,7 @@ func (c Config) Validate() error {
 }
 
 // Marshal writes the whole effective configuration as YAML, every key
-// included and in the order of DESIGN §8, so `bazinga config` can show what
+// included and in the order of ARCHITECTURE.md §8, so `bazinga config` can show what
 // a run will use. It does not validate; ParseConfig reads its output back to
 // the same Config.
 func (c Config) Marshal() ([]byte, error) {
@@ -221,7 +221,7 @@ type cfgKey struct {
 	encode func(c *Config) *yaml.Node
 }
 
-// cfgKeys lists every key in the order of DESIGN §8, then the keys the issues
+// cfgKeys lists every key in the order of ARCHITECTURE.md §8, then the keys the issues
 // added (agent.env, github.*) in their sections.
 var cfgKeys = []cfgKey{
 	cfgCommandKey("agent.command", func(c *Config) *string { return &c.Agent.Command },

@@ -5,7 +5,7 @@ import (
 	"fmt"
 )
 
-// CheckLiveness verifies the liveness invariant of DESIGN §3 on a session that
+// CheckLiveness verifies the liveness invariant of ARCHITECTURE.md §3 on a session that
 // Reconcile returned: every group that is not merged or abandoned has exactly
 // one step in flight or a named reason to wait; a live session always has
 // something in flight or waits on a human; the caps hold (the session lead's

@@ -84,7 +84,7 @@ func makespanRun(t testing.TB, rng *rand.Rand, k int, est *rand.Rand) (makespan,
 	}
 
 	// Lower bounds. Phases run one after another (a group starts only when
-	// every earlier phase merged), so the bound of DESIGN's formula —
+	// every earlier phase merged), so the usual lower bound of list scheduling —
 	// max(critical path, implementation work / k) — holds for each phase and
 	// the phases' bounds add up. The merge lane adds one more: merges go one
 	// at a time, after the quickest group's work before its merge. global is

@@ -2,7 +2,7 @@ package pipeline
 
 import "encoding/json"
 
-// Result is an agent's compact return (DESIGN §5): a status, at most three
+// Result is an agent's compact return (ARCHITECTURE.md §5): a status, at most three
 // summary lines, and a role-specific handoff for the next step.
 type Result struct {
 	Status  Status          `json:"status"`

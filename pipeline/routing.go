@@ -6,7 +6,7 @@ import "slices"
 // (role, status[, purpose]) to a Route; route() in reconcile.go interprets it.
 type Route int
 
-// Routes, one per kind of decision in DESIGN §3's table.
+// Routes, one per kind of decision in ARCHITECTURE.md §3's table.
 const (
 	RouteNone                 Route = iota
 	RoutePlan                       // create the groups; start the first phase's ready groups
@@ -67,14 +67,14 @@ type RoutingRow struct {
 	Purposes []Purpose
 	Worst    []Severity
 	Route    Route
-	// Next says in words where the work goes, as DESIGN §3 does.
+	// Next says in words where the work goes, as ARCHITECTURE.md §3 does.
 	Next string
 }
 
 // anyStatus matches every canonical status of the role.
 var anyStatus []Status
 
-// RoutingTable is DESIGN §3's routing table as data, one row per row there,
+// RoutingTable is ARCHITECTURE.md §3's routing table as data, one row per row there,
 // plus the rows that say what PARTIAL means for roles whose statuses do not
 // include it (a disallowed or unreadable status counts as PARTIAL).
 var RoutingTable = []RoutingRow{

@@ -84,7 +84,7 @@ func (rc reach) setup(t *testing.T, cfg Config) *harness {
 	return h
 }
 
-// One case per row of DESIGN §3's routing table (group rows; the pm and
+// One case per row of ARCHITECTURE.md §3's routing table (group rows; the pm and
 // validate rows follow).
 func TestRoutingRowsForGroups(t *testing.T) {
 	tests := []struct {
