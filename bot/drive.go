@@ -313,6 +313,10 @@ func (b *Bot) drive(ctx context.Context, gh GitHub, ref sessionRef, in input) er
 	if len(kept) == 0 && len(events) > 0 && in.start == nil {
 		return fmt.Errorf("%s: %w: bazinga's own merge", ref.key(), ErrIgnored)
 	}
+	if in.delivery == "sweep" {
+		// A catch-up: approvals whose reconcile never ran (issue 22).
+		kept = append(b.missedApprovals(ctx, gh, ref, st, log), kept...)
+	}
 	events = pushesBehindReviews(ctx, gh, ref, st.Session, kept, log)
 	events = branchesGone(ctx, gh, ref, st.Session, events, log)
 	events = baseRenames(ctx, gh, ref, st.Session, events, log)
