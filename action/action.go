@@ -438,7 +438,7 @@ func Run(ctx context.Context, d Deps) (code int) {
 	case CommandReconcile:
 		return j.reconcile(ctx)
 	case CommandPublish, CommandLand:
-		return j.publish(ctx)
+		return j.reportedFailure(ctx, j.publish(ctx))
 	}
 	return j.handedOverFailure(j.runStep(ctx))
 }
@@ -475,6 +475,10 @@ type job struct {
 	log    *slog.Logger
 	// lastFail is the last failure the job reported (fail).
 	lastFail string
+	// posted: the job posted what it did (a result or a failure) and woke
+	// the orchestrator; a privileged job that fails without it posts its
+	// failure at the end (reportedFailure).
+	posted bool
 }
 
 // fail reports err as an error annotation, naming a missing permission

@@ -268,3 +268,50 @@ func prOfBranch(w *world, branch string) int {
 	}
 	return 0
 }
+
+// The privileged job of group B's tech lead step fails once (its hand-over
+// is refused: it names another step). The job posts the step's failure and
+// wakes the orchestrator, which sends the step again at once.
+func TestE2EActionOnlyPublishFailsOnce(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	w.actionOnly()
+	w.expectFail = map[int64]bool{}
+	var once sync.Once
+	var failed atomic.Int64
+	w.beforePublish = func(r ghfake.Run, handover string) {
+		if !strings.Contains(r.Inputs["step"], "/B/tech_lead/") {
+			return
+		}
+		once.Do(func() {
+			w.mu.Lock()
+			w.expectFail[r.ID] = true
+			w.mu.Unlock()
+			failed.Store(r.ID)
+			m := readManifest(t, handover)
+			m["step"] = "1/B/tech_lead/99"
+			m.write(t, handover)
+		})
+	}
+	issue, err := w.repo.CreateIssue("alice", "Write a.txt and b.txt", "Both must say ok.")
+	require.NoError(t, err)
+	require.NoError(t, w.repo.LabelIssue("alice", issue, "bazinga"))
+	s := runActionOnlyNoSchedule(t, w, issue)
+	w.assertJobs(s)
+	require.NotZero(t, failed.Load(), "a publish job was made to fail")
+	var tl []string
+	for _, st := range s.Steps {
+		if st.Group == "B" && st.Role == pipeline.RoleTechLead {
+			tl = append(tl, st.State.String())
+		}
+	}
+	assert.Equal(t, []string{"failed", "done"}, tl, "B's tech lead step failed once, then ran again")
+	found := false
+	for _, c := range w.repo.Comments(issue) {
+		if fr, ok := codec.ParseFailureComment(c.GetBody()); ok && strings.Contains(fr.Step, "/B/tech_lead/") {
+			found = true
+			assert.Contains(t, fr.Reason, "the publish job failed: the hand-over was refused")
+		}
+	}
+	assert.True(t, found, "the failure is posted on the issue")
+}
