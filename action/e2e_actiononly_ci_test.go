@@ -54,7 +54,9 @@ func TestE2EActionOnlyRequiredCheck(t *testing.T) {
 			f := w.f
 			w.actionOnly()
 			require.NoError(t, w.repo.Protect("main", ghfake.Protection{RequirePR: true, RequiredChecks: []string{"ci/test"}}))
-			require.NoError(t, w.repo.AddCI(ghfake.CI{Name: "ci/test"}))
+			// CI takes longer than a step: only its completion can wake the
+			// session in time.
+			require.NoError(t, w.repo.AddCI(ghfake.CI{Name: "ci/test", Duration: 4 * time.Second}))
 			if tc.exchange {
 				require.Equal(t, "bazinga[bot]", f.BotLogin(), "the login job_identity names")
 				w.oidc = ghfake.StartOIDC(t, f)
@@ -115,6 +117,16 @@ func TestE2EActionOnlyRequiredCheck(t *testing.T) {
 				w.dump(issue)
 			}
 			require.Equal(t, "bazinga:done", label)
+			// CI concludes after the push (as on GitHub): its run's
+			// completion, not the schedule, wakes the session (issue 22).
+			assert.Zero(t, sweeps, "schedule runs the session needed")
+			ciWakes := 0
+			for _, j := range w.jobsCopy() {
+				if j.command == "reconcile" && j.run.Event == "workflow_run" {
+					ciWakes++
+				}
+			}
+			assert.Positive(t, ciWakes, "a CI run's completion woke the orchestrator")
 			s := w.assertVerified(issue, trust)
 			w.assertJobs(s)
 			// assertVerified checked each PR merged at the head the engine

@@ -1,6 +1,7 @@
 package ghfake
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"sort"
@@ -786,8 +787,17 @@ func (f *Fake) combinedStatus(c *rc) {
 // GITHUB_TOKEN causes start no workflow runs (docs: "Triggering a workflow
 // from a workflow"). That is why commits a job pushes with GITHUB_TOKEN
 // never get required checks.
+//
+// As on GitHub, a run concludes after the push, never at push time: its
+// check run is queued when the commit arrives and completes Duration later.
+// CI of GitHub Actions (App github-actions[bot]) is also a workflow run of
+// the workflow named Workflow, on the pushed branch, whose completion
+// triggers the workflows that name it under `on: workflow_run` (the
+// check_suite it completes triggers none: GitHub starts no workflow for
+// suites GitHub Actions created).
 type CI struct {
-	// Name is the check run's name (a required check names it).
+	// Name is the check run's name (a required check names it): the CI
+	// job's name.
 	Name string
 	// App is the login of the App reporting the run; default
 	// "github-actions[bot]".
@@ -795,7 +805,15 @@ type CI struct {
 	// Conclude decides a commit's conclusion ("success", "failure", …);
 	// "" leaves the run queued. nil concludes every run with success.
 	Conclude func(sha string) string
+	// Workflow is the CI workflow's name (GitHub Actions CI only); default
+	// "CI".
+	Workflow string
+	// Duration is how long a run takes; default 300ms.
+	Duration time.Duration
 }
+
+// DefaultCIDuration is how long a fake CI run takes by default.
+const DefaultCIDuration = 300 * time.Millisecond
 
 // AddCI registers a CI job on the repository.
 func (r *Repo) AddCI(ci CI) error {
@@ -808,15 +826,32 @@ func (r *Repo) AddCI(ci CI) error {
 	if !strings.HasSuffix(ci.App, "[bot]") {
 		return fmt.Errorf("ghfake: AddCI: %q is not an App's bot login (want name[bot])", ci.App)
 	}
+	if ci.Workflow == "" {
+		ci.Workflow = "CI"
+	}
+	if ci.Duration <= 0 {
+		ci.Duration = DefaultCIDuration
+	}
 	r.f.mu.Lock()
 	defer r.f.mu.Unlock()
 	r.ci = append(r.ci, ci)
+	if ci.App == ActionsLogin {
+		file := ciWorkflowFile(ci.Workflow)
+		if _, ok := r.workflows[file]; !ok {
+			r.workflows[file] = &workflow{id: r.f.id("workflow"), file: file, wf: Workflow{Name: ci.Workflow, JobName: ci.Name}}
+		}
+	}
 	return nil
 }
 
-// runCI runs the CI jobs on sha for an event sender caused. Caller holds
-// f.mu.
-func (f *Fake) runCI(r *Repo, sha, sender string) {
+// ciWorkflowFile is the file of a CI workflow named name.
+func ciWorkflowFile(name string) string {
+	return "ci-" + strings.ToLower(strings.Join(strings.Fields(name), "-")) + ".yml"
+}
+
+// runCI runs the CI jobs on sha for an event sender caused: a push of
+// branch, or a pull request opened on it (event). Caller holds f.mu.
+func (f *Fake) runCI(r *Repo, sha, branch, event, sender string) {
 	if sha == "" || sha == zeroSHA || strings.EqualFold(sender, ActionsLogin) {
 		return
 	}
@@ -834,14 +869,36 @@ func (f *Fake) runCI(r *Repo, sha, sender string) {
 		if ci.Conclude != nil {
 			conclusion = ci.Conclude(sha)
 		}
-		cr := &checkRun{app: ci.App, name: ci.Name, headSHA: sha, status: "queued"}
-		if conclusion != "" {
-			if !checkConclusions[conclusion] {
-				f.logf("ghfake: CI %s: unknown conclusion %q; using failure", ci.Name, conclusion)
-				conclusion = "failure"
-			}
-			cr.status, cr.conclusion = "completed", conclusion
+		if conclusion != "" && !checkConclusions[conclusion] {
+			f.logf("ghfake: CI %s: unknown conclusion %q; using failure", ci.Name, conclusion)
+			conclusion = "failure"
 		}
+		cr := &checkRun{app: ci.App, name: ci.Name, headSHA: sha, status: "queued"}
 		f.createCheckRun(r, cr, ci.App)
+		var ru *run
+		if wf := r.workflows[ciWorkflowFile(ci.Workflow)]; wf != nil && ci.App == ActionsLogin {
+			payload, _ := json.Marshal(map[string]any{"ref": "refs/heads/" + branch, "after": sha,
+				"repository": r.json(), "sender": f.userJSON(sender), "installation": f.installationJSON()})
+			ru = f.startRun(r, wf, event, branch, sha, nil, sender, payload)
+		}
+		if conclusion == "" {
+			continue // stays queued
+		}
+		f.hooksWG.Add(1)
+		go func() {
+			defer f.hooksWG.Done()
+			select {
+			case <-f.closing:
+				return
+			case <-time.After(ci.Duration):
+			}
+			f.mu.Lock()
+			f.updateCheckRun(r, cr, "completed", conclusion, ci.App)
+			if ru != nil && ru.Status != "completed" {
+				_ = f.completeRun(ru.ID, conclusion)
+			}
+			f.mu.Unlock()
+			f.afterChange()
+		}()
 	}
 }

@@ -3,6 +3,7 @@ package ghfake
 import (
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/google/go-github/v66/github"
 	"github.com/stretchr/testify/assert"
@@ -235,14 +236,30 @@ func TestFakeCI(t *testing.T) {
 	require.NoError(t, e.repo.Protect("main", Protection{RequiredChecks: []string{"ci"}}))
 	assert.ErrorContains(t, e.repo.AddCI(CI{}), "empty name")
 
-	// A push by a person runs CI.
+	// A push by a person runs CI: queued at the push, concluded later (as
+	// on GitHub), as a run of the CI workflow on the pushed branch.
 	good := e.branch(t, "good", map[string]string{"g.txt": "g"})
 	bad := e.branch(t, "bad", map[string]string{"broken": "yes"})
 	runs := e.repo.CheckRuns(good)
 	require.Len(t, runs, 1)
-	assert.Equal(t, "success", runs[0].GetConclusion())
+	assert.Equal(t, "queued", runs[0].GetStatus(), "CI does not conclude at push time")
 	assert.Equal(t, "github-actions", runs[0].GetApp().GetSlug())
+	waitCI(t, e, good)
+	waitCI(t, e, bad)
+	assert.Equal(t, "success", e.repo.CheckRuns(good)[0].GetConclusion())
 	assert.Equal(t, "failure", e.repo.CheckRuns(bad)[0].GetConclusion())
+	var ciRuns []Run
+	for _, r := range e.f.Runs() {
+		if r.Name == "CI" {
+			ciRuns = append(ciRuns, r)
+		}
+	}
+	require.Len(t, ciRuns, 2)
+	assert.Equal(t, "good", ciRuns[0].Ref)
+	assert.Equal(t, "push", ciRuns[0].Event)
+	assert.Equal(t, good, ciRuns[0].HeadSHA)
+	assert.Equal(t, "success", ciRuns[0].Conclusion)
+	assert.Equal(t, "failure", ciRuns[1].Conclusion)
 
 	// A push made with GITHUB_TOKEN does not; nor does a pull request it
 	// opens. A pull request the App opens does.
@@ -283,5 +300,22 @@ func TestFakeCI(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, e.repo.CheckRuns(sha2), 1, "the App's pull request starts CI on its head")
 	_, _, err = e.gh.PullRequests.Merge(e.ctx, owner, repoName, pr2.GetNumber(), "", nil)
+	assert.Equal(t, `Required status check "ci" is expected.`, messageOf(err), "CI has not concluded yet")
+	waitCI(t, e, sha2)
+	_, _, err = e.gh.PullRequests.Merge(e.ctx, owner, repoName, pr2.GetNumber(), "", nil)
 	require.NoError(t, err)
+}
+
+// waitCI waits for the check runs on sha to complete.
+func waitCI(t *testing.T, e *env, sha string) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		runs := e.repo.CheckRuns(sha)
+		for _, r := range runs {
+			if r.GetStatus() != "completed" {
+				return false
+			}
+		}
+		return len(runs) > 0
+	}, 10*time.Second, 10*time.Millisecond, "CI on %s concludes", sha)
 }
