@@ -72,7 +72,7 @@ func TestE2EActionOnlyRequiredCheck(t *testing.T) {
 			sweeps := 0
 			label := w.wait(issue, 40*time.Second, func() {
 				sweeps++
-				_, _ = f.TriggerSchedule(e2eFull, "bazinga.yml")
+				_, _ = f.TriggerSchedule(e2eFull, sweepWorkflow)
 			})
 			w.settle()
 			var log strings.Builder

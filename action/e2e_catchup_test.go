@@ -125,7 +125,7 @@ func runActionOnlyNoSchedule(t *testing.T, w *world, issue int) pipeline.Session
 	sweeps := 0
 	label := w.wait(issue, 90*time.Second, func() {
 		sweeps++
-		_, _ = w.f.TriggerSchedule(e2eFull, "bazinga.yml")
+		_, _ = w.f.TriggerSchedule(e2eFull, sweepWorkflow)
 	})
 	w.settle()
 	if label != "bazinga:done" {

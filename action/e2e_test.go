@@ -180,6 +180,10 @@ type jobRecord struct {
 const (
 	agentWorkflowFile        = "../examples/workflows/bazinga-agent.yml"
 	orchestratorWorkflowFile = "../examples/workflows/bazinga.yml"
+	sweepWorkflowFile        = "../examples/workflows/bazinga-sweep.yml"
+	// sweepWorkflow carries the Action-only schedule (its own file: GitHub
+	// disables an idle public repository's scheduled workflows).
+	sweepWorkflow = "bazinga-sweep.yml"
 )
 
 func newWorld(t *testing.T) *world { return newWorldWith(t, e2eConfig) }
@@ -226,6 +230,7 @@ func newWorldWith(t *testing.T, config string) *world {
 // the state signed with the orchestrator job's secret.
 func (w *world) actionOnly() {
 	require.NoError(w.t, w.f.AddWorkflowFileFrom(e2eFull, orchestratorWorkflowFile))
+	require.NoError(w.t, w.f.AddWorkflowFileFrom(e2eFull, sweepWorkflowFile))
 	w.orchestrator, w.publicKey = ghfake.ActionsLogin, e2eActionOnlyKey
 	// The orchestrator opens the group PRs as github-actions[bot].
 	require.NoError(w.t, w.f.SetActionsCanCreatePullRequests(e2eFull, true))
@@ -902,7 +907,7 @@ func TestE2EActionOnlyMode(t *testing.T) {
 	sweeps := 0
 	label := w.wait(issue, 60*time.Second, func() {
 		sweeps++
-		_, _ = f.TriggerSchedule(e2eFull, "bazinga.yml")
+		_, _ = f.TriggerSchedule(e2eFull, sweepWorkflow)
 	})
 	require.Equal(t, "bazinga:done", label)
 	assert.Zero(t, sweeps, "the steps' dispatches drive the session; the schedule is not needed")
