@@ -315,3 +315,38 @@ func TestE2EActionOnlyPublishFailsOnce(t *testing.T) {
 	}
 	assert.True(t, found, "the failure is posted on the issue")
 }
+
+// checkpoints: [plan]: alice approves the plan with a comment whose first
+// line is prose and whose second is the command. The route job (the bot's
+// own parser) lets it through and the session runs on, with no schedule.
+func TestE2EActionOnlyCommandOnSecondLine(t *testing.T) {
+	t.Parallel()
+	w := newWorldWith(t, e2eConfig+"checkpoints: [plan]\n")
+	w.actionOnly()
+	issue, err := w.repo.CreateIssue("alice", "Write a.txt and b.txt", "Both must say ok.")
+	require.NoError(t, err)
+	require.NoError(t, w.repo.LabelIssue("alice", issue, "bazinga"))
+	trust := codec.StateTrust{PublicKey: e2eActionOnlyKey, Authors: []string{ghfake.ActionsLogin}}
+	require.Eventually(t, func() bool {
+		s, ok := trackedState(w, issue, trust)
+		return ok && s.Checkpoint != nil
+	}, 3*time.Minute, 50*time.Millisecond, "the plan waits for approval")
+	_, err = w.repo.Comment("alice", issue, "The plan looks right to me.\n/bazinga approve")
+	require.NoError(t, err)
+	// Waiting at the checkpoint is labelled bazinga:needs-input, which
+	// ends w.wait: wait for the approval first.
+	require.Eventually(t, func() bool {
+		s, ok := trackedState(w, issue, trust)
+		return ok && s.Checkpoint == nil
+	}, 3*time.Minute, 50*time.Millisecond, "the approval is applied")
+	s := runActionOnlyNoSchedule(t, w, issue)
+	require.NotEmpty(t, s.PassedCheckpoints)
+	assert.Equal(t, "alice", s.PassedCheckpoints[0].ApprovedBy)
+	routed := false
+	for _, j := range w.jobsCopy() {
+		if j.job == "route" && j.run.Event == "issue_comment" && strings.Contains(string(j.run.EventPayload), "looks right") {
+			routed = assert.Contains(t, j.output, "bazinga: session 1")
+		}
+	}
+	assert.True(t, routed, "the route job ran the action on the comment")
+}

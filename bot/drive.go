@@ -529,7 +529,21 @@ func bindCheckpoint(s pipeline.Session, in input, now time.Time, lists ...[]pipe
 	if at.IsZero() {
 		at = now
 	}
-	id := s.CheckpointAt(at)
+	id, question := s.CheckpointAt(at), s.QuestionAt(at)
+	if !in.written.IsZero() && in.written.Nanosecond() == 0 {
+		// GitHub's timestamps have whole seconds: a comment stamped 12:00:00
+		// may have been written at 12:00:00.9, after a checkpoint (or
+		// question) that opened at 12:00:00.4 by the orchestrator's clock.
+		// Only when nothing was open at the start of that second does the
+		// rest of it count (issue 22).
+		end := at.Add(time.Second - time.Nanosecond)
+		if id == pipeline.NoCheckpoint {
+			id = s.CheckpointAt(end)
+		}
+		if question == pipeline.NoQuestion {
+			question = s.QuestionAt(end)
+		}
+	}
 	for _, evs := range lists {
 		for i := range evs {
 			c := evs[i].Command
@@ -537,7 +551,7 @@ func bindCheckpoint(s pipeline.Session, in input, now time.Time, lists ...[]pipe
 				// An answer is bound likewise (issue 23): to the question, or the
 				// plan its author could see, never to one asked or made later.
 				bound := *c
-				bound.Checkpoint, bound.Question = id, s.QuestionAt(at)
+				bound.Checkpoint, bound.Question = id, question
 				evs[i].Command = &bound
 				continue
 			}
