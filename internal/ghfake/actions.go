@@ -92,6 +92,9 @@ type run struct {
 	jobs      []*jobRun
 	group     string
 	cancelled bool
+	// awaiting is the CI a pull_request run waits for approval to run
+	// (a GITHUB_TOKEN opened or updated its pull request).
+	awaiting *CI
 }
 
 // AddWorkflow registers a workflow file on the repository "owner/name" so
@@ -624,6 +627,9 @@ func (f *Fake) Runs() []Run {
 }
 
 // --- handlers ---
+
+// listRepoRuns lists the runs of every workflow.
+func (f *Fake) listRepoRuns(c *rc) { f.listRunsOf(c, nil) }
 
 func (f *Fake) listWorkflowRuns(c *rc) {
 	if wf := c.workflowParam(); wf != nil {

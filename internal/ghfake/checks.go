@@ -852,7 +852,11 @@ func ciWorkflowFile(name string) string {
 // runCI runs the CI jobs on sha for an event sender caused: a push of
 // branch, or a pull request opened on it (event). Caller holds f.mu.
 func (f *Fake) runCI(r *Repo, sha, branch, event, sender string) {
-	if sha == "" || sha == zeroSHA || strings.EqualFold(sender, ActionsLogin) {
+	if sha == "" || sha == zeroSHA {
+		return
+	}
+	if strings.EqualFold(sender, ActionsLogin) {
+		f.awaitApproval(r, sha, branch, event)
 		return
 	}
 	for _, ci := range r.ci {
@@ -873,32 +877,129 @@ func (f *Fake) runCI(r *Repo, sha, branch, event, sender string) {
 			f.logf("ghfake: CI %s: unknown conclusion %q; using failure", ci.Name, conclusion)
 			conclusion = "failure"
 		}
-		cr := &checkRun{app: ci.App, name: ci.Name, headSHA: sha, status: "queued"}
-		f.createCheckRun(r, cr, ci.App)
 		var ru *run
 		if wf := r.workflows[ciWorkflowFile(ci.Workflow)]; wf != nil && ci.App == ActionsLogin {
 			payload, _ := json.Marshal(map[string]any{"ref": "refs/heads/" + branch, "after": sha,
 				"repository": r.json(), "sender": f.userJSON(sender), "installation": f.installationJSON()})
 			ru = f.startRun(r, wf, event, branch, sha, nil, sender, payload)
 		}
-		if conclusion == "" {
-			continue // stays queued
-		}
-		f.hooksWG.Add(1)
-		go func() {
-			defer f.hooksWG.Done()
-			select {
-			case <-f.closing:
-				return
-			case <-time.After(ci.Duration):
-			}
-			f.mu.Lock()
-			f.updateCheckRun(r, cr, "completed", conclusion, ci.App)
-			if ru != nil && ru.Status != "completed" {
-				_ = f.completeRun(ru.ID, conclusion)
-			}
-			f.mu.Unlock()
-			f.afterChange()
-		}()
+		f.concludeCI(r, ci, sha, ru, conclusion)
 	}
+}
+
+// concludeCI queues ci's check run on sha and concludes it (and its
+// workflow run ru, if any) ci.Duration later; conclusion "" leaves it
+// queued. Caller holds f.mu.
+func (f *Fake) concludeCI(r *Repo, ci CI, sha string, ru *run, conclusion string) {
+	cr := &checkRun{app: ci.App, name: ci.Name, headSHA: sha, status: "queued"}
+	f.createCheckRun(r, cr, ci.App)
+	if conclusion == "" {
+		return // stays queued
+	}
+	f.hooksWG.Add(1)
+	go func() {
+		defer f.hooksWG.Done()
+		select {
+		case <-f.closing:
+			return
+		case <-time.After(ci.Duration):
+		}
+		f.mu.Lock()
+		f.updateCheckRun(r, cr, "completed", conclusion, ci.App)
+		if ru != nil && ru.Status != "completed" {
+			_ = f.completeRun(ru.ID, conclusion)
+		}
+		f.mu.Unlock()
+		f.afterChange()
+	}()
+}
+
+// awaitApproval: since 2026-06-11 a pull request that a GITHUB_TOKEN opens
+// or updates gets pull_request runs of GitHub Actions CI, which wait until
+// a person with write access approves them (as those of a first-time
+// contributor's fork do): the run is created completed with conclusion
+// action_required, reports no check run, fires no workflow_run, and runs
+// only once approved (POST /repos/{owner}/{repo}/actions/runs/{id}/approve,
+// the "Approve and run workflows" button). A plain push by a GITHUB_TOKEN
+// still starts nothing. Caller holds f.mu.
+func (f *Fake) awaitApproval(r *Repo, sha, branch, event string) {
+	if event != "pull_request" {
+		open := false
+		for _, is := range r.issues {
+			if is.pr != nil && is.state == "open" && is.pr.head == branch {
+				open = true
+			}
+		}
+		if !open {
+			return
+		}
+		event = "pull_request"
+	}
+	for _, ci := range r.ci {
+		wf := r.workflows[ciWorkflowFile(ci.Workflow)]
+		if ci.App != ActionsLogin || wf == nil {
+			continue
+		}
+		payload, _ := json.Marshal(map[string]any{"action": "synchronize", "repository": r.json(), "sender": f.userJSON(ActionsLogin), "installation": f.installationJSON()})
+		ru := f.startRun(r, wf, event, branch, sha, nil, ActionsLogin, payload)
+		now := f.now()
+		ru.Status, ru.Conclusion, ru.UpdatedAt = "completed", "action_required", now
+		c := ci
+		ru.awaiting = &c
+	}
+}
+
+// approve runs a run that waits for approval, as approver. Caller holds
+// f.mu.
+func (f *Fake) approve(r *Repo, ru *run, approver string) (int, string) {
+	if ru.awaiting == nil || ru.Conclusion != "action_required" {
+		return http.StatusForbidden, "This workflow run is not waiting for approval"
+	}
+	if strings.HasSuffix(approver, "[bot]") {
+		// A person with write access approves; a workflow cannot approve
+		// the runs its own token caused.
+		return http.StatusForbidden, "Resource not accessible by integration"
+	}
+	if p := f.roleOf(r, approver); p != "admin" && p != "maintain" && p != "write" {
+		return http.StatusForbidden, "Must have admin rights to Repository."
+	}
+	ci := *ru.awaiting
+	ru.awaiting = nil
+	ru.Status, ru.Conclusion, ru.Actor, ru.UpdatedAt = "queued", "", approver, f.now()
+	conclusion := "success"
+	if ci.Conclude != nil {
+		conclusion = ci.Conclude(ru.HeadSHA)
+	}
+	if conclusion != "" && !checkConclusions[conclusion] {
+		conclusion = "failure"
+	}
+	f.concludeCI(r, ci, ru.HeadSHA, ru, conclusion)
+	return http.StatusCreated, ""
+}
+
+func (f *Fake) approveRun(c *rc) {
+	ru := c.runParam()
+	if ru == nil {
+		return
+	}
+	if status, msg := f.approve(c.repo, ru, c.login); msg != "" {
+		c.fail(status, msg)
+		return
+	}
+	c.json(http.StatusCreated, map[string]any{})
+}
+
+// ApproveRun presses "Approve and run workflows" for a run waiting for
+// approval, as user.
+func (r *Repo) ApproveRun(user string, id int64) error {
+	return r.do(user, func() error {
+		_, ru := r.f.findRun(id)
+		if ru == nil {
+			return fmt.Errorf("run %d: %w", id, ErrNotFound)
+		}
+		if _, msg := r.f.approve(r, ru, user); msg != "" {
+			return fmt.Errorf("ghfake: approve run %d: %s", id, msg)
+		}
+		return nil
+	})
 }

@@ -1,6 +1,7 @@
 package ghfake
 
 import (
+	"fmt"
 	"net/http"
 	"testing"
 	"time"
@@ -318,4 +319,55 @@ func waitCI(t *testing.T, e *env, sha string) {
 		}
 		return len(runs) > 0
 	}, 10*time.Second, 10*time.Millisecond, "CI on %s concludes", sha)
+}
+
+// Since 2026-06-11 (GitHub changelog: pull requests created by
+// github-actions[bot] can run workflows once approved), a pull request a
+// GITHUB_TOKEN opens or updates gets its pull_request CI run, which waits
+// for a person with write access to approve it; a workflow's token cannot.
+func TestFakeCIAwaitsApprovalForGitHubTokenPRs(t *testing.T) {
+	e := newEnv(t)
+	require.NoError(t, e.repo.AddCI(CI{Name: "ci", Duration: 50 * time.Millisecond}))
+	e.f.AddToken("ghs_actions", ActionsLogin, Bot)
+	e.f.SetPermission("alice", "write")
+	e.f.SetPermission("eve", "read")
+	require.NoError(t, e.f.SetActionsCanCreatePullRequests(full, true))
+	w := e.clone(t)
+	sha := w.commit("x.txt", "x")
+	err, progress := w.push("ghs_actions", "refs/heads/main:refs/heads/by-actions")
+	require.NoError(t, err, progress)
+	require.Empty(t, e.f.Runs(), "a plain GITHUB_TOKEN push starts nothing")
+	actions := e.f.Client("ghs_actions")
+	_, _, err = actions.PullRequests.Create(e.ctx, owner, repoName, &github.NewPullRequest{Title: github.String("A"), Head: github.String("by-actions"), Base: github.String("main")})
+	require.NoError(t, err)
+	runs := e.f.Runs()
+	require.Len(t, runs, 1)
+	ru := runs[0]
+	assert.Equal(t, "pull_request", ru.Event)
+	assert.Equal(t, "completed", ru.Status)
+	assert.Equal(t, "action_required", ru.Conclusion)
+	assert.Empty(t, e.repo.CheckRuns(sha), "no check run until approved")
+	listed, _, err := e.gh.Actions.ListRepositoryWorkflowRuns(e.ctx, owner, repoName, &github.ListWorkflowRunsOptions{HeadSHA: sha})
+	require.NoError(t, err)
+	require.Equal(t, 1, listed.GetTotalCount())
+	assert.Equal(t, "action_required", listed.WorkflowRuns[0].GetConclusion())
+
+	approve := func(c *github.Client) (*github.Response, error) {
+		req, err := c.NewRequest("POST", fmt.Sprintf("repos/%s/actions/runs/%d/approve", full, ru.ID), nil)
+		require.NoError(t, err)
+		return c.Do(e.ctx, req, nil)
+	}
+	resp, err := approve(actions)
+	require.Error(t, err, "a workflow's token cannot approve")
+	assert.Equal(t, 403, resp.StatusCode)
+	assert.ErrorContains(t, e.repo.ApproveRun("eve", ru.ID), "admin rights", "a reader cannot approve")
+	require.NoError(t, e.repo.ApproveRun("alice", ru.ID))
+	assert.ErrorContains(t, e.repo.ApproveRun("alice", ru.ID), "not waiting for approval")
+	require.Len(t, e.repo.CheckRuns(sha), 1, "approved: CI runs")
+	waitCI(t, e, sha)
+	runs = e.f.Runs()
+	require.Len(t, runs, 1)
+	assert.Equal(t, "success", runs[0].Conclusion)
+	assert.Equal(t, "alice", runs[0].Actor, "the approver triggers the run")
+	assert.Equal(t, "success", e.repo.CheckRuns(sha)[0].GetConclusion())
 }
