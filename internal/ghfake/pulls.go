@@ -469,6 +469,9 @@ func (f *Fake) refChanged(r *Repo, ref, old, sha, sender string) {
 	if old == sha {
 		return
 	}
+	if strings.EqualFold(sender, ActionsLogin) && sha != "" {
+		r.actionsHeads[sha] = true
+	}
 	f.emitPush(r, ref, old, sha, sender)
 	branch, ok := strings.CutPrefix(ref, "refs/heads/")
 	if !ok {
