@@ -163,6 +163,7 @@ func TestE2EActionOnlyRequiredCheck(t *testing.T) {
 			assert.Positive(t, ciWakes, "a CI run's completion woke the orchestrator")
 			s := w.assertVerified(issue, trust)
 			w.assertJobs(s)
+			w.logActionsUse(s)
 			// assertVerified checked each PR merged at the head the engine
 			// recorded for its group; CI passed on exactly that head.
 			for _, g := range s.Groups {

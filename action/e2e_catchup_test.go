@@ -139,7 +139,28 @@ func runActionOnlyNoSchedule(t *testing.T, w *world, issue int) pipeline.Session
 			assert.Zero(t, j.exit, "reconcile run %d (%s)", j.run.ID, j.run.Event)
 		}
 	}
+	w.logActionsUse(s)
 	return s
+}
+
+// logActionsUse logs what the session cost in GitHub Actions (BENCHMARKS.md,
+// issue 22): reconciles, jobs and billed minutes (GitHub bills each job
+// rounded up to a whole minute), per step.
+func (w *world) logActionsUse(s pipeline.Session) {
+	var jobs, reconciles, minutes int
+	for _, j := range w.jobsCopy() {
+		jobs++
+		minutes += int((j.duration + time.Minute - 1) / time.Minute)
+		if j.command == "reconcile" {
+			reconciles++
+		}
+	}
+	steps := len(s.Steps)
+	if steps == 0 {
+		steps = 1
+	}
+	w.t.Logf("actions use: %d steps, %d jobs, %d reconciles (%.2f per step), %d billed minutes (%.2f per step)",
+		len(s.Steps), jobs, reconciles, float64(reconciles)/float64(steps), minutes, float64(minutes)/float64(steps))
 }
 
 // A step's result is posted; the dispatch its privileged job sends waits as

@@ -214,6 +214,9 @@ func newWorldWith(t *testing.T, config string) *world {
 		actionInputs: readActionInputs(t),
 		artifacts:    map[string]string{},
 	}
+	// Every request the product sent and every answer the fake gave is
+	// checked against GitHub's REST API description (issue 22).
+	t.Cleanup(func() { checkOpenAPI(t, f) })
 	ctx := f.Context()
 	f.OnJob(func(jctx context.Context, j ghfake.JobRun) {
 		select {
@@ -946,6 +949,7 @@ func TestE2EActionOnlyMode(t *testing.T) {
 		assert.True(t, routes[r.run.ID], "run %d: route ran before reconcile", r.run.ID)
 	}
 	assert.Empty(t, f.Deliveries(), "no App: no webhook deliveries")
+	w.logActionsUse(s)
 	t.Logf("Action-only mode: %d steps, %d jobs (%d reconciles, %d sweeps), %d API calls (%d content-creating), %s",
 		len(s.Steps), len(w.jobsCopy()), reconciles, sweeps, f.Counts().Total, f.Counts().ContentCreating, time.Since(start).Round(time.Millisecond))
 }
@@ -959,4 +963,17 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.w.Write(p)
+}
+
+// githubOpenAPI is GitHub's REST API description trimmed to the fake's
+// endpoints (internal/ghfake/testdata; its info names the source).
+const githubOpenAPI = "../internal/ghfake/testdata/github-rest-trimmed.json"
+
+func checkOpenAPI(t *testing.T, f *ghfake.Fake) {
+	t.Helper()
+	o, err := ghfake.LoadOpenAPI(githubOpenAPI)
+	require.NoError(t, err)
+	for _, p := range o.Check(f.Calls()) {
+		t.Errorf("OpenAPI: %s", p)
+	}
 }
