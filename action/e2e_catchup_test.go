@@ -3,6 +3,7 @@ package action_test
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -358,8 +359,8 @@ func TestE2EActionOnlyCommandOnSecondLine(t *testing.T) {
 	// ends w.wait: wait for the approval first.
 	require.Eventually(t, func() bool {
 		s, ok := trackedState(w, issue, trust)
-		return ok && s.Checkpoint == nil
-	}, 3*time.Minute, 50*time.Millisecond, "the approval is applied")
+		return ok && s.Checkpoint == nil && !slices.Contains(w.repo.Labels(issue), "bazinga:needs-input")
+	}, 3*time.Minute, 50*time.Millisecond, "the approval is applied (the label follows the state)")
 	s := runActionOnlyNoSchedule(t, w, issue)
 	require.NotEmpty(t, s.PassedCheckpoints)
 	assert.Equal(t, "alice", s.PassedCheckpoints[0].ApprovedBy)

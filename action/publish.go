@@ -166,7 +166,9 @@ func (j *job) publish(ctx context.Context) int {
 // GITHUB_TOKEN dispatched fires no workflow_run. Best effort: GitHub may be
 // what failed.
 func (j *job) reportedFailure(ctx context.Context, code int) int {
-	if code == 0 || j.posted {
+	if code == 0 || j.posted || j.in.orchestratorWorkflow == "" {
+		// App mode: the bot hears of the failed run (workflow_run and
+		// workflow_job webhooks) and sends the step again.
 		return code
 	}
 	ref, ok := codec.ParseStepID(j.in.step)
