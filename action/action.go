@@ -201,6 +201,7 @@ Inputs (INPUT_* variables, as the runner sets them):
                        publish | land           privileged (write token, no repository code): check the
                                                 hand-over, push, claim, post
                      reconcile                  the Action-only orchestrator
+                     route                      names the session of the orchestrator's event (output session)
   step               the step id <issue>/<group>/<role>/<n> (every command but reconcile)
   github-token       token for the API and git (read-only for agent, gate, validate)
   token-exchange-url publish, land, reconcile: exchange the job's OIDC token (id-token: write) at

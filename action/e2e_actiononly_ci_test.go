@@ -45,6 +45,7 @@ func TestE2EActionOnlyRequiredCheck(t *testing.T) {
 		{"token exchange: the privileged jobs act as the App", true, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel() // each its own fake; keeps the package's serial time down
 			config := e2eConfig
 			if tc.exchange {
 				// The orchestrator stays github-actions[bot] (the example's
