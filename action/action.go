@@ -60,6 +60,9 @@ const (
 	CommandPublish   = "publish"  // privileged: publishes an agent or validation step
 	CommandLand      = "land"     // privileged: lands a merge the gate tested
 	CommandReconcile = "reconcile"
+	// CommandRoute names the session of the orchestrator's event (its
+	// concurrency group), or none: the reconcile is not needed.
+	CommandRoute = "route"
 	// CommandMerge was the one-job merge; it is now gate + land.
 	CommandMerge = "merge"
 )
@@ -284,7 +287,7 @@ func readInputs(gha *githubactions.Action, getenv func(string) string) (inputs, 
 			}
 			in.previousKeys = keys
 		}
-	} else if in.command != "" {
+	} else if in.command != "" && in.command != CommandRoute {
 		pk := input(gha, "state-public-key")
 		if pk == "" {
 			pk = getenv(EnvStatePublicKey)
@@ -302,7 +305,7 @@ func readInputs(gha *githubactions.Action, getenv func(string) string) (inputs, 
 		}
 	}
 	switch in.command {
-	case CommandAgent, CommandGate, CommandValidate, CommandPublish, CommandLand, CommandReconcile:
+	case CommandAgent, CommandGate, CommandValidate, CommandPublish, CommandLand, CommandReconcile, CommandRoute:
 	case CommandMerge:
 		problems = append(problems, "command `merge` is now two jobs: `gate` (unprivileged: runs the tests) then `land` (privileged: pushes what was tested); see examples/workflows/bazinga-agent.yml")
 	case "":
@@ -312,7 +315,7 @@ func readInputs(gha *githubactions.Action, getenv func(string) string) (inputs, 
 	}
 	problems = append(problems, readExchangeInputs(gha, getenv, &in)...)
 	problems = append(problems, readGatewayInputs(gha, getenv, &in)...)
-	if in.token == "" && in.exchangeURL == "" {
+	if in.token == "" && in.exchangeURL == "" && in.command != CommandRoute {
 		problems = append(problems, "input `github-token` is empty; pass `github-token: ${{ github.token }}` (the default) or a token with contents, issues and pull-requests write")
 	}
 	full := strings.TrimSpace(getenv("GITHUB_REPOSITORY"))
@@ -329,7 +332,7 @@ func readInputs(gha *githubactions.Action, getenv func(string) string) (inputs, 
 		repo.ID = id
 	}
 	in.repo = repo
-	if in.command != CommandReconcile && in.command != CommandMerge && in.command != "" {
+	if in.command != CommandReconcile && in.command != CommandRoute && in.command != CommandMerge && in.command != "" {
 		switch ref, ok := codec.ParseStepID(in.step); {
 		case in.step == "":
 			problems = append(problems, "input `step` is required for command "+in.command+": the step id <issue>/<group>/<role>/<n> (the workflow_dispatch input)")
@@ -357,7 +360,7 @@ func readInputs(gha *githubactions.Action, getenv func(string) string) (inputs, 
 	if in.workDir == "" {
 		in.workDir = getenv("RUNNER_TEMP")
 	}
-	if in.handover == "" && in.command != CommandReconcile {
+	if in.handover == "" && in.command != CommandReconcile && in.command != CommandRoute {
 		if tmp := getenv("RUNNER_TEMP"); tmp != "" {
 			in.handover = filepath.Join(tmp, "bazinga-handover")
 		} else {
@@ -388,6 +391,9 @@ func Run(ctx context.Context, d Deps) (code int) {
 		out.set(in.step, StatusFailed, []string{err.Error()})
 		return 1
 	}
+	if in.command == CommandRoute {
+		return route(gha, out, in)
+	}
 	if !privileged(in.command) && d.Getenv(EnvIDTokenRequestToken) != "" && in.gatewayURL == "" {
 		// The agent can mint this job's OIDC token; a token exchange that
 		// allows this workflow would give it the App's write token.
@@ -415,7 +421,7 @@ func Run(ctx context.Context, d Deps) (code int) {
 	case CommandReconcile:
 		return j.reconcile(ctx)
 	case CommandPublish, CommandLand:
-		return j.publish(ctx)
+		return j.reportedFailure(ctx, j.publish(ctx))
 	}
 	return j.handedOverFailure(j.runStep(ctx))
 }
@@ -452,6 +458,10 @@ type job struct {
 	log    *slog.Logger
 	// lastFail is the last failure the job reported (fail).
 	lastFail string
+	// posted: the job posted what it did (a result or a failure) and woke
+	// the orchestrator; a privileged job that fails without it posts its
+	// failure at the end (reportedFailure).
+	posted bool
 }
 
 // fail reports err as an error annotation, naming a missing permission

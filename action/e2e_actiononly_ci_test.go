@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -36,18 +37,23 @@ func TestE2EActionOnlyRequiredCheck(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		exchange bool
+		// approve: alice approves the CI runs GitHub holds on the group
+		// PRs (a GITHUB_TOKEN opened and updated them).
+		approve bool
 	}{
-		{"GITHUB_TOKEN: CI never runs, the session pauses", false},
-		{"token exchange: the privileged jobs act as the App", true},
+		{"GITHUB_TOKEN: CI waits for approval, the session pauses naming it", false, false},
+		{"GITHUB_TOKEN: a person approves the CI runs", false, true},
+		{"token exchange: the privileged jobs act as the App", true, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel() // each its own fake; keeps the package's serial time down
 			config := e2eConfig
 			if tc.exchange {
 				// The orchestrator stays github-actions[bot] (the example's
 				// reconcile job has no exchange); the results the App posts
 				// are trusted through github.job_identity.
 				config += "github:\n  job_identity: bazinga[bot]\n"
-			} else {
+			} else if !tc.approve {
 				// Short, so the test sees the timeout (the default is 2h).
 				config += "merge:\n  checks_timeout: 2s\n"
 			}
@@ -55,7 +61,9 @@ func TestE2EActionOnlyRequiredCheck(t *testing.T) {
 			f := w.f
 			w.actionOnly()
 			require.NoError(t, w.repo.Protect("main", ghfake.Protection{RequirePR: true, RequiredChecks: []string{"ci/test"}}))
-			require.NoError(t, w.repo.AddCI(ghfake.CI{Name: "ci/test"}))
+			// CI takes longer than a step: only its completion can wake the
+			// session in time.
+			require.NoError(t, w.repo.AddCI(ghfake.CI{Name: "ci/test", Duration: 4 * time.Second}))
 			if tc.exchange {
 				require.Equal(t, "bazinga[bot]", f.BotLogin(), "the login job_identity names")
 				w.oidc = ghfake.StartOIDC(t, f)
@@ -65,13 +73,37 @@ func TestE2EActionOnlyRequiredCheck(t *testing.T) {
 			mainBefore, ok := w.repo.Ref("refs/heads/main")
 			require.True(t, ok)
 
+			var approvedMu sync.Mutex
+			approved := map[int64]bool{}
+			if tc.approve {
+				stop := make(chan struct{})
+				t.Cleanup(func() { close(stop) })
+				go func() {
+					for {
+						select {
+						case <-stop:
+							return
+						case <-time.After(100 * time.Millisecond):
+						}
+						for _, r := range f.Runs() {
+							approvedMu.Lock()
+							fresh := r.Conclusion == "action_required" && !approved[r.ID]
+							approved[r.ID] = approved[r.ID] || fresh
+							approvedMu.Unlock()
+							if fresh {
+								assert.NoError(t, w.repo.ApproveRun("alice", r.ID))
+							}
+						}
+					}
+				}()
+			}
 			issue, err := w.repo.CreateIssue("alice", "Write a.txt and b.txt", "Both must say ok.")
 			require.NoError(t, err)
 			require.NoError(t, w.repo.LabelIssue("alice", issue, "bazinga"))
 			sweeps := 0
 			label := w.wait(issue, 40*time.Second, func() {
 				sweeps++
-				_, _ = f.TriggerSchedule(e2eFull, "bazinga.yml")
+				_, _ = f.TriggerSchedule(e2eFull, sweepWorkflow)
 			})
 			w.settle()
 			var log strings.Builder
@@ -80,7 +112,7 @@ func TestE2EActionOnlyRequiredCheck(t *testing.T) {
 			}
 			trust := codec.StateTrust{PublicKey: e2eActionOnlyKey, Authors: []string{ghfake.ActionsLogin}}
 
-			if !tc.exchange {
+			if !tc.exchange && !tc.approve {
 				if !assert.Equal(t, "bazinga:paused", label) {
 					w.dump(issue)
 				}
@@ -88,6 +120,11 @@ func TestE2EActionOnlyRequiredCheck(t *testing.T) {
 				require.Equal(t, pipeline.SessionPaused, s.Status, s.Reason)
 				assert.Contains(t, s.Reason, "(ci/test on ")
 				assert.Contains(t, s.Reason, "merge.checks_timeout 2s")
+				// GitHub holds the CI runs of the pull requests a GITHUB_TOKEN
+				// opened or updated (since 2026-06-11): the pause names them
+				// and what lets them run.
+				assert.Contains(t, s.Reason, "workflow runs awaiting approval: CI http")
+				assert.Contains(t, s.Reason, "Approve and run workflows")
 				assert.Contains(t, log.String(), "waiting for required checks: ci/test")
 				// Nothing reached main, no PR was merged, and CI never ran on
 				// a group head: every push was the jobs' GITHUB_TOKEN's.
@@ -116,8 +153,19 @@ func TestE2EActionOnlyRequiredCheck(t *testing.T) {
 				w.dump(issue)
 			}
 			require.Equal(t, "bazinga:done", label)
+			// CI concludes after the push (as on GitHub): its run's
+			// completion, not the schedule, wakes the session (issue 22).
+			assert.Zero(t, sweeps, "schedule runs the session needed")
+			ciWakes := 0
+			for _, j := range w.jobsCopy() {
+				if j.command == "reconcile" && j.run.Event == "workflow_run" {
+					ciWakes++
+				}
+			}
+			assert.Positive(t, ciWakes, "a CI run's completion woke the orchestrator")
 			s := w.assertVerified(issue, trust)
 			w.assertJobs(s)
+			w.logActionsUse(s)
 			// assertVerified checked each PR merged at the head the engine
 			// recorded for its group; CI passed on exactly that head.
 			for _, g := range s.Groups {
@@ -137,18 +185,28 @@ func TestE2EActionOnlyRequiredCheck(t *testing.T) {
 			// Both merges went through the API, as the App, with nothing
 			// refused; every push was the App's (the orchestrator's
 			// github-actions[bot] only creates branches and opens PRs).
+			jobs := f.BotLogin()
+			if tc.approve {
+				jobs = ghfake.ActionsLogin // no exchange: the jobs' GITHUB_TOKEN
+				approvedMu.Lock()
+				assert.NotEmpty(t, approved, "alice approved the held CI runs")
+				approvedMu.Unlock()
+			}
 			merges := 0
 			for _, c := range f.Calls() {
 				if c.Method == http.MethodPut && strings.HasSuffix(c.Route, "/pulls/{number}/merge") {
 					merges++
 					assert.Equal(t, http.StatusOK, c.Status, "merge %s", c.Path)
-					assert.Equal(t, f.BotLogin(), c.Login, "merge %s", c.Path)
+					assert.Equal(t, jobs, c.Login, "merge %s", c.Path)
 				}
 			}
 			assert.Equal(t, 2, merges)
-			assertPushers(t, f, f.BotLogin())
+			assertPushers(t, f, jobs)
 			for _, pr := range w.repo.PRs() {
 				assert.Equal(t, ghfake.ActionsLogin, pr.GetUser().GetLogin(), "PR #%d is opened by the orchestrator", pr.GetNumber())
+			}
+			if !tc.exchange {
+				return
 			}
 			// Each privileged job exchanged its own OIDC token.
 			exchanged := 0

@@ -149,7 +149,7 @@ func TestE2EForcePushWhileMergingActionOnlyMode(t *testing.T) {
 	issue, err := w.repo.CreateIssue("alice", "Write a.txt and b.txt", "Both must say ok.")
 	require.NoError(t, err)
 	require.NoError(t, w.repo.LabelIssue("alice", issue, "bazinga"))
-	label := w.wait(issue, 60*time.Second, func() { _, _ = w.f.TriggerSchedule(e2eFull, "bazinga.yml") })
+	label := w.wait(issue, 60*time.Second, func() { _, _ = w.f.TriggerSchedule(e2eFull, sweepWorkflow) })
 	require.Equal(t, "bazinga:done", label)
 	w.settle()
 	s := w.assertVerified(issue, codec.StateTrust{PublicKey: e2eActionOnlyKey, Authors: []string{ghfake.ActionsLogin}})

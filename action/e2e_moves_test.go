@@ -242,7 +242,7 @@ func playActionOnly(t *testing.T, w *world) pipeline.Session {
 	sweeps := 0
 	label := w.wait(issue, 60*time.Second, func() {
 		sweeps++
-		_, _ = w.f.TriggerSchedule(e2eFull, "bazinga.yml")
+		_, _ = w.f.TriggerSchedule(e2eFull, sweepWorkflow)
 	})
 	require.Equal(t, "bazinga:done", label)
 	assert.Zero(t, sweeps, "the schedule was not needed")

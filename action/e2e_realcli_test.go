@@ -301,7 +301,7 @@ func TestE2ERealClaudeActionOnly(t *testing.T) {
 	sweeps := 0
 	issue := rw.session(func() {
 		sweeps++
-		_, _ = rw.f.TriggerSchedule(e2eFull, "bazinga.yml")
+		_, _ = rw.f.TriggerSchedule(e2eFull, sweepWorkflow)
 	})
 	s := rw.assertRealSession(issue, codec.StateTrust{PublicKey: e2eActionOnlyKey, Authors: []string{ghfake.ActionsLogin}})
 	assert.Zero(t, sweeps, "the steps' dispatches drive the session; the schedule is not needed")

@@ -192,6 +192,10 @@ type jobRecord struct {
 const (
 	agentWorkflowFile        = "../examples/workflows/bazinga-agent.yml"
 	orchestratorWorkflowFile = "../examples/workflows/bazinga.yml"
+	sweepWorkflowFile        = "../examples/workflows/bazinga-sweep.yml"
+	// sweepWorkflow carries the Action-only schedule (its own file: GitHub
+	// disables an idle public repository's scheduled workflows).
+	sweepWorkflow = "bazinga-sweep.yml"
 )
 
 func newWorld(t *testing.T) *world { return newWorldWith(t, e2eConfig) }
@@ -222,6 +226,9 @@ func newWorldWith(t *testing.T, config string) *world {
 		actionInputs: readActionInputs(t),
 		artifacts:    map[string]string{},
 	}
+	// Every request the product sent and every answer the fake gave is
+	// checked against GitHub's REST API description (issue 22).
+	t.Cleanup(func() { checkOpenAPI(t, f) })
 	ctx := f.Context()
 	f.OnJob(func(jctx context.Context, j ghfake.JobRun) {
 		select {
@@ -238,6 +245,7 @@ func newWorldWith(t *testing.T, config string) *world {
 // the state signed with the orchestrator job's secret.
 func (w *world) actionOnly() {
 	require.NoError(w.t, w.f.AddWorkflowFileFrom(e2eFull, orchestratorWorkflowFile))
+	require.NoError(w.t, w.f.AddWorkflowFileFrom(e2eFull, sweepWorkflowFile))
 	w.orchestrator, w.publicKey = ghfake.ActionsLogin, e2eActionOnlyKey
 	// The orchestrator opens the group PRs as github-actions[bot].
 	require.NoError(w.t, w.f.SetActionsCanCreatePullRequests(e2eFull, true))
@@ -926,7 +934,7 @@ func TestE2EActionOnlyMode(t *testing.T) {
 	sweeps := 0
 	label := w.wait(issue, 60*time.Second, func() {
 		sweeps++
-		_, _ = f.TriggerSchedule(e2eFull, "bazinga.yml")
+		_, _ = f.TriggerSchedule(e2eFull, sweepWorkflow)
 	})
 	require.Equal(t, "bazinga:done", label)
 	assert.Zero(t, sweeps, "the steps' dispatches drive the session; the schedule is not needed")
@@ -965,6 +973,7 @@ func TestE2EActionOnlyMode(t *testing.T) {
 		assert.True(t, routes[r.run.ID], "run %d: route ran before reconcile", r.run.ID)
 	}
 	assert.Empty(t, f.Deliveries(), "no App: no webhook deliveries")
+	w.logActionsUse(s)
 	t.Logf("Action-only mode: %d steps, %d jobs (%d reconciles, %d sweeps), %d API calls (%d content-creating), %s",
 		len(s.Steps), len(w.jobsCopy()), reconciles, sweeps, f.Counts().Total, f.Counts().ContentCreating, time.Since(start).Round(time.Millisecond))
 }
@@ -978,4 +987,17 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.w.Write(p)
+}
+
+// githubOpenAPI is GitHub's REST API description trimmed to the fake's
+// endpoints (internal/ghfake/testdata; its info names the source).
+const githubOpenAPI = "../internal/ghfake/testdata/github-rest-trimmed.json"
+
+func checkOpenAPI(t *testing.T, f *ghfake.Fake) {
+	t.Helper()
+	o, err := ghfake.LoadOpenAPI(githubOpenAPI)
+	require.NoError(t, err)
+	for _, p := range o.Check(f.Calls()) {
+		t.Errorf("OpenAPI: %s", p)
+	}
 }

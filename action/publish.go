@@ -157,11 +157,44 @@ func (j *job) publish(ctx context.Context) int {
 	return 0
 }
 
+// reportedFailure makes a privileged job that failed say so where the
+// orchestrator reads it (issue 22): a 5xx, GitHub's transient 405 "Base
+// branch was modified", a stale or refused hand-over, a refused push. It
+// posts the failure on the issue as the step's failure record (the
+// orchestrator sends the step again) and wakes the orchestrator; without
+// it, in Action-only mode only the schedule would notice, since a run a
+// GITHUB_TOKEN dispatched fires no workflow_run. Best effort: GitHub may be
+// what failed.
+func (j *job) reportedFailure(ctx context.Context, code int) int {
+	if code == 0 || j.posted || j.in.orchestratorWorkflow == "" {
+		// App mode: the bot hears of the failed run (workflow_run and
+		// workflow_job webhooks) and sends the step again.
+		return code
+	}
+	ref, ok := codec.ParseStepID(j.in.step)
+	issue, err := strconv.Atoi(ref.Session)
+	if !ok || err != nil || issue < 1 {
+		return code
+	}
+	why := j.lastFail
+	if why == "" {
+		why = "it ended without publishing"
+	}
+	fr := codec.FailureRecord{Step: j.in.step, Role: ref.Role, Group: ref.Group, RunURL: j.in.runURL,
+		Reason: "the " + j.in.command + " job failed: " + why}
+	if _, err := j.gh.CreateComment(ghapi.WithReserve(ctx), j.in.repo, issue, codec.RenderFailureComment(fr)); err != nil {
+		j.gha.Warningf("bazinga: could not post the failure of %s: %v", j.in.step, err)
+	}
+	j.wake(ctx, issue, j.in.refName)
+	return code
+}
+
 // wake dispatches the Action-only orchestrator for the step's issue: what
 // this job posted with its GITHUB_TOKEN starts no workflow, a dispatch does
 // (the job needs actions: write). Best effort: the orchestrator's schedule
 // catches up without it, later.
 func (j *job) wake(ctx context.Context, issue int, ref string) {
+	j.posted = true
 	wf := j.in.orchestratorWorkflow
 	if wf == "" {
 		return
@@ -225,6 +258,7 @@ func (j *job) refused(err error) int {
 	j.gha.WithFieldsMap(map[string]string{"title": "bazinga: hand-over refused"}).Errorf("step %s: %s; nothing was pushed or posted", j.in.step, err.Error())
 	j.out.set(j.in.step, StatusFailed, []string{err.Error()})
 	j.log.Error("hand-over refused", "err", err)
+	j.lastFail = "the hand-over was refused: " + err.Error()
 	return 1
 }
 

@@ -21,9 +21,6 @@ type eventInfo struct {
 	Installation struct {
 		ID int64 `json:"id"`
 	} `json:"installation"`
-	WorkflowRun *struct {
-		DisplayTitle string `json:"display_title"`
-	} `json:"workflow_run"`
 	// Inputs are a workflow_dispatch's: a step's job dispatches the
 	// orchestrator with the step's issue.
 	Inputs struct {
@@ -121,20 +118,20 @@ func (j *job) reconcile(ctx context.Context) int {
 	j.log = j.log.With("event", in.eventName, "action", ev.Action)
 
 	var errs []error
-	// A result comment written with a GITHUB_TOKEN starts no workflow: the
-	// step's run completing does, so its results are read back first (a
-	// failure that follows a result is then no longer in flight).
-	if in.eventName == "workflow_run" && ev.WorkflowRun != nil {
-		if issue := issueOfTitle(ev.WorkflowRun.DisplayTitle); issue > 0 {
-			j.gha.Group(fmt.Sprintf("bazinga: results of session #%d", issue))
-			n, err := b.ApplyLoggedResults(ctx, 0, in.repo, issue)
-			j.gha.EndGroup()
-			if err != nil {
-				errs = append(errs, err)
-			}
-			if n > 0 {
-				j.gha.Infof("applied %d result(s) of session #%d", n, issue)
-			}
+	// Whatever woke this run, the session first catches up on everything
+	// GitHub shows: logged results and failure reports, failed step runs,
+	// approvals, required checks (issue 22). Runs of one session share a
+	// concurrency group that keeps one pending run, a newer one replacing
+	// (cancelling) it: the event of a cancelled run is never delivered, so
+	// no run may rely on its own event to learn what happened before it.
+	// Results go first: a failure that follows a result is then no longer
+	// in flight.
+	if issue := sessionIssue(b.Key(d)); issue > 0 {
+		j.gha.Group(fmt.Sprintf("bazinga: catch up session #%d", issue))
+		err := b.ReconcileIssue(ctx, 0, in.repo, issue)
+		j.gha.EndGroup()
+		if err != nil {
+			errs = append(errs, err)
 		}
 	}
 	j.gha.Group("bazinga: " + in.eventName + " " + ev.Action)
@@ -178,16 +175,18 @@ func (j *job) sweep(ctx context.Context, b *bot.Bot) int {
 	return 0
 }
 
-// issueOfTitle finds the issue of the step id in a run's title.
-func issueOfTitle(title string) int {
-	for _, w := range strings.Fields(title) {
-		if ref, ok := codec.ParseStepID(strings.Trim(w, "\"'`()[],")); ok {
-			if n, err := strconv.Atoi(ref.Session); err == nil {
-				return n
-			}
-		}
+// sessionIssue is the issue of a session key ("owner/name#12"), 0 for
+// none (an event of no session, or of a step run's job).
+func sessionIssue(key string) int {
+	_, n, ok := strings.Cut(key, "#")
+	if !ok {
+		return 0
 	}
-	return 0
+	issue, err := strconv.Atoi(n)
+	if err != nil || issue < 1 {
+		return 0
+	}
+	return issue
 }
 
 // rateLimited reports a reconcile stopped by a GitHub rate limit whose

@@ -89,3 +89,40 @@ func TestExampleWorkflowKeepsTheBoundary(t *testing.T) {
 	assert.Equal(t, []string{"land", "publish"}, priv)
 	assert.NotContains(t, string(b), "actions/checkout", "no job checks the repository out")
 }
+
+// GitHub disables a public repository's scheduled workflows after 60 days
+// without activity (issue 22): the orchestrator carries no schedule, so
+// disabling the sweep cannot switch it off; the sweep is its own file and
+// runs the orchestrator's reconcile.
+func TestScheduleHasItsOwnWorkflow(t *testing.T) {
+	type workflow struct {
+		On   map[string]any `yaml:"on"`
+		Jobs map[string]struct {
+			Steps []struct {
+				Uses string            `yaml:"uses"`
+				With map[string]string `yaml:"with"`
+			} `yaml:"steps"`
+		} `yaml:"jobs"`
+	}
+	read := func(file string) workflow {
+		b, err := os.ReadFile("../examples/workflows/" + file)
+		require.NoError(t, err)
+		var wf workflow
+		require.NoError(t, yaml.Unmarshal(b, &wf))
+		return wf
+	}
+	orch := read("bazinga.yml")
+	assert.NotContains(t, orch.On, "schedule", "the orchestrator has no schedule")
+	assert.Contains(t, orch.On, "workflow_run", "CI runs wake the orchestrator")
+	sweep := read("bazinga-sweep.yml")
+	assert.Contains(t, sweep.On, "schedule")
+	reconciles := 0
+	for _, j := range sweep.Jobs {
+		for _, st := range j.Steps {
+			if strings.HasPrefix(st.Uses, "bazinga-bot/bazinga@") && st.With["command"] == "reconcile" {
+				reconciles++
+			}
+		}
+	}
+	assert.Equal(t, 1, reconciles, "the sweep runs the reconcile")
+}

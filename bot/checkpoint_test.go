@@ -265,6 +265,29 @@ func TestBindCheckpoint(t *testing.T) {
 			assert.Equal(t, tc.qn, events[0].Command.Question)
 		})
 	}
+	// GitHub stamps comments with whole seconds (issue 22): a command
+	// stamped in the second a checkpoint or question opened (by the
+	// orchestrator's clock, 400ms into it) binds to it when nothing was open
+	// at the start of that second; a precise time keeps its binding.
+	tie := pipeline.Session{Checkpoint: &pipeline.Checkpoint{ID: "plan-1", Kind: pipeline.CheckpointPlan, Since: t0.Add(400 * time.Millisecond)},
+		Clarification: &pipeline.Clarification{Step: "7/_/pm/2", Question: "pg?", AskedAt: t0.Add(400 * time.Millisecond)}}
+	for _, tc := range []struct {
+		name           string
+		written        time.Time
+		checkpoint, qn string
+	}{
+		{"stamped in the second it opened", t0, "plan-1", "7/_/pm/2"},
+		{"stamped the second before", t0.Add(-time.Second), pipeline.NoCheckpoint, pipeline.NoQuestion},
+		{"a precise time before it opened", t0.Add(100 * time.Millisecond), pipeline.NoCheckpoint, pipeline.NoQuestion},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			events := []pipeline.Event{cmd(pipeline.CommandApprove, ""),
+				pipeline.CommandEvent("7", "alice", pipeline.Command{Kind: pipeline.CommandAnswer, Text: "x"})}
+			bindCheckpoint(tie, input{command: true, written: tc.written}, t0.Add(time.Hour), events)
+			assert.Equal(t, tc.checkpoint, events[0].Command.Checkpoint)
+			assert.Equal(t, tc.qn, events[1].Command.Question)
+		})
+	}
 	// Not a command comment (a label): nothing is bound.
 	events := []pipeline.Event{cmd(pipeline.CommandResume, "")}
 	bindCheckpoint(s, input{}, t0, events)

@@ -81,6 +81,9 @@ func (x *executor) checkEvents(ctx context.Context, next pipeline.Session, actio
 		if merging[g.ID] && rep.State == pipeline.ChecksPassed {
 			continue // the merge goes as sent
 		}
+		if rep.State == pipeline.ChecksPending {
+			rep.AwaitingApproval = x.awaitingApproval(ctx, pr.HeadSHA)
+		}
 		x.log.Info("required checks", "group", g.ID, "head", pr.HeadSHA, "state", rep.State.String(),
 			"pending", strings.Join(rep.Pending, ","), "failed", strings.Join(rep.Failed, ","))
 		out = append(out, pipeline.ChecksEvent(strconv.Itoa(x.ref.issue), g.ID, pr.HeadSHA, rep))
@@ -289,4 +292,33 @@ func nextRole(g *pipeline.Group) string {
 		return "the pm"
 	}
 	return "its implementer"
+}
+
+// headRuns lists the workflow runs on a commit (ghapi.Client has it).
+type headRuns interface {
+	RunsForHead(ctx context.Context, repo ghapi.RepoRef, sha string) ([]ghapi.Run, error)
+}
+
+// awaitingApproval names the workflow runs on head that wait for a
+// person's approval (conclusion action_required): since 2026-06-11 GitHub
+// holds the pull_request runs of a pull request a GITHUB_TOKEN opened or
+// updated until someone with write access approves them, so a required
+// check they would report stays pending (issue 22).
+func (x *executor) awaitingApproval(ctx context.Context, head string) []string {
+	l, ok := x.gh.(headRuns)
+	if !ok {
+		return nil
+	}
+	runs, err := l.RunsForHead(ctx, x.ref.repo, head)
+	if err != nil {
+		x.log.Warn("listing the runs of a group PR head", "head", head, "err", err)
+		return nil
+	}
+	var out []string
+	for _, r := range runs {
+		if r.Conclusion == "action_required" {
+			out = append(out, strings.TrimSpace(r.Title+" "+r.URL))
+		}
+	}
+	return out
 }

@@ -328,6 +328,10 @@ func (b *Bot) drive(ctx context.Context, gh GitHub, ref sessionRef, in input) er
 	if len(kept) == 0 && len(events) > 0 && in.start == nil {
 		return fmt.Errorf("%s: %w: bazinga's own merge", ref.key(), ErrIgnored)
 	}
+	if in.delivery == "sweep" {
+		// A catch-up: approvals whose reconcile never ran (issue 22).
+		kept = append(b.missedApprovals(ctx, gh, ref, st, log), kept...)
+	}
 	events = pushesBehindReviews(ctx, gh, ref, st.Session, kept, log)
 	events = branchesGone(ctx, gh, ref, st.Session, events, log)
 	events = baseRenames(ctx, gh, ref, st.Session, events, log)
@@ -547,7 +551,21 @@ func bindCheckpoint(s pipeline.Session, in input, now time.Time, lists ...[]pipe
 	if at.IsZero() {
 		at = now
 	}
-	id := s.CheckpointAt(at)
+	id, question := s.CheckpointAt(at), s.QuestionAt(at)
+	if !in.written.IsZero() && in.written.Nanosecond() == 0 {
+		// GitHub's timestamps have whole seconds: a comment stamped 12:00:00
+		// may have been written at 12:00:00.9, after a checkpoint (or
+		// question) that opened at 12:00:00.4 by the orchestrator's clock.
+		// Only when nothing was open at the start of that second does the
+		// rest of it count (issue 22).
+		end := at.Add(time.Second - time.Nanosecond)
+		if id == pipeline.NoCheckpoint {
+			id = s.CheckpointAt(end)
+		}
+		if question == pipeline.NoQuestion {
+			question = s.QuestionAt(end)
+		}
+	}
 	for _, evs := range lists {
 		for i := range evs {
 			c := evs[i].Command
@@ -555,7 +573,7 @@ func bindCheckpoint(s pipeline.Session, in input, now time.Time, lists ...[]pipe
 				// An answer is bound likewise (issue 23): to the question, or the
 				// plan its author could see, never to one asked or made later.
 				bound := *c
-				bound.Checkpoint, bound.Question = id, s.QuestionAt(at)
+				bound.Checkpoint, bound.Question = id, question
 				evs[i].Command = &bound
 				continue
 			}

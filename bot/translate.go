@@ -132,6 +132,7 @@ type hookRun struct {
 	Name         string `json:"name"`
 	DisplayTitle string `json:"display_title"`
 	Path         string `json:"path"`
+	HeadBranch   string `json:"head_branch"`
 	Event        string `json:"event"`
 	Status       string `json:"status"`
 	Conclusion   string `json:"conclusion"`
@@ -383,6 +384,11 @@ func sessionOf(event string, p *payload) int {
 		if p.WorkflowRun != nil {
 			if _, ref, ok := codec.StepInText(p.WorkflowRun.DisplayTitle); ok {
 				return issueOfStep(ref)
+			}
+			// A CI run on a group branch (the Action-only orchestrator runs
+			// on the CI workflows' workflow_run: issue 22).
+			if n, _, ok := parseBranch(p.WorkflowRun.HeadBranch); ok {
+				return n
 			}
 		}
 	}

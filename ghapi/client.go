@@ -526,6 +526,21 @@ func (g *Client) ListRuns(ctx context.Context, repo RepoRef, workflow string) ([
 	return out, nil
 }
 
+// RunsForHead lists the recent workflow runs of any workflow on commit sha
+// (a required check's runs, and those waiting for a person's approval).
+func (g *Client) RunsForHead(ctx context.Context, repo RepoRef, sha string) ([]Run, error) {
+	runs, resp, err := g.c.Actions.ListRepositoryWorkflowRuns(ctx, repo.Owner, repo.Name,
+		&github.ListWorkflowRunsOptions{HeadSHA: sha, ListOptions: github.ListOptions{PerPage: perPage}})
+	if err != nil {
+		return nil, apiErr(fmt.Sprintf("list runs on %s in %s", sha, repo), resp, err)
+	}
+	var out []Run
+	for _, r := range runs.WorkflowRuns {
+		out = append(out, runOf(r))
+	}
+	return out, nil
+}
+
 func (g *Client) CancelRun(ctx context.Context, repo RepoRef, id int64) error {
 	resp, err := g.c.Actions.CancelWorkflowRunByID(ctx, repo.Owner, repo.Name, id)
 	var ae *github.AcceptedError

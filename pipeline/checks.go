@@ -54,6 +54,10 @@ type ChecksReport struct {
 	Failed   []string `json:"failed,omitempty"`
 	// Summary is the failing checks' output (title, summary, link), bounded.
 	Summary string `json:"summary,omitempty"`
+	// AwaitingApproval names the workflow runs on the head that wait for a
+	// person's approval before they run ("CI <url>"): GitHub's rule for
+	// pull requests a GITHUB_TOKEN opened or updated (issue 22).
+	AwaitingApproval []string `json:"awaiting_approval,omitempty"`
 }
 
 // GroupChecks is the last report for a group, with the head it is about.
@@ -89,6 +93,10 @@ func (c ChecksReport) normalised() ChecksReport {
 		return out
 	}
 	c.Required, c.Pending, c.Failed = names(c.Required), names(c.Pending), names(c.Failed)
+	c.AwaitingApproval = names(c.AwaitingApproval)
+	for i, a := range c.AwaitingApproval {
+		c.AwaitingApproval[i] = foldLine(a, 200)
+	}
 	if len(c.Summary) > MaxChecksSummary {
 		c.Summary = c.Summary[:MaxChecksSummary] + "…"
 	}
@@ -97,7 +105,18 @@ func (c ChecksReport) normalised() ChecksReport {
 
 func (c ChecksReport) equal(o ChecksReport) bool {
 	return c.State == o.State && slices.Equal(c.Required, o.Required) && slices.Equal(c.Pending, o.Pending) &&
-		slices.Equal(c.Failed, o.Failed) && c.Summary == o.Summary
+		slices.Equal(c.Failed, o.Failed) && c.Summary == o.Summary && slices.Equal(c.AwaitingApproval, o.AwaitingApproval)
+}
+
+// approvalNote says which runs wait for a person's approval and how to let
+// them run, or "".
+func (c ChecksReport) approvalNote() string {
+	if len(c.AwaitingApproval) == 0 {
+		return ""
+	}
+	return "; workflow runs awaiting approval: " + strings.Join(c.AwaitingApproval, ", ") +
+		" (GitHub holds the runs of pull requests a GITHUB_TOKEN opened or updated: a person with write access presses " +
+		"\"Approve and run workflows\" on the PR, or the jobs act as an App through token-exchange-url)"
 }
 
 // checks records a report. A report for another head than the group's is
@@ -164,7 +183,7 @@ func (r *reconciler) checksGate(g *Group) bool {
 	}
 	switch c.State {
 	case ChecksPending:
-		r.setWait(&g.Track, WaitChecks, "waiting for required checks: "+checkNames(c.Pending, c.Required)+" on "+shortSHA(c.Head))
+		r.setWait(&g.Track, WaitChecks, "waiting for required checks: "+checkNames(c.Pending, c.Required)+" on "+shortSHA(c.Head)+c.approvalNote())
 		return false
 	case ChecksFailed:
 		why := fmt.Sprintf("required checks failed on %s: %s", shortSHA(c.Head), checkNames(c.Failed, c.Required))
@@ -195,8 +214,8 @@ func (r *reconciler) checksTimeouts() {
 			continue
 		}
 		if waited := r.now.Sub(c.Since); waited > limit {
-			r.pause(fmt.Sprintf("the required checks of group %s (%s on %s) are still pending after %s (merge.checks_timeout %s); see why they do not run or finish, then resume",
-				g.ID, checkNames(c.Pending, c.Required), shortSHA(c.Head), roundWait(waited), limit))
+			r.pause(fmt.Sprintf("the required checks of group %s (%s on %s) are still pending after %s (merge.checks_timeout %s)%s; see why they do not run or finish, then resume",
+				g.ID, checkNames(c.Pending, c.Required), shortSHA(c.Head), roundWait(waited), limit, c.approvalNote()))
 		}
 	}
 }

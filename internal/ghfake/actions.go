@@ -92,6 +92,9 @@ type run struct {
 	jobs      []*jobRun
 	group     string
 	cancelled bool
+	// awaiting is the CI a pull_request run waits for approval to run
+	// (a GITHUB_TOKEN opened or updated its pull request).
+	awaiting *CI
 }
 
 // AddWorkflow registers a workflow file on the repository "owner/name" so
@@ -341,6 +344,24 @@ func (f *Fake) triggerWorkflows(r *Repo, event, action string, payload []byte) {
 	} else if p.Sender.Login == ActionsLogin {
 		return
 	}
+	if event == "check_suite" {
+		// "this event does not trigger workflows if the check suite was
+		// created by GitHub Actions or if the check suite's head SHA is
+		// associated with GitHub Actions" (events that trigger workflows,
+		// check_suite): whoever reports on a GITHUB_TOKEN's push.
+		var cs struct {
+			CheckSuite struct {
+				HeadSHA string `json:"head_sha"`
+				App     struct {
+					Slug string `json:"slug"`
+				} `json:"app"`
+			} `json:"check_suite"`
+		}
+		_ = json.Unmarshal(payload, &cs)
+		if r.actionsHeads[cs.CheckSuite.HeadSHA] || cs.CheckSuite.App.Slug == "github-actions" {
+			return
+		}
+	}
 	var wfs []*workflow
 	for _, wf := range r.workflows {
 		wfs = append(wfs, wf)
@@ -364,8 +385,16 @@ func (f *Fake) triggerWorkflows(r *Repo, event, action string, payload []byte) {
 			}
 		}
 		if triggered {
+			ref := r.defaultBranch
 			sha, _ := r.ref("refs/heads/" + r.defaultBranch)
-			ru := f.startRun(r, wf, event, r.defaultBranch, sha, nil, p.Sender.Login, payload)
+			if n, head, ok := pullRequestRun(event, payload); ok {
+				// pull_request and pull_request_review runs are on the pull
+				// request's merge ref, refs/pull/N/merge (GITHUB_REF, and the
+				// ref claim of the job's OIDC token), not the default branch.
+				// The fake has no test merge commit: GITHUB_SHA is the head.
+				ref, sha = strconv.Itoa(n)+"/merge", head
+			}
+			ru := f.startRun(r, wf, event, ref, sha, nil, p.Sender.Login, payload)
 			f.afterRunCreated(r, ru)
 		}
 	}
@@ -625,6 +654,9 @@ func (f *Fake) Runs() []Run {
 
 // --- handlers ---
 
+// listRepoRuns lists the runs of every workflow.
+func (f *Fake) listRepoRuns(c *rc) { f.listRunsOf(c, nil) }
+
 func (f *Fake) listWorkflowRuns(c *rc) {
 	if wf := c.workflowParam(); wf != nil {
 		f.listRunsOf(c, wf)
@@ -702,4 +734,39 @@ func (f *Fake) cancelRun(c *rc) {
 		_ = f.completeRun(ru.ID, "cancelled")
 	}
 	c.json(http.StatusAccepted, map[string]any{})
+}
+
+// pullRequestRun reports whether event runs on a pull request's merge ref
+// (https://docs.github.com/en/actions/reference/workflows-and-actions/events-that-trigger-workflows#pull_request):
+// pull_request, pull_request_review and pull_request_review_comment do;
+// pull_request_target runs on the base branch.
+func pullRequestRun(event string, payload []byte) (int, string, bool) {
+	switch event {
+	case "pull_request", "pull_request_review", "pull_request_review_comment":
+	default:
+		return 0, "", false
+	}
+	var p struct {
+		PullRequest struct {
+			Number int `json:"number"`
+			Head   struct {
+				SHA string `json:"sha"`
+			} `json:"head"`
+		} `json:"pull_request"`
+	}
+	if json.Unmarshal(payload, &p) != nil || p.PullRequest.Number == 0 {
+		return 0, "", false
+	}
+	return p.PullRequest.Number, p.PullRequest.Head.SHA, true
+}
+
+// fullRef is the full ref of a run's ref name: refs/pull/N/merge for a
+// pull request's run, else a branch.
+func fullRef(event, ref string) string {
+	if _, _, ok := strings.Cut(ref, "/merge"); ok && strings.HasPrefix(event, "pull_request") && event != "pull_request_target" {
+		if n, err := strconv.Atoi(strings.TrimSuffix(ref, "/merge")); err == nil && n > 0 {
+			return "refs/pull/" + ref
+		}
+	}
+	return "refs/heads/" + ref
 }

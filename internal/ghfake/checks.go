@@ -1,6 +1,7 @@
 package ghfake
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"sort"
@@ -786,8 +787,17 @@ func (f *Fake) combinedStatus(c *rc) {
 // GITHUB_TOKEN causes start no workflow runs (docs: "Triggering a workflow
 // from a workflow"). That is why commits a job pushes with GITHUB_TOKEN
 // never get required checks.
+//
+// As on GitHub, a run concludes after the push, never at push time: its
+// check run is queued when the commit arrives and completes Duration later.
+// CI of GitHub Actions (App github-actions[bot]) is also a workflow run of
+// the workflow named Workflow, on the pushed branch, whose completion
+// triggers the workflows that name it under `on: workflow_run` (the
+// check_suite it completes triggers none: GitHub starts no workflow for
+// suites GitHub Actions created).
 type CI struct {
-	// Name is the check run's name (a required check names it).
+	// Name is the check run's name (a required check names it): the CI
+	// job's name.
 	Name string
 	// App is the login of the App reporting the run; default
 	// "github-actions[bot]".
@@ -795,7 +805,15 @@ type CI struct {
 	// Conclude decides a commit's conclusion ("success", "failure", …);
 	// "" leaves the run queued. nil concludes every run with success.
 	Conclude func(sha string) string
+	// Workflow is the CI workflow's name (GitHub Actions CI only); default
+	// "CI".
+	Workflow string
+	// Duration is how long a run takes; default 300ms.
+	Duration time.Duration
 }
+
+// DefaultCIDuration is how long a fake CI run takes by default.
+const DefaultCIDuration = 300 * time.Millisecond
 
 // AddCI registers a CI job on the repository.
 func (r *Repo) AddCI(ci CI) error {
@@ -808,16 +826,37 @@ func (r *Repo) AddCI(ci CI) error {
 	if !strings.HasSuffix(ci.App, "[bot]") {
 		return fmt.Errorf("ghfake: AddCI: %q is not an App's bot login (want name[bot])", ci.App)
 	}
+	if ci.Workflow == "" {
+		ci.Workflow = "CI"
+	}
+	if ci.Duration <= 0 {
+		ci.Duration = DefaultCIDuration
+	}
 	r.f.mu.Lock()
 	defer r.f.mu.Unlock()
 	r.ci = append(r.ci, ci)
+	if ci.App == ActionsLogin {
+		file := ciWorkflowFile(ci.Workflow)
+		if _, ok := r.workflows[file]; !ok {
+			r.workflows[file] = &workflow{id: r.f.id("workflow"), file: file, wf: Workflow{Name: ci.Workflow, JobName: ci.Name}}
+		}
+	}
 	return nil
 }
 
-// runCI runs the CI jobs on sha for an event sender caused. Caller holds
-// f.mu.
-func (f *Fake) runCI(r *Repo, sha, sender string) {
-	if sha == "" || sha == zeroSHA || strings.EqualFold(sender, ActionsLogin) {
+// ciWorkflowFile is the file of a CI workflow named name.
+func ciWorkflowFile(name string) string {
+	return "ci-" + strings.ToLower(strings.Join(strings.Fields(name), "-")) + ".yml"
+}
+
+// runCI runs the CI jobs on sha for an event sender caused: a push of
+// branch, or a pull request opened on it (event). Caller holds f.mu.
+func (f *Fake) runCI(r *Repo, sha, branch, event, sender string) {
+	if sha == "" || sha == zeroSHA {
+		return
+	}
+	if strings.EqualFold(sender, ActionsLogin) {
+		f.awaitApproval(r, sha, branch, event)
 		return
 	}
 	for _, ci := range r.ci {
@@ -834,14 +873,133 @@ func (f *Fake) runCI(r *Repo, sha, sender string) {
 		if ci.Conclude != nil {
 			conclusion = ci.Conclude(sha)
 		}
-		cr := &checkRun{app: ci.App, name: ci.Name, headSHA: sha, status: "queued"}
-		if conclusion != "" {
-			if !checkConclusions[conclusion] {
-				f.logf("ghfake: CI %s: unknown conclusion %q; using failure", ci.Name, conclusion)
-				conclusion = "failure"
-			}
-			cr.status, cr.conclusion = "completed", conclusion
+		if conclusion != "" && !checkConclusions[conclusion] {
+			f.logf("ghfake: CI %s: unknown conclusion %q; using failure", ci.Name, conclusion)
+			conclusion = "failure"
 		}
-		f.createCheckRun(r, cr, ci.App)
+		var ru *run
+		if wf := r.workflows[ciWorkflowFile(ci.Workflow)]; wf != nil && ci.App == ActionsLogin {
+			payload, _ := json.Marshal(map[string]any{"ref": "refs/heads/" + branch, "after": sha,
+				"repository": r.json(), "sender": f.userJSON(sender), "installation": f.installationJSON()})
+			ru = f.startRun(r, wf, event, branch, sha, nil, sender, payload)
+		}
+		f.concludeCI(r, ci, sha, ru, conclusion)
 	}
+}
+
+// concludeCI queues ci's check run on sha and concludes it (and its
+// workflow run ru, if any) ci.Duration later; conclusion "" leaves it
+// queued. Caller holds f.mu.
+func (f *Fake) concludeCI(r *Repo, ci CI, sha string, ru *run, conclusion string) {
+	cr := &checkRun{app: ci.App, name: ci.Name, headSHA: sha, status: "queued"}
+	f.createCheckRun(r, cr, ci.App)
+	if conclusion == "" {
+		return // stays queued
+	}
+	f.hooksWG.Add(1)
+	go func() {
+		defer f.hooksWG.Done()
+		select {
+		case <-f.closing:
+			return
+		case <-time.After(ci.Duration):
+		}
+		f.mu.Lock()
+		f.updateCheckRun(r, cr, "completed", conclusion, ci.App)
+		if ru != nil && ru.Status != "completed" {
+			_ = f.completeRun(ru.ID, conclusion)
+		}
+		f.mu.Unlock()
+		f.afterChange()
+	}()
+}
+
+// awaitApproval: since 2026-06-11 a pull request that a GITHUB_TOKEN opens
+// or updates gets pull_request runs of GitHub Actions CI, which wait until
+// a person with write access approves them (as those of a first-time
+// contributor's fork do): the run is created completed with conclusion
+// action_required, reports no check run, fires no workflow_run, and runs
+// only once approved (POST /repos/{owner}/{repo}/actions/runs/{id}/approve,
+// the "Approve and run workflows" button). A plain push by a GITHUB_TOKEN
+// still starts nothing. Caller holds f.mu.
+func (f *Fake) awaitApproval(r *Repo, sha, branch, event string) {
+	if event != "pull_request" {
+		open := false
+		for _, is := range r.issues {
+			if is.pr != nil && is.state == "open" && is.pr.head == branch {
+				open = true
+			}
+		}
+		if !open {
+			return
+		}
+		event = "pull_request"
+	}
+	for _, ci := range r.ci {
+		wf := r.workflows[ciWorkflowFile(ci.Workflow)]
+		if ci.App != ActionsLogin || wf == nil {
+			continue
+		}
+		payload, _ := json.Marshal(map[string]any{"action": "synchronize", "repository": r.json(), "sender": f.userJSON(ActionsLogin), "installation": f.installationJSON()})
+		ru := f.startRun(r, wf, event, branch, sha, nil, ActionsLogin, payload)
+		now := f.now()
+		ru.Status, ru.Conclusion, ru.UpdatedAt = "completed", "action_required", now
+		c := ci
+		ru.awaiting = &c
+	}
+}
+
+// approve runs a run that waits for approval, as approver. Caller holds
+// f.mu.
+func (f *Fake) approve(r *Repo, ru *run, approver string) (int, string) {
+	if ru.awaiting == nil || ru.Conclusion != "action_required" {
+		return http.StatusForbidden, "This workflow run is not waiting for approval"
+	}
+	if strings.HasSuffix(approver, "[bot]") {
+		// A person with write access approves; a workflow cannot approve
+		// the runs its own token caused.
+		return http.StatusForbidden, "Resource not accessible by integration"
+	}
+	if p := f.roleOf(r, approver); p != "admin" && p != "maintain" && p != "write" {
+		return http.StatusForbidden, "Must have admin rights to Repository."
+	}
+	ci := *ru.awaiting
+	ru.awaiting = nil
+	ru.Status, ru.Conclusion, ru.Actor, ru.UpdatedAt = "queued", "", approver, f.now()
+	conclusion := "success"
+	if ci.Conclude != nil {
+		conclusion = ci.Conclude(ru.HeadSHA)
+	}
+	if conclusion != "" && !checkConclusions[conclusion] {
+		conclusion = "failure"
+	}
+	f.concludeCI(r, ci, ru.HeadSHA, ru, conclusion)
+	return http.StatusCreated, ""
+}
+
+func (f *Fake) approveRun(c *rc) {
+	ru := c.runParam()
+	if ru == nil {
+		return
+	}
+	if status, msg := f.approve(c.repo, ru, c.login); msg != "" {
+		c.fail(status, msg)
+		return
+	}
+	c.json(http.StatusCreated, map[string]any{})
+}
+
+// ApproveRun presses "Approve and run workflows" for a run waiting for
+// approval, as user.
+func (r *Repo) ApproveRun(user string, id int64) error {
+	return r.do(user, func() error {
+		_, ru := r.f.findRun(id)
+		if ru == nil {
+			return fmt.Errorf("run %d: %w", id, ErrNotFound)
+		}
+		if _, msg := r.f.approve(r, ru, user); msg != "" {
+			return fmt.Errorf("ghfake: approve run %d: %s", id, msg)
+		}
+		return nil
+	})
 }

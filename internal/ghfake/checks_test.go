@@ -1,8 +1,10 @@
 package ghfake
 
 import (
+	"fmt"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/google/go-github/v66/github"
 	"github.com/stretchr/testify/assert"
@@ -235,14 +237,30 @@ func TestFakeCI(t *testing.T) {
 	require.NoError(t, e.repo.Protect("main", Protection{RequiredChecks: []string{"ci"}}))
 	assert.ErrorContains(t, e.repo.AddCI(CI{}), "empty name")
 
-	// A push by a person runs CI.
+	// A push by a person runs CI: queued at the push, concluded later (as
+	// on GitHub), as a run of the CI workflow on the pushed branch.
 	good := e.branch(t, "good", map[string]string{"g.txt": "g"})
 	bad := e.branch(t, "bad", map[string]string{"broken": "yes"})
 	runs := e.repo.CheckRuns(good)
 	require.Len(t, runs, 1)
-	assert.Equal(t, "success", runs[0].GetConclusion())
+	assert.Equal(t, "queued", runs[0].GetStatus(), "CI does not conclude at push time")
 	assert.Equal(t, "github-actions", runs[0].GetApp().GetSlug())
+	waitCI(t, e, good)
+	waitCI(t, e, bad)
+	assert.Equal(t, "success", e.repo.CheckRuns(good)[0].GetConclusion())
 	assert.Equal(t, "failure", e.repo.CheckRuns(bad)[0].GetConclusion())
+	var ciRuns []Run
+	for _, r := range e.f.Runs() {
+		if r.Name == "CI" {
+			ciRuns = append(ciRuns, r)
+		}
+	}
+	require.Len(t, ciRuns, 2)
+	assert.Equal(t, "good", ciRuns[0].Ref)
+	assert.Equal(t, "push", ciRuns[0].Event)
+	assert.Equal(t, good, ciRuns[0].HeadSHA)
+	assert.Equal(t, "success", ciRuns[0].Conclusion)
+	assert.Equal(t, "failure", ciRuns[1].Conclusion)
 
 	// A push made with GITHUB_TOKEN does not; nor does a pull request it
 	// opens. A pull request the App opens does.
@@ -283,5 +301,73 @@ func TestFakeCI(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, e.repo.CheckRuns(sha2), 1, "the App's pull request starts CI on its head")
 	_, _, err = e.gh.PullRequests.Merge(e.ctx, owner, repoName, pr2.GetNumber(), "", nil)
+	assert.Equal(t, `Required status check "ci" is expected.`, messageOf(err), "CI has not concluded yet")
+	waitCI(t, e, sha2)
+	_, _, err = e.gh.PullRequests.Merge(e.ctx, owner, repoName, pr2.GetNumber(), "", nil)
 	require.NoError(t, err)
+}
+
+// waitCI waits for the check runs on sha to complete.
+func waitCI(t *testing.T, e *env, sha string) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		runs := e.repo.CheckRuns(sha)
+		for _, r := range runs {
+			if r.GetStatus() != "completed" {
+				return false
+			}
+		}
+		return len(runs) > 0
+	}, 10*time.Second, 10*time.Millisecond, "CI on %s concludes", sha)
+}
+
+// Since 2026-06-11 (GitHub changelog: pull requests created by
+// github-actions[bot] can run workflows once approved), a pull request a
+// GITHUB_TOKEN opens or updates gets its pull_request CI run, which waits
+// for a person with write access to approve it; a workflow's token cannot.
+func TestFakeCIAwaitsApprovalForGitHubTokenPRs(t *testing.T) {
+	e := newEnv(t)
+	require.NoError(t, e.repo.AddCI(CI{Name: "ci", Duration: 50 * time.Millisecond}))
+	e.f.AddToken("ghs_actions", ActionsLogin, Bot)
+	e.f.SetPermission("alice", "write")
+	e.f.SetPermission("eve", "read")
+	require.NoError(t, e.f.SetActionsCanCreatePullRequests(full, true))
+	w := e.clone(t)
+	sha := w.commit("x.txt", "x")
+	err, progress := w.push("ghs_actions", "refs/heads/main:refs/heads/by-actions")
+	require.NoError(t, err, progress)
+	require.Empty(t, e.f.Runs(), "a plain GITHUB_TOKEN push starts nothing")
+	actions := e.f.Client("ghs_actions")
+	_, _, err = actions.PullRequests.Create(e.ctx, owner, repoName, &github.NewPullRequest{Title: github.String("A"), Head: github.String("by-actions"), Base: github.String("main")})
+	require.NoError(t, err)
+	runs := e.f.Runs()
+	require.Len(t, runs, 1)
+	ru := runs[0]
+	assert.Equal(t, "pull_request", ru.Event)
+	assert.Equal(t, "completed", ru.Status)
+	assert.Equal(t, "action_required", ru.Conclusion)
+	assert.Empty(t, e.repo.CheckRuns(sha), "no check run until approved")
+	listed, _, err := e.gh.Actions.ListRepositoryWorkflowRuns(e.ctx, owner, repoName, &github.ListWorkflowRunsOptions{HeadSHA: sha})
+	require.NoError(t, err)
+	require.Equal(t, 1, listed.GetTotalCount())
+	assert.Equal(t, "action_required", listed.WorkflowRuns[0].GetConclusion())
+
+	approve := func(c *github.Client) (*github.Response, error) {
+		req, err := c.NewRequest("POST", fmt.Sprintf("repos/%s/actions/runs/%d/approve", full, ru.ID), nil)
+		require.NoError(t, err)
+		return c.Do(e.ctx, req, nil)
+	}
+	resp, err := approve(actions)
+	require.Error(t, err, "a workflow's token cannot approve")
+	assert.Equal(t, 403, resp.StatusCode)
+	assert.ErrorContains(t, e.repo.ApproveRun("eve", ru.ID), "admin rights", "a reader cannot approve")
+	require.NoError(t, e.repo.ApproveRun("alice", ru.ID))
+	assert.ErrorContains(t, e.repo.ApproveRun("alice", ru.ID), "not waiting for approval")
+	require.Len(t, e.repo.CheckRuns(sha), 1, "approved: CI runs")
+	waitCI(t, e, sha)
+	runs = e.f.Runs()
+	require.Len(t, runs, 1)
+	assert.Equal(t, "success", runs[0].Conclusion)
+	assert.Equal(t, "alice", runs[0].Actor, "the approver triggers the run")
+	assert.Equal(t, "success", e.repo.CheckRuns(sha)[0].GetConclusion())
 }

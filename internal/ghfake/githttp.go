@@ -168,9 +168,16 @@ func (f *Fake) serveGit(w http.ResponseWriter, req *http.Request) {
 	var reason string
 	if v.any() {
 		lines, reason = r.gitRefusal(ref, v)
+	} else if file := r.workflowChange(cmds, body, tok); file != "" {
+		// GitHub refuses a push that creates or updates a workflow file
+		// unless the token has the workflows permission (an App's
+		// installation token) or scope (OAuth, PAT); a workflow's
+		// GITHUB_TOKEN never has it.
+		reason = "refusing to allow a GitHub App to create or update workflow `" + file + "` without `workflows` permission"
+		lines = []string{"error: " + reason}
 	}
 	f.mu.Unlock()
-	if v.any() {
+	if reason != "" {
 		writeRefusal(sw, cmds, caps, lines, reason)
 		return
 	}
@@ -399,4 +406,73 @@ func writeRefusal(w http.ResponseWriter, cmds []receiveCommand, caps string, lin
 	out.WriteString(pktLine("\x01" + report.String()))
 	out.WriteString("0000")
 	_, _ = io.WriteString(w, out.String())
+}
+
+// workflowChange returns a workflow file (.github/workflows/…) that the
+// push's new commits create, change or delete when the token may not
+// (an App or GITHUB_TOKEN without workflows: write), else "". Caller holds
+// f.mu.
+func (r *Repo) workflowChange(cmds []receiveCommand, body []byte, t *token) string {
+	if t == nil || t.kind == User {
+		return ""
+	}
+	if !strings.EqualFold(t.login, ActionsLogin) && (t.perms == nil || tokenAllows(t.perms, "workflows=write")) {
+		return ""
+	}
+	get := r.pushCommits(body)
+	known := r.repoCommits()
+	for _, c := range cmds {
+		if c.new == zeroSHA {
+			continue
+		}
+		seen := map[plumbing.Hash]bool{}
+		queue := []plumbing.Hash{plumbing.NewHash(c.new)}
+		for len(queue) > 0 && len(seen) < 10000 {
+			h := queue[0]
+			queue = queue[1:]
+			if seen[h] {
+				continue
+			}
+			seen[h] = true
+			if _, err := known(h); err == nil {
+				continue // already in the repository: not this push's
+			}
+			cm, err := get(h)
+			if err != nil {
+				continue
+			}
+			if file := workflowFileChanged(cm); file != "" {
+				return file
+			}
+			queue = append(queue, cm.ParentHashes...)
+		}
+	}
+	return ""
+}
+
+// workflowFileChanged is a workflow file cm changes against its first
+// parent (or adds, for a root commit), or "".
+func workflowFileChanged(cm *object.Commit) string {
+	tree, err := cm.Tree()
+	if err != nil {
+		return ""
+	}
+	var parent *object.Tree
+	if cm.NumParents() > 0 {
+		if p, err := cm.Parent(0); err == nil {
+			parent, _ = p.Tree()
+		}
+	}
+	changes, err := object.DiffTree(parent, tree)
+	if err != nil {
+		return ""
+	}
+	for _, ch := range changes {
+		for _, name := range []string{ch.From.Name, ch.To.Name} {
+			if strings.HasPrefix(name, ".github/workflows/") {
+				return name
+			}
+		}
+	}
+	return ""
 }

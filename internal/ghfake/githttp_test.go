@@ -141,7 +141,7 @@ func TestGitCLIPush(t *testing.T) {
 	require.NoError(t, err)
 	out, err = run("commit", "-q", "-m", "cli commit")
 	require.NoError(t, err, out)
-	out, err = run("push", "-q", "origin", "HEAD:refs/heads/cli")
+	out, err = run("push", "-q", "origin", "refs/heads/main:refs/heads/cli")
 	require.NoError(t, err, out)
 	local, _ := run("rev-parse", "HEAD")
 	remote, ok := e.repo.Ref("refs/heads/cli")
@@ -171,4 +171,33 @@ func TestGitFaults(t *testing.T) {
 	gc := f.GitCalls()
 	require.NotEmpty(t, gc)
 	assert.Equal(t, Fault502, gc[0].Fault)
+}
+
+// A push that creates or changes a workflow file needs the workflows
+// permission: a workflow's GITHUB_TOKEN never has it, an App's installation
+// token only when granted (issue 22).
+func TestPushOfWorkflowFilesNeedsWorkflowsPermission(t *testing.T) {
+	e := newEnv(t)
+	e.f.AddToken("ghs_actions", ActionsLogin, Bot)
+	e.f.AddTokenWithPermissions("ghs_app", "bazinga[bot]", Bot, map[string]string{"contents": "write"})
+	e.f.AddTokenWithPermissions("ghs_app_wf", "bazinga[bot]", Bot, map[string]string{"contents": "write", "workflows": "write"})
+	w := e.clone(t)
+	w.commit("notes.txt", "n")
+	err, progress := w.push("ghs_actions", "refs/heads/main:refs/heads/plain")
+	require.NoError(t, err, progress)
+	require.NoError(t, os.MkdirAll(filepath.Join(w.dir, ".github", "workflows"), 0o755))
+	w.commit(".github/workflows/ci.yml", "on: push\n")
+	for _, tok := range []string{"ghs_actions", "ghs_app"} {
+		err, progress = w.push(tok, "refs/heads/main:refs/heads/wf-"+tok)
+		require.Error(t, err, tok)
+		assert.Contains(t, progress+err.Error(), "without `workflows` permission", tok)
+		_, ok := e.repo.Ref("refs/heads/wf-" + tok)
+		assert.False(t, ok, "%s: nothing was pushed", tok)
+	}
+	err, progress = w.push("ghs_app_wf", "refs/heads/main:refs/heads/wf-granted")
+	require.NoError(t, err, progress)
+	// Commits already in the repository are not the push's: the token may
+	// push a branch at them.
+	err, progress = w.push("ghs_actions", "refs/heads/main:refs/heads/same-commit")
+	require.NoError(t, err, progress)
 }

@@ -686,9 +686,9 @@ func githubContext(r *Repo, wf *workflow, event, ref, sha, actor string, payload
 	return map[string]any{
 		"event_name": event, "event": ev, "actor": actor, "triggering_actor": actor,
 		"repository": r.FullName(), "repository_owner": r.owner,
-		"ref": "refs/heads/" + ref, "ref_name": ref, "ref_type": "branch", "sha": sha,
+		"ref": fullRef(event, ref), "ref_name": ref, "ref_type": "branch", "sha": sha,
 		"run_id": strconv.FormatInt(runID, 10), "run_number": strconv.Itoa(runNumber), "run_attempt": "1",
-		"workflow": wf.wf.Name, "workflow_ref": r.FullName() + "/.github/workflows/" + wf.file + "@refs/heads/" + ref,
+		"workflow": wf.wf.Name, "workflow_ref": r.FullName() + "/.github/workflows/" + wf.file + "@" + fullRef(event, ref),
 		"server_url": r.f.srv.URL, "api_url": r.f.srv.URL + "/api/v3",
 	}
 }

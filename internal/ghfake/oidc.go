@@ -193,10 +193,14 @@ func (o *OIDCIssuer) SigningKeyID() string {
 // the repository's ids come from the fake.
 func (o *OIDCIssuer) ClaimsFor(r Run, audience string) JobClaims {
 	owner, _, _ := strings.Cut(r.Repo, "/")
-	ref := "refs/heads/" + r.Ref
+	ref := fullRef(r.Event, r.Ref)
 	wf := r.Repo + "/.github/workflows/" + r.Workflow + "@" + ref
+	sub := "repo:" + r.Repo + ":ref:" + ref
+	if strings.HasPrefix(ref, "refs/pull/") {
+		sub = "repo:" + r.Repo + ":pull_request" // GitHub's subject for pull request runs
+	}
 	c := JobClaims{
-		Audience: audience, Subject: "repo:" + r.Repo + ":ref:" + ref,
+		Audience: audience, Subject: sub,
 		Repository: r.Repo, RepositoryOwner: owner,
 		WorkflowRef: wf, JobWorkflowRef: wf, Workflow: r.Name,
 		Ref: ref, RefType: "branch", SHA: r.HeadSHA,

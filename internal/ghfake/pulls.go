@@ -90,7 +90,7 @@ func (f *Fake) createPull(c *rc) {
 	is := f.newIssue(r, c.login, *req.Title, body)
 	is.pr = &pull{id: f.id("issue"), head: head, base: base, headSHA: headSHA, draft: req.Draft != nil && *req.Draft}
 	f.emitPR(r, is, "opened", c.login, nil, nil, "", "")
-	f.runCI(r, headSHA, c.login)
+	f.runCI(r, headSHA, head, "pull_request", c.login)
 	c.hdr.Set("Location", f.api(fmt.Sprintf("/repos/%s/pulls/%d", r.FullName(), is.number)))
 	c.json(http.StatusCreated, r.prJSON(is, refs, false))
 }
@@ -470,6 +470,9 @@ func (f *Fake) refChanged(r *Repo, ref, old, sha, sender string) {
 	if old == sha {
 		return
 	}
+	if strings.EqualFold(sender, ActionsLogin) && sha != "" {
+		r.actionsHeads[sha] = true
+	}
 	f.emitPush(r, ref, old, sha, sender)
 	branch, ok := strings.CutPrefix(ref, "refs/heads/")
 	if !ok {
@@ -477,7 +480,7 @@ func (f *Fake) refChanged(r *Repo, ref, old, sha, sender string) {
 	}
 	// CI runs once the pull requests know their new head, so its check runs
 	// name them.
-	defer f.runCI(r, sha, sender)
+	defer f.runCI(r, sha, branch, "push", sender)
 	now := f.now()
 	for _, is := range r.issues {
 		p := is.pr

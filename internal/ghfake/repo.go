@@ -32,8 +32,11 @@ type Repo struct {
 	labels    []*label
 	comments  map[int64]*comment
 	workflows map[string]*workflow
-	runs      []*run
-	actions   actionsState // concurrency groups, Actions settings (jobs.go)
+	// actionsHeads are the commits a GITHUB_TOKEN pushed: GitHub starts no
+	// workflow for check_suite events on them.
+	actionsHeads map[string]bool
+	runs         []*run
+	actions      actionsState // concurrency groups, Actions settings (jobs.go)
 
 	// Settings, rules, checks and mergeability (settings.go, protection.go,
 	// checks.go, pulls.go).
@@ -82,7 +85,7 @@ func (f *Fake) createRepo(owner, name, defaultBranch, seed string) (*Repo, error
 	r := &Repo{
 		f: f, id: f.id("repo"), owner: owner, name: name, defaultBranch: defaultBranch,
 		path:     filepath.Join(f.dir, "repos", owner, name+".git"),
-		comments: map[int64]*comment{}, workflows: map[string]*workflow{},
+		comments: map[int64]*comment{}, workflows: map[string]*workflow{}, actionsHeads: map[string]bool{},
 		settings: DefaultSettings(), protections: map[string]*Protection{}, mergeability: map[int]*mergeCache{},
 	}
 	f.account(owner, "")

@@ -661,3 +661,13 @@ func (c *rc) page(n int) (int, int) {
 	start := min((pg-1)*per, n)
 	return start, min(start+per, n)
 }
+
+// Routes lists the endpoint templates the fake answers ("GET
+// /repos/{owner}/{repo}/pulls/{number}"), in registration order.
+func (f *Fake) Routes() []string {
+	out := make([]string, 0, len(f.routes))
+	for _, r := range f.routes {
+		out = append(out, r.tmpl)
+	}
+	return out
+}

@@ -68,7 +68,9 @@ func (f *Fake) registerRoutes() {
 	// Actions.
 	f.add("POST "+repo+"/actions/workflows/{workflow_id}/dispatches", f.dispatch, ro{creates: true, perm: actionsW})
 	f.add("GET "+repo+"/actions/workflows/{workflow_id}/runs", f.listWorkflowRuns, ro{perm: actionsR})
+	f.add("GET "+repo+"/actions/runs", f.listRepoRuns, ro{perm: actionsR})
 	f.add("GET "+repo+"/actions/runs/{run_id}", f.getRun, ro{perm: actionsR})
+	f.add("POST "+repo+"/actions/runs/{run_id}/approve", f.approveRun, ro{creates: true, perm: actionsW})
 	f.add("GET "+repo+"/actions/runs/{run_id}/jobs", f.listRunJobs, ro{perm: actionsR})
 	f.add("POST "+repo+"/actions/runs/{run_id}/cancel", f.cancelRun, ro{creates: true, perm: actionsW})
 

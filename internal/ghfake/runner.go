@@ -57,7 +57,7 @@ func (f *Fake) RunEnv(r Run, dir string) ([]string, error) {
 		"GITHUB_WORKFLOW=" + r.Name,
 		"GITHUB_WORKFLOW_REF=" + r.Repo + "/.github/workflows/" + r.Workflow + "@refs/heads/" + r.Ref,
 		"GITHUB_JOB=" + r.JobName,
-		"GITHUB_REF=refs/heads/" + r.Ref,
+		"GITHUB_REF=" + fullRef(r.Event, r.Ref),
 		"GITHUB_REF_NAME=" + r.Ref,
 		"GITHUB_REF_TYPE=branch",
 		"GITHUB_SHA=" + r.HeadSHA,

@@ -3,6 +3,7 @@ package ghfake
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"os"
 	"strconv"
@@ -26,9 +27,15 @@ func TestParseTheExampleWorkflows(t *testing.T) {
 	assert.False(t, wf.Triggers("issues", "opened"))
 	assert.True(t, wf.Triggers("issue_comment", "created"))
 	assert.True(t, wf.Triggers("workflow_dispatch", ""))
-	assert.False(t, wf.Triggers("workflow_run", "completed"))
+	assert.True(t, wf.Triggers("workflow_run", "completed"), "CI runs wake it (issue 22)")
+	assert.Equal(t, []string{"CI"}, wf.RunOf)
 	assert.Equal(t, map[string]WorkflowInput{"issue": {Type: "string"}}, wf.Inputs)
-	assert.Len(t, wf.Schedule, 1)
+	assert.Empty(t, wf.Schedule, "the schedule has its own file (bazinga-sweep.yml)")
+	b, err = os.ReadFile("../../examples/workflows/bazinga-sweep.yml")
+	require.NoError(t, err)
+	sweep, err := ParseWorkflowFile(b)
+	require.NoError(t, err)
+	assert.Len(t, sweep.Schedule, 1)
 	require.NotNil(t, wf.Permissions)
 	assert.Empty(t, *wf.Permissions, "permissions: {} grants nothing")
 	assert.Nil(t, wf.Concurrency, "the group is per job, after the job's if")
@@ -565,4 +572,50 @@ func TestWorkflowRunTrigger(t *testing.T) {
 func TestParseWorkflowRunNeedsWorkflows(t *testing.T) {
 	_, err := ParseWorkflowFile([]byte("on:\n  workflow_run:\n    types: [completed]\njobs:\n  a: {}\n"))
 	assert.ErrorContains(t, err, "on.workflow_run: no workflows")
+}
+
+// pull_request and pull_request_review runs are on the pull request's merge
+// ref (issue 22): GITHUB_REF refs/pull/N/merge, and so the OIDC token's ref
+// and subject; pull_request_target runs on the base branch.
+func TestPullRequestRunsOnTheMergeRef(t *testing.T) {
+	e := newFileEnv(t, map[string]string{
+		"review.yml": "on:\n  pull_request_review:\n    types: [submitted]\njobs:\n  j:\n    runs-on: ubuntu-latest\n    steps:\n      - run: true\n",
+	})
+	e.f.SetPermission("alice", "write")
+	e.f.SetPermission("bob", "write")
+	head := e.branch(t, "feature", map[string]string{"f.txt": "f"})
+	n, err := e.repo.CreatePR("alice", "feature", "main", "F", "", false)
+	require.NoError(t, err)
+	_, err = e.repo.SubmitReview("bob", n, "APPROVE", "ok")
+	require.NoError(t, err)
+	review := e.next(t)
+	assert.Equal(t, "pull_request_review", review.Run.Event)
+	assert.Equal(t, fmt.Sprintf("%d/merge", n), review.Run.Ref)
+	assert.Equal(t, head, review.Run.HeadSHA)
+	gh := review.Contexts["github"].(map[string]any)
+	assert.Equal(t, fmt.Sprintf("refs/pull/%d/merge", n), gh["ref"])
+	o := StartOIDC(t, e.f)
+	c := o.ClaimsFor(review.Run, "bazinga")
+	assert.Equal(t, fmt.Sprintf("refs/pull/%d/merge", n), c.Ref)
+	assert.Equal(t, "repo:"+full+":pull_request", c.Subject)
+	assert.Equal(t, full+"/.github/workflows/review.yml@refs/pull/"+strconv.Itoa(n)+"/merge", c.WorkflowRef)
+}
+
+// check_suite starts no workflow for a suite on a commit a GITHUB_TOKEN
+// pushed, whoever reports it (issue 22; GitHub's docs on check_suite).
+func TestCheckSuiteOnGitHubTokenHeadsStartsNothing(t *testing.T) {
+	e := newFileEnv(t, map[string]string{
+		"suite.yml": "on:\n  check_suite:\n    types: [completed]\njobs:\n  j:\n    runs-on: ubuntu-latest\n    steps:\n      - run: true\n",
+	})
+	e.f.AddToken("ghs_actions", ActionsLogin, Bot)
+	w := e.clone(t)
+	sha := w.commit("x.txt", "x")
+	err, progress := w.push("ghs_actions", "refs/heads/main:refs/heads/by-actions")
+	require.NoError(t, err, progress)
+	require.NoError(t, e.repo.SetCheckAs("other-ci[bot]", sha, "lint", "completed", "success"))
+	e.none(t)
+	mine := e.branch(t, "by-alice", map[string]string{"y.txt": "y"})
+	require.NoError(t, e.repo.SetCheckAs("other-ci[bot]", mine, "lint", "completed", "success"))
+	j := e.next(t)
+	assert.Equal(t, "check_suite", j.Run.Event)
 }

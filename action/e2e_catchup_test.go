@@ -1,0 +1,374 @@
+package action_test
+
+import (
+	"bytes"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/bazinga-bot/bazinga/codec"
+	"github.com/bazinga-bot/bazinga/ghapi"
+	"github.com/bazinga-bot/bazinga/internal/ghfake"
+	"github.com/bazinga-bot/bazinga/pipeline"
+)
+
+// Issue 22: in Action-only mode the reconciles of one session share a
+// concurrency group that keeps one running and one pending run; a newer run
+// cancels the pending one (GitHub: "Any existing pending job or workflow in
+// the same concurrency group, if it exists, will be canceled and the new
+// queued job or workflow will take its place"). These tests cancel a
+// reconcile on purpose and check that the session still ends without a
+// single schedule run: every reconcile catches up on what GitHub shows.
+
+// pendingCanceller holds the session's concurrency group with a reconcile
+// that waits, so that the next reconcile of the session waits as pending,
+// and a later comment cancels it.
+type pendingCanceller struct {
+	w       *world
+	n       atomic.Int32
+	mu      sync.Mutex
+	hold    map[string]chan struct{} // marker → released when closed
+	held    map[string]chan struct{} // marker → closed when its reconcile runs
+	timeout time.Duration
+}
+
+func newPendingCanceller(w *world) *pendingCanceller {
+	return &pendingCanceller{w: w, hold: map[string]chan struct{}{}, held: map[string]chan struct{}{}, timeout: 90 * time.Second}
+}
+
+// beforeJob blocks the reconcile job of a holding comment's run.
+func (p *pendingCanceller) beforeJob(r ghfake.Run, job string) {
+	if job != "reconcile" || r.Event != "issue_comment" {
+		return
+	}
+	p.mu.Lock()
+	var hold, held chan struct{}
+	for marker, ch := range p.hold {
+		if bytes.Contains(r.EventPayload, []byte(marker)) {
+			hold, held = ch, p.held[marker]
+		}
+	}
+	p.mu.Unlock()
+	if hold == nil {
+		return
+	}
+	close(held)
+	select {
+	case <-hold:
+	case <-time.After(p.timeout):
+	}
+}
+
+// holdGroup posts a status command whose reconcile holds the session's
+// group until release is called.
+func (p *pendingCanceller) holdGroup(issue int) (release func()) {
+	t := p.w.t
+	marker := fmt.Sprintf("holding-the-group-%d", p.n.Add(1))
+	hold, held := make(chan struct{}), make(chan struct{})
+	p.mu.Lock()
+	p.hold[marker], p.held[marker] = hold, held
+	p.mu.Unlock()
+	_, err := p.w.repo.Comment("alice", issue, "/bazinga status\n\n"+marker)
+	require.NoError(t, err)
+	select {
+	case <-held:
+	case <-time.After(p.timeout):
+		t.Fatalf("the reconcile of %s did not start", marker)
+	}
+	var once sync.Once
+	return func() { once.Do(func() { close(hold) }) }
+}
+
+// cancelPending waits for a reconcile of a run matching target to wait as
+// pending, posts a comment whose run replaces it, and waits for it to be
+// cancelled. It returns the cancelled run's id.
+func (p *pendingCanceller) cancelPending(issue int, target func(ghfake.Run) bool) int64 {
+	t := p.w.t
+	var victim int64
+	require.Eventually(t, func() bool {
+		for _, r := range p.w.f.Runs() {
+			if r.Workflow != "bazinga.yml" || !target(r) {
+				continue
+			}
+			for _, j := range p.w.f.Jobs(r.ID) {
+				if j.Spec.ID == "reconcile" && j.Status == "pending" {
+					victim = r.ID
+					return true
+				}
+			}
+		}
+		return false
+	}, p.timeout, 20*time.Millisecond, "a reconcile waits as pending")
+	_, err := p.w.repo.Comment("alice", issue, "/bazinga status")
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		for _, j := range p.w.f.Jobs(victim) {
+			if j.Spec.ID == "reconcile" {
+				return j.Status == "completed" && j.Conclusion == "cancelled"
+			}
+		}
+		return false
+	}, p.timeout, 20*time.Millisecond, "the pending reconcile of run %d is cancelled", victim)
+	return victim
+}
+
+// runActionOnlyNoSchedule plays the session to its end and fails the test
+// if the schedule had to run.
+func runActionOnlyNoSchedule(t *testing.T, w *world, issue int) pipeline.Session {
+	t.Helper()
+	sweeps := 0
+	label := w.wait(issue, 90*time.Second, func() {
+		sweeps++
+		_, _ = w.f.TriggerSchedule(e2eFull, sweepWorkflow)
+	})
+	w.settle()
+	if label != "bazinga:done" {
+		w.dump(issue)
+	}
+	require.Equal(t, "bazinga:done", label)
+	assert.Zero(t, sweeps, "schedule runs the session needed")
+	s := w.assertVerified(issue, codec.StateTrust{PublicKey: e2eActionOnlyKey, Authors: []string{ghfake.ActionsLogin}})
+	for _, j := range w.jobsCopy() {
+		if j.command == "reconcile" {
+			assert.Zero(t, j.exit, "reconcile run %d (%s)", j.run.ID, j.run.Event)
+		}
+	}
+	w.logActionsUse(s)
+	return s
+}
+
+// logActionsUse logs what the session cost in GitHub Actions (BENCHMARKS.md,
+// issue 22): reconciles, jobs and billed minutes (GitHub bills each job
+// rounded up to a whole minute), per step.
+func (w *world) logActionsUse(s pipeline.Session) {
+	var jobs, reconciles, minutes int
+	for _, j := range w.jobsCopy() {
+		jobs++
+		minutes += int((j.duration + time.Minute - 1) / time.Minute)
+		if j.command == "reconcile" {
+			reconciles++
+		}
+	}
+	steps := len(s.Steps)
+	if steps == 0 {
+		steps = 1
+	}
+	w.t.Logf("actions use: %d steps, %d jobs, %d reconciles (%.2f per step), %d billed minutes (%.2f per step)",
+		len(s.Steps), jobs, reconciles, float64(reconciles)/float64(steps), minutes, float64(minutes)/float64(steps))
+}
+
+// A step's result is posted; the dispatch its privileged job sends waits as
+// pending behind another reconcile and is cancelled by a comment. The
+// comment's reconcile applies the result.
+func TestE2EActionOnlyResultReconcileCancelled(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	w.actionOnly()
+	pc := newPendingCanceller(w)
+	var once sync.Once
+	var release func()
+	var cancelled atomic.Int64
+	w.beforeJob = func(r ghfake.Run, job string) {
+		pc.beforeJob(r, job)
+		if job != "publish" || r.Inputs["step"] != "1/_/pm/1" {
+			return
+		}
+		once.Do(func() {
+			release = pc.holdGroup(1)
+			started := time.Now()
+			go func() {
+				defer release()
+				cancelled.Store(pc.cancelPending(1, func(r ghfake.Run) bool {
+					return r.Event == "workflow_dispatch" && r.Inputs["issue"] == "1" && !r.CreatedAt.Before(started)
+				}))
+			}()
+		})
+	}
+	issue, err := w.repo.CreateIssue("alice", "Write a.txt and b.txt", "Both must say ok.")
+	require.NoError(t, err)
+	require.NoError(t, w.repo.LabelIssue("alice", issue, "bazinga"))
+	s := runActionOnlyNoSchedule(t, w, issue)
+	w.assertJobs(s)
+	require.NotZero(t, cancelled.Load(), "the planning result's dispatch was cancelled")
+}
+
+// A group waits for a human approval (merge.required_approvals 1); alice's
+// approval of group A's PR starts a reconcile that waits as pending and is
+// cancelled by a comment. The comment's reconcile reads the approval.
+func TestE2EActionOnlyApprovalReconcileCancelled(t *testing.T) {
+	t.Parallel()
+	w := newWorldWith(t, e2eConfig+"merge:\n  required_approvals: 1\n")
+	w.actionOnly()
+	pc := newPendingCanceller(w)
+	w.beforeJob = pc.beforeJob
+	issue, err := w.repo.CreateIssue("alice", "Write a.txt and b.txt", "Both must say ok.")
+	require.NoError(t, err)
+	require.NoError(t, w.repo.LabelIssue("alice", issue, "bazinga"))
+	trust := codec.StateTrust{PublicKey: e2eActionOnlyKey, Authors: []string{ghfake.ActionsLogin}}
+	done := make(chan struct{})
+	var cancelled atomic.Int64
+	var approved sync.Map
+	go func() {
+		defer close(done)
+		deadline := time.Now().Add(5 * time.Minute)
+		for time.Now().Before(deadline) && approvedCount(&approved) < 2 {
+			time.Sleep(100 * time.Millisecond)
+			if ok, _ := w.ended(issue); ok {
+				return
+			}
+			s, ok := trackedState(w, issue, trust)
+			if !ok {
+				continue
+			}
+			for _, g := range s.Groups {
+				if g.Wait != pipeline.WaitHumanReview {
+					continue
+				}
+				if _, done := approved.Load(g.ID); done {
+					continue
+				}
+				pr := prOfBranch(w, g.Branch)
+				if pr == 0 {
+					continue
+				}
+				approved.Store(g.ID, true)
+				if cancelled.Load() != 0 {
+					_, err := w.repo.SubmitReview("alice", pr, "APPROVE", "ok")
+					assert.NoError(t, err)
+					continue
+				}
+				release := pc.holdGroup(issue)
+				started := time.Now()
+				_, err := w.repo.SubmitReview("alice", pr, "APPROVE", "looks right")
+				assert.NoError(t, err)
+				cancelled.Store(pc.cancelPending(issue, func(r ghfake.Run) bool {
+					return r.Event == "pull_request_review" && !r.CreatedAt.Before(started)
+				}))
+				release()
+			}
+		}
+	}()
+	s := runActionOnlyNoSchedule(t, w, issue)
+	<-done
+	require.NotZero(t, cancelled.Load(), "an approval's reconcile was cancelled")
+	for _, g := range s.Groups {
+		assert.Equal(t, []string{"alice"}, g.Approvals, "group %s", g.ID)
+	}
+}
+
+func approvedCount(m *sync.Map) int {
+	n := 0
+	m.Range(func(any, any) bool { n++; return true })
+	return n
+}
+
+// trackedState is the session of the tracking comment, if there is one.
+func trackedState(w *world, issue int, trust codec.StateTrust) (pipeline.Session, bool) {
+	var comments []ghapi.Comment
+	for _, c := range w.repo.Comments(issue) {
+		comments = append(comments, ghapi.Comment{ID: c.GetID(), Author: c.GetUser().GetLogin(), AuthorType: c.GetUser().GetType(), Body: c.GetBody()})
+	}
+	st, _, err := codec.FindState(comments, ghapi.RepoRef{Owner: e2eOwner, Name: e2eName}, issue, trust)
+	if err != nil {
+		return pipeline.Session{}, false
+	}
+	return st.Session, true
+}
+
+func prOfBranch(w *world, branch string) int {
+	for _, pr := range w.repo.PRs() {
+		if strings.EqualFold(pr.GetHead().GetRef(), branch) && pr.GetState() == "open" {
+			return pr.GetNumber()
+		}
+	}
+	return 0
+}
+
+// The privileged job of group B's tech lead step fails once (its hand-over
+// is refused: it names another step). The job posts the step's failure and
+// wakes the orchestrator, which sends the step again at once.
+func TestE2EActionOnlyPublishFailsOnce(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	w.actionOnly()
+	w.expectFail = map[int64]bool{}
+	var once sync.Once
+	var failed atomic.Int64
+	w.beforePublish = func(r ghfake.Run, handover string) {
+		if !strings.Contains(r.Inputs["step"], "/B/tech_lead/") {
+			return
+		}
+		once.Do(func() {
+			w.mu.Lock()
+			w.expectFail[r.ID] = true
+			w.mu.Unlock()
+			failed.Store(r.ID)
+			m := readManifest(t, handover)
+			m["step"] = "1/B/tech_lead/99"
+			m.write(t, handover)
+		})
+	}
+	issue, err := w.repo.CreateIssue("alice", "Write a.txt and b.txt", "Both must say ok.")
+	require.NoError(t, err)
+	require.NoError(t, w.repo.LabelIssue("alice", issue, "bazinga"))
+	s := runActionOnlyNoSchedule(t, w, issue)
+	w.assertJobs(s)
+	require.NotZero(t, failed.Load(), "a publish job was made to fail")
+	var tl []string
+	for _, st := range s.Steps {
+		if st.Group == "B" && st.Role == pipeline.RoleTechLead {
+			tl = append(tl, st.State.String())
+		}
+	}
+	assert.Equal(t, []string{"failed", "done"}, tl, "B's tech lead step failed once, then ran again")
+	found := false
+	for _, c := range w.repo.Comments(issue) {
+		if fr, ok := codec.ParseFailureComment(c.GetBody()); ok && strings.Contains(fr.Step, "/B/tech_lead/") {
+			found = true
+			assert.Contains(t, fr.Reason, "the publish job failed: the hand-over was refused")
+		}
+	}
+	assert.True(t, found, "the failure is posted on the issue")
+}
+
+// checkpoints: [plan]: alice approves the plan with a comment whose first
+// line is prose and whose second is the command. The route job (the bot's
+// own parser) lets it through and the session runs on, with no schedule.
+func TestE2EActionOnlyCommandOnSecondLine(t *testing.T) {
+	t.Parallel()
+	w := newWorldWith(t, e2eConfig+"checkpoints: [plan]\n")
+	w.actionOnly()
+	issue, err := w.repo.CreateIssue("alice", "Write a.txt and b.txt", "Both must say ok.")
+	require.NoError(t, err)
+	require.NoError(t, w.repo.LabelIssue("alice", issue, "bazinga"))
+	trust := codec.StateTrust{PublicKey: e2eActionOnlyKey, Authors: []string{ghfake.ActionsLogin}}
+	require.Eventually(t, func() bool {
+		s, ok := trackedState(w, issue, trust)
+		return ok && s.Checkpoint != nil
+	}, 3*time.Minute, 50*time.Millisecond, "the plan waits for approval")
+	_, err = w.repo.Comment("alice", issue, "The plan looks right to me.\n/bazinga approve")
+	require.NoError(t, err)
+	// Waiting at the checkpoint is labelled bazinga:needs-input, which
+	// ends w.wait: wait for the approval first.
+	require.Eventually(t, func() bool {
+		s, ok := trackedState(w, issue, trust)
+		return ok && s.Checkpoint == nil && !slices.Contains(w.repo.Labels(issue), "bazinga:needs-input")
+	}, 3*time.Minute, 50*time.Millisecond, "the approval is applied (the label follows the state)")
+	s := runActionOnlyNoSchedule(t, w, issue)
+	require.NotEmpty(t, s.PassedCheckpoints)
+	assert.Equal(t, "alice", s.PassedCheckpoints[0].ApprovedBy)
+	routed := false
+	for _, j := range w.jobsCopy() {
+		if j.job == "route" && j.run.Event == "issue_comment" && strings.Contains(string(j.run.EventPayload), "looks right") {
+			routed = assert.Contains(t, j.output, "bazinga: session 1")
+		}
+	}
+	assert.True(t, routed, "the route job ran the action on the comment")
+}
