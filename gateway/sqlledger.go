@@ -308,10 +308,14 @@ func NewSQLRevocations(ctx context.Context, d SQLDB, now func() time.Time) (*SQL
 
 func revKey(repo, session, step string) string { return repo + "\x00" + session + "\x00" + step }
 
+// A repository's name is case-insensitive on GitHub: a token and the orchestrator may spell it differently, and a
+// revocation must not miss for it.
+func repoKey(repo string) string { return strings.ToLower(repo) }
+
 // Revoke records that a step ended: every token bound to it is refused from now on, by every replica (by the
 // others once their cached answer is older than Cache). Idempotent.
 func (r *SQLRevocations) Revoke(ctx context.Context, repo, session, step string) error {
-	now := r.now()
+	now, repo := r.now(), repoKey(repo)
 	if _, err := r.d.DB().ExecContext(ctx, r.insert, repo, session, step, now.UnixMilli()); err != nil {
 		return fmt.Errorf("gateway: revoking the tokens of step %s: %w", step, err)
 	}
@@ -327,13 +331,14 @@ func (r *SQLRevocations) Revoke(ctx context.Context, repo, session, step string)
 
 // Revoked implements Revocations.
 func (r *SQLRevocations) Revoked(ctx context.Context, s Scope) (bool, error) {
-	k := revKey(s.Repository, s.Session, s.Step)
+	repo := repoKey(s.Repository)
+	k := revKey(repo, s.Session, s.Step)
 	now := r.now()
 	if c, ok := r.cache.Get(k); ok && (c.revoked || now.Sub(c.at) < r.Cache) {
 		return c.revoked, nil
 	}
 	var ms int64
-	err := r.d.DB().QueryRowContext(ctx, r.query, s.Repository, s.Session, s.Step).Scan(&ms)
+	err := r.d.DB().QueryRowContext(ctx, r.query, repo, s.Session, s.Step).Scan(&ms)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		r.cache.Add(k, revCheck{at: now})

@@ -212,6 +212,11 @@ func TestSQLRevocations(t *testing.T) {
 		ended, err = b.Revoked(ctx, other)
 		require.NoError(t, err)
 		assert.False(t, ended, "another step of the session is not touched")
+		upper := scope
+		upper.Repository = "Octo/Repo"
+		ended, err = b.Revoked(ctx, upper)
+		require.NoError(t, err)
+		assert.True(t, ended, "GitHub's names are case-insensitive")
 
 		// A later revocation prunes rows older than any token (the step's own stays while tokens could live).
 		fresh, err := gateway.NewSQLRevocations(ctx, openDB(t, url), clock)
