@@ -259,3 +259,65 @@ func TestGatewayRefusesRevokedStep(t *testing.T) {
 	assert.Contains(t, body, fmt.Sprintf("step %s has ended", scope.Step))
 	assert.Len(t, fake.Requests(), 1)
 }
+
+// What the ledger costs a metered request: the spend check before it is forwarded (the step's and the session's
+// spend) and the record after, plus the revocation check (cached). The session has 20 earlier steps.
+func BenchmarkLedgerRequest(b *testing.B) {
+	ctx := context.Background()
+	run := func(b *testing.B, l gateway.Ledger, rev gateway.Revocations) {
+		e := gateway.Entry{Scope: scope, Model: "claude-sonnet-4-5", Priced: true, Tokens: gateway.Tokens{Input: 1000, Output: 100},
+			CostPicos: 4_500_000_000, ChargedPicos: 4_500_000_000, Time: time.Now()}
+		for i := range 20 {
+			prev := e
+			prev.Scope.Step = fmt.Sprintf("earlier-%d", i)
+			require.NoError(b, l.Record(ctx, prev))
+		}
+		check := func() {
+			if rev != nil {
+				if _, err := rev.Revoked(ctx, scope); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if _, err := l.StepSpend(ctx, scope); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := l.SessionSpend(ctx, scope.SessionKey()); err != nil {
+				b.Fatal(err)
+			}
+		}
+		record := func() {
+			if err := l.Record(ctx, e); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.Run("check", func(b *testing.B) {
+			for b.Loop() {
+				check()
+			}
+		})
+		b.Run("record", func(b *testing.B) {
+			for b.Loop() {
+				record()
+			}
+		})
+		b.Run("request", func(b *testing.B) {
+			for b.Loop() {
+				check()
+				record()
+			}
+		})
+	}
+	b.Run("mem", func(b *testing.B) { run(b, gateway.NewMemLedger(), nil) })
+	for _, be := range jobqtest.Backends() {
+		b.Run(be.Name, func(b *testing.B) {
+			st, err := jobq.Open(ctx, be.URL(b))
+			require.NoError(b, err)
+			defer st.Close()
+			l, err := gateway.NewSQLLedger(ctx, st)
+			require.NoError(b, err)
+			rev, err := gateway.NewSQLRevocations(ctx, st, nil)
+			require.NoError(b, err)
+			run(b, l, rev)
+		})
+	}
+}
