@@ -16,7 +16,7 @@ import (
 
 // Audience is the aud of every gateway token: the gateway accepts no other, and nothing else accepts it (POST
 // /token verifies RS256 job tokens of GitHub's issuer against GitHub's keys; a gateway token is EdDSA-signed by
-// a key that exists only in this process).
+// a key that exists only in bazinga's own processes, never stored).
 const Audience = "bazinga-gateway"
 
 // Issuer is the iss of gateway tokens.
