@@ -14,8 +14,8 @@ import (
 
 	"github.com/bazinga-bot/bazinga/codec"
 	"github.com/bazinga-bot/bazinga/ghapi"
-	"github.com/bazinga-bot/bazinga/jobq"
 	"github.com/bazinga-bot/bazinga/internal/secretstrength"
+	"github.com/bazinga-bot/bazinga/jobq"
 )
 
 // Defaults of the server configuration.
