@@ -287,13 +287,14 @@ func newGatewayParts(ctx context.Context, cfg *server.Config, gwCfg server.Gatew
 		if err != nil {
 			return nil, fmt.Errorf("queue database (%s): %w", server.EnvDatabaseURL, err)
 		}
+		if p.ledger, err = gateway.NewSQLLedger(octx, st); err == nil {
+			p.rev, err = gateway.NewSQLRevocations(octx, st, nil)
+		}
+		if err != nil {
+			st.Close()
+			return nil, err
+		}
 		cfg.Queue = st
-		if p.ledger, err = gateway.NewSQLLedger(octx, st); err != nil {
-			return nil, err
-		}
-		if p.rev, err = gateway.NewSQLRevocations(octx, st, nil); err != nil {
-			return nil, err
-		}
 	} else {
 		p.ledger = gateway.NewMemLedger()
 	}
