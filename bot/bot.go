@@ -49,6 +49,10 @@ type Options struct {
 	// Meter, when set, is bazinga serve's model gateway: the usage of a step it metered replaces what the step's
 	// job reported (docs/gateway.md).
 	Meter Meter
+	// StepEnded, when set, is told of each step that ended (its result or failure applied, or it failed, timed
+	// out or was cancelled), before the session's new state is written: bazinga serve revokes the step's gateway
+	// tokens. A step may be told more than once.
+	StepEnded func(ctx context.Context, installation int64, repo, session, step string)
 }
 
 // Meter says what a step's model calls cost, as the gateway metered them; ok is false when it metered none of

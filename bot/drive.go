@@ -378,6 +378,7 @@ func (b *Bot) drive(ctx context.Context, gh GitHub, ref sessionRef, in input) er
 		record = append(record, *in.fail)
 	}
 
+	b.stepsEnded(ctx, ref, session, events, nil, nil) // before the ledger is read for their usage
 	b.metered(ctx, ref, session, events)
 	b.refreshCostLimits(ctx, gh, ref, &st, events, log)
 	now := b.o.Now().UTC()
@@ -401,6 +402,7 @@ func (b *Bot) drive(ctx context.Context, gh GitHub, ref sessionRef, in input) er
 		log.Error("liveness invariant violated", "err", err, "rev", next.Rev)
 	}
 	st.Session = next
+	b.stepsEnded(ctx, ref, session, nil, &prev, &next)
 	// What earlier reconciles left in the outbox and GitHub shows done (or
 	// that no longer matters, like the dispatch of a step whose result just
 	// came) goes.

@@ -37,3 +37,25 @@ func (b *Bot) StepLimits(ctx context.Context, installation int64, repo, session,
 	lim := ld.st.Config.Limits
 	return gateway.Limits{StepMicros: pipeline.USDMicros(lim.StepCostUSD), SessionMicros: pipeline.USDMicros(lim.SessionCostUSD)}, nil
 }
+
+// stepsEnded tells Options.StepEnded of the steps that ended: those whose result or failure events carries, and
+// (prev and next set) those in flight in prev and not in next — failed, timed out, cancelled. bazinga serve then
+// revokes their gateway tokens, so a process the agent left behind cannot spend in a finished step's name.
+func (b *Bot) stepsEnded(ctx context.Context, ref sessionRef, session string, events []pipeline.Event, prev, next *pipeline.Session) {
+	if b.o.StepEnded == nil {
+		return
+	}
+	for _, ev := range events {
+		if (ev.Kind == pipeline.EventStepResult || ev.Kind == pipeline.EventStepFailed) && ev.Step != "" {
+			b.o.StepEnded(ctx, ref.inst, ref.repo.String(), session, ev.Step)
+		}
+	}
+	if prev == nil || next == nil {
+		return
+	}
+	for _, s := range next.Steps {
+		if old := prev.Step(s.ID); old != nil && old.State == pipeline.StepInFlight && s.State != pipeline.StepInFlight {
+			b.o.StepEnded(ctx, ref.inst, ref.repo.String(), session, s.ID)
+		}
+	}
+}

@@ -51,6 +51,9 @@ type Config struct {
 	Signer *Signer
 	// Ledger records what was metered (default: a new MemLedger).
 	Ledger Ledger
+	// Revocations, when set, is asked on each request whether the token's step has ended (bazinga serve: the
+	// steps the orchestrator saw end, on every replica). CloseScope serves the same in one process.
+	Revocations Revocations
 	// Prices prices it (default DefaultPrices()).
 	Prices *Prices
 	// Transport carries forwarded requests (default: a clone of http.DefaultTransport).
@@ -302,6 +305,18 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="bazinga-gateway"`)
 		writeError(w, rt.up, errAuth, "bazinga gateway: "+err.Error()+"; a step's gateway token is in its API key variable")
 		return
+	}
+	if g.cfg.Revocations != nil {
+		ended, err := g.cfg.Revocations.Revoked(r.Context(), claims.Scope)
+		if err != nil {
+			g.log.Error("gateway revocation check failed", "repository", claims.Scope.Repository, "step", claims.Scope.Step, "err", err)
+			writeError(w, rt.up, errUpstream, "bazinga gateway: cannot check whether step "+claims.Scope.Step+" has ended; try again")
+			return
+		}
+		if ended {
+			writeError(w, rt.up, errAuth, "bazinga gateway: step "+claims.Scope.Step+" has ended; its token is no longer accepted")
+			return
+		}
 	}
 	if !ok {
 		writeError(w, rt.up, errNotFound, fmt.Sprintf("bazinga gateway: %s %s is not forwarded (only the endpoints it can meter are)", r.Method, r.URL.Path))

@@ -2,7 +2,9 @@ package gateway
 
 import (
 	"crypto/ed25519"
+	"crypto/hkdf"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -14,7 +16,7 @@ import (
 
 // Audience is the aud of every gateway token: the gateway accepts no other, and nothing else accepts it (POST
 // /token verifies RS256 job tokens of GitHub's issuer against GitHub's keys; a gateway token is EdDSA-signed by
-// a key that exists only in this process).
+// a key that exists only in bazinga's own processes, never stored).
 const Audience = "bazinga-gateway"
 
 // Issuer is the iss of gateway tokens.
@@ -43,25 +45,58 @@ type Claims struct {
 	Limits Limits `json:"limits"`
 }
 
-// Signer mints and verifies gateway tokens with an Ed25519 key made when it is created: tokens die with the
-// process that minted them, and no key is stored anywhere an agent could read it.
+// Signer mints and verifies gateway tokens with an Ed25519 key that is never stored anywhere: made at random when
+// it is created (NewSigner: tokens die with the process), or derived from a secret every replica of a server already
+// holds (NewSignerFromSecret: replicas verify each other's tokens, and rotating the secret rotates them).
 type Signer struct {
 	priv ed25519.PrivateKey
 	pub  ed25519.PublicKey
+	kid  string
 	now  func() time.Time
 }
 
+// SignerKeyInfo is the HKDF info label of the gateway's key: a new version of the label derives an unrelated key,
+// ending every token of the old one.
+const SignerKeyInfo = "bazinga gateway token signing key v1"
+
+// MinSecretBytes is the shortest secret NewSignerFromSecret accepts.
+const MinSecretBytes = 32
+
 // NewSigner makes a signer with a fresh key. now may be nil (time.Now).
 func NewSigner(now func() time.Time) (*Signer, error) {
-	pub, priv, err := ed25519.GenerateKey(rand.Reader)
+	_, priv, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
 		return nil, fmt.Errorf("gateway signing key: %w", err)
 	}
+	return newSigner(priv, now), nil
+}
+
+// NewSignerFromSecret derives the signing key from secret with HKDF-SHA256 (info SignerKeyInfo): every process
+// given the same secret signs and verifies the same tokens. The secret must be high-entropy and at least
+// MinSecretBytes long; it is used only as HKDF input, so the key says nothing about it.
+func NewSignerFromSecret(secret []byte, now func() time.Time) (*Signer, error) {
+	if len(secret) < MinSecretBytes {
+		return nil, fmt.Errorf("gateway signing key: the secret is %d bytes, at least %d are needed", len(secret), MinSecretBytes)
+	}
+	seed, err := hkdf.Key(sha256.New, secret, nil, SignerKeyInfo, ed25519.SeedSize)
+	if err != nil {
+		return nil, fmt.Errorf("gateway signing key: %w", err)
+	}
+	return newSigner(ed25519.NewKeyFromSeed(seed), now), nil
+}
+
+func newSigner(priv ed25519.PrivateKey, now func() time.Time) *Signer {
 	if now == nil {
 		now = time.Now
 	}
-	return &Signer{priv: priv, pub: pub, now: now}, nil
+	pub := priv.Public().(ed25519.PublicKey)
+	sum := sha256.Sum256(pub)
+	return &Signer{priv: priv, pub: pub, kid: hex.EncodeToString(sum[:8]), now: now}
 }
+
+// KeyID names the signer's key (a hash of its public key, safe to log): tokens carry it as kid, so a refusal can
+// tell a token of another key (another server, or before a rotation) from a forged one.
+func (s *Signer) KeyID() string { return s.kid }
 
 // Mint returns a token for scope with limits, good for ttl (DefaultTokenTTL when 0, at most MaxTokenTTL).
 func (s *Signer) Mint(scope Scope, limits Limits, ttl time.Duration) (string, time.Time, error) {
@@ -94,7 +129,9 @@ func (s *Signer) Mint(scope Scope, limits Limits, ttl time.Duration) (string, ti
 		Scope:  scope,
 		Limits: limits,
 	}
-	tok, err := jwt.NewWithClaims(jwt.SigningMethodEdDSA, c).SignedString(s.priv)
+	t := jwt.NewWithClaims(jwt.SigningMethodEdDSA, c)
+	t.Header["kid"] = s.kid
+	tok, err := t.SignedString(s.priv)
 	if err != nil {
 		return "", time.Time{}, fmt.Errorf("sign gateway token: %w", err)
 	}
@@ -123,7 +160,14 @@ func (s *Signer) Verify(raw string) (*Claims, error) {
 		jwt.WithLeeway(5*time.Second),
 		jwt.WithTimeFunc(s.now),
 	)
-	if _, err := p.ParseWithClaims(raw, c, func(*jwt.Token) (any, error) { return s.pub, nil }); err != nil {
+	if _, err := p.ParseWithClaims(raw, c, func(t *jwt.Token) (any, error) {
+		if kid, _ := t.Header["kid"].(string); kid != s.kid {
+			// Said before the signature is checked, but it tells nothing an attacker could use: the key ids are
+			// hashes of public keys.
+			return nil, fmt.Errorf("signed by key %q, not this server's %q (a token of another server, or of before a key rotation)", kid, s.kid)
+		}
+		return s.pub, nil
+	}); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrBadToken, err)
 	}
 	if c.Scope.Repository == "" || c.Scope.Session == "" || c.Scope.Step == "" {

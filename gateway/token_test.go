@@ -1,6 +1,8 @@
 package gateway_test
 
 import (
+	"crypto/ed25519"
+	"crypto/rand"
 	"testing"
 	"time"
 
@@ -62,4 +64,64 @@ func TestTokenRefused(t *testing.T) {
 	require.NoError(t, err)
 	_, err = s.Verify(raw)
 	assert.ErrorIs(t, err, gateway.ErrBadToken)
+}
+
+func TestSignerFromSecretSharedAcrossReplicas(t *testing.T) {
+	secret := []byte("0123456789abcdef0123456789abcdef-replica-secret")
+	a, err := gateway.NewSignerFromSecret(secret, nil)
+	require.NoError(t, err)
+	b, err := gateway.NewSignerFromSecret(append([]byte(nil), secret...), nil)
+	require.NoError(t, err)
+	assert.Equal(t, a.KeyID(), b.KeyID())
+
+	tok, _, err := a.Mint(scope, gateway.Limits{SessionMicros: 7}, time.Minute)
+	require.NoError(t, err)
+	c, err := b.Verify(tok)
+	require.NoError(t, err, "a token of one replica is good at another")
+	assert.Equal(t, scope, c.Scope)
+	tok2, _, err := b.Mint(scope, gateway.Limits{}, time.Minute)
+	require.NoError(t, err)
+	_, err = a.Verify(tok2)
+	require.NoError(t, err)
+
+	rotated, err := gateway.NewSignerFromSecret([]byte("fedcba9876543210fedcba9876543210-replica-secret"), nil)
+	require.NoError(t, err)
+	assert.NotEqual(t, a.KeyID(), rotated.KeyID())
+	_, err = rotated.Verify(tok)
+	require.ErrorIs(t, err, gateway.ErrBadToken, "another secret (a rotation) refuses the old tokens")
+	assert.Contains(t, err.Error(), a.KeyID(), "the refusal names the token's key")
+	_, err = a.Verify(mustMint(t, rotated))
+	require.ErrorIs(t, err, gateway.ErrBadToken)
+
+	random, err := gateway.NewSigner(nil)
+	require.NoError(t, err)
+	_, err = random.Verify(tok)
+	require.ErrorIs(t, err, gateway.ErrBadToken)
+
+	_, err = gateway.NewSignerFromSecret([]byte("short"), nil)
+	require.ErrorContains(t, err, "at least 32")
+}
+
+// A token that names the right key id but is signed by another key is still refused: the kid picks nothing.
+func TestSignerKeyIDIsNotTrusted(t *testing.T) {
+	a, err := gateway.NewSignerFromSecret([]byte("0123456789abcdef0123456789abcdef"), nil)
+	require.NoError(t, err)
+	forged := jwt.NewWithClaims(jwt.SigningMethodEdDSA, gateway.Claims{
+		RegisteredClaims: jwt.RegisteredClaims{Issuer: gateway.Issuer, Audience: jwt.ClaimStrings{gateway.Audience},
+			IssuedAt: jwt.NewNumericDate(time.Now()), ExpiresAt: jwt.NewNumericDate(time.Now().Add(time.Hour))},
+		Scope: scope})
+	forged.Header["kid"] = a.KeyID()
+	_, priv, err := ed25519.GenerateKey(rand.Reader)
+	require.NoError(t, err)
+	raw, err := forged.SignedString(priv)
+	require.NoError(t, err)
+	_, err = a.Verify(raw)
+	require.ErrorIs(t, err, gateway.ErrBadToken)
+}
+
+func mustMint(t *testing.T, s *gateway.Signer) string {
+	t.Helper()
+	tok, _, err := s.Mint(scope, gateway.Limits{}, time.Minute)
+	require.NoError(t, err)
+	return tok
 }

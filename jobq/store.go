@@ -124,6 +124,17 @@ func Open(ctx context.Context, rawURL string) (*Store, error) {
 // Kind is the database kind.
 func (s *Store) Kind() Kind { return s.kind }
 
+// DB is the database handle, for bazinga serve's other tables in the same
+// database (the model gateway's ledger): one pool, one set of drivers.
+func (s *Store) DB() *sql.DB { return s.db }
+
+// Postgres reports whether the database is PostgreSQL (else SQLite).
+func (s *Store) Postgres() bool { return s.kind == Postgres }
+
+// Rebind rewrites a query's ? placeholders for the database (PostgreSQL's
+// $n), for statements written once for both.
+func (s *Store) Rebind(query string) string { return s.q(query) }
+
 // Close closes the database.
 func (s *Store) Close() error { return s.db.Close() }
 

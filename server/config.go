@@ -15,6 +15,7 @@ import (
 	"github.com/bazinga-bot/bazinga/codec"
 	"github.com/bazinga-bot/bazinga/ghapi"
 	"github.com/bazinga-bot/bazinga/internal/secretstrength"
+	"github.com/bazinga-bot/bazinga/jobq"
 )
 
 // Defaults of the server configuration.
@@ -143,6 +144,10 @@ type Config struct {
 	// Replica names this process in /metrics and in the queue's leases
 	// (default hostname-pid).
 	Replica string
+	// Queue, when set, is the queue at DatabaseURL already opened (serve
+	// opens it first, for the model gateway's tables on the same handle);
+	// the server closes it at shutdown.
+	Queue *jobq.Store
 
 	// CredentialsFile is the file the credentials came from, or the one the
 	// setup page writes to when there are none yet.

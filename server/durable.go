@@ -110,9 +110,12 @@ const statsEvery = time.Second
 func (s *Server) openDurable() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	st, err := jobq.Open(ctx, s.cfg.DatabaseURL)
-	if err != nil {
-		return fmt.Errorf("server: queue database (%s): %w", EnvDatabaseURL, err)
+	st := s.cfg.Queue
+	if st == nil {
+		var err error
+		if st, err = jobq.Open(ctx, s.cfg.DatabaseURL); err != nil {
+			return fmt.Errorf("server: queue database (%s): %w", EnvDatabaseURL, err)
+		}
 	}
 	d := &durable{store: st}
 	d.stats.Store(&jobq.Stats{})

@@ -1,6 +1,9 @@
 package server
 
 import (
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"math"
@@ -105,4 +108,30 @@ func CheckGatewayWithTokenExchange(gw GatewayServeConfig, x TokenExchangeConfig)
 			EnvGatewayAnthropicKey, EnvTokenEnvironment, EnvTokenExchange)
 	}
 	return nil
+}
+
+// GatewaySecret is the secret bazinga serve derives the gateway's token key from (gateway.NewSignerFromSecret): the
+// App's private key, as DER, whichever PEM form it came in. Every replica holds it already, it never leaves the
+// server (GitHub keeps only its public half), it is a random 2048-bit RSA key rather than a chosen string, and whoever
+// holds it can already act as the App, which is more than a gateway token buys: deriving from it stores no new secret
+// and widens no exposure. Rotating the App's key (a new key in GitHub's settings, then the old one deleted) rotates
+// the gateway's tokens with it. The webhook secret was the other candidate and is not used: GitHub holds it too,
+// it is often a typed string, and today it only guards deliveries.
+func GatewaySecret(privateKeyPEM []byte) ([]byte, error) {
+	block, _ := pem.Decode(privateKeyPEM)
+	if block == nil {
+		return nil, errors.New("gateway key: the App's private key is not PEM")
+	}
+	if k, err := x509.ParsePKCS1PrivateKey(block.Bytes); err == nil {
+		return x509.MarshalPKCS1PrivateKey(k), nil
+	}
+	k, err := x509.ParsePKCS8PrivateKey(block.Bytes)
+	if err != nil {
+		return nil, fmt.Errorf("gateway key: the App's private key: %w", err)
+	}
+	rk, ok := k.(*rsa.PrivateKey)
+	if !ok {
+		return nil, fmt.Errorf("gateway key: the App's private key is a %T, not RSA", k)
+	}
+	return x509.MarshalPKCS1PrivateKey(rk), nil
 }

@@ -12,12 +12,14 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/bazinga-bot/bazinga"
 	"github.com/bazinga-bot/bazinga/bot"
 	"github.com/bazinga-bot/bazinga/codec"
 	"github.com/bazinga-bot/bazinga/gateway"
 	"github.com/bazinga-bot/bazinga/ghapi"
+	"github.com/bazinga-bot/bazinga/jobq"
 	"github.com/bazinga-bot/bazinga/server"
 )
 
@@ -200,15 +202,20 @@ func serveWith(ctx context.Context, cfg server.Config, gwCfg server.GatewayServe
 		return fmt.Errorf("%s is required (the random key the session state is signed with): make one with `openssl rand -hex 32`", server.EnvStateKey)
 	}
 	signing := codec.SigningKeyFromSecret(cfg.StateKey)
-	var ledger *gateway.MemLedger
+	var gp *gatewayParts
 	var meter bot.Meter
+	var stepEnded func(ctx context.Context, installation int64, repo, session, step string)
 	if gwCfg.Enabled {
-		// The orchestrator counts what the gateway metered, not what the agent's job reports.
-		ledger = gateway.NewMemLedger()
-		meter = server.LedgerMeter{Ledger: ledger}
+		if gp, err = newGatewayParts(ctx, &cfg, gwCfg, logger); err != nil {
+			return err
+		}
+		// The orchestrator counts what the gateway metered, not what the agent's job reports, and ends a step's
+		// tokens with the step.
+		meter, stepEnded = server.LedgerMeter{Ledger: gp.ledger}, gp.stepEnded
 	}
 	b, err := bot.New(bot.Options{
-		Meter: meter,
+		Meter:     meter,
+		StepEnded: stepEnded,
 		Client: func(_ context.Context, id int64) (bot.GitHub, error) {
 			c, err := factory.Installation(id)
 			if err != nil {
@@ -242,27 +249,90 @@ func serveWith(ctx context.Context, cfg server.Config, gwCfg server.GatewayServe
 		logger.Info("bazinga serve: token exchange", "path", server.TokenPath, "exchange", x)
 	}
 	if gwCfg.Enabled {
-		if err := mountGateway(srv, factory, cfg, gwCfg, ledger, b, login, logger); err != nil {
+		if err := mountGateway(srv, factory, cfg, gwCfg, gp, b, login, logger); err != nil {
 			return err
 		}
 	}
 	return srv.Run(ctx)
 }
 
+// gatewayParts are the model gateway's pieces the orchestrator needs before the server exists: the ledger it
+// reads a step's usage from, and the revocation of an ended step's tokens.
+type gatewayParts struct {
+	signer *gateway.Signer
+	ledger gateway.Ledger
+	gw     *gateway.Gateway
+	rev    *gateway.SQLRevocations // nil without a database: the gateway's own CloseScope, in this process
+	log    *slog.Logger
+}
+
+// newGatewayParts builds the gateway. Its token key is derived from the App's private key, so every replica
+// verifies every replica's tokens; with the queue's database (cfg.DatabaseURL) the ledger and the ended steps are
+// tables in it, on the queue's own handle (cfg.Queue, which the server then runs on), so spend is shared by the
+// replicas and survives restarts. Without one ("memory"), they live in this process.
+func newGatewayParts(ctx context.Context, cfg *server.Config, gwCfg server.GatewayServeConfig, logger *slog.Logger) (*gatewayParts, error) {
+	secret, err := server.GatewaySecret(cfg.PrivateKey)
+	if err != nil {
+		return nil, err
+	}
+	signer, err := gateway.NewSignerFromSecret(secret, nil)
+	if err != nil {
+		return nil, err
+	}
+	p := &gatewayParts{signer: signer, log: logger}
+	if cfg.DatabaseURL != "" {
+		octx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		st, err := jobq.Open(octx, cfg.DatabaseURL)
+		if err != nil {
+			return nil, fmt.Errorf("queue database (%s): %w", server.EnvDatabaseURL, err)
+		}
+		if p.ledger, err = gateway.NewSQLLedger(octx, st); err == nil {
+			p.rev, err = gateway.NewSQLRevocations(octx, st, nil)
+		}
+		if err != nil {
+			st.Close()
+			return nil, err
+		}
+		cfg.Queue = st
+	} else {
+		p.ledger = gateway.NewMemLedger()
+	}
+	cf := gateway.Config{Anthropic: gwCfg.Anthropic, OpenAI: gwCfg.OpenAI, Gemini: gwCfg.Gemini,
+		Signer: signer, Ledger: p.ledger, Prices: gwCfg.Prices, Logger: logger}
+	if p.rev != nil {
+		cf.Revocations = p.rev
+	}
+	if p.gw, err = gateway.New(cf); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// stepEnded revokes the tokens of a step the orchestrator saw end (bot.Options.StepEnded). A failure leaves them
+// good until they expire, so it is logged as an error; the session goes on.
+func (p *gatewayParts) stepEnded(ctx context.Context, installation int64, repo, session, step string) {
+	if p.rev == nil {
+		p.gw.CloseScope(gateway.Scope{Installation: installation, Repository: repo, Session: session, Step: step})
+		return
+	}
+	if err := p.rev.Revoke(ctx, repo, session, step); err != nil {
+		p.log.Error("gateway: an ended step's tokens were not revoked; they stay good until they expire",
+			"repository", repo, "session", session, "step", step, "err", err)
+	}
+}
+
 // mountGateway serves the model gateway and POST /gateway/token, its spend in /metrics.
-func mountGateway(srv *server.Server, factory *ghapi.ClientFactory, cfg server.Config, gwCfg server.GatewayServeConfig, ledger *gateway.MemLedger,
+func mountGateway(srv *server.Server, factory *ghapi.ClientFactory, cfg server.Config, gwCfg server.GatewayServeConfig, gp *gatewayParts,
 	records server.StepRecords, login string, logger *slog.Logger) error {
-	signer, err := gateway.NewSigner(nil)
-	if err != nil {
-		return err
-	}
 	gm := srv.Metrics().NewGatewayMetrics()
-	ledger.OnRecord = gm.Recorded
-	gw, err := gateway.New(gateway.Config{Anthropic: gwCfg.Anthropic, OpenAI: gwCfg.OpenAI, Gemini: gwCfg.Gemini,
-		Signer: signer, Ledger: ledger, Prices: gwCfg.Prices, Logger: logger})
-	if err != nil {
-		return err
+	switch l := gp.ledger.(type) {
+	case *gateway.MemLedger:
+		l.OnRecord = gm.Recorded
+	case *gateway.SQLLedger:
+		l.OnRecord = gm.Recorded
 	}
+	signer, gw := gp.signer, gp.gw
 	xc := gwCfg.Exchange
 	xc.Issuer = cfg.TokenExchange.Issuer
 	// The session's own record says whether the step runs and what its limits are (the operator's cap them).
@@ -274,6 +344,7 @@ func mountGateway(srv *server.Server, factory *ghapi.ClientFactory, cfg server.C
 	srv.MountGateway(gw, x, gm)
 	logger.Info("bazinga serve: model gateway", "path", server.GatewayPrefix+"/", "token_path", server.GatewayTokenPath,
 		"anthropic", gw.Serves(gateway.UpstreamAnthropic), "openai", gw.Serves(gateway.UpstreamOpenAI), "gemini", gw.Serves(gateway.UpstreamGemini),
-		"step_limit_micros", xc.Limits.StepMicros, "session_limit_micros", xc.Limits.SessionMicros)
+		"step_limit_micros", xc.Limits.StepMicros, "session_limit_micros", xc.Limits.SessionMicros,
+		"token_key_id", signer.KeyID(), "ledger_shared", gp.rev != nil)
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -20,6 +21,7 @@ import (
 	"github.com/bazinga-bot/bazinga/internal/ghfake"
 	"github.com/bazinga-bot/bazinga/internal/modelfake"
 	"github.com/bazinga-bot/bazinga/internal/testkey"
+	"github.com/bazinga-bot/bazinga/jobq"
 	"github.com/bazinga-bot/bazinga/server"
 )
 
@@ -46,8 +48,9 @@ func TestServeMountsTheGateway(t *testing.T) {
 	require.NoError(t, err)
 	addr := ln.Addr().String()
 	ln.Close()
+	dbURL := "sqlite:" + filepath.Join(t.TempDir(), "queue.db")
 	cfg := server.Config{AppID: fake.AppID(), WebhookSecret: []byte("s"), StateKey: []byte(testStateKey), Listen: addr, PrivateKey: testkey.PEM(t),
-		GitHubURL: web, APIURL: api, UploadURL: upload,
+		GitHubURL: web, APIURL: api, UploadURL: upload, DatabaseURL: dbURL,
 		TokenExchange: server.TokenExchangeConfig{Issuer: o.URL(), Environment: "bazinga-privileged"}}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -138,6 +141,30 @@ func TestServeMountsTheGateway(t *testing.T) {
 	resp.Body.Close()
 	// 2000×$3/M + 100×$15/M = $0.0075.
 	assert.Contains(t, string(m), `bazinga_gateway_spend_usd_total{installation="`+itoa(fake.InstallationID())+`",repository="acme/widgets"} 0.0075`)
+
+	// The spend is in the queue's database, where another replica (or this one restarted) reads it.
+	st, err := jobq.Open(context.Background(), dbURL)
+	require.NoError(t, err)
+	defer st.Close()
+	led, err := gateway.NewSQLLedger(context.Background(), st)
+	require.NoError(t, err)
+	sp, err := led.SessionSpend(context.Background(), gateway.SessionKey{Repository: "acme/widgets", Session: strconv.Itoa(issue)})
+	require.NoError(t, err)
+	assert.Equal(t, int64(7500), sp.ChargedMicros())
+
+	// The step's job ends without a result: the orchestrator fails the step, and its token stops working.
+	require.NoError(t, fake.CompleteRun(run.ID, "failure"))
+	require.Eventually(t, func() bool {
+		status, body = post(gt.BasePath+"/anthropic/v1/messages", "", `{"model":"claude-sonnet-4-5","max_tokens":10,"messages":[{"role":"user","content":"hi"}]}`,
+			"x-api-key", gt.Token, "anthropic-version", "2023-06-01")
+		return status == http.StatusUnauthorized
+	}, 20*time.Second, 50*time.Millisecond, "the ended step's token is refused: %d %s", status, body)
+	assert.Contains(t, body, "step "+gt.Step+" has ended")
+	n := len(model.Requests())
+	status, _ = post(gt.BasePath+"/anthropic/v1/messages", "", `{"model":"claude-sonnet-4-5","max_tokens":10,"messages":[{"role":"user","content":"hi"}]}`,
+		"x-api-key", gt.Token, "anthropic-version", "2023-06-01")
+	assert.Equal(t, http.StatusUnauthorized, status)
+	assert.Len(t, model.Requests(), n, "nothing of an ended step goes upstream")
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
