@@ -71,7 +71,10 @@ func TestRateLimitMidSessionPausesAndResumes(t *testing.T) {
 	require.Len(t, h.botNotices(want), 1, "the pause names the limit and its reset")
 	st, _ = h.state()
 	require.NotNil(t, st.Waiting, "the wait is recorded with the session")
-	assert.Equal(t, codec.RateLimitWait{Who: "core-bot", Resource: "core", Until: reset}, *st.Waiting)
+	since := st.Waiting.Since
+	assert.False(t, since.IsZero() || since.After(h.clock.Now()) || !since.Before(reset),
+		"the wait began when the limit was met (steps in flight do not time out for it): %s", since)
+	assert.Equal(t, codec.RateLimitWait{Who: "core-bot", Resource: "core", Until: reset, Since: since}, *st.Waiting)
 	assert.Equal(t, pipeline.SessionRunning, st.Session.Status, "the engine's session is not paused")
 	tracking, _ := h.trackingState()
 	assert.NotNil(t, tracking.Waiting)
