@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"encoding/json"
 	"os"
 	"strings"
 	"testing"
@@ -318,10 +319,10 @@ func TestCLICredentials(t *testing.T) {
 	assert.Equal(t, "ANTHROPIC_API_KEY", CLICredentials(CLIClaude)[0])
 }
 
-// The README's configuration section names every credential agent.env
-// accepts and every CLI's default models.
-func TestREADMEListsCredentialsAndModels(t *testing.T) {
-	b, err := os.ReadFile("../README.md")
+// The configuration docs name every credential agent.env accepts and every
+// CLI's default models.
+func TestDocsListCredentialsAndModels(t *testing.T) {
+	b, err := os.ReadFile("../docs/configuration.md")
 	require.NoError(t, err)
 	readme := string(b)
 	for _, k := range ModelKeys {
@@ -333,4 +334,25 @@ func TestREADMEListsCredentialsAndModels(t *testing.T) {
 			assert.Contains(t, readme, "`"+name+"`", "README names %s's model %s", cli, name)
 		}
 	}
+}
+
+// The README's example of the planning step's result is a plan the engine
+// takes.
+func TestREADMEPlanExampleParses(t *testing.T) {
+	b, err := os.ReadFile("../README.md")
+	require.NoError(t, err)
+	_, rest, ok := strings.Cut(string(b), "<!-- plan-example -->\n```json\n")
+	require.True(t, ok, "the README shows the plan example")
+	block, _, ok := strings.Cut(rest, "```")
+	require.True(t, ok)
+	var res struct {
+		Status  string          `json:"status"`
+		Handoff json.RawMessage `json:"handoff"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(block), &res))
+	assert.Equal(t, "PLANNING_COMPLETE", res.Status)
+	plan, err := ParsePlan(res.Handoff)
+	require.NoError(t, err)
+	require.Len(t, plan.Groups, 2)
+	assert.Equal(t, []string{"api"}, plan.Groups[1].DependsOn)
 }
