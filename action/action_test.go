@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	. "github.com/bazinga-bot/bazinga/internal/e2eworld"
+
 	"github.com/google/go-github/v66/github"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -32,34 +34,34 @@ import (
 // runs in-process on synchronous webhooks; runs are left queued, and the
 // tests play their jobs with action.Run in-process.
 type unit struct {
-	t     *testing.T
-	f     *ghfake.Fake
-	repo  *ghfake.Repo
+	T     *testing.T
+	F     *ghfake.Fake
+	Repo  *ghfake.Repo
 	issue int
-	run   ghfake.Run
+	Run   ghfake.Run
 	dir   string
 }
 
-func newUnit(t *testing.T) *unit { return newUnitWith(t, e2eConfig) }
+func newUnit(t *testing.T) *unit { return newUnitWith(t, E2eConfig) }
 
 // newUnitWith is newUnit with another .github/bazinga.yml.
 func newUnitWith(t *testing.T, config string) *unit {
 	t.Helper()
 	f := ghfake.Start(t, ghfake.Options{WebhookMode: ghfake.Sync})
-	repo, err := f.CreateRepo(e2eOwner, e2eName, "main")
+	repo, err := f.CreateRepo(E2eOwner, E2eName, "main")
 	require.NoError(t, err)
-	_, err = repo.Push(e2eOwner, "main", map[string]string{"README.md": "# widgets\n", "seed.txt": "ok\n", ".github/bazinga.yml": config}, "Initial commit")
+	_, err = repo.Push(E2eOwner, "main", map[string]string{"README.md": "# widgets\n", "seed.txt": "ok\n", ".github/bazinga.yml": config}, "Initial commit")
 	require.NoError(t, err)
 	f.SetPermission("alice", "write")
-	require.NoError(t, f.AddAppToken(e2eBotTok, "../app.yml"))
+	require.NoError(t, f.AddAppToken(E2eBotTok, "../app.yml"))
 	// The real agent workflow: its jobs' tokens carry exactly their
 	// permissions (readToken, writeToken).
-	require.NoError(t, f.AddWorkflowFileFrom(e2eFull, agentWorkflowFile))
-	client, err := github.NewClient(nil).WithAuthToken(e2eBotTok).WithEnterpriseURLs(f.APIURL(), f.URL()+"/api/uploads/")
+	require.NoError(t, f.AddWorkflowFileFrom(E2eFull, AgentWorkflowFile))
+	client, err := github.NewClient(nil).WithAuthToken(E2eBotTok).WithEnterpriseURLs(f.APIURL(), f.URL()+"/api/uploads/")
 	require.NoError(t, err)
 	gh := ghapi.New(client)
 	b, err := bot.New(bot.Options{Client: func(context.Context, int64) (bot.GitHub, error) { return gh, nil },
-		Login: f.BotLogin(), SigningKey: e2eSigningKey})
+		Login: f.BotLogin(), SigningKey: E2eSigningKey})
 	require.NoError(t, err)
 	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
@@ -68,27 +70,27 @@ func newUnitWith(t *testing.T, config string) *unit {
 		}
 		_ = json.Unmarshal(body, &p)
 		_ = b.Process(r.Context(), bot.Delivery{ID: r.Header.Get("X-GitHub-Delivery"), Event: r.Header.Get("X-GitHub-Event"),
-			Action: p.Action, Repo: e2eFull, Payload: body, Received: time.Now()})
+			Action: p.Action, Repo: E2eFull, Payload: body, Received: time.Now()})
 		w.WriteHeader(http.StatusAccepted)
 	}))
 	t.Cleanup(hook.Close)
-	f.SetWebhook(hook.URL, e2eSecret)
-	u := &unit{t: t, f: f, repo: repo, dir: t.TempDir()}
+	f.SetWebhook(hook.URL, E2eSecret)
+	u := &unit{T: t, F: f, Repo: repo, dir: t.TempDir()}
 	u.issue, err = repo.CreateIssue("alice", "Write a.txt", "Please.")
 	require.NoError(t, err)
 	require.NoError(t, repo.LabelIssue("alice", u.issue, "bazinga"))
 	require.NoError(t, f.WaitWebhooks(10*time.Second))
 	runs := f.Runs()
 	require.Len(t, runs, 1, "the pm step is dispatched")
-	u.run = runs[0]
-	require.Equal(t, "1/_/pm/1", u.run.Inputs["step"])
+	u.Run = runs[0]
+	require.Equal(t, "1/_/pm/1", u.Run.Inputs["step"])
 	return u
 }
 
 // env is the job's environment for the pm run, with inputs.
-func (u *unit) env(inputs map[string]string) map[string]string {
-	list, err := u.f.RunEnv(u.run, filepath.Join(u.dir, "runner"))
-	require.NoError(u.t, err)
+func (u *unit) Env(inputs map[string]string) map[string]string {
+	list, err := u.F.RunEnv(u.Run, filepath.Join(u.dir, "runner"))
+	require.NoError(u.T, err)
 	env := map[string]string{}
 	for _, kv := range list {
 		k, v, _ := strings.Cut(kv, "=")
@@ -96,9 +98,9 @@ func (u *unit) env(inputs map[string]string) map[string]string {
 	}
 	// The unit's session runs under the App (the test's bot): step jobs
 	// trust its login and key.
-	env["INPUT_STATE-PUBLIC-KEY"] = codec.FormatPublicKey(e2ePublicKey)
-	env["INPUT_ORCHESTRATOR"] = u.f.BotLogin()
-	env[action.EnvStateKey] = e2eActionSecret
+	env["INPUT_STATE-PUBLIC-KEY"] = codec.FormatPublicKey(E2ePublicKey)
+	env["INPUT_ORCHESTRATOR"] = u.F.BotLogin()
+	env[action.EnvStateKey] = E2eActionSecret
 	for k, v := range inputs {
 		env["INPUT_"+strings.ToUpper(k)] = v
 	}
@@ -133,17 +135,17 @@ func (u *unit) action(env map[string]string) result {
 	return r
 }
 
-func (u *unit) agentCmd(t *testing.T) string {
+func (u *unit) AgentCmd(t *testing.T) string {
 	exe, err := os.Executable()
 	require.NoError(t, err)
 	scenario := filepath.Join(u.dir, "scenario.json")
-	require.NoError(t, os.WriteFile(scenario, []byte(e2eScenario), 0o644))
+	require.NoError(t, os.WriteFile(scenario, []byte(E2eScenario), 0o644))
 	return "'" + exe + "' scripted-agent --scenario '" + scenario + "' --state '" + filepath.Join(u.dir, "state") + "'"
 }
 
 func (u *unit) resultComments() int {
 	n := 0
-	for _, c := range u.repo.Comments(u.issue) {
+	for _, c := range u.Repo.Comments(u.issue) {
 		if _, ok := codec.ParseResultComment(c.GetBody()); ok {
 			n++
 		}
@@ -156,10 +158,10 @@ func (u *unit) resultComments() int {
 // only read.
 func (u *unit) readToken() string {
 	job := "agent"
-	if s := u.run.Inputs["step"]; strings.Contains(s, "/merge/") || strings.Contains(s, "/validate/") {
+	if s := u.Run.Inputs["step"]; strings.Contains(s, "/merge/") || strings.Contains(s, "/validate/") {
 		job = "harness"
 	}
-	return jobToken(u.t, u.f, u.run, job)
+	return jobToken(u.T, u.F, u.Run, job)
 }
 
 // writeToken is the privileged job's token of run (publish, or land for
@@ -169,19 +171,19 @@ func (u *unit) writeToken(run ghfake.Run) string {
 	if s := run.Inputs["step"]; strings.Contains(s, "/merge/") || strings.Contains(s, "/validate/") {
 		job = "land"
 	}
-	return jobToken(u.t, u.f, run, job)
+	return jobToken(u.T, u.F, run, job)
 }
 
 func (u *unit) claimed(step string) bool {
-	_, ok := u.repo.Ref(action.ClaimRef(step))
+	_, ok := u.Repo.Ref(action.ClaimRef(step))
 	return ok
 }
 
 func TestStepRunsAndReports(t *testing.T) {
 	u := newUnit(t)
-	tok, ro := u.writeToken(u.run), u.readToken()
+	tok, ro := u.writeToken(u.Run), u.readToken()
 	// The unprivileged job runs the step with a read-only token and hands over.
-	r := u.action(u.env(map[string]string{"command": "agent", "step": "1/_/pm/1", "github-token": ro, "agent-command": u.agentCmd(t)}))
+	r := u.action(u.Env(map[string]string{"command": "agent", "step": "1/_/pm/1", "github-token": ro, "agent-command": u.AgentCmd(t)}))
 	require.Equal(t, 0, r.code, r.stdout)
 	assert.Contains(t, r.stdout, "::add-mask::"+ro)
 	assert.Equal(t, 1, strings.Count(r.stdout, ro), "the token appears only in its mask command")
@@ -198,7 +200,7 @@ func TestStepRunsAndReports(t *testing.T) {
 	assert.False(t, u.claimed("1/_/pm/1"), "the unprivileged job claims nothing")
 	assert.Zero(t, u.resultComments(), "and posts nothing")
 	// The privileged job publishes it.
-	r = u.action(u.env(map[string]string{"command": "publish", "step": "1/_/pm/1", "github-token": tok}))
+	r = u.action(u.Env(map[string]string{"command": "publish", "step": "1/_/pm/1", "github-token": tok}))
 	require.Equal(t, 0, r.code, r.stdout)
 	assert.Contains(t, r.stdout, "::add-mask::"+tok)
 	assert.Equal(t, 1, strings.Count(r.stdout, tok), "the token appears only in its mask command")
@@ -207,14 +209,14 @@ func TestStepRunsAndReports(t *testing.T) {
 	assert.True(t, u.claimed("1/_/pm/1"))
 	// The result comment, on the issue (a session-level step), by the job.
 	var rec codec.ResultRecord
-	for _, c := range u.repo.Comments(u.issue) {
+	for _, c := range u.Repo.Comments(u.issue) {
 		if got, ok := codec.ParseResultComment(c.GetBody()); ok {
 			rec = got
 			assert.Equal(t, ghfake.ActionsLogin, c.GetUser().GetLogin())
 		}
 	}
 	assert.Equal(t, "PLANNING_COMPLETE", rec.Result.Status.String())
-	assert.Equal(t, u.f.URL()+"/acme/widgets/actions/runs/"+itoa(u.run.ID), rec.RunURL)
+	assert.Equal(t, u.F.URL()+"/acme/widgets/actions/runs/"+itoa(u.Run.ID), rec.RunURL)
 	assert.False(t, rec.StartedAt.IsZero())
 	// The usage the agent reported crossed the hand-over into the record,
 	// and the privileged job's summary shows it.
@@ -222,10 +224,10 @@ func TestStepRunsAndReports(t *testing.T) {
 	assert.Contains(t, r.summary, "| Usage | $0.4200 · 12.8k tokens (in 12.0k, out 800) |")
 
 	// The same step again: done now (the bot applied the result), so nothing to do.
-	r = u.action(u.env(map[string]string{"command": "agent", "step": "1/_/pm/1", "github-token": ro, "agent-command": u.agentCmd(t)}))
+	r = u.action(u.Env(map[string]string{"command": "agent", "step": "1/_/pm/1", "github-token": ro, "agent-command": u.AgentCmd(t)}))
 	require.Equal(t, 0, r.code, r.stdout)
 	assert.Contains(t, r.stdout, "::notice::bazinga: step 1/_/pm/1 is not in flight (the step is done, not in flight)")
-	r = u.action(u.env(map[string]string{"command": "publish", "step": "1/_/pm/1", "github-token": tok}))
+	r = u.action(u.Env(map[string]string{"command": "publish", "step": "1/_/pm/1", "github-token": tok}))
 	require.Equal(t, 0, r.code, r.stdout)
 	assert.Contains(t, r.stdout, "::notice::bazinga: step 1/_/pm/1 is not in flight (the step is done, not in flight)")
 	assert.Equal(t, 1, u.resultComments())
@@ -233,17 +235,17 @@ func TestStepRunsAndReports(t *testing.T) {
 
 func TestDuplicateClaimExitsQuietly(t *testing.T) {
 	u := newUnit(t)
-	tok := u.writeToken(u.run)
-	base, _ := u.repo.Ref("refs/heads/main")
-	_, _, err := u.f.Client(tok).Git.CreateRef(context.Background(), e2eOwner, e2eName,
+	tok := u.writeToken(u.Run)
+	base, _ := u.Repo.Ref("refs/heads/main")
+	_, _, err := u.F.Client(tok).Git.CreateRef(context.Background(), E2eOwner, E2eName,
 		&github.Reference{Ref: github.String(action.ClaimRef("1/_/pm/1")), Object: &github.GitObject{SHA: github.String(base)}})
 	require.NoError(t, err, "another job claims the step first")
-	r := u.action(u.env(map[string]string{"command": "agent", "step": "1/_/pm/1", "github-token": u.readToken(), "agent-command": u.agentCmd(t)}))
+	r := u.action(u.Env(map[string]string{"command": "agent", "step": "1/_/pm/1", "github-token": u.readToken(), "agent-command": u.AgentCmd(t)}))
 	require.Equal(t, 0, r.code, r.stdout)
 	assert.Contains(t, r.stdout, "::notice::bazinga: step 1/_/pm/1 is a duplicate")
 	assert.Contains(t, r.outputs, "duplicate")
 	assert.NotContains(t, r.stdout, "pm step", "the agent does not run")
-	r = u.action(u.env(map[string]string{"command": "publish", "step": "1/_/pm/1", "github-token": tok}))
+	r = u.action(u.Env(map[string]string{"command": "publish", "step": "1/_/pm/1", "github-token": tok}))
 	require.Equal(t, 0, r.code, r.stdout)
 	assert.Contains(t, r.outputs, "duplicate")
 	assert.Zero(t, u.resultComments())
@@ -253,14 +255,14 @@ func TestDuplicateClaimExitsQuietly(t *testing.T) {
 // finds the claim and publishes nothing.
 func TestDuplicateClaimAtPublishExitsQuietly(t *testing.T) {
 	u := newUnit(t)
-	tok := u.writeToken(u.run)
-	r := u.action(u.env(map[string]string{"command": "agent", "step": "1/_/pm/1", "github-token": u.readToken(), "agent-command": u.agentCmd(t)}))
+	tok := u.writeToken(u.Run)
+	r := u.action(u.Env(map[string]string{"command": "agent", "step": "1/_/pm/1", "github-token": u.readToken(), "agent-command": u.AgentCmd(t)}))
 	require.Equal(t, 0, r.code, r.stdout)
-	base, _ := u.repo.Ref("refs/heads/main")
-	_, _, err := u.f.Client(tok).Git.CreateRef(context.Background(), e2eOwner, e2eName,
+	base, _ := u.Repo.Ref("refs/heads/main")
+	_, _, err := u.F.Client(tok).Git.CreateRef(context.Background(), E2eOwner, E2eName,
 		&github.Reference{Ref: github.String(action.ClaimRef("1/_/pm/1")), Object: &github.GitObject{SHA: github.String(base)}})
 	require.NoError(t, err)
-	r = u.action(u.env(map[string]string{"command": "publish", "step": "1/_/pm/1", "github-token": tok}))
+	r = u.action(u.Env(map[string]string{"command": "publish", "step": "1/_/pm/1", "github-token": tok}))
 	require.Equal(t, 0, r.code, r.stdout)
 	assert.Contains(t, r.stdout, "::notice::bazinga: step 1/_/pm/1 is a duplicate")
 	assert.Zero(t, u.resultComments())
@@ -268,7 +270,7 @@ func TestDuplicateClaimAtPublishExitsQuietly(t *testing.T) {
 
 func TestBadInputFailsTheStep(t *testing.T) {
 	u := newUnit(t)
-	tok := u.writeToken(u.run)
+	tok := u.writeToken(u.Run)
 	cases := []struct {
 		name   string
 		inputs map[string]string
@@ -288,7 +290,7 @@ func TestBadInputFailsTheStep(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			env := u.env(c.inputs)
+			env := u.Env(c.inputs)
 			delete(env, c.unset)
 			r := u.action(env)
 			assert.Equal(t, 1, r.code)
@@ -302,10 +304,10 @@ func TestBadInputFailsTheStep(t *testing.T) {
 
 func TestStepNotInFlightExitsWithoutEffect(t *testing.T) {
 	u := newUnit(t)
-	tok := u.writeToken(u.run)
+	tok := u.writeToken(u.Run)
 	// A step the session does not have (older than its state): nothing to do.
 	step := "1/A/developer/1"
-	r := u.action(u.env(map[string]string{"command": "agent", "step": step, "github-token": tok, "agent-command": "false"}))
+	r := u.action(u.Env(map[string]string{"command": "agent", "step": step, "github-token": tok, "agent-command": "false"}))
 	assert.Equal(t, 0, r.code, r.stdout)
 	assert.Contains(t, r.stdout, "::notice::bazinga: step "+step+" is not in flight")
 	assert.Contains(t, r.outputs, "skipped")
@@ -314,7 +316,7 @@ func TestStepNotInFlightExitsWithoutEffect(t *testing.T) {
 	// writes the state before it dispatches): the job fails, so that its
 	// run wakes the orchestrator (issue 28), and does nothing else.
 	step = "7/_/pm/1"
-	r = u.action(u.env(map[string]string{"command": "agent", "step": step, "github-token": tok, "agent-command": "false"}))
+	r = u.action(u.Env(map[string]string{"command": "agent", "step": step, "github-token": tok, "agent-command": "false"}))
 	assert.Equal(t, 1, r.code, r.stdout)
 	assert.Contains(t, r.stdout, "the session cannot be read: the issue has no trusted tracking comment")
 	assert.Contains(t, r.outputs, "failed")
@@ -324,11 +326,11 @@ func TestStepNotInFlightExitsWithoutEffect(t *testing.T) {
 
 func TestForgedTrackingCommentIsNotTrusted(t *testing.T) {
 	u := newUnit(t)
-	tok := u.writeToken(u.run)
+	tok := u.writeToken(u.Run)
 	// With the orchestrator's public key the bot's comment verifies; with
 	// another key nothing does.
 	other := codec.SigningKeyFromSecret([]byte("not the orchestrator")).Public().(ed25519.PublicKey)
-	env := u.env(map[string]string{"command": "agent", "step": "1/_/pm/1", "github-token": tok, "agent-command": "false",
+	env := u.Env(map[string]string{"command": "agent", "step": "1/_/pm/1", "github-token": tok, "agent-command": "false",
 		"state-public-key": codec.FormatPublicKey(other)})
 	r := u.action(env)
 	assert.Equal(t, 1, r.code, r.stdout)
@@ -337,19 +339,19 @@ func TestForgedTrackingCommentIsNotTrusted(t *testing.T) {
 	// Another login's copy of the bot's block is not trusted, nor is a state
 	// any bot signed with another key — only the orchestrator's own.
 	var body string
-	for _, c := range u.repo.Comments(u.issue) {
+	for _, c := range u.Repo.Comments(u.issue) {
 		if strings.Contains(c.GetBody(), "bazinga:state:v1") {
 			body = c.GetBody()
 		}
 	}
 	require.NotEmpty(t, body)
-	trust := codec.StateTrust{PublicKey: e2ePublicKey, Authors: []string{u.f.BotLogin()}}
-	repo := ghapi.RepoRef{Owner: e2eOwner, Name: e2eName}
+	trust := codec.StateTrust{PublicKey: E2ePublicKey, Authors: []string{u.F.BotLogin()}}
+	repo := ghapi.RepoRef{Owner: E2eOwner, Name: E2eName}
 	for _, author := range []string{"mallory", "github-actions[bot]", "other-app[bot]"} {
 		_, _, err := codec.FindState([]ghapi.Comment{{ID: 1, Author: author, AuthorType: "Bot", Body: body}}, repo, u.issue, trust)
 		assert.ErrorIs(t, err, codec.ErrNoSession, author)
 	}
-	st, _, err := codec.FindState([]ghapi.Comment{{ID: 1, Author: u.f.BotLogin(), AuthorType: "Bot", Body: body}}, repo, u.issue, trust)
+	st, _, err := codec.FindState([]ghapi.Comment{{ID: 1, Author: u.F.BotLogin(), AuthorType: "Bot", Body: body}}, repo, u.issue, trust)
 	require.NoError(t, err)
 	assert.NotNil(t, st.Session.Step("1/_/pm/1"))
 }
@@ -360,10 +362,10 @@ func TestForgedTrackingCommentIsNotTrusted(t *testing.T) {
 // with the new key at its next write).
 func TestStateKeyRotationInStepJobs(t *testing.T) {
 	u := newUnit(t)
-	tok := u.writeToken(u.run)
+	tok := u.writeToken(u.Run)
 	next := codec.SigningKeyFromSecret([]byte("9c2e7a41f0b83d65c1e9a7f2b4d08e36a5c7f1e9b2d4a6c8e0f3b5d7a9c1e3f5")).Public().(ed25519.PublicKey)
-	env := u.env(map[string]string{"command": "agent", "step": "1/_/pm/1", "github-token": tok, "agent-command": "false",
-		"state-public-key": codec.FormatPublicKey(next) + ", " + codec.FormatPublicKey(e2ePublicKey)})
+	env := u.Env(map[string]string{"command": "agent", "step": "1/_/pm/1", "github-token": tok, "agent-command": "false",
+		"state-public-key": codec.FormatPublicKey(next) + ", " + codec.FormatPublicKey(E2ePublicKey)})
 	r := u.action(env)
 	assert.NotContains(t, r.stdout, "is not in flight")
 	assert.Contains(t, r.stdout, `msg="session loaded" command=agent step=1/_/pm/1`, "the state signed with the previous key was read")
@@ -379,18 +381,18 @@ func TestStateKeyRotationInStepJobs(t *testing.T) {
 // is missing.
 func TestStateKeysAreRequired(t *testing.T) {
 	u := newUnit(t)
-	env := u.env(map[string]string{"command": "agent", "step": "1/_/pm/1", "github-token": u.readToken(), "agent-command": "false"})
+	env := u.Env(map[string]string{"command": "agent", "step": "1/_/pm/1", "github-token": u.readToken(), "agent-command": "false"})
 	delete(env, "INPUT_STATE-PUBLIC-KEY")
 	r := u.action(env)
 	assert.Equal(t, 1, r.code)
 	assert.Contains(t, r.stdout, "input `state-public-key` is empty")
-	env = u.env(map[string]string{"command": "reconcile", "github-token": u.f.RunToken(u.run)})
+	env = u.Env(map[string]string{"command": "reconcile", "github-token": u.F.RunToken(u.Run)})
 	delete(env, action.EnvStateKey)
 	r = u.action(env)
 	assert.Equal(t, 1, r.code)
 	assert.Contains(t, r.stdout, "the secret BAZINGA_STATE_KEY is not set")
 	// Issue 21: a guessable state key is refused, with how to make a good one.
-	env = u.env(map[string]string{"command": "reconcile", "github-token": u.f.RunToken(u.run)})
+	env = u.Env(map[string]string{"command": "reconcile", "github-token": u.F.RunToken(u.Run)})
 	env[action.EnvStateKey] = "hunter2"
 	r = u.action(env)
 	assert.Equal(t, 1, r.code)
@@ -398,7 +400,7 @@ func TestStateKeysAreRequired(t *testing.T) {
 	assert.Contains(t, r.stdout, "openssl rand -hex 32")
 	assert.Contains(t, r.stdout, "::add-mask::hunter2", "masked before anything is printed")
 	assert.Equal(t, 1, strings.Count(r.stdout, "hunter2"), "never quoted by the refusal")
-	env = u.env(map[string]string{"command": "agent", "step": "1/_/pm/1", "github-token": u.readToken(), "agent-command": "false",
+	env = u.Env(map[string]string{"command": "agent", "step": "1/_/pm/1", "github-token": u.readToken(), "agent-command": "false",
 		"state-public-key": "c2hvcnQ="})
 	r = u.action(env)
 	assert.Equal(t, 1, r.code)
@@ -408,17 +410,17 @@ func TestStateKeysAreRequired(t *testing.T) {
 func TestMissingPermissionIsNamed(t *testing.T) {
 	u := newUnit(t)
 	tok := "ghs_readonly_contents"
-	u.f.AddTokenWithPermissions(tok, ghfake.ActionsLogin, ghfake.Bot, map[string]string{"contents": "read", "issues": "write", "pull_requests": "write"})
-	r := u.action(u.env(map[string]string{"command": "agent", "step": "1/_/pm/1", "github-token": u.readToken(), "agent-command": "false"}))
+	u.F.AddTokenWithPermissions(tok, ghfake.ActionsLogin, ghfake.Bot, map[string]string{"contents": "read", "issues": "write", "pull_requests": "write"})
+	r := u.action(u.Env(map[string]string{"command": "agent", "step": "1/_/pm/1", "github-token": u.readToken(), "agent-command": "false"}))
 	assert.Equal(t, 1, r.code, r.stdout)
 	// The publishing job was given a token that cannot write contents.
-	r = u.action(u.env(map[string]string{"command": "publish", "step": "1/_/pm/1", "github-token": tok}))
+	r = u.action(u.Env(map[string]string{"command": "publish", "step": "1/_/pm/1", "github-token": tok}))
 	assert.Equal(t, 1, r.code, r.stdout)
 	assert.Contains(t, r.stdout, "::error title=bazinga publish::claiming step 1/_/pm/1: the token lacks contents: write; add `permissions: contents: write` to the job")
 	// The unprivileged job without issues: read cannot read the session.
 	tok2 := "ghs_contents_only"
-	u.f.AddTokenWithPermissions(tok2, ghfake.ActionsLogin, ghfake.Bot, map[string]string{"contents": "read"})
-	r = u.action(u.env(map[string]string{"command": "agent", "step": "1/_/pm/1", "github-token": tok2, "agent-command": "false"}))
+	u.F.AddTokenWithPermissions(tok2, ghfake.ActionsLogin, ghfake.Bot, map[string]string{"contents": "read"})
+	r = u.action(u.Env(map[string]string{"command": "agent", "step": "1/_/pm/1", "github-token": tok2, "agent-command": "false"}))
 	assert.Equal(t, 1, r.code, r.stdout)
 	assert.Contains(t, r.stdout, "the token lacks issues: read or pull_requests: read; add `permissions: issues: read` to the job")
 	assert.False(t, u.claimed("1/_/pm/1"))
@@ -430,21 +432,21 @@ func TestMissingPermissionIsNamed(t *testing.T) {
 
 func TestStepWithoutResultFailsTheJob(t *testing.T) {
 	u := newUnit(t)
-	tok := u.writeToken(u.run)
-	r := u.action(u.env(map[string]string{"command": "agent", "step": "1/_/pm/1", "github-token": u.readToken(), "agent-command": "sh -c 'exit 3'"}))
+	tok := u.writeToken(u.Run)
+	r := u.action(u.Env(map[string]string{"command": "agent", "step": "1/_/pm/1", "github-token": u.readToken(), "agent-command": "sh -c 'exit 3'"}))
 	assert.Equal(t, 1, r.code, r.stdout)
 	assert.Contains(t, r.stdout, "::error title=bazinga%3A step 1/_/pm/1 ended without a result::no result: the agent exited with code 3")
 	assert.Contains(t, r.outputs, "failed")
 	assert.Contains(t, r.summary, "| Status | **failed** |")
 	// The privileged job (it runs after a failed first job) publishes the failure.
-	r = u.action(u.env(map[string]string{"command": "publish", "step": "1/_/pm/1", "github-token": tok}))
+	r = u.action(u.Env(map[string]string{"command": "publish", "step": "1/_/pm/1", "github-token": tok}))
 	assert.Equal(t, 1, r.code, r.stdout)
 	assert.Contains(t, r.stdout, "::error title=bazinga%3A step 1/_/pm/1 ended without a result::no result: the agent exited with code 3")
 	assert.Contains(t, r.outputs, "failed")
 	assert.True(t, u.claimed("1/_/pm/1"), "the step was claimed; the bot retries it as a new step")
 	assert.Zero(t, u.resultComments(), "no result comment")
 	failures := 0
-	for _, c := range u.repo.Comments(u.issue) {
+	for _, c := range u.Repo.Comments(u.issue) {
 		if fr, ok := codec.ParseFailureComment(c.GetBody()); ok {
 			failures++
 			assert.Contains(t, fr.Reason, "exited with code 3")
@@ -455,8 +457,8 @@ func TestStepWithoutResultFailsTheJob(t *testing.T) {
 
 func TestReconcileNeedsItsEvent(t *testing.T) {
 	u := newUnit(t)
-	tok := u.writeToken(u.run)
-	env := u.env(map[string]string{"command": "reconcile", "github-token": tok})
+	tok := u.writeToken(u.Run)
+	env := u.Env(map[string]string{"command": "reconcile", "github-token": tok})
 	delete(env, "GITHUB_EVENT_NAME")
 	r := u.action(env)
 	assert.Equal(t, 1, r.code)
@@ -477,14 +479,14 @@ func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 
 func TestReconcileNamesAMissingPermission(t *testing.T) {
 	f := ghfake.Start(t, ghfake.Options{WebhookMode: ghfake.Sync})
-	repo, err := f.CreateRepo(e2eOwner, e2eName, "main")
+	repo, err := f.CreateRepo(E2eOwner, E2eName, "main")
 	require.NoError(t, err)
-	_, err = repo.Push(e2eOwner, "main", map[string]string{"README.md": "# widgets\n"}, "Initial commit")
+	_, err = repo.Push(E2eOwner, "main", map[string]string{"README.md": "# widgets\n"}, "Initial commit")
 	require.NoError(t, err)
 	f.SetPermission("alice", "write")
 	// The real workflow files; their jobs are played here by hand.
-	require.NoError(t, f.AddWorkflowFileFrom(e2eFull, agentWorkflowFile))
-	require.NoError(t, f.AddWorkflowFileFrom(e2eFull, orchestratorWorkflowFile))
+	require.NoError(t, f.AddWorkflowFileFrom(E2eFull, AgentWorkflowFile))
+	require.NoError(t, f.AddWorkflowFileFrom(E2eFull, OrchestratorWorkflowFile))
 	issue, err := repo.CreateIssue("alice", "Write a.txt", "Please.")
 	require.NoError(t, err)
 	require.NoError(t, repo.LabelIssue("alice", issue, "bazinga"))
@@ -495,14 +497,14 @@ func TestReconcileNamesAMissingPermission(t *testing.T) {
 	// The orchestrator's job forgot `actions: write`: it cannot dispatch.
 	tok := "ghs_no_actions"
 	f.AddTokenWithPermissions(tok, ghfake.ActionsLogin, ghfake.Bot, map[string]string{"contents": "write", "issues": "write", "pull_requests": "write"})
-	u := &unit{t: t, f: f, repo: repo, issue: issue, run: runs[0], dir: t.TempDir()}
-	r := u.action(u.env(map[string]string{"command": "reconcile", "github-token": tok}))
+	u := &unit{T: t, F: f, Repo: repo, issue: issue, Run: runs[0], dir: t.TempDir()}
+	r := u.action(u.Env(map[string]string{"command": "reconcile", "github-token": tok}))
 	assert.Equal(t, 1, r.code, r.stdout)
 	assert.Contains(t, r.stdout, "the token lacks actions: write; add `permissions: actions: write` to the job")
 
 	// With the permission, the schedule's sweep carries out the dispatch
 	// the state kept pending.
-	env := u.env(map[string]string{"command": "reconcile", "github-token": jobToken(t, f, runs[0], "reconcile")})
+	env := u.Env(map[string]string{"command": "reconcile", "github-token": jobToken(t, f, runs[0], "reconcile")})
 	env["GITHUB_EVENT_NAME"] = "schedule"
 	r = u.action(env)
 	assert.Equal(t, 0, r.code, r.stdout)
@@ -521,25 +523,25 @@ func TestReconcileNamesAMissingPermission(t *testing.T) {
 // moves the session on.
 func TestDispatchedReconcileAppliesTheStepsResult(t *testing.T) {
 	f := ghfake.Start(t, ghfake.Options{WebhookMode: ghfake.Sync})
-	repo, err := f.CreateRepo(e2eOwner, e2eName, "main")
+	repo, err := f.CreateRepo(E2eOwner, E2eName, "main")
 	require.NoError(t, err)
-	_, err = repo.Push(e2eOwner, "main", map[string]string{"README.md": "# widgets\n", "seed.txt": "ok\n", ".github/bazinga.yml": e2eConfig}, "Initial commit")
+	_, err = repo.Push(E2eOwner, "main", map[string]string{"README.md": "# widgets\n", "seed.txt": "ok\n", ".github/bazinga.yml": E2eConfig}, "Initial commit")
 	require.NoError(t, err)
 	f.SetPermission("alice", "write")
-	require.NoError(t, f.AddWorkflowFileFrom(e2eFull, agentWorkflowFile))
-	require.NoError(t, f.AddWorkflowFileFrom(e2eFull, orchestratorWorkflowFile))
+	require.NoError(t, f.AddWorkflowFileFrom(E2eFull, AgentWorkflowFile))
+	require.NoError(t, f.AddWorkflowFileFrom(E2eFull, OrchestratorWorkflowFile))
 	issue, err := repo.CreateIssue("alice", "Write a.txt", "Please.")
 	require.NoError(t, err)
 	require.NoError(t, repo.LabelIssue("alice", issue, "bazinga"))
 	runs := f.Runs()
 	require.Len(t, runs, 1)
-	u := &unit{t: t, f: f, repo: repo, issue: issue, run: runs[0], dir: t.TempDir()}
+	u := &unit{T: t, F: f, Repo: repo, issue: issue, Run: runs[0], dir: t.TempDir()}
 	actionOnly := func(env map[string]string) map[string]string {
-		env["INPUT_STATE-PUBLIC-KEY"] = codec.FormatPublicKey(e2eActionOnlyKey)
+		env["INPUT_STATE-PUBLIC-KEY"] = codec.FormatPublicKey(E2eActionOnlyKey)
 		env["INPUT_ORCHESTRATOR"] = ghfake.ActionsLogin
 		return env
 	}
-	r := u.action(actionOnly(u.env(map[string]string{"command": "reconcile", "github-token": jobToken(t, f, runs[0], "reconcile")})))
+	r := u.action(actionOnly(u.Env(map[string]string{"command": "reconcile", "github-token": jobToken(t, f, runs[0], "reconcile")})))
 	require.Equal(t, 0, r.code, r.stdout)
 	var pm ghfake.Run
 	for _, run := range f.Runs() {
@@ -548,8 +550,8 @@ func TestDispatchedReconcileAppliesTheStepsResult(t *testing.T) {
 		}
 	}
 	require.Equal(t, "1/_/pm/1", pm.Inputs["step"])
-	u.run = pm
-	r = u.action(actionOnly(u.env(map[string]string{"command": "agent", "step": "1/_/pm/1", "github-token": u.readToken(), "agent-command": u.agentCmd(t)})))
+	u.Run = pm
+	r = u.action(actionOnly(u.Env(map[string]string{"command": "agent", "step": "1/_/pm/1", "github-token": u.readToken(), "agent-command": u.AgentCmd(t)})))
 	require.Equal(t, 0, r.code, r.stdout)
 	orchestratorRuns := func() int {
 		n := 0
@@ -561,7 +563,7 @@ func TestDispatchedReconcileAppliesTheStepsResult(t *testing.T) {
 		return n
 	}
 	before := orchestratorRuns()
-	r = u.action(actionOnly(u.env(map[string]string{"command": "publish", "step": "1/_/pm/1", "github-token": jobToken(t, f, pm, "publish")})))
+	r = u.action(actionOnly(u.Env(map[string]string{"command": "publish", "step": "1/_/pm/1", "github-token": jobToken(t, f, pm, "publish")})))
 	require.Equal(t, 0, r.code, r.stdout)
 	require.Equal(t, 1, u.resultComments())
 	require.Equal(t, before+1, orchestratorRuns(), "the publish job dispatched the orchestrator")
@@ -569,7 +571,7 @@ func TestDispatchedReconcileAppliesTheStepsResult(t *testing.T) {
 
 	// That dispatch's run: the orchestrator with the issue.
 	dispatchOrchestrator := func(issueInput string) ghfake.Run {
-		_, err := f.Client(jobToken(t, f, pm, "publish")).Actions.CreateWorkflowDispatchEventByFileName(context.Background(), e2eOwner, e2eName, "bazinga.yml",
+		_, err := f.Client(jobToken(t, f, pm, "publish")).Actions.CreateWorkflowDispatchEventByFileName(context.Background(), E2eOwner, E2eName, "bazinga.yml",
 			github.CreateWorkflowDispatchEventRequest{Ref: "main", Inputs: map[string]any{"issue": issueInput}})
 		require.NoError(t, err)
 		var last ghfake.Run
@@ -582,8 +584,8 @@ func TestDispatchedReconcileAppliesTheStepsResult(t *testing.T) {
 		return last
 	}
 	dispatch := dispatchOrchestrator(strconv.Itoa(issue))
-	u.run = dispatch
-	r = u.action(actionOnly(u.env(map[string]string{"command": "reconcile", "github-token": jobToken(t, f, dispatch, "reconcile")})))
+	u.Run = dispatch
+	r = u.action(actionOnly(u.Env(map[string]string{"command": "reconcile", "github-token": jobToken(t, f, dispatch, "reconcile")})))
 	require.Equal(t, 0, r.code, r.stdout)
 	var steps []string
 	for _, run := range f.Runs() {
@@ -594,8 +596,8 @@ func TestDispatchedReconcileAppliesTheStepsResult(t *testing.T) {
 	assert.Greater(t, len(steps), 1, "the pm's plan was applied and its groups dispatched: %v", steps)
 
 	bad := dispatchOrchestrator("twelve")
-	u.run = bad
-	r = u.action(actionOnly(u.env(map[string]string{"command": "reconcile", "github-token": jobToken(t, f, bad, "reconcile")})))
+	u.Run = bad
+	r = u.action(actionOnly(u.Env(map[string]string{"command": "reconcile", "github-token": jobToken(t, f, bad, "reconcile")})))
 	assert.Equal(t, 1, r.code)
 	assert.Contains(t, r.stdout, `the workflow_dispatch input issue is "twelve"`)
 }

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	. "github.com/bazinga-bot/bazinga/internal/e2eworld"
+
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/google/go-github/v66/github"
 	"github.com/stretchr/testify/assert"
@@ -35,21 +37,21 @@ import (
 // that step's run, its environment's hand-over directory and its env.
 func groupStep(t *testing.T, u *unit, agentCmd string) (ghfake.Run, map[string]string) {
 	t.Helper()
-	tok := u.writeToken(u.run)
-	r := u.action(u.env(map[string]string{"command": "agent", "step": "1/_/pm/1", "github-token": u.readToken(), "agent-command": agentCmd}))
+	tok := u.writeToken(u.Run)
+	r := u.action(u.Env(map[string]string{"command": "agent", "step": "1/_/pm/1", "github-token": u.readToken(), "agent-command": agentCmd}))
 	require.Equal(t, 0, r.code, r.stdout)
-	r = u.action(u.env(map[string]string{"command": "publish", "step": "1/_/pm/1", "github-token": tok}))
+	r = u.action(u.Env(map[string]string{"command": "publish", "step": "1/_/pm/1", "github-token": tok}))
 	require.Equal(t, 0, r.code, r.stdout)
-	require.NoError(t, u.f.WaitWebhooks(10*time.Second))
+	require.NoError(t, u.F.WaitWebhooks(10*time.Second))
 	var run ghfake.Run
-	for _, x := range u.f.Runs() {
+	for _, x := range u.F.Runs() {
 		if strings.HasPrefix(x.Inputs["step"], "1/A/developer/") {
 			run = x
 		}
 	}
 	require.NotZero(t, run.ID, "group A's developer step is dispatched")
-	u.run = run
-	env := u.env(map[string]string{"command": "agent", "step": run.Inputs["step"], "github-token": u.readToken(), "agent-command": agentCmd})
+	u.Run = run
+	env := u.Env(map[string]string{"command": "agent", "step": run.Inputs["step"], "github-token": u.readToken(), "agent-command": agentCmd})
 	r = u.action(env)
 	require.Equal(t, 0, r.code, r.stdout)
 	return run, env
@@ -58,9 +60,9 @@ func groupStep(t *testing.T, u *unit, agentCmd string) (ghfake.Run, map[string]s
 // stepPublished reports what the privileged job left: the group branch
 // head, whether the step is claimed, and its result comments anywhere.
 func (u *unit) published(step string) (head string, claimed bool, results int) {
-	head, _ = u.repo.Ref("refs/heads/bazinga/1-A")
-	for _, n := range append([]int{u.issue}, prNumbers(u.repo)...) {
-		for _, c := range u.repo.Comments(n) {
+	head, _ = u.Repo.Ref("refs/heads/bazinga/1-A")
+	for _, n := range append([]int{u.issue}, prNumbers(u.Repo)...) {
+		for _, c := range u.Repo.Comments(n) {
 			if rec, ok := codec.ParseResultComment(c.GetBody()); ok && rec.Step == step {
 				results++
 			}
@@ -111,13 +113,13 @@ func (m manifest) addFile(t *testing.T, dir, path string, data []byte) {
 
 func copyTree(t *testing.T, from string) string {
 	to := filepath.Join(t.TempDir(), "handover")
-	require.NoError(t, copyDir(from, to))
+	require.NoError(t, CopyDir(from, to))
 	return to
 }
 
 func TestPublishRefusesTamperedHandOvers(t *testing.T) {
 	u := newUnit(t)
-	run, env := groupStep(t, u, u.agentCmd(t))
+	run, env := groupStep(t, u, u.AgentCmd(t))
 	step := run.Inputs["step"]
 	original := env["RUNNER_TEMP"] + "/bazinga-handover"
 	m := readManifest(t, original)
@@ -125,7 +127,7 @@ func TestPublishRefusesTamperedHandOvers(t *testing.T) {
 	require.NotEmpty(t, m.files(), "the developer's change is handed over as files")
 	headBefore, _, _ := u.published(step)
 	require.Empty(t, headBefore, "the group branch is created by its first step's push")
-	mainHead, ok := u.repo.Ref("refs/heads/main")
+	mainHead, ok := u.Repo.Ref("refs/heads/main")
 	require.True(t, ok)
 
 	cases := []struct {
@@ -204,7 +206,7 @@ func TestPublishRefusesTamperedHandOvers(t *testing.T) {
 			m := readManifest(t, dir)
 			c.tamper(t, dir, m)
 			m.write(t, dir)
-			r := u.action(u.env(map[string]string{"command": "publish", "step": step, "github-token": u.writeToken(run), "handover": dir}))
+			r := u.action(u.Env(map[string]string{"command": "publish", "step": step, "github-token": u.writeToken(run), "handover": dir}))
 			assert.Equal(t, 1, r.code, r.stdout)
 			assert.Contains(t, r.stdout, "::error title=bazinga%3A hand-over refused::step "+step+": hand-over refused: ")
 			assert.Contains(t, r.stdout, c.want)
@@ -216,25 +218,25 @@ func TestPublishRefusesTamperedHandOvers(t *testing.T) {
 		})
 	}
 	for _, p := range []string{".github/workflows/x.yml", "escape.txt", "extra.txt", "big.bin"} {
-		_, err := u.repo.ReadFile("bazinga/1-A", p)
+		_, err := u.Repo.ReadFile("bazinga/1-A", p)
 		assert.Error(t, err, "%s is not on the group branch", p)
 	}
 
 	// The hand-over as the agent job wrote it is published: the refusals
 	// were the tampering's doing.
-	r := u.action(u.env(map[string]string{"command": "publish", "step": step, "github-token": u.writeToken(run), "handover": copyTree(t, original)}))
+	r := u.action(u.Env(map[string]string{"command": "publish", "step": step, "github-token": u.writeToken(run), "handover": copyTree(t, original)}))
 	require.Equal(t, 0, r.code, r.stdout)
 	head, claimed, results := u.published(step)
 	assert.NotEqual(t, headBefore, head, "pushed")
 	assert.True(t, claimed)
 	assert.Equal(t, 1, results)
-	got, err := u.repo.ReadFile("bazinga/1-A", "a.txt")
+	got, err := u.Repo.ReadFile("bazinga/1-A", "a.txt")
 	require.NoError(t, err)
 	assert.Equal(t, "ok\n", string(got))
 	// The commit is the harness's: parent the commit the step started from
 	// (the base head: the branch did not exist), committed by bazinga, with
 	// the step trailer.
-	repo, _, err := gitops.FetchBare(context.Background(), gitops.Remote{URL: u.f.URL() + "/" + e2eFull + ".git", Token: u.writeToken(run)},
+	repo, _, err := gitops.FetchBare(context.Background(), gitops.Remote{URL: u.F.URL() + "/" + E2eFull + ".git", Token: u.writeToken(run)},
 		filepath.Join(t.TempDir(), "r"), "bazinga/1-A")
 	require.NoError(t, err)
 	c, err := repo.CommitObject(plumbing.NewHash(head))
@@ -249,11 +251,11 @@ func TestPublishRefusesTamperedHandOvers(t *testing.T) {
 // is refused, and the human's commit stays.
 func TestPublishRefusesAStaleBase(t *testing.T) {
 	u := newUnit(t)
-	run, env := groupStep(t, u, u.agentCmd(t))
+	run, env := groupStep(t, u, u.AgentCmd(t))
 	step := run.Inputs["step"]
-	human, err := u.repo.Push("alice", "bazinga/1-A", map[string]string{"human.txt": "ok\n"}, "a human pushes meanwhile")
+	human, err := u.Repo.Push("alice", "bazinga/1-A", map[string]string{"human.txt": "ok\n"}, "a human pushes meanwhile")
 	require.NoError(t, err)
-	r := u.action(u.env(map[string]string{"command": "publish", "step": step, "github-token": u.writeToken(run), "handover": env["RUNNER_TEMP"] + "/bazinga-handover"}))
+	r := u.action(u.Env(map[string]string{"command": "publish", "step": step, "github-token": u.writeToken(run), "handover": env["RUNNER_TEMP"] + "/bazinga-handover"}))
 	assert.Equal(t, 1, r.code, r.stdout)
 	assert.Contains(t, r.stdout, "hand-over refused: stale: the step started from bazinga/1-A at ")
 	assert.Contains(t, r.stdout, "but bazinga/1-A is now at "+human[:12])
@@ -267,7 +269,7 @@ func TestPublishRefusesAStaleBase(t *testing.T) {
 	m := readManifest(t, dir)
 	m["base"] = human
 	m.write(t, dir)
-	r = u.action(u.env(map[string]string{"command": "publish", "step": step, "github-token": u.writeToken(run), "handover": dir}))
+	r = u.action(u.Env(map[string]string{"command": "publish", "step": step, "github-token": u.writeToken(run), "handover": dir}))
 	assert.Equal(t, 1, r.code, r.stdout)
 	assert.Contains(t, r.stdout, "gives tree", "rebuilt on the human's head, the change is not what the step committed")
 	head, claimed, _ = u.published(step)
@@ -305,31 +307,31 @@ func TestPublishRunsNoRepositoryCode(t *testing.T) {
 	require.NoError(t, err, "the unprivileged job ran the build and the tests")
 	assert.Equal(t, "make\nran\n", string(ran))
 
-	r := u.action(u.env(map[string]string{"command": "publish", "step": step, "github-token": u.writeToken(run), "handover": env["RUNNER_TEMP"] + "/bazinga-handover"}))
+	r := u.action(u.Env(map[string]string{"command": "publish", "step": step, "github-token": u.writeToken(run), "handover": env["RUNNER_TEMP"] + "/bazinga-handover"}))
 	require.Equal(t, 0, r.code, r.stdout)
 	after, err := os.ReadFile(marker)
 	require.NoError(t, err)
 	assert.Equal(t, string(ran), string(after), "the publish job ran nothing from the repository")
-	got, err := u.repo.ReadFile("bazinga/1-A", "test.sh")
+	got, err := u.Repo.ReadFile("bazinga/1-A", "test.sh")
 	require.NoError(t, err)
 	assert.Equal(t, script, string(got), "the scripts are published, as data")
 
 	// The pm job's baseline (the base has no Makefile: red, without names)
 	// went through its hand-over and result comment into the session.
 	var body string
-	for _, c := range u.repo.Comments(u.issue) {
+	for _, c := range u.Repo.Comments(u.issue) {
 		if strings.Contains(c.GetBody(), "bazinga:state:v1") {
 			body = c.GetBody()
 		}
 	}
-	st, _, err := codec.FindState([]ghapi.Comment{{ID: 1, Author: u.f.BotLogin(), AuthorType: "Bot", Body: body}},
-		ghapi.RepoRef{Owner: e2eOwner, Name: e2eName}, u.issue, codec.StateTrust{PublicKey: e2ePublicKey, Authors: []string{u.f.BotLogin()}})
+	st, _, err := codec.FindState([]ghapi.Comment{{ID: 1, Author: u.F.BotLogin(), AuthorType: "Bot", Body: body}},
+		ghapi.RepoRef{Owner: E2eOwner, Name: E2eName}, u.issue, codec.StateTrust{PublicKey: E2ePublicKey, Authors: []string{u.F.BotLogin()}})
 	require.NoError(t, err)
 	require.NotNil(t, st.Session.Baseline)
 	assert.False(t, st.Session.Baseline.Green)
 	assert.True(t, st.Session.Baseline.Unnamed)
 	assert.Equal(t, "tests.baseline: accept", st.Session.Baseline.AcceptedBy)
-	main, _ := u.repo.Ref("refs/heads/main")
+	main, _ := u.Repo.Ref("refs/heads/main")
 	assert.Equal(t, main, st.Session.Baseline.Commit)
 }
 
@@ -339,21 +341,21 @@ func TestReadTokenCannotWrite(t *testing.T) {
 	u := newUnit(t)
 	ro := u.readToken()
 	ctx := context.Background()
-	main, _ := u.repo.Ref("refs/heads/main")
-	c := u.f.Client(ro)
-	_, _, err := c.Git.CreateRef(ctx, e2eOwner, e2eName, &github.Reference{Ref: github.String("refs/heads/pwned"), Object: &github.GitObject{SHA: github.String(main)}})
+	main, _ := u.Repo.Ref("refs/heads/main")
+	c := u.F.Client(ro)
+	_, _, err := c.Git.CreateRef(ctx, E2eOwner, E2eName, &github.Reference{Ref: github.String("refs/heads/pwned"), Object: &github.GitObject{SHA: github.String(main)}})
 	assert.ErrorContains(t, err, "403")
-	_, _, err = c.Issues.CreateComment(ctx, e2eOwner, e2eName, u.issue, &github.IssueComment{Body: github.String("pwned")})
+	_, _, err = c.Issues.CreateComment(ctx, E2eOwner, E2eName, u.issue, &github.IssueComment{Body: github.String("pwned")})
 	assert.ErrorContains(t, err, "403")
 	// git push with it is refused by the server.
-	repo, heads, err := gitops.FetchBare(ctx, gitops.Remote{URL: u.f.URL() + "/" + e2eFull + ".git", Token: ro}, filepath.Join(t.TempDir(), "r"), "main")
+	repo, heads, err := gitops.FetchBare(ctx, gitops.Remote{URL: u.F.URL() + "/" + E2eFull + ".git", Token: ro}, filepath.Join(t.TempDir(), "r"), "main")
 	require.NoError(t, err, "it can read")
 	commit, _, err := gitops.CommitFiles(repo, []gitops.NewFile{{Path: "pwned.md", Mode: gitops.ChangeFile, Data: []byte("x")}},
 		gitops.CommitSpec{Parents: []plumbing.Hash{heads["main"]}, Message: "pwned"})
 	require.NoError(t, err)
-	err = gitops.PushCommit(ctx, repo, gitops.Remote{URL: u.f.URL() + "/" + e2eFull + ".git", Token: ro}, commit, "main", heads["main"])
+	err = gitops.PushCommit(ctx, repo, gitops.Remote{URL: u.F.URL() + "/" + E2eFull + ".git", Token: ro}, commit, "main", heads["main"])
 	assert.ErrorContains(t, err, "denied")
-	after, _ := u.repo.Ref("refs/heads/main")
+	after, _ := u.Repo.Ref("refs/heads/main")
 	assert.Equal(t, main, after)
 }
 
@@ -375,10 +377,10 @@ func TestReadTokenCannotWrite(t *testing.T) {
 func TestE2EBoundaryUnderAttack(t *testing.T) {
 	var dumps, human string
 	var refused []string
-	w, s := playAppModeWith(t, e2eConfig, func(w *world) {
-		dumps = filepath.Join(w.root, "dumps")
+	w, s := PlayAppModeWith(t, E2eConfig, func(w *World) {
+		dumps = filepath.Join(w.Root, "dumps")
 		require.NoError(t, os.MkdirAll(dumps, 0o755))
-		script := filepath.Join(w.root, "dump-agent.sh")
+		script := filepath.Join(w.Root, "dump-agent.sh")
 		require.NoError(t, os.WriteFile(script, []byte(`#!/bin/sh
 out=env-dump.log
 {
@@ -389,16 +391,16 @@ out=env-dump.log
 cp "$out" '`+dumps+`'/$$.log
 exec "$@"
 `), 0o755))
-		w.agentCmd = "sh '" + script + "' " + w.agentCmd
+		w.AgentCmd = "sh '" + script + "' " + w.AgentCmd
 		// A secret of the agent job, as the model key is.
-		w.secrets["ANTHROPIC_API_KEY"] = "sk-test-model-key" // the file gives it to the agent job only
+		w.Secrets["ANTHROPIC_API_KEY"] = "sk-test-model-key" // the file gives it to the agent job only
 		// On GitHub each job is its own VM; here they share one machine,
 		// so they run one at a time: an agent sees its own job only.
-		w.serial = true
+		w.Serial = true
 
-		w.expectFail = map[int64]bool{}
+		w.ExpectFail = map[int64]bool{}
 		merges := 0
-		w.beforePublish = func(r ghfake.Run, dir string) {
+		w.BeforePublish = func(r ghfake.Run, dir string) {
 			if !strings.Contains(r.Inputs["step"], "/merge/") {
 				return
 			}
@@ -412,15 +414,15 @@ exec "$@"
 				m["merge"].(map[string]any)["tree"] = strings.Repeat("1", 40)
 				m.write(t, dir)
 			case 2:
-				sha, err := w.repo.Push("alice", "main", map[string]string{"human.txt": "ok\n"}, "a human pushes to main")
+				sha, err := w.Repo.Push("alice", "main", map[string]string{"human.txt": "ok\n"}, "a human pushes to main")
 				require.NoError(t, err)
 				human = sha
 			default:
 				return
 			}
-			w.mu.Lock()
-			w.expectFail[r.ID] = true
-			w.mu.Unlock()
+			w.Mu.Lock()
+			w.ExpectFail[r.ID] = true
+			w.Mu.Unlock()
 			refused = append(refused, r.Inputs["step"])
 		}
 	})
@@ -437,11 +439,11 @@ exec "$@"
 		}
 		text := all.String()
 		writes, reads := 0, 0
-		for _, j := range w.jobsCopy() {
-			switch j.command {
+		for _, j := range w.JobsCopy() {
+			switch j.Command {
 			case "publish", "land", "reconcile":
 				writes++
-				assert.NotContains(t, text, j.token, "the write token of run %d (%s)", j.run.ID, j.command)
+				assert.NotContains(t, text, j.Token, "the write token of run %d (%s)", j.Run.ID, j.Command)
 			case "agent":
 				reads++
 			}
@@ -454,20 +456,20 @@ exec "$@"
 		// whose permissions write). Compared token by token rather than by
 		// prefix: on a shared machine /proc shows other test binaries,
 		// whose fakes mint tokens with the same prefix.
-		for _, j := range w.jobsCopy() {
-			if strings.HasPrefix(j.token, "ghs_rw") {
-				assert.NotContains(t, text, j.token, "no write token of any run: %s of run %d", j.job, j.run.ID)
+		for _, j := range w.JobsCopy() {
+			if strings.HasPrefix(j.Token, "ghs_rw") {
+				assert.NotContains(t, text, j.Token, "no write token of any run: %s of run %d", j.Job, j.Run.ID)
 			}
 		}
-		assert.NotContains(t, text, e2eBotTok, "not the App's token")
-		assert.NotContains(t, text, e2eActionSecret, "not the Action-only state secret")
-		assert.NotContains(t, text, hex.EncodeToString(e2eSigningKey.Seed()), "not the App's signing key")
+		assert.NotContains(t, text, E2eBotTok, "not the App's token")
+		assert.NotContains(t, text, E2eActionSecret, "not the Action-only state secret")
+		assert.NotContains(t, text, hex.EncodeToString(E2eSigningKey.Seed()), "not the App's signing key")
 		// The dump was published as the agent's work, as data.
-		b, err := w.repo.ReadFile("main", "env-dump.log")
+		b, err := w.Repo.ReadFile("main", "env-dump.log")
 		require.NoError(t, err)
-		for _, j := range w.jobsCopy() {
-			if strings.HasPrefix(j.token, "ghs_rw") {
-				assert.NotContains(t, string(b), j.token)
+		for _, j := range w.JobsCopy() {
+			if strings.HasPrefix(j.Token, "ghs_rw") {
+				assert.NotContains(t, string(b), j.Token)
 			}
 		}
 	})
@@ -475,9 +477,9 @@ exec "$@"
 	t.Run("land refuses what was not tested", func(t *testing.T) {
 		require.Len(t, refused, 2)
 		outputs := map[string]string{}
-		for _, j := range w.jobsCopy() {
-			if j.command == "land" {
-				outputs[j.run.Inputs["step"]] = j.output
+		for _, j := range w.JobsCopy() {
+			if j.Command == "land" {
+				outputs[j.Run.Inputs["step"]] = j.Output
 			}
 		}
 		assert.Contains(t, outputs[refused[0]], "hand-over refused: merging bazinga/1-")
@@ -488,10 +490,10 @@ exec "$@"
 			st := s.Step(id)
 			require.NotNil(t, st)
 			assert.NotEqual(t, "done", st.State.String(), "a refused merge is not done: it was retried")
-			_, claimed := w.repo.Ref(action.ClaimRef(id))
+			_, claimed := w.Repo.Ref(action.ClaimRef(id))
 			assert.False(t, claimed, "a refused merge is not claimed")
 		}
-		got, err := w.repo.ReadFile("main", "human.txt")
+		got, err := w.Repo.ReadFile("main", "human.txt")
 		require.NoError(t, err)
 		assert.Equal(t, "ok\n", string(got), "the human's commit stays")
 	})

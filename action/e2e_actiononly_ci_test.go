@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	. "github.com/bazinga-bot/bazinga/internal/e2eworld"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -47,7 +49,7 @@ func TestE2EActionOnlyRequiredCheck(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel() // each its own fake; keeps the package's serial time down
-			config := e2eConfig
+			config := E2eConfig
 			if tc.exchange {
 				// The orchestrator stays github-actions[bot] (the example's
 				// reconcile job has no exchange); the results the App posts
@@ -57,20 +59,20 @@ func TestE2EActionOnlyRequiredCheck(t *testing.T) {
 				// Short, so the test sees the timeout (the default is 2h).
 				config += "merge:\n  checks_timeout: 2s\n"
 			}
-			w := newWorldWith(t, config)
-			f := w.f
-			w.actionOnly()
-			require.NoError(t, w.repo.Protect("main", ghfake.Protection{RequirePR: true, RequiredChecks: []string{"ci/test"}}))
+			w := NewWorldWith(t, config)
+			f := w.F
+			w.ActionOnly()
+			require.NoError(t, w.Repo.Protect("main", ghfake.Protection{RequirePR: true, RequiredChecks: []string{"ci/test"}}))
 			// CI takes longer than a step: only its completion can wake the
 			// session in time.
-			require.NoError(t, w.repo.AddCI(ghfake.CI{Name: "ci/test", Duration: 4 * time.Second}))
+			require.NoError(t, w.Repo.AddCI(ghfake.CI{Name: "ci/test", Duration: 4 * time.Second}))
 			if tc.exchange {
 				require.Equal(t, "bazinga[bot]", f.BotLogin(), "the login job_identity names")
-				w.oidc = ghfake.StartOIDC(t, f)
-				w.vars["BAZINGA_TOKEN_EXCHANGE_URL"] = startTokenExchange(t, f, w.oidc)
-				w.jobIdentity = f.BotLogin()
+				w.Oidc = ghfake.StartOIDC(t, f)
+				w.Vars["BAZINGA_TOKEN_EXCHANGE_URL"] = startTokenExchange(t, f, w.Oidc)
+				w.JobIdentity = f.BotLogin()
 			}
-			mainBefore, ok := w.repo.Ref("refs/heads/main")
+			mainBefore, ok := w.Repo.Ref("refs/heads/main")
 			require.True(t, ok)
 
 			var approvedMu sync.Mutex
@@ -91,30 +93,30 @@ func TestE2EActionOnlyRequiredCheck(t *testing.T) {
 							approved[r.ID] = approved[r.ID] || fresh
 							approvedMu.Unlock()
 							if fresh {
-								assert.NoError(t, w.repo.ApproveRun("alice", r.ID))
+								assert.NoError(t, w.Repo.ApproveRun("alice", r.ID))
 							}
 						}
 					}
 				}()
 			}
-			issue, err := w.repo.CreateIssue("alice", "Write a.txt and b.txt", "Both must say ok.")
+			issue, err := w.Repo.CreateIssue("alice", "Write a.txt and b.txt", "Both must say ok.")
 			require.NoError(t, err)
-			require.NoError(t, w.repo.LabelIssue("alice", issue, "bazinga"))
+			require.NoError(t, w.Repo.LabelIssue("alice", issue, "bazinga"))
 			sweeps := 0
-			label := w.wait(issue, 40*time.Second, func() {
+			label := w.Wait(issue, 40*time.Second, func() {
 				sweeps++
-				_, _ = f.TriggerSchedule(e2eFull, sweepWorkflow)
+				_, _ = f.TriggerSchedule(E2eFull, SweepWorkflow)
 			})
-			w.settle()
+			w.Settle()
 			var log strings.Builder
-			for _, c := range w.repo.Comments(issue) {
+			for _, c := range w.Repo.Comments(issue) {
 				log.WriteString(c.GetBody())
 			}
-			trust := codec.StateTrust{PublicKey: e2eActionOnlyKey, Authors: []string{ghfake.ActionsLogin}}
+			trust := codec.StateTrust{PublicKey: E2eActionOnlyKey, Authors: []string{ghfake.ActionsLogin}}
 
 			if !tc.exchange && !tc.approve {
 				if !assert.Equal(t, "bazinga:paused", label) {
-					w.dump(issue)
+					w.Dump(issue)
 				}
 				s := actionOnlyState(t, w, issue, trust)
 				require.Equal(t, pipeline.SessionPaused, s.Status, s.Reason)
@@ -128,16 +130,16 @@ func TestE2EActionOnlyRequiredCheck(t *testing.T) {
 				assert.Contains(t, log.String(), "waiting for required checks: ci/test")
 				// Nothing reached main, no PR was merged, and CI never ran on
 				// a group head: every push was the jobs' GITHUB_TOKEN's.
-				mainAfter, _ := w.repo.Ref("refs/heads/main")
+				mainAfter, _ := w.Repo.Ref("refs/heads/main")
 				assert.Equal(t, mainBefore, mainAfter, "nothing was pushed to main")
-				prs := w.repo.PRs()
+				prs := w.Repo.PRs()
 				assert.Len(t, prs, 2, "one PR per group")
 				for _, pr := range prs {
 					assert.False(t, pr.GetMerged(), "PR #%d", pr.GetNumber())
 				}
 				for _, g := range s.Groups {
 					require.NotEmpty(t, g.Head, "group %s", g.ID)
-					assert.Empty(t, w.repo.CheckRuns(g.Head), "group %s's head %s has no check run", g.ID, g.Head)
+					assert.Empty(t, w.Repo.CheckRuns(g.Head), "group %s's head %s has no check run", g.ID, g.Head)
 				}
 				for _, c := range f.Calls() {
 					if c.Method == http.MethodPut && strings.HasSuffix(c.Route, "/pulls/{number}/merge") {
@@ -150,26 +152,26 @@ func TestE2EActionOnlyRequiredCheck(t *testing.T) {
 			}
 
 			if label != "bazinga:done" {
-				w.dump(issue)
+				w.Dump(issue)
 			}
 			require.Equal(t, "bazinga:done", label)
 			// CI concludes after the push (as on GitHub): its run's
 			// completion, not the schedule, wakes the session (issue 22).
 			assert.Zero(t, sweeps, "schedule runs the session needed")
 			ciWakes := 0
-			for _, j := range w.jobsCopy() {
-				if j.command == "reconcile" && j.run.Event == "workflow_run" {
+			for _, j := range w.JobsCopy() {
+				if j.Command == "reconcile" && j.Run.Event == "workflow_run" {
 					ciWakes++
 				}
 			}
 			assert.Positive(t, ciWakes, "a CI run's completion woke the orchestrator")
-			s := w.assertVerified(issue, trust)
-			w.assertJobs(s)
-			w.logActionsUse(s)
+			s := w.AssertVerified(issue, trust)
+			w.AssertJobs(s)
+			w.LogActionsUse(s)
 			// assertVerified checked each PR merged at the head the engine
 			// recorded for its group; CI passed on exactly that head.
 			for _, g := range s.Groups {
-				runs := w.repo.CheckRuns(g.Head)
+				runs := w.Repo.CheckRuns(g.Head)
 				require.Len(t, runs, 1, "group %s's head %s has the CI's check run", g.ID, g.Head)
 				assert.Equal(t, "ci/test", runs[0].GetName())
 				assert.Equal(t, "success", runs[0].GetConclusion())
@@ -202,7 +204,7 @@ func TestE2EActionOnlyRequiredCheck(t *testing.T) {
 			}
 			assert.Equal(t, 2, merges)
 			assertPushers(t, f, jobs)
-			for _, pr := range w.repo.PRs() {
+			for _, pr := range w.Repo.PRs() {
 				assert.Equal(t, ghfake.ActionsLogin, pr.GetUser().GetLogin(), "PR #%d is opened by the orchestrator", pr.GetNumber())
 			}
 			if !tc.exchange {
@@ -210,10 +212,10 @@ func TestE2EActionOnlyRequiredCheck(t *testing.T) {
 			}
 			// Each privileged job exchanged its own OIDC token.
 			exchanged := 0
-			for _, j := range w.jobsCopy() {
-				if j.command == "publish" || j.command == "land" {
+			for _, j := range w.JobsCopy() {
+				if j.Command == "publish" || j.Command == "land" {
 					exchanged++
-					assert.Contains(t, j.output, "acting as "+f.BotLogin()+" with an App token for "+e2eFull, "%s job of run %d", j.command, j.run.ID)
+					assert.Contains(t, j.Output, "acting as "+f.BotLogin()+" with an App token for "+E2eFull, "%s job of run %d", j.Command, j.Run.ID)
 				}
 			}
 			assert.Positive(t, exchanged)
@@ -238,13 +240,13 @@ func startTokenExchange(t *testing.T, f *ghfake.Fake, o *ghfake.OIDCIssuer) stri
 
 // actionOnlyState is the session as the orchestrator's tracking comment
 // holds it.
-func actionOnlyState(t *testing.T, w *world, issue int, trust codec.StateTrust) pipeline.Session {
+func actionOnlyState(t *testing.T, w *World, issue int, trust codec.StateTrust) pipeline.Session {
 	t.Helper()
 	var comments []ghapi.Comment
-	for _, c := range w.repo.Comments(issue) {
+	for _, c := range w.Repo.Comments(issue) {
 		comments = append(comments, ghapi.Comment{ID: c.GetID(), Author: c.GetUser().GetLogin(), AuthorType: c.GetUser().GetType(), Body: c.GetBody()})
 	}
-	st, _, err := codec.FindState(comments, ghapi.RepoRef{Owner: e2eOwner, Name: e2eName}, issue, trust)
+	st, _, err := codec.FindState(comments, ghapi.RepoRef{Owner: E2eOwner, Name: E2eName}, issue, trust)
 	require.NoError(t, err)
 	return st.Session
 }

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	. "github.com/bazinga-bot/bazinga/internal/e2eworld"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -19,43 +21,35 @@ import (
 	"github.com/bazinga-bot/bazinga/pipeline"
 )
 
-// Issue 22: in Action-only mode the reconciles of one session share a
-// concurrency group that keeps one running and one pending run; a newer run
-// cancels the pending one (GitHub: "Any existing pending job or workflow in
-// the same concurrency group, if it exists, will be canceled and the new
-// queued job or workflow will take its place"). These tests cancel a
-// reconcile on purpose and check that the session still ends without a
-// single schedule run: every reconcile catches up on what GitHub shows.
-
 // pendingCanceller holds the session's concurrency group with a reconcile
 // that waits, so that the next reconcile of the session waits as pending,
 // and a later comment cancels it.
 type pendingCanceller struct {
-	w       *world
+	W       *World
 	n       atomic.Int32
-	mu      sync.Mutex
+	Mu      sync.Mutex
 	hold    map[string]chan struct{} // marker → released when closed
 	held    map[string]chan struct{} // marker → closed when its reconcile runs
 	timeout time.Duration
 }
 
-func newPendingCanceller(w *world) *pendingCanceller {
-	return &pendingCanceller{w: w, hold: map[string]chan struct{}{}, held: map[string]chan struct{}{}, timeout: 90 * time.Second}
+func newPendingCanceller(w *World) *pendingCanceller {
+	return &pendingCanceller{W: w, hold: map[string]chan struct{}{}, held: map[string]chan struct{}{}, timeout: 90 * time.Second}
 }
 
 // beforeJob blocks the reconcile job of a holding comment's run.
-func (p *pendingCanceller) beforeJob(r ghfake.Run, job string) {
+func (p *pendingCanceller) BeforeJob(r ghfake.Run, job string) {
 	if job != "reconcile" || r.Event != "issue_comment" {
 		return
 	}
-	p.mu.Lock()
+	p.Mu.Lock()
 	var hold, held chan struct{}
 	for marker, ch := range p.hold {
 		if bytes.Contains(r.EventPayload, []byte(marker)) {
 			hold, held = ch, p.held[marker]
 		}
 	}
-	p.mu.Unlock()
+	p.Mu.Unlock()
 	if hold == nil {
 		return
 	}
@@ -69,13 +63,13 @@ func (p *pendingCanceller) beforeJob(r ghfake.Run, job string) {
 // holdGroup posts a status command whose reconcile holds the session's
 // group until release is called.
 func (p *pendingCanceller) holdGroup(issue int) (release func()) {
-	t := p.w.t
+	t := p.W.T
 	marker := fmt.Sprintf("holding-the-group-%d", p.n.Add(1))
 	hold, held := make(chan struct{}), make(chan struct{})
-	p.mu.Lock()
+	p.Mu.Lock()
 	p.hold[marker], p.held[marker] = hold, held
-	p.mu.Unlock()
-	_, err := p.w.repo.Comment("alice", issue, "/bazinga status\n\n"+marker)
+	p.Mu.Unlock()
+	_, err := p.W.Repo.Comment("alice", issue, "/bazinga status\n\n"+marker)
 	require.NoError(t, err)
 	select {
 	case <-held:
@@ -90,14 +84,14 @@ func (p *pendingCanceller) holdGroup(issue int) (release func()) {
 // pending, posts a comment whose run replaces it, and waits for it to be
 // cancelled. It returns the cancelled run's id.
 func (p *pendingCanceller) cancelPending(issue int, target func(ghfake.Run) bool) int64 {
-	t := p.w.t
+	t := p.W.T
 	var victim int64
 	require.Eventually(t, func() bool {
-		for _, r := range p.w.f.Runs() {
+		for _, r := range p.W.F.Runs() {
 			if r.Workflow != "bazinga.yml" || !target(r) {
 				continue
 			}
-			for _, j := range p.w.f.Jobs(r.ID) {
+			for _, j := range p.W.F.Jobs(r.ID) {
 				if j.Spec.ID == "reconcile" && j.Status == "pending" {
 					victim = r.ID
 					return true
@@ -106,10 +100,10 @@ func (p *pendingCanceller) cancelPending(issue int, target func(ghfake.Run) bool
 		}
 		return false
 	}, p.timeout, 20*time.Millisecond, "a reconcile waits as pending")
-	_, err := p.w.repo.Comment("alice", issue, "/bazinga status")
+	_, err := p.W.Repo.Comment("alice", issue, "/bazinga status")
 	require.NoError(t, err)
 	require.Eventually(t, func() bool {
-		for _, j := range p.w.f.Jobs(victim) {
+		for _, j := range p.W.F.Jobs(victim) {
 			if j.Spec.ID == "reconcile" {
 				return j.Status == "completed" && j.Conclusion == "cancelled"
 			}
@@ -121,47 +115,27 @@ func (p *pendingCanceller) cancelPending(issue int, target func(ghfake.Run) bool
 
 // runActionOnlyNoSchedule plays the session to its end and fails the test
 // if the schedule had to run.
-func runActionOnlyNoSchedule(t *testing.T, w *world, issue int) pipeline.Session {
+func runActionOnlyNoSchedule(t *testing.T, w *World, issue int) pipeline.Session {
 	t.Helper()
 	sweeps := 0
-	label := w.wait(issue, 90*time.Second, func() {
+	label := w.Wait(issue, 90*time.Second, func() {
 		sweeps++
-		_, _ = w.f.TriggerSchedule(e2eFull, sweepWorkflow)
+		_, _ = w.F.TriggerSchedule(E2eFull, SweepWorkflow)
 	})
-	w.settle()
+	w.Settle()
 	if label != "bazinga:done" {
-		w.dump(issue)
+		w.Dump(issue)
 	}
 	require.Equal(t, "bazinga:done", label)
 	assert.Zero(t, sweeps, "schedule runs the session needed")
-	s := w.assertVerified(issue, codec.StateTrust{PublicKey: e2eActionOnlyKey, Authors: []string{ghfake.ActionsLogin}})
-	for _, j := range w.jobsCopy() {
-		if j.command == "reconcile" {
-			assert.Zero(t, j.exit, "reconcile run %d (%s)", j.run.ID, j.run.Event)
+	s := w.AssertVerified(issue, codec.StateTrust{PublicKey: E2eActionOnlyKey, Authors: []string{ghfake.ActionsLogin}})
+	for _, j := range w.JobsCopy() {
+		if j.Command == "reconcile" {
+			assert.Zero(t, j.Exit, "reconcile run %d (%s)", j.Run.ID, j.Run.Event)
 		}
 	}
-	w.logActionsUse(s)
+	w.LogActionsUse(s)
 	return s
-}
-
-// logActionsUse logs what the session cost in GitHub Actions (BENCHMARKS.md,
-// issue 22): reconciles, jobs and billed minutes (GitHub bills each job
-// rounded up to a whole minute), per step.
-func (w *world) logActionsUse(s pipeline.Session) {
-	var jobs, reconciles, minutes int
-	for _, j := range w.jobsCopy() {
-		jobs++
-		minutes += int((j.duration + time.Minute - 1) / time.Minute)
-		if j.command == "reconcile" {
-			reconciles++
-		}
-	}
-	steps := len(s.Steps)
-	if steps == 0 {
-		steps = 1
-	}
-	w.t.Logf("actions use: %d steps, %d jobs, %d reconciles (%.2f per step), %d billed minutes (%.2f per step)",
-		len(s.Steps), jobs, reconciles, float64(reconciles)/float64(steps), minutes, float64(minutes)/float64(steps))
 }
 
 // A step's result is posted; the dispatch its privileged job sends waits as
@@ -169,14 +143,14 @@ func (w *world) logActionsUse(s pipeline.Session) {
 // comment's reconcile applies the result.
 func TestE2EActionOnlyResultReconcileCancelled(t *testing.T) {
 	t.Parallel()
-	w := newWorld(t)
-	w.actionOnly()
+	w := NewWorld(t)
+	w.ActionOnly()
 	pc := newPendingCanceller(w)
 	var once sync.Once
 	var release func()
 	var cancelled atomic.Int64
-	w.beforeJob = func(r ghfake.Run, job string) {
-		pc.beforeJob(r, job)
+	w.BeforeJob = func(r ghfake.Run, job string) {
+		pc.BeforeJob(r, job)
 		if job != "publish" || r.Inputs["step"] != "1/_/pm/1" {
 			return
 		}
@@ -191,11 +165,11 @@ func TestE2EActionOnlyResultReconcileCancelled(t *testing.T) {
 			}()
 		})
 	}
-	issue, err := w.repo.CreateIssue("alice", "Write a.txt and b.txt", "Both must say ok.")
+	issue, err := w.Repo.CreateIssue("alice", "Write a.txt and b.txt", "Both must say ok.")
 	require.NoError(t, err)
-	require.NoError(t, w.repo.LabelIssue("alice", issue, "bazinga"))
+	require.NoError(t, w.Repo.LabelIssue("alice", issue, "bazinga"))
 	s := runActionOnlyNoSchedule(t, w, issue)
-	w.assertJobs(s)
+	w.AssertJobs(s)
 	require.NotZero(t, cancelled.Load(), "the planning result's dispatch was cancelled")
 }
 
@@ -204,14 +178,14 @@ func TestE2EActionOnlyResultReconcileCancelled(t *testing.T) {
 // cancelled by a comment. The comment's reconcile reads the approval.
 func TestE2EActionOnlyApprovalReconcileCancelled(t *testing.T) {
 	t.Parallel()
-	w := newWorldWith(t, e2eConfig+"merge:\n  required_approvals: 1\n")
-	w.actionOnly()
+	w := NewWorldWith(t, E2eConfig+"merge:\n  required_approvals: 1\n")
+	w.ActionOnly()
 	pc := newPendingCanceller(w)
-	w.beforeJob = pc.beforeJob
-	issue, err := w.repo.CreateIssue("alice", "Write a.txt and b.txt", "Both must say ok.")
+	w.BeforeJob = pc.BeforeJob
+	issue, err := w.Repo.CreateIssue("alice", "Write a.txt and b.txt", "Both must say ok.")
 	require.NoError(t, err)
-	require.NoError(t, w.repo.LabelIssue("alice", issue, "bazinga"))
-	trust := codec.StateTrust{PublicKey: e2eActionOnlyKey, Authors: []string{ghfake.ActionsLogin}}
+	require.NoError(t, w.Repo.LabelIssue("alice", issue, "bazinga"))
+	trust := codec.StateTrust{PublicKey: E2eActionOnlyKey, Authors: []string{ghfake.ActionsLogin}}
 	done := make(chan struct{})
 	var cancelled atomic.Int64
 	var approved sync.Map
@@ -220,7 +194,7 @@ func TestE2EActionOnlyApprovalReconcileCancelled(t *testing.T) {
 		deadline := time.Now().Add(5 * time.Minute)
 		for time.Now().Before(deadline) && approvedCount(&approved) < 2 {
 			time.Sleep(100 * time.Millisecond)
-			if ok, _ := w.ended(issue); ok {
+			if ok, _ := w.Ended(issue); ok {
 				return
 			}
 			s, ok := trackedState(w, issue, trust)
@@ -240,13 +214,13 @@ func TestE2EActionOnlyApprovalReconcileCancelled(t *testing.T) {
 				}
 				approved.Store(g.ID, true)
 				if cancelled.Load() != 0 {
-					_, err := w.repo.SubmitReview("alice", pr, "APPROVE", "ok")
+					_, err := w.Repo.SubmitReview("alice", pr, "APPROVE", "ok")
 					assert.NoError(t, err)
 					continue
 				}
 				release := pc.holdGroup(issue)
 				started := time.Now()
-				_, err := w.repo.SubmitReview("alice", pr, "APPROVE", "looks right")
+				_, err := w.Repo.SubmitReview("alice", pr, "APPROVE", "looks right")
 				assert.NoError(t, err)
 				cancelled.Store(pc.cancelPending(issue, func(r ghfake.Run) bool {
 					return r.Event == "pull_request_review" && !r.CreatedAt.Before(started)
@@ -270,20 +244,20 @@ func approvedCount(m *sync.Map) int {
 }
 
 // trackedState is the session of the tracking comment, if there is one.
-func trackedState(w *world, issue int, trust codec.StateTrust) (pipeline.Session, bool) {
+func trackedState(w *World, issue int, trust codec.StateTrust) (pipeline.Session, bool) {
 	var comments []ghapi.Comment
-	for _, c := range w.repo.Comments(issue) {
+	for _, c := range w.Repo.Comments(issue) {
 		comments = append(comments, ghapi.Comment{ID: c.GetID(), Author: c.GetUser().GetLogin(), AuthorType: c.GetUser().GetType(), Body: c.GetBody()})
 	}
-	st, _, err := codec.FindState(comments, ghapi.RepoRef{Owner: e2eOwner, Name: e2eName}, issue, trust)
+	st, _, err := codec.FindState(comments, ghapi.RepoRef{Owner: E2eOwner, Name: E2eName}, issue, trust)
 	if err != nil {
 		return pipeline.Session{}, false
 	}
 	return st.Session, true
 }
 
-func prOfBranch(w *world, branch string) int {
-	for _, pr := range w.repo.PRs() {
+func prOfBranch(w *World, branch string) int {
+	for _, pr := range w.Repo.PRs() {
 		if strings.EqualFold(pr.GetHead().GetRef(), branch) && pr.GetState() == "open" {
 			return pr.GetNumber()
 		}
@@ -296,30 +270,30 @@ func prOfBranch(w *world, branch string) int {
 // wakes the orchestrator, which sends the step again at once.
 func TestE2EActionOnlyPublishFailsOnce(t *testing.T) {
 	t.Parallel()
-	w := newWorld(t)
-	w.actionOnly()
-	w.expectFail = map[int64]bool{}
+	w := NewWorld(t)
+	w.ActionOnly()
+	w.ExpectFail = map[int64]bool{}
 	var once sync.Once
 	var failed atomic.Int64
-	w.beforePublish = func(r ghfake.Run, handover string) {
+	w.BeforePublish = func(r ghfake.Run, handover string) {
 		if !strings.Contains(r.Inputs["step"], "/B/tech_lead/") {
 			return
 		}
 		once.Do(func() {
-			w.mu.Lock()
-			w.expectFail[r.ID] = true
-			w.mu.Unlock()
+			w.Mu.Lock()
+			w.ExpectFail[r.ID] = true
+			w.Mu.Unlock()
 			failed.Store(r.ID)
 			m := readManifest(t, handover)
 			m["step"] = "1/B/tech_lead/99"
 			m.write(t, handover)
 		})
 	}
-	issue, err := w.repo.CreateIssue("alice", "Write a.txt and b.txt", "Both must say ok.")
+	issue, err := w.Repo.CreateIssue("alice", "Write a.txt and b.txt", "Both must say ok.")
 	require.NoError(t, err)
-	require.NoError(t, w.repo.LabelIssue("alice", issue, "bazinga"))
+	require.NoError(t, w.Repo.LabelIssue("alice", issue, "bazinga"))
 	s := runActionOnlyNoSchedule(t, w, issue)
-	w.assertJobs(s)
+	w.AssertJobs(s)
 	require.NotZero(t, failed.Load(), "a publish job was made to fail")
 	var tl []string
 	for _, st := range s.Steps {
@@ -329,7 +303,7 @@ func TestE2EActionOnlyPublishFailsOnce(t *testing.T) {
 	}
 	assert.Equal(t, []string{"failed", "done"}, tl, "B's tech lead step failed once, then ran again")
 	found := false
-	for _, c := range w.repo.Comments(issue) {
+	for _, c := range w.Repo.Comments(issue) {
 		if fr, ok := codec.ParseFailureComment(c.GetBody()); ok && strings.Contains(fr.Step, "/B/tech_lead/") {
 			found = true
 			assert.Contains(t, fr.Reason, "the publish job failed: the hand-over was refused")
@@ -343,31 +317,31 @@ func TestE2EActionOnlyPublishFailsOnce(t *testing.T) {
 // own parser) lets it through and the session runs on, with no schedule.
 func TestE2EActionOnlyCommandOnSecondLine(t *testing.T) {
 	t.Parallel()
-	w := newWorldWith(t, e2eConfig+"checkpoints: [plan]\n")
-	w.actionOnly()
-	issue, err := w.repo.CreateIssue("alice", "Write a.txt and b.txt", "Both must say ok.")
+	w := NewWorldWith(t, E2eConfig+"checkpoints: [plan]\n")
+	w.ActionOnly()
+	issue, err := w.Repo.CreateIssue("alice", "Write a.txt and b.txt", "Both must say ok.")
 	require.NoError(t, err)
-	require.NoError(t, w.repo.LabelIssue("alice", issue, "bazinga"))
-	trust := codec.StateTrust{PublicKey: e2eActionOnlyKey, Authors: []string{ghfake.ActionsLogin}}
+	require.NoError(t, w.Repo.LabelIssue("alice", issue, "bazinga"))
+	trust := codec.StateTrust{PublicKey: E2eActionOnlyKey, Authors: []string{ghfake.ActionsLogin}}
 	require.Eventually(t, func() bool {
 		s, ok := trackedState(w, issue, trust)
 		return ok && s.Checkpoint != nil
 	}, 3*time.Minute, 50*time.Millisecond, "the plan waits for approval")
-	_, err = w.repo.Comment("alice", issue, "The plan looks right to me.\n/bazinga approve")
+	_, err = w.Repo.Comment("alice", issue, "The plan looks right to me.\n/bazinga approve")
 	require.NoError(t, err)
 	// Waiting at the checkpoint is labelled bazinga:needs-input, which
-	// ends w.wait: wait for the approval first.
+	// ends w.Wait: wait for the approval first.
 	require.Eventually(t, func() bool {
 		s, ok := trackedState(w, issue, trust)
-		return ok && s.Checkpoint == nil && !slices.Contains(w.repo.Labels(issue), "bazinga:needs-input")
+		return ok && s.Checkpoint == nil && !slices.Contains(w.Repo.Labels(issue), "bazinga:needs-input")
 	}, 3*time.Minute, 50*time.Millisecond, "the approval is applied (the label follows the state)")
 	s := runActionOnlyNoSchedule(t, w, issue)
 	require.NotEmpty(t, s.PassedCheckpoints)
 	assert.Equal(t, "alice", s.PassedCheckpoints[0].ApprovedBy)
 	routed := false
-	for _, j := range w.jobsCopy() {
-		if j.job == "route" && j.run.Event == "issue_comment" && strings.Contains(string(j.run.EventPayload), "looks right") {
-			routed = assert.Contains(t, j.output, "bazinga: session 1")
+	for _, j := range w.JobsCopy() {
+		if j.Job == "route" && j.Run.Event == "issue_comment" && strings.Contains(string(j.Run.EventPayload), "looks right") {
+			routed = assert.Contains(t, j.Output, "bazinga: session 1")
 		}
 	}
 	assert.True(t, routed, "the route job ran the action on the comment")

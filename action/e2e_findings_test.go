@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	. "github.com/bazinga-bot/bazinga/internal/e2eworld"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -69,24 +71,24 @@ func findingsScenario() string {
 // approval lets the group merge.
 func TestE2EFindingsActionOnlyMode(t *testing.T) {
 	t.Parallel()
-	w := newWorld(t)
-	require.NoError(t, os.WriteFile(filepath.Join(w.root, "scenario.json"), []byte(findingsScenario()), 0o644))
-	w.actionOnly()
-	issue, err := w.repo.CreateIssue("alice", "Write a.txt and widget.go", "a.txt must say ok.")
+	w := NewWorld(t)
+	require.NoError(t, os.WriteFile(filepath.Join(w.Root, "scenario.json"), []byte(findingsScenario()), 0o644))
+	w.ActionOnly()
+	issue, err := w.Repo.CreateIssue("alice", "Write a.txt and widget.go", "a.txt must say ok.")
 	require.NoError(t, err)
-	require.NoError(t, w.repo.LabelIssue("alice", issue, "bazinga"))
+	require.NoError(t, w.Repo.LabelIssue("alice", issue, "bazinga"))
 	defer func() {
 		if t.Failed() {
-			w.dump(issue)
+			w.Dump(issue)
 		}
 	}()
-	sweep := func() { _, _ = w.f.TriggerSchedule(e2eFull, "bazinga.yml") }
-	require.Equal(t, "bazinga:needs-input", w.wait(issue, 60*time.Second, sweep))
-	w.settle()
+	sweep := func() { _, _ = w.F.TriggerSchedule(E2eFull, "bazinga.yml") }
+	require.Equal(t, "bazinga:needs-input", w.Wait(issue, 60*time.Second, sweep))
+	w.Settle()
 
-	n := w.prOf("bazinga/1-A")
+	n := w.PrOf("bazinga/1-A")
 	require.NotZero(t, n)
-	reviews := w.repo.Reviews(n)
+	reviews := w.Repo.Reviews(n)
 	require.Len(t, reviews, 2, "one review per tech lead result with findings")
 	for _, rv := range reviews {
 		assert.Equal(t, ghfake.ActionsLogin, rv.GetUser().GetLogin())
@@ -95,7 +97,7 @@ func TestE2EFindingsActionOnlyMode(t *testing.T) {
 	assert.Contains(t, reviews[0].GetBody(), "sent back: a HIGH finding must be fixed")
 	assert.Contains(t, reviews[1].GetBody(), "a HIGH finding survived its revision: a human decides")
 	var at []string
-	for _, c := range w.repo.ReviewComments(n) {
+	for _, c := range w.Repo.ReviewComments(n) {
 		at = append(at, fmt.Sprintf("%s:%d-%d", c.Path, c.StartLine, c.Line))
 	}
 	assert.Equal(t, []string{"widget.go:5-6", "widget.go:0-2", "widget.go:0-5"}, at)
@@ -104,18 +106,18 @@ func TestE2EFindingsActionOnlyMode(t *testing.T) {
 	// the checkpoint opened counts as written before it, so alice reads
 	// the findings for a moment first, as a person would.
 	time.Sleep(1100 * time.Millisecond)
-	_, err = w.repo.Comment("alice", issue, "/bazinga approve")
+	_, err = w.Repo.Comment("alice", issue, "/bazinga approve")
 	require.NoError(t, err)
 	// The approval's reconcile passes the checkpoint first.
-	require.True(t, w.waitSession(issue, func(s pipeline.Session) bool { return s.Checkpoint == nil }), "the approval passed the checkpoint")
-	require.Eventually(t, func() bool { return !slices.Contains(w.repo.Labels(issue), "bazinga:needs-input") }, 60*time.Second, 30*time.Millisecond,
+	require.True(t, w.WaitSession(issue, func(s pipeline.Session) bool { return s.Checkpoint == nil }), "the approval passed the checkpoint")
+	require.Eventually(t, func() bool { return !slices.Contains(w.Repo.Labels(issue), "bazinga:needs-input") }, 60*time.Second, 30*time.Millisecond,
 		"the label follows the state")
-	require.Equal(t, "bazinga:done", w.wait(issue, 60*time.Second, sweep))
-	w.settle()
-	s, ok := w.sessionNow(issue)
+	require.Equal(t, "bazinga:done", w.Wait(issue, 60*time.Second, sweep))
+	w.Settle()
+	s, ok := w.SessionNow(issue)
 	require.True(t, ok)
 	assert.Equal(t, pipeline.SessionDone, s.Status)
-	assert.True(t, w.repo.PR(n).GetMerged(), "the group merged once alice accepted the finding")
+	assert.True(t, w.Repo.PR(n).GetMerged(), "the group merged once alice accepted the finding")
 	require.Len(t, s.PassedCheckpoints, 1)
 	assert.Equal(t, pipeline.CheckpointFindings, s.PassedCheckpoints[0].Kind)
 	assert.Equal(t, "alice", s.PassedCheckpoints[0].ApprovedBy)

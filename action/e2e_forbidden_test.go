@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	. "github.com/bazinga-bot/bazinga/internal/e2eworld"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -27,17 +29,17 @@ func TestE2EActionOnlyForbiddenPRs(t *testing.T) {
 		{"pull-request", true},
 	} {
 		t.Run(tt.method, func(t *testing.T) {
-			w := newWorldWith(t, e2eConfig+"merge:\n  method: "+tt.method+"\n")
-			w.actionOnly()
-			require.NoError(t, w.f.SetActionsCanCreatePullRequests(e2eFull, false))
-			issue, err := w.repo.CreateIssue("alice", "Write a.txt and b.txt", "Both must say ok.")
+			w := NewWorldWith(t, E2eConfig+"merge:\n  method: "+tt.method+"\n")
+			w.ActionOnly()
+			require.NoError(t, w.F.SetActionsCanCreatePullRequests(E2eFull, false))
+			issue, err := w.Repo.CreateIssue("alice", "Write a.txt and b.txt", "Both must say ok.")
 			require.NoError(t, err)
-			require.NoError(t, w.repo.LabelIssue("alice", issue, "bazinga"))
+			require.NoError(t, w.Repo.LabelIssue("alice", issue, "bazinga"))
 
-			label := w.wait(issue, 60*time.Second, nil)
-			w.settle()
+			label := w.Wait(issue, 60*time.Second, nil)
+			w.Settle()
 			var said []string
-			for _, c := range w.repo.Comments(issue) {
+			for _, c := range w.Repo.Comments(issue) {
 				if strings.Contains(c.GetBody(), "could not open the group pull requests") {
 					said = append(said, c.GetBody())
 				}
@@ -46,21 +48,21 @@ func TestE2EActionOnlyForbiddenPRs(t *testing.T) {
 			assert.Contains(t, said[0], "Allow GitHub Actions to create and approve pull requests", "it names the setting")
 			assert.Contains(t, said[0], "Settings → Actions → General → Workflow permissions")
 			assert.Contains(t, said[0], "GitHub Actions is not permitted to create or approve pull requests.")
-			assert.Empty(t, w.repo.PRs(), "no PR could be opened")
+			assert.Empty(t, w.Repo.PRs(), "no PR could be opened")
 			// No retry loop: a group's PR is tried once per step of the
 			// group, not on every reconcile.
 			refused, groupSteps := 0, 0
-			for _, c := range w.f.Calls() {
+			for _, c := range w.F.Calls() {
 				if c.Route == "POST /repos/{owner}/{repo}/pulls" {
 					assert.Equal(t, 403, c.Status)
 					refused++
 				}
 			}
-			for _, j := range w.jobsCopy() {
-				if j.command == "reconcile" {
-					assert.Zero(t, j.exit, "the refused PR does not fail the orchestrator: run %d\n%s", j.run.ID, j.output)
+			for _, j := range w.JobsCopy() {
+				if j.Command == "reconcile" {
+					assert.Zero(t, j.Exit, "the refused PR does not fail the orchestrator: run %d\n%s", j.Run.ID, j.Output)
 				}
-				if (j.command == "agent" || j.command == "gate") && !strings.Contains(j.run.Inputs["step"], "/_/") {
+				if (j.Command == "agent" || j.Command == "gate") && !strings.Contains(j.Run.Inputs["step"], "/_/") {
 					groupSteps++
 				}
 			}
@@ -69,13 +71,13 @@ func TestE2EActionOnlyForbiddenPRs(t *testing.T) {
 
 			if !tt.paused {
 				if !assert.Equal(t, "bazinga:done", label, "push needs no PR") {
-					w.dump(issue)
+					w.Dump(issue)
 				}
 				return
 			}
 			require.Equal(t, "bazinga:paused", label)
 			pause := ""
-			for _, c := range w.repo.Comments(issue) {
+			for _, c := range w.Repo.Comments(issue) {
 				if strings.Contains(c.GetBody(), "**Paused**") {
 					pause = c.GetBody()
 				}
@@ -85,20 +87,20 @@ func TestE2EActionOnlyForbiddenPRs(t *testing.T) {
 			assert.Contains(t, pause, "Settings → Actions → General → Workflow permissions")
 
 			// The admin turns the setting on; alice resumes.
-			require.NoError(t, w.f.SetActionsCanCreatePullRequests(e2eFull, true))
-			_, err = w.repo.Comment("alice", issue, "/bazinga resume")
+			require.NoError(t, w.F.SetActionsCanCreatePullRequests(E2eFull, true))
+			_, err = w.Repo.Comment("alice", issue, "/bazinga resume")
 			require.NoError(t, err)
 			require.Eventually(t, func() bool {
-				ended, _ := w.ended(issue)
+				ended, _ := w.Ended(issue)
 				return !ended
 			}, 10*time.Second, 20*time.Millisecond, "the session resumes")
-			label = w.wait(issue, 60*time.Second, nil)
-			w.settle()
+			label = w.Wait(issue, 60*time.Second, nil)
+			w.Settle()
 			if !assert.Equal(t, "bazinga:done", label) {
-				w.dump(issue)
+				w.Dump(issue)
 			}
-			assert.Len(t, w.repo.PRs(), 2, "both group PRs opened after the resume")
-			for _, pr := range w.repo.PRs() {
+			assert.Len(t, w.Repo.PRs(), 2, "both group PRs opened after the resume")
+			for _, pr := range w.Repo.PRs() {
 				assert.True(t, pr.GetMerged(), "PR #%d merged", pr.GetNumber())
 			}
 		})

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	. "github.com/bazinga-bot/bazinga/internal/e2eworld"
+
 	"github.com/google/go-github/v66/github"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -27,7 +29,7 @@ import (
 // fake GitHub with its rules on: branch protection and rulesets, allowed
 // merge methods, required checks, drafts on free private repositories.
 
-// e2eCIFixScenario is e2eScenario with one more developer result for group
+// e2eCIFixScenario is E2eScenario with one more developer result for group
 // A: the fix after CI failed on its head (the scripted agent repeats its
 // last result otherwise, which would leave the head unchanged).
 func e2eCIFixScenario(t *testing.T) string {
@@ -35,8 +37,8 @@ func e2eCIFixScenario(t *testing.T) string {
 	const notes = `"handoff": {"files_changed": ["a-notes.md"], "tests": {"total": 1, "passing": 1, "failing": 0}}}
   ],
   "B/developer"`
-	require.Contains(t, e2eScenario, notes)
-	return strings.Replace(e2eScenario, notes, `"handoff": {"files_changed": ["a-notes.md"], "tests": {"total": 1, "passing": 1, "failing": 0}}},
+	require.Contains(t, E2eScenario, notes)
+	return strings.Replace(E2eScenario, notes, `"handoff": {"files_changed": ["a-notes.md"], "tests": {"total": 1, "passing": 1, "failing": 0}}},
    {"status": "READY_FOR_QA", "summary": ["CI fixed"], "write": {"a-ci.md": "flaky test fixed\n"},
     "handoff": {"files_changed": ["a-ci.md"], "tests": {"total": 1, "passing": 1, "failing": 0}}}
   ],
@@ -47,7 +49,7 @@ func e2eCIFixScenario(t *testing.T) string {
 // merge waits on its required check ci/test (as the tracking comment
 // shows), failing group A's first head once (failA) and passing every other.
 // It returns the heads it failed and passed, once stopped.
-func playCI(t *testing.T, w *world, issue int, failA bool) (stop func() (failed, passed []string)) {
+func playCI(t *testing.T, w *World, issue int, failA bool) (stop func() (failed, passed []string)) {
 	t.Helper()
 	done := make(chan struct{})
 	var wg sync.WaitGroup
@@ -64,11 +66,11 @@ func playCI(t *testing.T, w *world, issue int, failA bool) (stop func() (failed,
 			case <-time.After(30 * time.Millisecond):
 			}
 			var comments []ghapi.Comment
-			for _, c := range w.repo.Comments(issue) {
+			for _, c := range w.Repo.Comments(issue) {
 				comments = append(comments, ghapi.Comment{ID: c.GetID(), Author: c.GetUser().GetLogin(), AuthorType: c.GetUser().GetType(), Body: c.GetBody()})
 			}
-			st, _, err := codec.FindState(comments, ghapi.RepoRef{Owner: e2eOwner, Name: e2eName}, issue,
-				codec.StateTrust{PublicKey: e2ePublicKey, Authors: []string{w.f.BotLogin()}})
+			st, _, err := codec.FindState(comments, ghapi.RepoRef{Owner: E2eOwner, Name: E2eName}, issue,
+				codec.StateTrust{PublicKey: E2ePublicKey, Authors: []string{w.F.BotLogin()}})
 			if err != nil {
 				continue
 			}
@@ -77,20 +79,20 @@ func playCI(t *testing.T, w *world, issue int, failA bool) (stop func() (failed,
 					continue
 				}
 				head := g.RequiredChecks.Head
-				conclusion := "success"
+				Conclusion := "success"
 				mu.Lock()
 				if failA && g.ID == "A" && len(failed) == 0 {
-					conclusion = "failure"
+					Conclusion = "failure"
 					failed = append(failed, head)
 				} else {
 					passed = append(passed, head)
 				}
 				mu.Unlock()
 				answered[head] = true
-				if err := w.repo.SetCheck(head, "ci/test", "in_progress", ""); err != nil {
+				if err := w.Repo.SetCheck(head, "ci/test", "in_progress", ""); err != nil {
 					t.Errorf("CI: %v", err)
 				}
-				if err := w.repo.SetCheck(head, "ci/test", "completed", conclusion); err != nil {
+				if err := w.Repo.SetCheck(head, "ci/test", "completed", Conclusion); err != nil {
 					t.Errorf("CI: %v", err)
 				}
 			}
@@ -113,15 +115,15 @@ func playCI(t *testing.T, w *world, issue int, failA bool) (stop func() (failed,
 func TestE2EAppModeProtectedSquashOnlyWithRequiredCheck(t *testing.T) {
 	t.Parallel()
 	var stopCI func() ([]string, []string)
-	w, s := playAppModeWith(t, e2eConfig, func(w *world) {
-		require.NoError(t, os.WriteFile(filepath.Join(w.root, "scenario.json"), []byte(e2eCIFixScenario(t)), 0o644))
-		st := w.repo.Settings()
+	w, s := PlayAppModeWith(t, E2eConfig, func(w *World) {
+		require.NoError(t, os.WriteFile(filepath.Join(w.Root, "scenario.json"), []byte(e2eCIFixScenario(t)), 0o644))
+		st := w.Repo.Settings()
 		st.AllowMergeCommit, st.AllowRebaseMerge, st.AllowSquashMerge = false, false, true
-		require.NoError(t, w.repo.SetSettings(st))
-		require.NoError(t, w.repo.Protect("main", ghfake.Protection{RequirePR: true, RequiredChecks: []string{"ci/test"}}))
-		_, err := w.repo.AddRuleset(ghfake.Ruleset{Name: "linear main", Include: []string{"~DEFAULT_BRANCH"}, LinearHistory: true})
+		require.NoError(t, w.Repo.SetSettings(st))
+		require.NoError(t, w.Repo.Protect("main", ghfake.Protection{RequirePR: true, RequiredChecks: []string{"ci/test"}}))
+		_, err := w.Repo.AddRuleset(ghfake.Ruleset{Name: "linear main", Include: []string{"~DEFAULT_BRANCH"}, LinearHistory: true})
 		require.NoError(t, err)
-		// The issue playAppModeWith opens next is #1.
+		// The issue PlayAppModeWith opens next is #1.
 		stopCI = playCI(t, w, 1, true)
 	})
 	failed, passed := stopCI()
@@ -140,7 +142,7 @@ func TestE2EAppModeProtectedSquashOnlyWithRequiredCheck(t *testing.T) {
 	// Both groups merged through the API by squashing: GitHub refused
 	// nothing, and no group branch head is in main.
 	merges := 0
-	for _, c := range w.f.Calls() {
+	for _, c := range w.F.Calls() {
 		if c.Method == http.MethodPut && strings.HasSuffix(c.Route, "/pulls/{number}/merge") {
 			assert.Equal(t, http.StatusOK, c.Status, "no merge was refused")
 			merges++
@@ -150,7 +152,7 @@ func TestE2EAppModeProtectedSquashOnlyWithRequiredCheck(t *testing.T) {
 	for _, g := range s.Groups {
 		require.NotEmpty(t, g.MergeCommit, "group %s: the squash commit is learned", g.ID)
 		var pr *struct{ head, merge string }
-		for _, p := range w.f.PRs() {
+		for _, p := range w.F.PRs() {
 			if p.GetHead().GetRef() == g.Branch {
 				pr = &struct{ head, merge string }{p.GetHead().GetSHA(), p.GetMergeCommitSHA()}
 				assert.True(t, p.GetMerged())
@@ -162,7 +164,7 @@ func TestE2EAppModeProtectedSquashOnlyWithRequiredCheck(t *testing.T) {
 	}
 	// The merge waited, named, in the session's log.
 	var log strings.Builder
-	for _, c := range w.repo.Comments(1) {
+	for _, c := range w.Repo.Comments(1) {
 		log.WriteString(c.GetBody())
 	}
 	assert.Contains(t, log.String(), "waiting for required checks: ci/test")
@@ -190,8 +192,8 @@ func TestE2EAppModeStrictRequiredChecks(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var stopCI func() ([]string, []string)
-			w, s := playAppModeWith(t, e2eConfig+"merge:\n  pr_method: squash\n", func(w *world) {
-				require.NoError(t, tc.protect(w.repo))
+			w, s := PlayAppModeWith(t, E2eConfig+"merge:\n  pr_method: squash\n", func(w *World) {
+				require.NoError(t, tc.protect(w.Repo))
 				stopCI = playCI(t, w, 1, false)
 			})
 			failed, passed := stopCI()
@@ -206,7 +208,7 @@ func TestE2EAppModeStrictRequiredChecks(t *testing.T) {
 			}
 			assert.Equal(t, 1, updated, "the group that merged second was brought up to date once")
 			statuses := map[int]int{}
-			for _, c := range w.f.Calls() {
+			for _, c := range w.F.Calls() {
 				if c.Method == http.MethodPut && strings.HasSuffix(c.Route, "/pulls/{number}/merge") {
 					statuses[c.Status]++
 				}
@@ -225,19 +227,19 @@ func TestE2EAppModeStrictRequiredChecks(t *testing.T) {
 // opened ready for review, with a note, and the session ends verified.
 func TestE2EAppModeFreePrivateRepository(t *testing.T) {
 	t.Parallel()
-	w, _ := playAppModeWith(t, e2eConfig+"merge:\n  method: push\n", func(w *world) {
-		st := w.repo.Settings()
+	w, _ := PlayAppModeWith(t, E2eConfig+"merge:\n  method: push\n", func(w *World) {
+		st := w.Repo.Settings()
 		st.Private, st.Plan = true, ghfake.PlanFree
-		require.NoError(t, w.repo.SetSettings(st))
+		require.NoError(t, w.Repo.SetSettings(st))
 	})
-	prs := w.f.PRs()
+	prs := w.F.PRs()
 	require.Len(t, prs, 2, "one PR per group, each opened once")
 	for _, pr := range prs {
 		assert.False(t, pr.GetDraft(), "PR #%d", pr.GetNumber())
 		assert.Contains(t, pr.GetBody(), "does not support draft pull requests", "PR #%d", pr.GetNumber())
 	}
 	refused := 0
-	for _, c := range w.f.Calls() {
+	for _, c := range w.F.Calls() {
 		if c.Method == http.MethodPost && strings.HasSuffix(c.Route, "/pulls") && c.Status == http.StatusUnprocessableEntity {
 			refused++
 		}
@@ -250,41 +252,41 @@ func TestE2EAppModeFreePrivateRepository(t *testing.T) {
 // naming the rule and the fix, instead of failing the push again and again.
 func TestE2EPushRefusedByProtection(t *testing.T) {
 	t.Parallel()
-	w := newWorldWith(t, e2eConfig+"merge:\n  method: push\n")
-	_, err := w.repo.AddRuleset(ghfake.Ruleset{Name: "PRs only", Include: []string{"~DEFAULT_BRANCH"}, RequirePR: true})
+	w := NewWorldWith(t, E2eConfig+"merge:\n  method: push\n")
+	_, err := w.Repo.AddRuleset(ghfake.Ruleset{Name: "PRs only", Include: []string{"~DEFAULT_BRANCH"}, RequirePR: true})
 	require.NoError(t, err)
 	label := playAppModeUntilPaused(t, w)
 	require.Equal(t, "bazinga:paused", label)
 	var log strings.Builder
-	for _, c := range w.repo.Comments(1) {
+	for _, c := range w.Repo.Comments(1) {
 		log.WriteString(c.GetBody())
 	}
 	assert.Contains(t, log.String(), "merge.method is push, but main refuses a pushed merge commit: changes must be made through a pull request (ruleset")
 	assert.Contains(t, log.String(), "set merge.method: pull-request")
 	lands := 0
-	for _, j := range w.jobsCopy() {
-		if j.command == "land" {
+	for _, j := range w.JobsCopy() {
+		if j.Command == "land" {
 			lands++
 		}
 	}
 	assert.Equal(t, 1, lands, "one land job, no retries")
 }
 
-// playAppModeUntilPaused runs the App on w (as playAppModeWith does) until
+// playAppModeUntilPaused runs the App on w (as PlayAppModeWith does) until
 // the session stops moving, and returns the issue's final bazinga label.
-func playAppModeUntilPaused(t *testing.T, w *world) string {
+func playAppModeUntilPaused(t *testing.T, w *World) string {
 	t.Helper()
-	f := w.f
-	require.NoError(t, f.AddAppToken(e2eBotTok, "../app.yml"))
+	f := w.F
+	require.NoError(t, f.AddAppToken(E2eBotTok, "../app.yml"))
 	tr := ghapi.NewTransport(http.DefaultTransport, ghapi.TransportOptions{APIPrefix: "/api/v3", Identity: "app"})
-	client, err := github.NewClient(&http.Client{Transport: tr}).WithAuthToken(e2eBotTok).WithEnterpriseURLs(f.APIURL(), f.URL()+"/api/uploads/")
+	client, err := github.NewClient(&http.Client{Transport: tr}).WithAuthToken(E2eBotTok).WithEnterpriseURLs(f.APIURL(), f.URL()+"/api/uploads/")
 	require.NoError(t, err)
 	gh := ghapi.New(client)
 	b, err := bot.New(bot.Options{Client: func(context.Context, int64) (bot.GitHub, error) { return gh, nil },
-		Login: f.BotLogin(), SigningKey: e2eSigningKey})
+		Login: f.BotLogin(), SigningKey: E2eSigningKey})
 	require.NoError(t, err)
-	w.orchestrator, w.publicKey = f.BotLogin(), e2ePublicKey
-	srv, err := server.NewServer(server.Config{WebhookSecret: []byte(e2eSecret)}, b, nil)
+	w.Orchestrator, w.PublicKey = f.BotLogin(), E2ePublicKey
+	srv, err := server.NewServer(server.Config{WebhookSecret: []byte(E2eSecret)}, b, nil)
 	require.NoError(t, err)
 	hs := httptest.NewServer(srv.Handler())
 	t.Cleanup(func() {
@@ -293,11 +295,11 @@ func playAppModeUntilPaused(t *testing.T, w *world) string {
 		_ = srv.Shutdown(ctx)
 		hs.Close()
 	})
-	f.SetWebhook(hs.URL+"/webhook", e2eSecret)
-	issue, err := w.repo.CreateIssue("alice", "Write a.txt and b.txt", "Both must say ok.")
+	f.SetWebhook(hs.URL+"/webhook", E2eSecret)
+	issue, err := w.Repo.CreateIssue("alice", "Write a.txt and b.txt", "Both must say ok.")
 	require.NoError(t, err)
-	require.NoError(t, w.repo.LabelIssue("alice", issue, "bazinga"))
-	label := w.wait(issue, 60*time.Second, func() { _ = b.Sweep(context.Background()) })
-	w.settle()
+	require.NoError(t, w.Repo.LabelIssue("alice", issue, "bazinga"))
+	label := w.Wait(issue, 60*time.Second, func() { _ = b.Sweep(context.Background()) })
+	w.Settle()
 	return label
 }

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	. "github.com/bazinga-bot/bazinga/internal/e2eworld"
+
 	"github.com/google/go-github/v66/github"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -59,7 +61,7 @@ const (
 // real claude binary as the agent CLI of every agent job, against the
 // scripted team (internal/realteam) on the scripted model server.
 type realWorld struct {
-	*world
+	*World
 	srv  *modelfake.Server
 	team *realteam.Team
 	seed string // main before the session
@@ -68,57 +70,57 @@ type realWorld struct {
 func newRealWorld(t *testing.T) *realWorld {
 	t.Helper()
 	claude := realcli.Claude(t)
-	w := newWorldWith(t, realConfig)
+	w := NewWorldWith(t, realConfig)
 	tm := realteam.New("claude")
 	srv := modelfake.Start(t, tm.Script)
 
 	// The repository: a Go module (the example's seed files stay).
-	seed, err := w.repo.Push(e2eOwner, "main", realteam.Repo(), "calc")
+	seed, err := w.Repo.Push(E2eOwner, "main", realteam.Repo(), "calc")
 	require.NoError(t, err)
 
 	// The user's agent workflow: the example with the env lines above.
-	b, err := os.ReadFile(agentWorkflowFile)
+	b, err := os.ReadFile(AgentWorkflowFile)
 	require.NoError(t, err)
 	require.Equal(t, 1, strings.Count(string(b), exampleKeyLine), "the example agent workflow passes ANTHROPIC_API_KEY from the secrets")
 	wf := strings.Replace(string(b), exampleKeyLine, exampleKeyLine+realWorkflowEnv, 1)
-	require.NoError(t, w.f.AddWorkflowFile(e2eFull, filepath.Base(agentWorkflowFile), []byte(wf)))
-	w.secrets["ANTHROPIC_API_KEY"] = realModelKey
-	w.vars["ANTHROPIC_BASE_URL"] = srv.URL
+	require.NoError(t, w.F.AddWorkflowFile(E2eFull, filepath.Base(AgentWorkflowFile), []byte(wf)))
+	w.Secrets["ANTHROPIC_API_KEY"] = realModelKey
+	w.Vars["ANTHROPIC_BASE_URL"] = srv.URL
 
 	// The runner, as the workflow's "Install the agent CLI" step (npm
 	// install -g) leaves it: `claude` on PATH. Its HOME is a runner's, not
 	// this machine's user's (whose shell profile claude's Bash tool would
 	// source), with this machine's Go build cache (a warm tool cache).
-	bin := filepath.Join(w.root, "npm-global", "bin")
+	bin := filepath.Join(w.Root, "npm-global", "bin")
 	require.NoError(t, os.MkdirAll(bin, 0o755))
 	require.NoError(t, os.Symlink(claude, filepath.Join(bin, "claude")))
-	home := filepath.Join(w.root, "home", "runner")
+	home := filepath.Join(w.Root, "home", "runner")
 	require.NoError(t, os.MkdirAll(filepath.Join(home, ".cache"), 0o755))
 	if out, err := exec.Command("go", "env", "GOCACHE").Output(); err == nil && strings.TrimSpace(string(out)) != "" {
 		require.NoError(t, os.Symlink(strings.TrimSpace(string(out)), filepath.Join(home, ".cache", "go-build")))
 	}
-	w.env = append(w.env, "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"), "HOME="+home)
+	w.Env = append(w.Env, "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"), "HOME="+home)
 
 	// The agent-command input, as the README shows it (the configuration
 	// says the same): the bare name, found on PATH.
-	w.agentCmd = "claude -p --model {model}"
-	return &realWorld{world: w, srv: srv, team: tm, seed: seed}
+	w.AgentCmd = "claude -p --model {model}"
+	return &realWorld{World: w, srv: srv, team: tm, seed: seed}
 }
 
-// session opens the issue, labels it and drives the world until the
+// session opens the issue, labels it and drives the World until the
 // session ends; it returns the issue.
 func (rw *realWorld) session(onIdle func()) int {
-	t := rw.t
-	issue, err := rw.repo.CreateIssue("alice", "Add Mul to calc", "Add Mul(a, b int) int to the calc package, with a test.")
+	t := rw.T
+	issue, err := rw.Repo.CreateIssue("alice", "Add Mul to calc", "Add Mul(a, b int) int to the calc package, with a test.")
 	require.NoError(t, err)
-	require.NoError(t, rw.repo.LabelIssue("alice", issue, "bazinga"))
-	label := rw.wait(issue, 170*time.Second, onIdle)
+	require.NoError(t, rw.Repo.LabelIssue("alice", issue, "bazinga"))
+	label := rw.Wait(issue, 170*time.Second, onIdle)
 	if label != "bazinga:done" {
-		rw.dump(issue)
+		rw.Dump(issue)
 		t.Logf("model requests: %d, unhandled: %v", len(rw.srv.Requests()), rw.srv.Unhandled())
 	}
 	require.Equal(t, "bazinga:done", label)
-	rw.settle()
+	rw.Settle()
 	return issue
 }
 
@@ -128,12 +130,12 @@ func (rw *realWorld) session(onIdle func()) int {
 // commit QA passed and the tech lead approved, every agent step run by the
 // real claude with the repository's secret, and every step two jobs.
 func (rw *realWorld) assertRealSession(issue int, trust codec.StateTrust) pipeline.Session {
-	t := rw.t
-	s := actionOnlyState(t, rw.world, issue, trust)
+	t := rw.T
+	s := actionOnlyState(t, rw.World, issue, trust)
 	require.Equal(t, pipeline.SessionDone, s.Status, s.Reason)
 	assert.Equal(t, "BAZINGA verified", s.Reason)
-	assert.Equal(t, "closed", rw.repo.Issue(issue).GetState())
-	assert.NotContains(t, rw.repo.Labels(issue), "bazinga:running")
+	assert.Equal(t, "closed", rw.Repo.Issue(issue).GetState())
+	assert.NotContains(t, rw.Repo.Labels(issue), "bazinga:running")
 	require.Len(t, s.Groups, 1)
 	g := s.Groups[0]
 	require.Equal(t, pipeline.StageMerged, g.Stage)
@@ -141,7 +143,7 @@ func (rw *realWorld) assertRealSession(issue int, trust codec.StateTrust) pipeli
 
 	// The developer's files are on main, the seed's unchanged.
 	for file, want := range map[string]string{"mul.go": realteam.MulGo, "mul_test.go": realteam.MulTest, "calc.go": realteam.Repo()["calc.go"]} {
-		got, err := rw.repo.ReadFile("main", file)
+		got, err := rw.Repo.ReadFile("main", file)
 		require.NoError(t, err, "%s on main", file)
 		assert.Equal(t, want, string(got), file)
 	}
@@ -149,7 +151,7 @@ func (rw *realWorld) assertRealSession(issue int, trust codec.StateTrust) pipeli
 	// Nothing unreviewed on main: main's tree is the group head's, the head
 	// QA and the tech lead saw (their result records say which), on top of
 	// the seed; the group's PR merged at that head.
-	main, ok := rw.repo.Ref("refs/heads/main")
+	main, ok := rw.Repo.Ref("refs/heads/main")
 	require.True(t, ok)
 	assert.Equal(t, rw.git("rev-parse", g.Head+"^{tree}"), rw.git("rev-parse", main+"^{tree}"), "main's tree is the reviewed head's")
 	assert.Equal(t, "yes", rw.gitOK("merge-base", "--is-ancestor", g.Head, main), "the reviewed head is on main")
@@ -160,14 +162,14 @@ func (rw *realWorld) assertRealSession(issue int, trust codec.StateTrust) pipeli
 	// The commits the group added: the developer's, with its summary.
 	log := rw.git("log", "--format=%an|%s", rw.seed+".."+g.Head)
 	assert.Contains(t, log, "developer: "+realteam.DeveloperSummary)
-	prs := rw.repo.PRs()
+	prs := rw.Repo.PRs()
 	require.Len(t, prs, 1)
 	assert.True(t, prs[0].GetMerged())
 	assert.Equal(t, g.Head, prs[0].GetHead().GetSHA(), "the PR's head is the reviewed head")
 
 	results := map[pipeline.Role][]codec.ResultRecord{}
 	for _, n := range []int{issue, prs[0].GetNumber()} {
-		for _, c := range rw.repo.Comments(n) {
+		for _, c := range rw.Repo.Comments(n) {
 			assert.NotContains(t, c.GetBody(), realModelKey, "the model key never reaches GitHub")
 			if rec, ok := codec.ParseResultComment(c.GetBody()); ok {
 				results[rec.Role] = append(results[rec.Role], rec)
@@ -236,17 +238,17 @@ func (rw *realWorld) assertRealSession(issue int, trust codec.StateTrust) pipeli
 // succeeded; the agent jobs ran claude from PATH with the model settings
 // the workflow passed.
 func (rw *realWorld) assertRealJobs(s pipeline.Session) {
-	t := rw.t
+	t := rw.T
 	perStep := map[string][]string{}
-	for _, j := range rw.jobsCopy() {
-		if j.run.Workflow != "bazinga-agent.yml" {
+	for _, j := range rw.JobsCopy() {
+		if j.Run.Workflow != "bazinga-agent.yml" {
 			continue
 		}
-		perStep[j.run.Inputs["step"]] = append(perStep[j.run.Inputs["step"]], j.command)
-		if !assert.Zero(t, j.exit, "%s job of %s", j.command, j.run.Inputs["step"]) {
-			t.Log(j.output)
+		perStep[j.Run.Inputs["step"]] = append(perStep[j.Run.Inputs["step"]], j.Command)
+		if !assert.Zero(t, j.Exit, "%s job of %s", j.Command, j.Run.Inputs["step"]) {
+			t.Log(j.Output)
 		}
-		assert.NotContains(t, strings.ReplaceAll(j.output, "::add-mask::"+j.token, ""), j.token, "the token is never printed")
+		assert.NotContains(t, strings.ReplaceAll(j.Output, "::add-mask::"+j.Token, ""), j.Token, "the token is never printed")
 	}
 	for _, st := range s.Steps {
 		if st.State != pipeline.StepDone {
@@ -273,15 +275,15 @@ func (rw *realWorld) assertRealJobs(s pipeline.Session) {
 
 // git runs git on the fake's bare repository.
 func (rw *realWorld) git(args ...string) string {
-	rw.t.Helper()
-	out, err := exec.Command("git", append([]string{"--git-dir", rw.repo.Path()}, args...)...).CombinedOutput()
-	require.NoError(rw.t, err, "git %v: %s", args, out)
+	rw.T.Helper()
+	out, err := exec.Command("git", append([]string{"--git-dir", rw.Repo.Path()}, args...)...).CombinedOutput()
+	require.NoError(rw.T, err, "git %v: %s", args, out)
 	return strings.TrimSpace(string(out))
 }
 
 // gitOK runs git and says whether it succeeded.
 func (rw *realWorld) gitOK(args ...string) string {
-	if exec.Command("git", append([]string{"--git-dir", rw.repo.Path()}, args...)...).Run() != nil {
+	if exec.Command("git", append([]string{"--git-dir", rw.Repo.Path()}, args...)...).Run() != nil {
 		return "no"
 	}
 	return "yes"
@@ -297,17 +299,17 @@ func (rw *realWorld) gitOK(args ...string) string {
 func TestE2ERealClaudeActionOnly(t *testing.T) {
 	start := time.Now()
 	rw := newRealWorld(t)
-	rw.actionOnly()
+	rw.ActionOnly()
 	sweeps := 0
 	issue := rw.session(func() {
 		sweeps++
-		_, _ = rw.f.TriggerSchedule(e2eFull, sweepWorkflow)
+		_, _ = rw.F.TriggerSchedule(E2eFull, SweepWorkflow)
 	})
-	s := rw.assertRealSession(issue, codec.StateTrust{PublicKey: e2eActionOnlyKey, Authors: []string{ghfake.ActionsLogin}})
+	s := rw.assertRealSession(issue, codec.StateTrust{PublicKey: E2eActionOnlyKey, Authors: []string{ghfake.ActionsLogin}})
 	assert.Zero(t, sweeps, "the steps' dispatches drive the session; the schedule is not needed")
-	assert.Empty(t, rw.f.Deliveries(), "no App: no webhook deliveries")
+	assert.Empty(t, rw.F.Deliveries(), "no App: no webhook deliveries")
 	t.Logf("Action-only mode with claude: %d steps, %d jobs, %d model requests, %s",
-		len(s.Steps), len(rw.jobsCopy()), len(rw.srv.Requests()), time.Since(start).Round(time.Millisecond))
+		len(s.Steps), len(rw.JobsCopy()), len(rw.srv.Requests()), time.Since(start).Round(time.Millisecond))
 }
 
 // App mode with the real claude binary: the same session, the App
@@ -320,31 +322,31 @@ func TestE2ERealClaudeAppMode(t *testing.T) {
 	if t.Failed() {
 		t.Log(logs())
 	}
-	s := rw.assertRealSession(issue, codec.StateTrust{PublicKey: e2ePublicKey, Authors: []string{rw.f.BotLogin()}})
-	for _, d := range rw.f.Deliveries() {
+	s := rw.assertRealSession(issue, codec.StateTrust{PublicKey: E2ePublicKey, Authors: []string{rw.F.BotLogin()}})
+	for _, d := range rw.F.Deliveries() {
 		assert.Equal(t, http.StatusAccepted, d.Status, "delivery %s %s", d.Event, d.ID)
 	}
 	t.Logf("App mode with claude: %d steps, %d jobs, %d model requests, %d webhooks, %s",
-		len(s.Steps), len(rw.jobsCopy()), len(rw.srv.Requests()), len(rw.f.Deliveries()), time.Since(start).Round(time.Millisecond))
+		len(s.Steps), len(rw.JobsCopy()), len(rw.srv.Requests()), len(rw.F.Deliveries()), time.Since(start).Round(time.Millisecond))
 }
 
-// startApp starts the App as playAppModeWith does: its installation token
+// startApp starts the App as PlayAppModeWith does: its installation token
 // carries app.yml's permissions, it receives the fake's signed webhooks.
 func (rw *realWorld) startApp() (*bot.Bot, func() string) {
-	t, f := rw.t, rw.f
-	require.NoError(t, f.AddAppToken(e2eBotTok, "../app.yml"))
+	t, f := rw.T, rw.F
+	require.NoError(t, f.AddAppToken(E2eBotTok, "../app.yml"))
 	tr := ghapi.NewTransport(http.DefaultTransport, ghapi.TransportOptions{APIPrefix: "/api/v3", Identity: "app"})
-	client, err := github.NewClient(&http.Client{Transport: tr}).WithAuthToken(e2eBotTok).WithEnterpriseURLs(f.APIURL(), f.URL()+"/api/uploads/")
+	client, err := github.NewClient(&http.Client{Transport: tr}).WithAuthToken(E2eBotTok).WithEnterpriseURLs(f.APIURL(), f.URL()+"/api/uploads/")
 	require.NoError(t, err)
 	gh := ghapi.New(client)
 	var logs bytes.Buffer
 	var logMu sync.Mutex
-	logger := slog.New(slog.NewTextHandler(&lockedWriter{w: &logs, mu: &logMu}, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	logger := slog.New(slog.NewTextHandler(&LockedWriter{W: &logs, Mu: &logMu}, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	b, err := bot.New(bot.Options{Client: func(context.Context, int64) (bot.GitHub, error) { return gh, nil },
-		Login: f.BotLogin(), SigningKey: e2eSigningKey, Logger: logger})
+		Login: f.BotLogin(), SigningKey: E2eSigningKey, Logger: logger})
 	require.NoError(t, err)
-	rw.orchestrator, rw.publicKey = f.BotLogin(), e2ePublicKey
-	srv, err := server.NewServer(server.Config{WebhookSecret: []byte(e2eSecret)}, b, logger)
+	rw.Orchestrator, rw.PublicKey = f.BotLogin(), E2ePublicKey
+	srv, err := server.NewServer(server.Config{WebhookSecret: []byte(E2eSecret)}, b, logger)
 	require.NoError(t, err)
 	hs := httptest.NewServer(srv.Handler())
 	t.Cleanup(func() {
@@ -353,7 +355,7 @@ func (rw *realWorld) startApp() (*bot.Bot, func() string) {
 		_ = srv.Shutdown(ctx)
 		hs.Close()
 	})
-	f.SetWebhook(hs.URL+"/webhook", e2eSecret)
+	f.SetWebhook(hs.URL+"/webhook", E2eSecret)
 	return b, func() string {
 		logMu.Lock()
 		defer logMu.Unlock()

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	. "github.com/bazinga-bot/bazinga/internal/e2eworld"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.yaml.in/yaml/v3"
@@ -24,17 +26,17 @@ import (
 // trusting the fake's OIDC issuer.
 func exchangeServer(t *testing.T, u *unit, cfg server.TokenExchangeConfig) (*ghfake.OIDCIssuer, string) {
 	t.Helper()
-	o := ghfake.StartOIDC(t, u.f)
+	o := ghfake.StartOIDC(t, u.F)
 	return o, exchangeServerFor(t, u, o, cfg)
 }
 
 func exchangeServerFor(t *testing.T, u *unit, o *ghfake.OIDCIssuer, cfg server.TokenExchangeConfig) string {
 	t.Helper()
-	factory, err := ghapi.NewClientFactory(ghapi.App{ID: u.f.AppID(), PrivateKey: testkey.PEM(t), APIURL: u.f.APIURL()}, u.f.Transport(),
+	factory, err := ghapi.NewClientFactory(ghapi.App{ID: u.F.AppID(), PrivateKey: testkey.PEM(t), APIURL: u.F.APIURL()}, u.F.Transport(),
 		ghapi.TransportOptions{MaxRetries: -1, MaxRateLimitRetries: -1})
 	require.NoError(t, err)
 	cfg.Issuer = o.URL()
-	x, err := server.NewTokenExchange(cfg, server.TokenExchangeOptions{GitHub: server.FactoryGitHub{F: factory}, Login: u.f.BotLogin()})
+	x, err := server.NewTokenExchange(cfg, server.TokenExchangeOptions{GitHub: server.FactoryGitHub{F: factory}, Login: u.F.BotLogin()})
 	require.NoError(t, err)
 	srv := httptest.NewServer(x)
 	t.Cleanup(srv.Close)
@@ -107,52 +109,52 @@ func TestPublishActsAsTheAppThroughTheExchange(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			u := newUnit(t)
-			require.NoError(t, u.f.AddWorkflow(e2eFull, "ci.yml", ghfake.Workflow{Name: "CI", On: []string{"push"}}))
+			require.NoError(t, u.F.AddWorkflow(E2eFull, "ci.yml", ghfake.Workflow{Name: "CI", On: []string{"push"}}))
 			o, url := exchangeServer(t, u, server.TokenExchangeConfig{})
-			run, _ := groupStep(t, u, u.agentCmd(t))
+			run, _ := groupStep(t, u, u.AgentCmd(t))
 			step := run.Inputs["step"]
 			// The orchestrator (the App) created the group branches: their
 			// CI runs are not the publish's.
-			ciBefore := len(ciRuns(u.f))
-			dispatched := agentRuns(u.f)
+			ciBefore := len(ciRuns(u.F))
+			dispatched := agentRuns(u.F)
 
-			runTok := u.f.RunToken(run)
+			runTok := u.F.RunToken(run)
 			inputs := map[string]string{"command": "publish", "step": step, "github-token": runTok}
-			env := u.env(inputs)
+			env := u.Env(inputs)
 			if viaExchange {
-				env = withJobOIDC(u.env(map[string]string{"command": "publish", "step": step, "github-token": runTok, "token-exchange-url": url}), o, run)
+				env = withJobOIDC(u.Env(map[string]string{"command": "publish", "step": step, "github-token": runTok, "token-exchange-url": url}), o, run)
 			}
 			r := u.action(env)
 			require.Equal(t, 0, r.code, r.stdout)
-			require.NoError(t, u.f.WaitWebhooks(10*time.Second))
+			require.NoError(t, u.F.WaitWebhooks(10*time.Second))
 
 			head, claimed, results := u.published(step)
 			require.NotEmpty(t, head)
 			assert.True(t, claimed)
 			assert.Equal(t, 1, results)
 			var author string
-			for _, n := range append([]int{u.issue}, prNumbers(u.repo)...) {
-				for _, c := range u.repo.Comments(n) {
+			for _, n := range append([]int{u.issue}, prNumbers(u.Repo)...) {
+				for _, c := range u.Repo.Comments(n) {
 					if rec, ok := codec.ParseResultComment(c.GetBody()); ok && rec.Step == step {
 						author = c.GetUser().GetLogin()
 					}
 				}
 			}
-			senders := pushSenders(u.f, "refs/heads/bazinga/1-A")
+			senders := pushSenders(u.F, "refs/heads/bazinga/1-A")
 			require.NotEmpty(t, senders)
 			if !viaExchange {
 				assert.Equal(t, ghfake.ActionsLogin, author)
 				assert.Equal(t, ghfake.ActionsLogin, senders[len(senders)-1])
-				assert.Len(t, ciRuns(u.f), ciBefore, "a GITHUB_TOKEN's push starts no workflow")
+				assert.Len(t, ciRuns(u.F), ciBefore, "a GITHUB_TOKEN's push starts no workflow")
 				return
 			}
-			assert.Equal(t, u.f.BotLogin(), author, "the result is the App's")
-			assert.Equal(t, u.f.BotLogin(), senders[len(senders)-1], "the push is the App's")
-			ci := ciRuns(u.f)
+			assert.Equal(t, u.F.BotLogin(), author, "the result is the App's")
+			assert.Equal(t, u.F.BotLogin(), senders[len(senders)-1], "the push is the App's")
+			ci := ciRuns(u.F)
 			require.Len(t, ci, ciBefore+1, "the App's push starts CI")
 			started := ci[ciBefore]
 			assert.Equal(t, "push", started.Event)
-			assert.Equal(t, u.f.BotLogin(), started.Actor)
+			assert.Equal(t, u.F.BotLogin(), started.Actor)
 			var ev struct {
 				Ref   string `json:"ref"`
 				After string `json:"after"`
@@ -169,7 +171,7 @@ func TestPublishActsAsTheAppThroughTheExchange(t *testing.T) {
 			assert.Contains(t, r.stdout, "acting as bazinga[bot] with an App token for acme/widgets")
 			// The orchestrator applied the App-posted result at once (by
 			// webhook, not at the next sweep): the next step is dispatched.
-			assert.Greater(t, agentRuns(u.f), dispatched, "the session moved on")
+			assert.Greater(t, agentRuns(u.F), dispatched, "the session moved on")
 		})
 	}
 }
@@ -187,7 +189,7 @@ func TestTokenExchangeInputIsForPrivilegedJobsOnly(t *testing.T) {
 			case "validate":
 				step = "1/_/validate/9"
 			}
-			r := u.action(withJobOIDC(u.env(map[string]string{"command": cmd, "step": step, "github-token": ro, "token-exchange-url": url}), o, u.run))
+			r := u.action(withJobOIDC(u.Env(map[string]string{"command": cmd, "step": step, "github-token": ro, "token-exchange-url": url}), o, u.Run))
 			assert.Equal(t, 1, r.code, r.stdout)
 			assert.Contains(t, r.stdout, "input `token-exchange-url` is set on a "+cmd+" job: only the privileged jobs (publish, land, reconcile) may act as the App")
 			assert.Contains(t, r.stdout, "Trust boundary")
@@ -196,7 +198,7 @@ func TestTokenExchangeInputIsForPrivilegedJobsOnly(t *testing.T) {
 	assert.False(t, u.claimed("1/_/pm/1"))
 
 	// An unprivileged job that merely holds id-token: write is warned.
-	r := u.action(withJobOIDC(u.env(map[string]string{"command": "agent", "step": "1/_/pm/1", "github-token": ro, "agent-command": u.agentCmd(t)}), o, u.run))
+	r := u.action(withJobOIDC(u.Env(map[string]string{"command": "agent", "step": "1/_/pm/1", "github-token": ro, "agent-command": u.AgentCmd(t)}), o, u.Run))
 	require.Equal(t, 0, r.code, r.stdout)
 	assert.Contains(t, r.stdout, "::warning::bazinga agent: this job has `id-token: write`")
 
@@ -205,11 +207,11 @@ func TestTokenExchangeInputIsForPrivilegedJobsOnly(t *testing.T) {
 		env  map[string]string
 		want string
 	}{
-		{"no id-token: write", u.env(map[string]string{"command": "publish", "step": "1/_/pm/1", "token-exchange-url": url}),
+		{"no id-token: write", u.Env(map[string]string{"command": "publish", "step": "1/_/pm/1", "token-exchange-url": url}),
 			"add `permissions: id-token: write` to this job"},
-		{"plain http to another host", withJobOIDC(u.env(map[string]string{"command": "publish", "step": "1/_/pm/1", "token-exchange-url": "http://bazinga.example.com/token"}), o, u.run),
+		{"plain http to another host", withJobOIDC(u.Env(map[string]string{"command": "publish", "step": "1/_/pm/1", "token-exchange-url": "http://bazinga.example.com/token"}), o, u.Run),
 			"must be https"},
-		{"the wrong audience", withJobOIDC(u.env(map[string]string{"command": "publish", "step": "1/_/pm/1", "token-exchange-url": url, "token-exchange-audience": "someone-else"}), o, u.run),
+		{"the wrong audience", withJobOIDC(u.Env(map[string]string{"command": "publish", "step": "1/_/pm/1", "token-exchange-url": url, "token-exchange-audience": "someone-else"}), o, u.Run),
 			"refused (401 Unauthorized, check audience): the token's audience is not \"bazinga\""},
 	}
 	for _, c := range cases {
@@ -228,9 +230,9 @@ func TestTokenExchangeInputIsForPrivilegedJobsOnly(t *testing.T) {
 func TestReconcileActsAsTheAppThroughTheExchange(t *testing.T) {
 	u := newUnit(t)
 	o, url := exchangeServer(t, u, server.TokenExchangeConfig{})
-	run := u.run
+	run := u.Run
 	run.Workflow = "bazinga.yml"
-	env := withJobOIDC(u.env(map[string]string{"command": "reconcile", "token-exchange-url": url}), o, run)
+	env := withJobOIDC(u.Env(map[string]string{"command": "reconcile", "token-exchange-url": url}), o, run)
 	env["GITHUB_EVENT_NAME"] = "schedule"
 	r := u.action(env)
 	require.Equal(t, 0, r.code, r.stdout)
@@ -239,7 +241,7 @@ func TestReconcileActsAsTheAppThroughTheExchange(t *testing.T) {
 	// server allows only the orchestrator's workflow.
 	url2 := exchangeServerFor(t, u, o, server.TokenExchangeConfig{Workflows: []string{".github/workflows/bazinga.yml"}})
 	run.Workflow = "bazinga-agent.yml"
-	env = withJobOIDC(u.env(map[string]string{"command": "reconcile", "token-exchange-url": url2}), o, run)
+	env = withJobOIDC(u.Env(map[string]string{"command": "reconcile", "token-exchange-url": url2}), o, run)
 	env["GITHUB_EVENT_NAME"] = "schedule"
 	r = u.action(env)
 	assert.Equal(t, 1, r.code)

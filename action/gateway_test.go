@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	. "github.com/bazinga-bot/bazinga/internal/e2eworld"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -27,7 +29,7 @@ const gatewayKey = "sk-ant-real-key-only-in-bazinga-serve"
 func gatewayServer(t *testing.T, u *unit, o *ghfake.OIDCIssuer) (url string, model *modelfake.Server, led *gateway.MemLedger) {
 	t.Helper()
 	model = modelfake.Start(t, modelfake.ByTurn(modelfake.Reply{Text: "ok", Usage: modelfake.Usage{InputTokens: 1000, OutputTokens: 100}}))
-	factory, err := ghapi.NewClientFactory(ghapi.App{ID: u.f.AppID(), PrivateKey: testkey.PEM(t), APIURL: u.f.APIURL()}, u.f.Transport(),
+	factory, err := ghapi.NewClientFactory(ghapi.App{ID: u.F.AppID(), PrivateKey: testkey.PEM(t), APIURL: u.F.APIURL()}, u.F.Transport(),
 		ghapi.TransportOptions{MaxRetries: -1, MaxRateLimitRetries: -1})
 	require.NoError(t, err)
 	signer, err := gateway.NewSigner(nil)
@@ -36,7 +38,7 @@ func gatewayServer(t *testing.T, u *unit, o *ghfake.OIDCIssuer) (url string, mod
 	gw, err := gateway.New(gateway.Config{Anthropic: gateway.UpstreamConfig{BaseURL: model.URL, Key: gatewayKey}, Signer: signer, Ledger: led})
 	require.NoError(t, err)
 	x, err := server.NewGatewayExchange(server.GatewayExchangeConfig{Issuer: o.URL()}, server.GatewayExchangeOptions{
-		GitHub: server.FactoryGitHub{F: factory}, Signer: signer, Login: u.f.BotLogin()})
+		GitHub: server.FactoryGitHub{F: factory}, Signer: signer, Login: u.F.BotLogin()})
 	require.NoError(t, err)
 	mux := http.NewServeMux()
 	mux.Handle(server.GatewayTokenPath, x)
@@ -60,7 +62,7 @@ curl -s -o /dev/null -w '%%{http_code}\n' "$ANTHROPIC_BASE_URL/v1/messages" -H "
   -H 'anthropic-version: 2023-06-01' -H 'content-type: application/json' \
   -d '{"model":"claude-sonnet-4-5","max_tokens":100,"messages":[{"role":"user","content":"hi"}]}' > %q.code
 exec %s
-`, u.dir, dump, dump, u.agentCmd(t))
+`, u.dir, dump, dump, u.AgentCmd(t))
 	p := filepath.Join(t.TempDir(), "agent.sh")
 	require.NoError(t, os.WriteFile(p, []byte(script), 0o755))
 	return p
@@ -71,11 +73,11 @@ exec %s
 // gateway adds — and are metered against its step.
 func TestAgentJobWithGatewayHoldsNoProviderKey(t *testing.T) {
 	u := newUnit(t)
-	o := ghfake.StartOIDC(t, u.f)
+	o := ghfake.StartOIDC(t, u.F)
 	url, model, led := gatewayServer(t, u, o)
 	dump := filepath.Join(t.TempDir(), "dump")
-	env := withJobOIDC(u.env(map[string]string{"command": "agent", "step": "1/_/pm/1", "github-token": u.readToken(),
-		"agent-command": dumpingAgent(t, u, dump), "gateway-url": url}), o, u.run)
+	env := withJobOIDC(u.Env(map[string]string{"command": "agent", "step": "1/_/pm/1", "github-token": u.readToken(),
+		"agent-command": dumpingAgent(t, u, dump), "gateway-url": url}), o, u.Run)
 	r := u.action(env)
 	require.Equal(t, 0, r.code, r.stdout)
 	assert.Contains(t, r.stdout, "model calls go through the gateway at "+url)
@@ -89,7 +91,7 @@ func TestAgentJobWithGatewayHoldsNoProviderKey(t *testing.T) {
 	assert.Equal(t, "200", strings.TrimSpace(string(code)))
 	require.Len(t, model.Requests(), 1)
 	assert.Equal(t, gatewayKey, model.Requests()[0].Header.Get("x-api-key"))
-	sp, err := led.StepSpend(t.Context(), gateway.Scope{Repository: e2eFull, Session: "1", Step: "1/_/pm/1", Installation: u.f.InstallationID()})
+	sp, err := led.StepSpend(t.Context(), gateway.Scope{Repository: E2eFull, Session: "1", Step: "1/_/pm/1", Installation: u.F.InstallationID()})
 	require.NoError(t, err)
 	assert.Equal(t, gateway.Tokens{Input: 1000, Output: 100}, sp.Tokens, "metered against the step the App dispatched")
 }
@@ -97,31 +99,31 @@ func TestAgentJobWithGatewayHoldsNoProviderKey(t *testing.T) {
 // gateway-url goes only on agent jobs that hold no provider key and can request their OIDC token.
 func TestGatewayInputRefusals(t *testing.T) {
 	u := newUnit(t)
-	o := ghfake.StartOIDC(t, u.f)
+	o := ghfake.StartOIDC(t, u.F)
 	url, model, _ := gatewayServer(t, u, o)
 	base := func(extra map[string]string) map[string]string {
-		in := map[string]string{"command": "agent", "step": "1/_/pm/1", "github-token": u.readToken(), "agent-command": u.agentCmd(t), "gateway-url": url}
+		in := map[string]string{"command": "agent", "step": "1/_/pm/1", "github-token": u.readToken(), "agent-command": u.AgentCmd(t), "gateway-url": url}
 		for k, v := range extra {
 			in[k] = v
 		}
 		return in
 	}
-	withKey := withJobOIDC(u.env(base(nil)), o, u.run)
+	withKey := withJobOIDC(u.Env(base(nil)), o, u.Run)
 	withKey["ANTHROPIC_API_KEY"] = "sk-leaked"
 	r := u.action(withKey)
 	assert.Equal(t, 1, r.code)
 	assert.Contains(t, r.stdout, "this job's environment holds ANTHROPIC_API_KEY")
 	assert.NotContains(t, r.stdout, "sk-leaked")
 
-	r = u.action(u.env(base(nil)))
+	r = u.action(u.Env(base(nil)))
 	assert.Equal(t, 1, r.code)
 	assert.Contains(t, r.stdout, "cannot request its OIDC token")
 
-	r = u.action(withJobOIDC(u.env(base(map[string]string{"command": "publish"})), o, u.run))
+	r = u.action(withJobOIDC(u.Env(base(map[string]string{"command": "publish"})), o, u.Run))
 	assert.Equal(t, 1, r.code)
 	assert.Contains(t, r.stdout, "input `gateway-url` is set on a publish job")
 
-	r = u.action(withJobOIDC(u.env(base(map[string]string{"gateway-url": "http://bazinga.example.com/gateway"})), o, u.run))
+	r = u.action(withJobOIDC(u.Env(base(map[string]string{"gateway-url": "http://bazinga.example.com/gateway"})), o, u.Run))
 	assert.Equal(t, 1, r.code)
 	assert.Contains(t, r.stdout, "must be https")
 	assert.Empty(t, model.Requests())

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	. "github.com/bazinga-bot/bazinga/internal/e2eworld"
+
 	"github.com/google/go-github/v66/github"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -20,20 +22,20 @@ import (
 )
 
 type jobClock struct {
-	mu sync.Mutex
-	t  time.Time
+	Mu sync.Mutex
+	T  time.Time
 }
 
 func (c *jobClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
+	c.Mu.Lock()
+	defer c.Mu.Unlock()
+	return c.T
 }
 
 func (c *jobClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
+	c.Mu.Lock()
+	c.T = c.T.Add(d)
+	c.Mu.Unlock()
 }
 
 // TestActionOnlyReconcileWaitsForTheRateLimit: in Action-only mode every
@@ -43,25 +45,25 @@ func (c *jobClock) Advance(d time.Duration) {
 // invites a re-run); until the reset further reconciles do nothing; the
 // first one after it resumes the session.
 func TestActionOnlyReconcileWaitsForTheRateLimit(t *testing.T) {
-	clock := &jobClock{t: time.Date(2026, 3, 2, 14, 0, 0, 0, time.UTC)}
+	clock := &jobClock{T: time.Date(2026, 3, 2, 14, 0, 0, 0, time.UTC)}
 	f := ghfake.Start(t, ghfake.Options{WebhookMode: ghfake.Sync, Now: clock.Now})
-	repo, err := f.CreateRepo(e2eOwner, e2eName, "main")
+	repo, err := f.CreateRepo(E2eOwner, E2eName, "main")
 	require.NoError(t, err)
-	_, err = repo.Push(e2eOwner, "main", map[string]string{"README.md": "# widgets\n", "seed.txt": "ok\n", ".github/bazinga.yml": e2eConfig}, "Initial commit")
+	_, err = repo.Push(E2eOwner, "main", map[string]string{"README.md": "# widgets\n", "seed.txt": "ok\n", ".github/bazinga.yml": E2eConfig}, "Initial commit")
 	require.NoError(t, err)
 	f.SetPermission("alice", "write")
 	// The real workflow files; their jobs are played here by hand.
-	require.NoError(t, f.AddWorkflowFileFrom(e2eFull, agentWorkflowFile))
-	require.NoError(t, f.AddWorkflowFileFrom(e2eFull, orchestratorWorkflowFile))
+	require.NoError(t, f.AddWorkflowFileFrom(E2eFull, AgentWorkflowFile))
+	require.NoError(t, f.AddWorkflowFileFrom(E2eFull, OrchestratorWorkflowFile))
 	issue, err := repo.CreateIssue("alice", "Write a.txt", "Please.")
 	require.NoError(t, err)
 	require.NoError(t, repo.LabelIssue("alice", issue, "bazinga"))
 	runs := f.Runs()
 	require.Len(t, runs, 1)
-	u := &unit{t: t, f: f, repo: repo, issue: issue, run: runs[0], dir: t.TempDir()}
+	u := &unit{T: t, F: f, Repo: repo, issue: issue, Run: runs[0], dir: t.TempDir()}
 	run := func(inputs map[string]string, event string) result {
-		env := u.env(inputs)
-		env["INPUT_STATE-PUBLIC-KEY"] = codec.FormatPublicKey(e2eActionOnlyKey)
+		env := u.Env(inputs)
+		env["INPUT_STATE-PUBLIC-KEY"] = codec.FormatPublicKey(E2eActionOnlyKey)
 		env["INPUT_ORCHESTRATOR"] = ghfake.ActionsLogin
 		if event != "" {
 			env["GITHUB_EVENT_NAME"] = event
@@ -99,8 +101,8 @@ func TestActionOnlyReconcileWaitsForTheRateLimit(t *testing.T) {
 		}
 	}
 	require.Equal(t, "1/_/pm/1", pm.Inputs["step"])
-	u.run = pm
-	r = run(map[string]string{"command": "agent", "step": "1/_/pm/1", "github-token": u.readToken(), "agent-command": u.agentCmd(t)}, "")
+	u.Run = pm
+	r = run(map[string]string{"command": "agent", "step": "1/_/pm/1", "github-token": u.readToken(), "agent-command": u.AgentCmd(t)}, "")
 	require.Equal(t, 0, r.code, r.stdout)
 	r = run(map[string]string{"command": "publish", "step": "1/_/pm/1", "github-token": u.writeToken(pm)}, "")
 	require.Equal(t, 0, r.code, r.stdout)
@@ -108,7 +110,7 @@ func TestActionOnlyReconcileWaitsForTheRateLimit(t *testing.T) {
 
 	// The repository's jobs have spent their hour but for the reserve the
 	// transport keeps: the schedule's reconcile pauses the session.
-	f.SetActionsRateRemaining(e2eFull, 21)
+	f.SetActionsRateRemaining(E2eFull, 21)
 	r = run(map[string]string{"command": "reconcile", "github-token": jobToken(t, f, runs[0], "reconcile")}, "schedule")
 	assert.Equal(t, 0, r.code, "a rate limit is not a failed run: %s", r.stdout)
 	assert.Contains(t, r.outputs, "rate-limited")

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	. "github.com/bazinga-bot/bazinga/internal/e2eworld"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -31,7 +33,7 @@ func TestRouteCommand(t *testing.T) {
 			var stdout bytes.Buffer
 			code := action.Run(context.Background(), action.Deps{Getenv: func(k string) string { return env[k] }, Stdout: &stdout})
 			require.Equal(t, 0, code, stdout.String())
-			assert.Equal(t, tc.want, readOutputs(out)["session"])
+			assert.Equal(t, tc.want, ReadOutputs(out)["session"])
 			if tc.want == "" {
 				assert.Contains(t, stdout.String(), "no reconcile needed")
 			}

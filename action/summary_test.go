@@ -41,31 +41,31 @@ checks:
 	exe, err := os.Executable()
 	require.NoError(t, err)
 	agentCmd := "'" + exe + "' scripted-agent --scenario '" + sc + "' --state '" + filepath.Join(dir, "state") + "'"
-	main, _ := u.repo.Ref("refs/heads/main")
+	main, _ := u.Repo.Ref("refs/heads/main")
 	require.Len(t, main, 40)
 
 	// The pm step took the baseline: red, with the failing test named.
-	tok := u.writeToken(u.run)
-	r := u.action(u.env(map[string]string{"command": "agent", "step": "1/_/pm/1", "github-token": u.readToken(), "agent-command": agentCmd}))
+	tok := u.writeToken(u.Run)
+	r := u.action(u.Env(map[string]string{"command": "agent", "step": "1/_/pm/1", "github-token": u.readToken(), "agent-command": agentCmd}))
 	require.Equal(t, 0, r.code, r.stdout)
 	wantBaseline := "| Baseline | **red** at `" + main[:12] + "` (go test -json) — failing: `p.TestFlaky` |"
 	assert.Contains(t, r.summary, wantBaseline)
 	assert.NotContains(t, r.summary, "| Checks |", "the pm step ran no checks")
-	r = u.action(u.env(map[string]string{"command": "publish", "step": "1/_/pm/1", "github-token": tok}))
+	r = u.action(u.Env(map[string]string{"command": "publish", "step": "1/_/pm/1", "github-token": tok}))
 	require.Equal(t, 0, r.code, r.stdout)
 	assert.Contains(t, r.summary, wantBaseline, "the baseline crossed the hand-over")
 
 	// The developer's READY claim: the harness ran both checks.
-	require.NoError(t, u.f.WaitWebhooks(10*time.Second))
+	require.NoError(t, u.F.WaitWebhooks(10*time.Second))
 	var run ghfake.Run
-	for _, x := range u.f.Runs() {
+	for _, x := range u.F.Runs() {
 		if strings.HasPrefix(x.Inputs["step"], "1/A/developer/") {
 			run = x
 		}
 	}
 	require.NotZero(t, run.ID, "group A's developer step is dispatched")
-	u.run = run
-	env := u.env(map[string]string{"command": "agent", "step": run.Inputs["step"], "github-token": u.readToken(), "agent-command": agentCmd})
+	u.Run = run
+	env := u.Env(map[string]string{"command": "agent", "step": run.Inputs["step"], "github-token": u.readToken(), "agent-command": agentCmd})
 	r = u.action(env)
 	require.Equal(t, 0, r.code, r.stdout)
 	assert.Contains(t, r.summary, "| Status | **READY_FOR_QA** |", "an optional check that fails blocks nothing")
@@ -74,7 +74,7 @@ checks:
 	assert.Contains(t, checks, "`cover` ✗ **fail** (optional) — fail (exit 3)")
 	assert.NotContains(t, r.summary, "| Baseline |", "only the pm's first step takes the baseline")
 
-	r = u.action(u.env(map[string]string{"command": "publish", "step": run.Inputs["step"], "github-token": u.writeToken(run),
+	r = u.action(u.Env(map[string]string{"command": "publish", "step": run.Inputs["step"], "github-token": u.writeToken(run),
 		"handover": env["RUNNER_TEMP"] + "/bazinga-handover"}))
 	require.Equal(t, 0, r.code, r.stdout)
 	assert.Equal(t, checks, checksRow(t, r.summary), "publish shows the same checks")

@@ -14,21 +14,21 @@ import (
 // never a reason to throw its work away), and posts the result.
 func TestPublishDropsMalformedUsage(t *testing.T) {
 	u := newUnit(t)
-	run, env := groupStep(t, u, u.agentCmd(t))
+	run, env := groupStep(t, u, u.AgentCmd(t))
 	step := run.Inputs["step"]
 	dir := env["RUNNER_TEMP"] + "/bazinga-handover"
 	m := readManifest(t, dir)
 	m["result"].(map[string]any)["usage"] = map[string]any{"steps": 1, "priced": 1, "cost_micros": -400, "input_tokens": 10}
 	m.write(t, dir)
 
-	r := u.action(u.env(map[string]string{"command": "publish", "step": step, "github-token": u.f.RunToken(run), "handover": dir}))
+	r := u.action(u.Env(map[string]string{"command": "publish", "step": step, "github-token": u.F.RunToken(run), "handover": dir}))
 	require.Equal(t, 0, r.code, r.stdout)
 	assert.Contains(t, r.stdout, "::warning::bazinga: step "+step+": usage refused: cost -400 millionths of a dollar is outside")
 	_, claimed, results := u.published(step)
 	assert.True(t, claimed)
 	assert.Equal(t, 1, results)
-	for _, n := range append([]int{u.issue}, prNumbers(u.repo)...) {
-		for _, c := range u.repo.Comments(n) {
+	for _, n := range append([]int{u.issue}, prNumbers(u.Repo)...) {
+		for _, c := range u.Repo.Comments(n) {
 			if rec, ok := codec.ParseResultComment(c.GetBody()); ok && rec.Step == step {
 				assert.Nil(t, rec.Usage, "the posted record carries no usage")
 			}

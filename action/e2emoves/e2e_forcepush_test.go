@@ -1,4 +1,4 @@
-package action_test
+package e2emoves_test
 
 import (
 	"net/http"
@@ -6,6 +6,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	. "github.com/bazinga-bot/bazinga/internal/e2eworld"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -29,11 +31,11 @@ import (
 // of B's first merge step starts (it downloaded the gate's hand-over): B's
 // commit is amended to also add b-alice.txt. It returns the pushed commit,
 // once pushed, and the head it replaced.
-func forcePushOnLand(t *testing.T, w *world) (pushed func() (human, reviewed string)) {
+func forcePushOnLand(t *testing.T, w *World) (pushed func() (human, reviewed string)) {
 	t.Helper()
 	var mu sync.Mutex
 	var human, old string
-	w.beforePublish = func(r ghfake.Run, _ string) {
+	w.BeforePublish = func(r ghfake.Run, _ string) {
 		step := r.Inputs["step"]
 		if !strings.Contains(step, "/B/merge/") {
 			return
@@ -43,9 +45,9 @@ func forcePushOnLand(t *testing.T, w *world) (pushed func() (human, reviewed str
 		if human != "" {
 			return
 		}
-		head, ok := w.repo.Ref("refs/heads/bazinga/1-B")
+		head, ok := w.Repo.Ref("refs/heads/bazinga/1-B")
 		require.True(t, ok, "B's branch exists when it merges")
-		sha, err := w.repo.ForcePush("alice", "bazinga/1-B", head+"^",
+		sha, err := w.Repo.ForcePush("alice", "bazinga/1-B", head+"^",
 			map[string]string{"b.txt": "ok\n", "b-alice.txt": "ok\n"}, "B: also b-alice.txt (amended)")
 		require.NoError(t, err)
 		human, old = sha, head
@@ -61,14 +63,14 @@ func forcePushOnLand(t *testing.T, w *world) (pushed func() (human, reviewed str
 // was merged once, at the human's head, and only after a tech lead approved
 // exactly that head (the result comments carry the head each step saw);
 // the first merge reported the move instead of landing anything.
-func assertOnlyReviewedLanded(t *testing.T, w *world, s pipeline.Session, human, reviewed string) {
+func assertOnlyReviewedLanded(t *testing.T, w *World, s pipeline.Session, human, reviewed string) {
 	t.Helper()
 	require.NotEmpty(t, human, "alice force-pushed B's branch while it merged")
 	var pr *struct {
 		number int
 		head   string
 	}
-	for _, p := range w.repo.PRs() {
+	for _, p := range w.Repo.PRs() {
 		if p.GetHead().GetRef() == "bazinga/1-B" {
 			assert.True(t, p.GetMerged())
 			pr = &struct {
@@ -79,14 +81,14 @@ func assertOnlyReviewedLanded(t *testing.T, w *world, s pipeline.Session, human,
 	}
 	require.NotNil(t, pr)
 	assert.Equal(t, human, pr.head, "B merged at the human's head, once it was reviewed")
-	got, err := w.repo.ReadFile("main", "b-alice.txt")
+	got, err := w.Repo.ReadFile("main", "b-alice.txt")
 	require.NoError(t, err, "the human's change reached main through the normal route")
 	assert.Equal(t, "ok\n", string(got))
 
 	// The heads the tech lead approved, in order, from B's result comments.
 	var approved []string
 	var moved []codec.ResultRecord
-	for _, c := range w.repo.Comments(pr.number) {
+	for _, c := range w.Repo.Comments(pr.number) {
 		rec, ok := codec.ParseResultComment(c.GetBody())
 		if !ok {
 			continue
@@ -120,14 +122,14 @@ func assertOnlyReviewedLanded(t *testing.T, w *world, s pipeline.Session, human,
 	assert.Equal(t, human, b.ReviewedHead)
 	assert.Equal(t, human, b.Head)
 	// No merge was attempted at a head nobody reviewed: GitHub refused none.
-	for _, c := range w.f.Calls() {
+	for _, c := range w.F.Calls() {
 		if c.Method == http.MethodPut && strings.HasSuffix(c.Route, "/pulls/{number}/merge") {
 			assert.Equal(t, http.StatusOK, c.Status, "merge call %s", c.Path)
 		}
 	}
 	// Human-visible: the session's log on the issue says what happened.
 	var log strings.Builder
-	for _, c := range w.repo.Comments(1) {
+	for _, c := range w.Repo.Comments(1) {
 		log.WriteString(c.GetBody())
 	}
 	assert.Contains(t, log.String(), "B's branch moved from "+reviewed[:7]+" to "+human[:7]+" (pushed by @\u2060alice) after review; sending it back through QA and review")
@@ -136,24 +138,24 @@ func assertOnlyReviewedLanded(t *testing.T, w *world, s pipeline.Session, human,
 func TestE2EForcePushWhileMergingAppMode(t *testing.T) {
 	t.Parallel()
 	var pushed func() (string, string)
-	w, s := playAppModeWith(t, e2eConfig, func(w *world) { pushed = forcePushOnLand(t, w) })
+	w, s := PlayAppModeWith(t, E2eConfig, func(w *World) { pushed = forcePushOnLand(t, w) })
 	human, reviewed := pushed()
 	assertOnlyReviewedLanded(t, w, s, human, reviewed)
 }
 
 func TestE2EForcePushWhileMergingActionOnlyMode(t *testing.T) {
 	t.Parallel()
-	w := newWorld(t)
+	w := NewWorld(t)
 	pushed := forcePushOnLand(t, w)
-	w.actionOnly()
-	issue, err := w.repo.CreateIssue("alice", "Write a.txt and b.txt", "Both must say ok.")
+	w.ActionOnly()
+	issue, err := w.Repo.CreateIssue("alice", "Write a.txt and b.txt", "Both must say ok.")
 	require.NoError(t, err)
-	require.NoError(t, w.repo.LabelIssue("alice", issue, "bazinga"))
-	label := w.wait(issue, 60*time.Second, func() { _, _ = w.f.TriggerSchedule(e2eFull, sweepWorkflow) })
+	require.NoError(t, w.Repo.LabelIssue("alice", issue, "bazinga"))
+	label := w.Wait(issue, 60*time.Second, func() { _, _ = w.F.TriggerSchedule(E2eFull, SweepWorkflow) })
 	require.Equal(t, "bazinga:done", label)
-	w.settle()
-	s := w.assertVerified(issue, codec.StateTrust{PublicKey: e2eActionOnlyKey, Authors: []string{ghfake.ActionsLogin}})
-	w.assertJobs(s)
+	w.Settle()
+	s := w.AssertVerified(issue, codec.StateTrust{PublicKey: E2eActionOnlyKey, Authors: []string{ghfake.ActionsLogin}})
+	w.AssertJobs(s)
 	human, reviewed := pushed()
 	assertOnlyReviewedLanded(t, w, s, human, reviewed)
 }
@@ -163,7 +165,7 @@ func TestE2EForcePushWhileMergingActionOnlyMode(t *testing.T) {
 // shows it), except that the first time group B waits for him, alice
 // force-pushes B's branch instead. It returns alice's commit and the head
 // it replaced, once stopped.
-func playReviewer(t *testing.T, w *world, issue int) (stop func() (human, old string)) {
+func playReviewer(t *testing.T, w *World, issue int) (stop func() (human, old string)) {
 	t.Helper()
 	done := make(chan struct{})
 	var wg sync.WaitGroup
@@ -179,11 +181,11 @@ func playReviewer(t *testing.T, w *world, issue int) (stop func() (human, old st
 			case <-time.After(30 * time.Millisecond):
 			}
 			var comments []ghapi.Comment
-			for _, c := range w.repo.Comments(issue) {
+			for _, c := range w.Repo.Comments(issue) {
 				comments = append(comments, ghapi.Comment{ID: c.GetID(), Author: c.GetUser().GetLogin(), AuthorType: c.GetUser().GetType(), Body: c.GetBody()})
 			}
-			st, _, err := codec.FindState(comments, ghapi.RepoRef{Owner: e2eOwner, Name: e2eName}, issue,
-				codec.StateTrust{PublicKey: e2ePublicKey, Authors: []string{w.f.BotLogin()}})
+			st, _, err := codec.FindState(comments, ghapi.RepoRef{Owner: E2eOwner, Name: E2eName}, issue,
+				codec.StateTrust{PublicKey: E2ePublicKey, Authors: []string{w.F.BotLogin()}})
 			if err != nil {
 				continue
 			}
@@ -192,7 +194,7 @@ func playReviewer(t *testing.T, w *world, issue int) (stop func() (human, old st
 					continue
 				}
 				number := 0
-				for _, p := range w.repo.PRs() {
+				for _, p := range w.Repo.PRs() {
 					if p.GetHead().GetRef() == g.Branch && p.GetHead().GetSHA() == g.Head {
 						number = p.GetNumber()
 					}
@@ -202,7 +204,7 @@ func playReviewer(t *testing.T, w *world, issue int) (stop func() (human, old st
 				}
 				answered[g.Head] = true
 				if g.ID == "B" && human == "" {
-					sha, err := w.repo.ForcePush("alice", g.Branch, g.Head+"^",
+					sha, err := w.Repo.ForcePush("alice", g.Branch, g.Head+"^",
 						map[string]string{"b.txt": "ok\n", "b-alice.txt": "ok\n"}, "B: also b-alice.txt (amended)")
 					if err != nil {
 						t.Errorf("force-push: %v", err)
@@ -210,7 +212,7 @@ func playReviewer(t *testing.T, w *world, issue int) (stop func() (human, old st
 					human, old = sha, g.Head
 					continue
 				}
-				if _, err := w.repo.SubmitReview("bob", number, "APPROVE", "lgtm"); err != nil {
+				if _, err := w.Repo.SubmitReview("bob", number, "APPROVE", "lgtm"); err != nil {
 					t.Errorf("review: %v", err)
 				}
 			}
@@ -231,8 +233,8 @@ func playReviewer(t *testing.T, w *world, issue int) (stop func() (human, old st
 func TestE2EAppModePushWhileWaitingForApproval(t *testing.T) {
 	t.Parallel()
 	var stop func() (string, string)
-	w, s := playAppModeWith(t, e2eConfig+"merge:\n  required_approvals: 1\n", func(w *world) {
-		w.f.SetPermission("bob", "write")
+	w, s := PlayAppModeWith(t, E2eConfig+"merge:\n  required_approvals: 1\n", func(w *World) {
+		w.F.SetPermission("bob", "write")
 		stop = playReviewer(t, w, 1)
 	})
 	human, old := stop()
@@ -246,14 +248,14 @@ func TestE2EAppModePushWhileWaitingForApproval(t *testing.T) {
 	}
 	assert.Equal(t, []string{"developer:READY_FOR_QA", "qa:PASS", "tech_lead:APPROVED",
 		"qa:PASS", "tech_lead:APPROVED", "merge:MERGE_SUCCESS"}, route, "no merge of the old head was sent")
-	for _, p := range w.repo.PRs() {
+	for _, p := range w.Repo.PRs() {
 		if p.GetHead().GetRef() == "bazinga/1-B" {
 			assert.Equal(t, human, p.GetHead().GetSHA(), "B merged at alice's head, reviewed")
 		}
 	}
 	assert.Equal(t, human, s.Group("B").ReviewedHead)
 	var log strings.Builder
-	for _, c := range w.repo.Comments(1) {
+	for _, c := range w.Repo.Comments(1) {
 		log.WriteString(c.GetBody())
 	}
 	assert.Contains(t, log.String(), "B's branch moved from "+old[:7]+" to "+human[:7]+" (pushed by @\u2060alice) after review; sending it back through QA and review")

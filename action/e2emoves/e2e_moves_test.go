@@ -1,4 +1,4 @@
-package action_test
+package e2emoves_test
 
 import (
 	"net/http"
@@ -8,60 +8,49 @@ import (
 	"testing"
 	"time"
 
+	. "github.com/bazinga-bot/bazinga/internal/e2eworld"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/bazinga-bot/bazinga/codec"
-	"github.com/bazinga-bot/bazinga/ghapi"
 	"github.com/bazinga-bot/bazinga/internal/ghfake"
 	"github.com/bazinga-bot/bazinga/pipeline"
 )
 
-// The tests of this file run in parallel with each other: each plays its
-// own world (fake GitHub, runner, repository), and together they would
-// otherwise take the package past go test's default ten minutes.
-
-// Issue 28, "tracking comment deleted": someone deletes the tracking
-// comment just as the job of the session's validation step starts (nothing
-// else is in flight then, so the scripted team's answers stay as planned).
-// The job cannot find its step: it fails (it used to skip with exit 0, and
-// the step waited out its timeout), the privileged job records the failure
-// on the issue and wakes the orchestrator, which rebuilds the session from
-// its log and sends the step again at once.
-
 // deleteTrackingOnJob deletes the issue's tracking comment once, when the
 // harness job of the validation step starts. It returns the run it did it for.
-func deleteTrackingOnJob(t *testing.T, w *world, issue int) (run func() int64) {
+func deleteTrackingOnJob(t *testing.T, w *World, issue int) (run func() int64) {
 	t.Helper()
 	var mu sync.Mutex
 	var hit int64
-	w.expectFail = map[int64]bool{}
+	w.ExpectFail = map[int64]bool{}
 	// One job at a time: no reconcile job puts the state back while the
 	// agent job reads it.
-	w.serial = true
+	w.Serial = true
 	tracking := func() int64 {
-		for _, c := range w.repo.Comments(issue) {
-			if c.GetUser().GetLogin() == w.orchestrator && strings.Contains(c.GetBody(), codec.StateMarker) {
+		for _, c := range w.Repo.Comments(issue) {
+			if c.GetUser().GetLogin() == w.Orchestrator && strings.Contains(c.GetBody(), codec.StateMarker) {
 				return c.GetID()
 			}
 		}
 		return 0
 	}
-	w.beforeJob = func(r ghfake.Run, job string) {
+	w.BeforeJob = func(r ghfake.Run, job string) {
 		if r.Workflow != "bazinga-agent.yml" {
 			return
 		}
 		mu.Lock()
 		defer mu.Unlock()
 		if hit == 0 && job == "harness" && strings.Contains(r.Inputs["step"], "/validate/") {
-			require.NoError(t, w.repo.DeleteComment("alice", tracking()))
+			require.NoError(t, w.Repo.DeleteComment("alice", tracking()))
 			hit = r.ID
 		}
 		// Any job of a run that starts while the state is gone may fail.
 		if hit != 0 && tracking() == 0 {
-			w.mu.Lock()
-			w.expectFail[r.ID] = true
-			w.mu.Unlock()
+			w.Mu.Lock()
+			w.ExpectFail[r.ID] = true
+			w.Mu.Unlock()
 		}
 	}
 	return func() int64 {
@@ -74,7 +63,7 @@ func deleteTrackingOnJob(t *testing.T, w *world, issue int) (run func() int64) {
 // assertStepResent checks that the steps whose jobs started while the
 // state was gone failed for it and were sent again at once, and that no step
 // waited out a timeout.
-func assertStepResent(t *testing.T, w *world, s pipeline.Session, run int64) {
+func assertStepResent(t *testing.T, w *World, s pipeline.Session, run int64) {
 	t.Helper()
 	require.NotZero(t, run, "the tracking comment was deleted as a job started")
 	failed := map[string]bool{}
@@ -89,11 +78,11 @@ func assertStepResent(t *testing.T, w *world, s pipeline.Session, run int64) {
 			failed[st.ID] = true
 		}
 	}
-	for _, j := range w.jobsCopy() {
-		if j.run.ID == run && j.command == "validate" {
-			assert.NotZero(t, j.exit, "%s job: a job that cannot read its session fails", j.command)
-			assert.Contains(t, j.output, "the session cannot be read")
-			assert.True(t, failed[j.run.Inputs["step"]], "step %s failed", j.run.Inputs["step"])
+	for _, j := range w.JobsCopy() {
+		if j.Run.ID == run && j.Command == "validate" {
+			assert.NotZero(t, j.Exit, "%s job: a job that cannot read its session fails", j.Command)
+			assert.Contains(t, j.Output, "the session cannot be read")
+			assert.True(t, failed[j.Run.Inputs["step"]], "step %s failed", j.Run.Inputs["step"])
 		}
 	}
 }
@@ -101,104 +90,71 @@ func assertStepResent(t *testing.T, w *world, s pipeline.Session, run int64) {
 func TestE2ETrackingCommentDeletedAppMode(t *testing.T) {
 	t.Parallel()
 	var run func() int64
-	w, s := playAppModeWith(t, e2eConfig, func(w *world) { run = deleteTrackingOnJob(t, w, 1) })
+	w, s := PlayAppModeWith(t, E2eConfig, func(w *World) { run = deleteTrackingOnJob(t, w, 1) })
 	assertStepResent(t, w, s, run())
 }
 
 func TestE2ETrackingCommentDeletedActionOnlyMode(t *testing.T) {
 	t.Parallel()
-	w := newWorld(t)
-	w.actionOnly()
+	w := NewWorld(t)
+	w.ActionOnly()
 	run := deleteTrackingOnJob(t, w, 1)
 	s := playActionOnly(t, w)
 	assertStepResent(t, w, s, run())
 }
 
-// sessionNow reads the session from the issue's tracking comment.
-func (w *world) sessionNow(issue int) (pipeline.Session, bool) {
-	var comments []ghapi.Comment
-	for _, c := range w.repo.Comments(issue) {
-		comments = append(comments, ghapi.Comment{ID: c.GetID(), Author: c.GetUser().GetLogin(), AuthorType: c.GetUser().GetType(), Body: c.GetBody()})
-	}
-	st, _, err := codec.FindState(comments, ghapi.RepoRef{Owner: e2eOwner, Name: e2eName}, issue,
-		codec.StateTrust{PublicKey: w.publicKey, Authors: []string{w.orchestrator}})
-	return st.Session, err == nil
-}
-
-// waitSession waits until the session satisfies ok.
-func (w *world) waitSession(issue int, ok func(pipeline.Session) bool) bool {
-	deadline := time.Now().Add(60 * time.Second)
-	for time.Now().Before(deadline) {
-		if s, found := w.sessionNow(issue); found && ok(s) {
-			return true
-		}
-		time.Sleep(30 * time.Millisecond)
-	}
-	return false
-}
-
 // onGroupQA runs act once, as the agent job of group B's first QA step
 // starts (B's branch has its developer's work then), and marks that run as
 // one that may fail.
-func onGroupQA(t *testing.T, w *world, act func(r ghfake.Run)) {
+func onGroupQA(t *testing.T, w *World, act func(r ghfake.Run)) {
 	t.Helper()
 	var once sync.Once
-	w.expectFail = map[int64]bool{}
-	w.beforeJob = func(r ghfake.Run, job string) {
+	w.ExpectFail = map[int64]bool{}
+	w.BeforeJob = func(r ghfake.Run, job string) {
 		if job != "agent" || !strings.Contains(r.Inputs["step"], "/B/qa/") {
 			return
 		}
 		once.Do(func() {
-			w.mu.Lock()
-			w.expectFail[r.ID] = true
-			w.mu.Unlock()
+			w.Mu.Lock()
+			w.ExpectFail[r.ID] = true
+			w.Mu.Unlock()
 			act(r)
 		})
 	}
-}
-
-// prOf returns the number of a group branch's pull request.
-func (w *world) prOf(branch string) int {
-	for _, p := range w.repo.PRs() {
-		if p.GetHead().GetRef() == branch {
-			return p.GetNumber()
-		}
-	}
-	return 0
 }
 
 // Issue 28, "group branch deleted": alice deletes group B's branch while
 // its QA step starts; GitHub closes B's PR with it. The group is not given
 // up: it waits, named, and bob's `/bazinga retry B` restores the branch at
 // its head and reopens the PR; B then goes through QA again and merges.
-func branchDeletedThenRetried(t *testing.T, w *world) {
+func branchDeletedThenRetried(t *testing.T, w *World) {
 	onGroupQA(t, w, func(ghfake.Run) {
-		head, ok := w.repo.Ref("refs/heads/bazinga/1-B")
+		head, ok := w.Repo.Ref("refs/heads/bazinga/1-B")
 		require.True(t, ok)
-		require.NoError(t, w.repo.DeleteBranch("alice", "bazinga/1-B"))
-		waiting := w.waitSession(1, func(s pipeline.Session) bool {
+		require.NoError(t, w.Repo.DeleteBranch("alice", "bazinga/1-B"))
+		waiting := w.WaitSession(1, func(s pipeline.Session) bool {
 			b := s.Group("B")
 			return b != nil && b.Wait == pipeline.WaitBranch
 		})
 		if !assert.True(t, waiting, "B waits for its branch") {
 			return
 		}
-		s, _ := w.sessionNow(1)
+		s, _ := w.SessionNow(1)
 		b := s.Group("B")
 		assert.Equal(t, head, b.Deleted.Head)
 		assert.Contains(t, b.WaitDetail, "branch bazinga/1-B was deleted by @alice")
-		_, err := w.repo.Comment("bob", 1, "/bazinga retry B")
+		_, err := w.Repo.Comment("bob", 1, "/bazinga retry B")
 		require.NoError(t, err)
 	})
 }
 
-func assertBranchRestored(t *testing.T, w *world, s pipeline.Session) {
+func assertBranchRestored(t *testing.T, w *World, s pipeline.Session) {
 	t.Helper()
-	n := w.prOf("bazinga/1-B")
+	n := w.PrOf("bazinga/1-B")
 	require.NotZero(t, n)
-	assert.True(t, w.repo.PR(n).GetMerged(), "B's PR, reopened, merged")
+	assert.True(t, w.Repo.PR(n).GetMerged(), "B's PR, reopened, merged")
 	var log strings.Builder
-	for _, c := range w.repo.Comments(1) {
+	for _, c := range w.Repo.Comments(1) {
 		log.WriteString(c.GetBody() + "\n")
 	}
 	assert.Contains(t, log.String(), "Group B's branch bazinga/1-B was deleted by @\u2060alice, and GitHub closed its PR with it")
@@ -210,8 +166,8 @@ func assertBranchRestored(t *testing.T, w *world, s pipeline.Session) {
 
 func TestE2EBranchDeletedAppMode(t *testing.T) {
 	t.Parallel()
-	w, s := playAppModeWith(t, e2eConfig, func(w *world) {
-		w.f.SetPermission("bob", "write")
+	w, s := PlayAppModeWith(t, E2eConfig, func(w *World) {
+		w.F.SetPermission("bob", "write")
 		branchDeletedThenRetried(t, w)
 	})
 	assertBranchRestored(t, w, s)
@@ -219,9 +175,9 @@ func TestE2EBranchDeletedAppMode(t *testing.T) {
 
 func TestE2EBranchDeletedActionOnlyMode(t *testing.T) {
 	t.Parallel()
-	w := newWorld(t)
-	w.actionOnly()
-	w.f.SetPermission("bob", "write")
+	w := NewWorld(t)
+	w.ActionOnly()
+	w.F.SetPermission("bob", "write")
 	branchDeletedThenRetried(t, w)
 	s := playActionOnly(t, w)
 	assertBranchRestored(t, w, s)
@@ -229,26 +185,26 @@ func TestE2EBranchDeletedActionOnlyMode(t *testing.T) {
 
 // playActionOnly runs a labelled issue to a verified BAZINGA in Action-only
 // mode, with no schedule runs.
-func playActionOnly(t *testing.T, w *world) pipeline.Session {
+func playActionOnly(t *testing.T, w *World) pipeline.Session {
 	t.Helper()
-	issue, err := w.repo.CreateIssue("alice", "Write a.txt and b.txt", "Both must say ok.")
+	issue, err := w.Repo.CreateIssue("alice", "Write a.txt and b.txt", "Both must say ok.")
 	require.NoError(t, err)
-	require.NoError(t, w.repo.LabelIssue("alice", issue, "bazinga"))
+	require.NoError(t, w.Repo.LabelIssue("alice", issue, "bazinga"))
 	defer func() {
 		if t.Failed() {
-			w.dump(issue)
+			w.Dump(issue)
 		}
 	}()
 	sweeps := 0
-	label := w.wait(issue, 60*time.Second, func() {
+	label := w.Wait(issue, 60*time.Second, func() {
 		sweeps++
-		_, _ = w.f.TriggerSchedule(e2eFull, sweepWorkflow)
+		_, _ = w.F.TriggerSchedule(E2eFull, SweepWorkflow)
 	})
 	require.Equal(t, "bazinga:done", label)
 	assert.Zero(t, sweeps, "the schedule was not needed")
-	w.settle()
-	s := w.assertVerified(issue, codec.StateTrust{PublicKey: e2eActionOnlyKey, Authors: []string{ghfake.ActionsLogin}})
-	w.assertJobs(s)
+	w.Settle()
+	s := w.AssertVerified(issue, codec.StateTrust{PublicKey: E2eActionOnlyKey, Authors: []string{ghfake.ActionsLogin}})
+	w.AssertJobs(s)
 	return s
 }
 
@@ -256,28 +212,28 @@ func playActionOnly(t *testing.T, w *world) pipeline.Session {
 // step starts (the group is abandoned), then reopens it: the group is back
 // in the session, goes through QA and review again, and merges; the
 // session does not end while the PR is open.
-func prClosedThenReopened(t *testing.T, w *world) {
+func prClosedThenReopened(t *testing.T, w *World) {
 	onGroupQA(t, w, func(ghfake.Run) {
-		n := w.prOf("bazinga/1-B")
+		n := w.PrOf("bazinga/1-B")
 		require.NotZero(t, n)
-		require.NoError(t, w.repo.ClosePR("alice", n))
-		abandoned := w.waitSession(1, func(s pipeline.Session) bool {
+		require.NoError(t, w.Repo.ClosePR("alice", n))
+		abandoned := w.WaitSession(1, func(s pipeline.Session) bool {
 			b := s.Group("B")
 			return b != nil && b.Stage == pipeline.StageAbandoned
 		})
 		if !assert.True(t, abandoned, "B was abandoned") {
 			return
 		}
-		require.NoError(t, w.repo.ReopenPR("alice", n))
+		require.NoError(t, w.Repo.ReopenPR("alice", n))
 	})
 }
 
-func assertReopened(t *testing.T, w *world, s pipeline.Session) {
+func assertReopened(t *testing.T, w *World, s pipeline.Session) {
 	t.Helper()
-	n := w.prOf("bazinga/1-B")
-	assert.True(t, w.repo.PR(n).GetMerged())
+	n := w.PrOf("bazinga/1-B")
+	assert.True(t, w.Repo.PR(n).GetMerged())
 	var log strings.Builder
-	for _, c := range w.repo.Comments(1) {
+	for _, c := range w.Repo.Comments(1) {
 		log.WriteString(c.GetBody() + "\n")
 	}
 	assert.Contains(t, log.String(), "Group B's PR was reopened by @\u2060alice; the group is back in the session.")
@@ -285,14 +241,14 @@ func assertReopened(t *testing.T, w *world, s pipeline.Session) {
 
 func TestE2EPRReopenedAppMode(t *testing.T) {
 	t.Parallel()
-	w, s := playAppModeWith(t, e2eConfig, func(w *world) { prClosedThenReopened(t, w) })
+	w, s := PlayAppModeWith(t, E2eConfig, func(w *World) { prClosedThenReopened(t, w) })
 	assertReopened(t, w, s)
 }
 
 func TestE2EPRReopenedActionOnlyMode(t *testing.T) {
 	t.Parallel()
-	w := newWorld(t)
-	w.actionOnly()
+	w := NewWorld(t)
+	w.ActionOnly()
 	prClosedThenReopened(t, w)
 	s := playActionOnly(t, w)
 	assertReopened(t, w, s)
@@ -300,16 +256,16 @@ func TestE2EPRReopenedActionOnlyMode(t *testing.T) {
 
 // Issue 28, "issue body edited": the session keeps the requirements it
 // started with and says so on the issue, in both modes.
-func issueEdited(t *testing.T, w *world) {
+func issueEdited(t *testing.T, w *World) {
 	onGroupQA(t, w, func(ghfake.Run) {
-		require.NoError(t, w.repo.EditIssue("alice", 1, "Write a.txt and b.txt", "Both must say ok. And c.txt too."))
+		require.NoError(t, w.Repo.EditIssue("alice", 1, "Write a.txt and b.txt", "Both must say ok. And c.txt too."))
 	})
 }
 
-func assertEditAcknowledged(t *testing.T, w *world, s pipeline.Session) {
+func assertEditAcknowledged(t *testing.T, w *World, s pipeline.Session) {
 	t.Helper()
 	acks := 0
-	for _, c := range w.repo.Comments(1) {
+	for _, c := range w.Repo.Comments(1) {
 		if strings.HasPrefix(c.GetBody(), "✏️ The issue was edited by @\u2060alice.") {
 			acks++
 		}
@@ -320,14 +276,14 @@ func assertEditAcknowledged(t *testing.T, w *world, s pipeline.Session) {
 
 func TestE2EIssueEditedAppMode(t *testing.T) {
 	t.Parallel()
-	w, s := playAppModeWith(t, e2eConfig, func(w *world) { issueEdited(t, w) })
+	w, s := PlayAppModeWith(t, E2eConfig, func(w *World) { issueEdited(t, w) })
 	assertEditAcknowledged(t, w, s)
 }
 
 func TestE2EIssueEditedActionOnlyMode(t *testing.T) {
 	t.Parallel()
-	w := newWorld(t)
-	w.actionOnly()
+	w := NewWorld(t)
+	w.ActionOnly()
 	issueEdited(t, w)
 	s := playActionOnly(t, w)
 	assertEditAcknowledged(t, w, s)
@@ -343,35 +299,35 @@ func TestE2ERepositoryRenamedAppMode(t *testing.T) {
 	t.Parallel()
 	var baseline int
 	{
-		w, _ := playAppMode(t, e2eConfig)
-		baseline = w.f.Counts().Total
+		w, _ := PlayAppMode(t, E2eConfig)
+		baseline = w.F.Counts().Total
 	}
-	w, s := playAppModeWith(t, e2eConfig, func(w *world) {
+	w, s := PlayAppModeWith(t, E2eConfig, func(w *World) {
 		onGroupQA(t, w, func(ghfake.Run) {
-			require.NoError(t, w.repo.Rename("acme-admin", "gadgets"))
+			require.NoError(t, w.Repo.Rename("acme-admin", "gadgets"))
 		})
 	})
 	assertRenamed(t, w, s)
-	calls := w.f.Counts().Total
+	calls := w.F.Counts().Total
 	t.Logf("API calls: %d with the rename, %d without (%.2f×)", calls, baseline, float64(calls)/float64(baseline))
 	assert.LessOrEqual(t, float64(calls), 1.2*float64(baseline), "the rename costs at most a fifth more API calls")
 }
 
-func assertRenamed(t *testing.T, w *world, s pipeline.Session) {
+func assertRenamed(t *testing.T, w *World, s pipeline.Session) {
 	t.Helper()
-	assertMoved(t, w, s, e2eOwner+"/gadgets")
+	assertMoved(t, w, s, E2eOwner+"/gadgets")
 }
 
 // assertMoved checks a session whose repository moved to full mid-session.
-func assertMoved(t *testing.T, w *world, s pipeline.Session, full string) {
+func assertMoved(t *testing.T, w *World, s pipeline.Session, full string) {
 	t.Helper()
-	assert.Equal(t, full, w.repo.FullName())
+	assert.Equal(t, full, w.Repo.FullName())
 	newOwner, newName, _ := strings.Cut(full, "/")
 	var log strings.Builder
-	for _, c := range w.repo.Comments(1) {
+	for _, c := range w.Repo.Comments(1) {
 		log.WriteString(c.GetBody() + "\n")
 	}
-	assert.Contains(t, log.String(), "The repository moved from `"+e2eFull+"` to `"+full+"`; the session goes on there.")
+	assert.Contains(t, log.String(), "The repository moved from `"+E2eFull+"` to `"+full+"`; the session goes on there.")
 	assert.Equal(t, 1, strings.Count(log.String(), "The repository moved from"), "said once")
 	for _, st := range s.Steps {
 		assert.NotContains(t, st.Note, "no result within", "step %s waited out its timeout", st.ID)
@@ -379,7 +335,7 @@ func assertMoved(t *testing.T, w *world, s pipeline.Session, full string) {
 	// Writes under the former name (jobs that started before the rename)
 	// were repeated at the new location, with their method: each 301 of a
 	// write is followed by the same write, answered.
-	calls := w.f.Calls()
+	calls := w.F.Calls()
 	moved := 0
 	for i, c := range calls {
 		if c.Status != http.StatusMovedPermanently || c.Method == http.MethodGet {
@@ -389,7 +345,7 @@ func assertMoved(t *testing.T, w *world, s pipeline.Session, full string) {
 		repeated := false
 		for _, n := range calls[i+1:] {
 			if n.Method == c.Method && strings.HasPrefix(n.Path, "/repos/"+newOwner+"/"+newName+"/") &&
-				strings.TrimPrefix(n.Path, "/repos/"+newOwner+"/"+newName+"/") == strings.TrimPrefix(c.Path, "/repos/"+e2eFull+"/") {
+				strings.TrimPrefix(n.Path, "/repos/"+newOwner+"/"+newName+"/") == strings.TrimPrefix(c.Path, "/repos/"+E2eFull+"/") {
 				repeated = n.Status < 400
 				break
 			}
@@ -401,10 +357,10 @@ func assertMoved(t *testing.T, w *world, s pipeline.Session, full string) {
 
 func TestE2ERepositoryRenamedActionOnlyMode(t *testing.T) {
 	t.Parallel()
-	w := newWorld(t)
-	w.actionOnly()
+	w := NewWorld(t)
+	w.ActionOnly()
 	onGroupQA(t, w, func(ghfake.Run) {
-		require.NoError(t, w.repo.Rename("acme-admin", "gadgets"))
+		require.NoError(t, w.Repo.Rename("acme-admin", "gadgets"))
 	})
 	s := playActionOnly(t, w)
 	assertRenamed(t, w, s)
@@ -414,55 +370,55 @@ func TestE2ERepositoryRenamedActionOnlyMode(t *testing.T) {
 // owner (which installed the App too).
 func TestE2ERepositoryTransferredAppMode(t *testing.T) {
 	t.Parallel()
-	w, s := playAppModeWith(t, e2eConfig, func(w *world) {
+	w, s := PlayAppModeWith(t, E2eConfig, func(w *World) {
 		onGroupQA(t, w, func(ghfake.Run) {
-			require.NoError(t, w.repo.Transfer(e2eOwner, "globex"))
+			require.NoError(t, w.Repo.Transfer(E2eOwner, "globex"))
 		})
 	})
-	assertMoved(t, w, s, "globex/"+e2eName)
+	assertMoved(t, w, s, "globex/"+E2eName)
 }
 
 func TestE2ERepositoryTransferredActionOnlyMode(t *testing.T) {
 	t.Parallel()
-	w := newWorld(t)
-	w.actionOnly()
+	w := NewWorld(t)
+	w.ActionOnly()
 	onGroupQA(t, w, func(ghfake.Run) {
-		require.NoError(t, w.repo.Transfer(e2eOwner, "globex"))
+		require.NoError(t, w.Repo.Transfer(E2eOwner, "globex"))
 	})
 	s := playActionOnly(t, w)
-	assertMoved(t, w, s, "globex/"+e2eName)
+	assertMoved(t, w, s, "globex/"+E2eName)
 }
 
 // Issue 28, "base branch renamed": an admin renames main to trunk while
 // group B's QA step starts; GitHub retargets the group PRs. The session
 // follows: it merges into trunk, dispatches its steps on trunk, and says so.
-func baseRenamed(t *testing.T, w *world) {
+func baseRenamed(t *testing.T, w *World) {
 	onGroupQA(t, w, func(ghfake.Run) {
 		// The runs going now started on main: they may fail, and their
 		// failures are recorded so the steps go again at once.
-		w.mu.Lock()
-		for _, r := range w.f.Runs() {
+		w.Mu.Lock()
+		for _, r := range w.F.Runs() {
 			if r.Status != "completed" {
-				w.expectFail[r.ID] = true
+				w.ExpectFail[r.ID] = true
 			}
 		}
-		w.mu.Unlock()
-		require.NoError(t, w.repo.RenameBranch(e2eOwner, "main", "trunk"))
+		w.Mu.Unlock()
+		require.NoError(t, w.Repo.RenameBranch(E2eOwner, "main", "trunk"))
 	})
 }
 
-func assertBaseRenamed(t *testing.T, w *world, s pipeline.Session) {
+func assertBaseRenamed(t *testing.T, w *World, s pipeline.Session) {
 	t.Helper()
 	assert.Equal(t, "trunk", s.Base)
 	for _, f := range []string{"a.txt", "b.txt"} {
-		_, err := w.repo.ReadFile("trunk", f)
+		_, err := w.Repo.ReadFile("trunk", f)
 		assert.NoError(t, err, "%s merged into trunk", f)
 	}
 	var log strings.Builder
-	for _, c := range w.repo.Comments(1) {
+	for _, c := range w.Repo.Comments(1) {
 		log.WriteString(c.GetBody() + "\n")
 	}
-	assert.Contains(t, log.String(), "The base branch main was renamed to trunk by @\u2060"+e2eOwner+"; the session merges into trunk now.")
+	assert.Contains(t, log.String(), "The base branch main was renamed to trunk by @\u2060"+E2eOwner+"; the session merges into trunk now.")
 	for _, st := range s.Steps {
 		assert.NotContains(t, st.Note, "no result within", "step %s waited out its timeout", st.ID)
 	}
@@ -470,14 +426,14 @@ func assertBaseRenamed(t *testing.T, w *world, s pipeline.Session) {
 
 func TestE2EBaseRenamedAppMode(t *testing.T) {
 	t.Parallel()
-	w, s := playAppModeWith(t, e2eConfig, func(w *world) { baseRenamed(t, w) })
+	w, s := PlayAppModeWith(t, E2eConfig, func(w *World) { baseRenamed(t, w) })
 	assertBaseRenamed(t, w, s)
 }
 
 func TestE2EBaseRenamedActionOnlyMode(t *testing.T) {
 	t.Parallel()
-	w := newWorld(t)
-	w.actionOnly()
+	w := NewWorld(t)
+	w.ActionOnly()
 	baseRenamed(t, w)
 	s := playActionOnly(t, w)
 	assertBaseRenamed(t, w, s)
@@ -490,9 +446,9 @@ func TestE2EBaseRenamedActionOnlyMode(t *testing.T) {
 // what is left to do, and the new issue names the PRs when the identity
 // can write there (the App's installation can; a GITHUB_TOKEN cannot).
 // Nothing waits for the schedule.
-func issueTransferred(t *testing.T, w *world) (to *ghfake.Repo, at func() time.Time) {
+func issueTransferred(t *testing.T, w *World) (to *ghfake.Repo, at func() time.Time) {
 	t.Helper()
-	to, err := w.f.CreateRepo(e2eOwner, "gadgets", "main")
+	to, err := w.F.CreateRepo(E2eOwner, "gadgets", "main")
 	require.NoError(t, err)
 	var mu sync.Mutex
 	var when time.Time
@@ -500,7 +456,7 @@ func issueTransferred(t *testing.T, w *world) (to *ghfake.Repo, at func() time.T
 		mu.Lock()
 		when = time.Now()
 		mu.Unlock()
-		_, err := w.repo.TransferIssue("alice", 1, to)
+		_, err := w.Repo.TransferIssue("alice", 1, to)
 		require.NoError(t, err)
 	})
 	return to, func() time.Time {
@@ -512,7 +468,7 @@ func issueTransferred(t *testing.T, w *world) (to *ghfake.Repo, at func() time.T
 
 // waitTransferStop waits, with no sweep, until every open group PR carries
 // the stop notice; it returns those PRs.
-func waitTransferStop(t *testing.T, w *world, at func() time.Time) []int {
+func waitTransferStop(t *testing.T, w *World, at func() time.Time) []int {
 	t.Helper()
 	marker := "<!-- bazinga:transferred:1 -->"
 	deadline := time.Now().Add(3 * time.Minute)
@@ -520,12 +476,12 @@ func waitTransferStop(t *testing.T, w *world, at func() time.Time) []int {
 		if !at().IsZero() {
 			var open []int
 			noted := 0
-			for _, p := range w.repo.PRs() {
+			for _, p := range w.Repo.PRs() {
 				if p.GetState() != "open" || !strings.HasPrefix(p.GetHead().GetRef(), "bazinga/1-") {
 					continue
 				}
 				open = append(open, p.GetNumber())
-				for _, c := range w.repo.Comments(p.GetNumber()) {
+				for _, c := range w.Repo.Comments(p.GetNumber()) {
 					if strings.Contains(c.GetBody(), marker) {
 						noted++
 						break
@@ -538,21 +494,21 @@ func waitTransferStop(t *testing.T, w *world, at func() time.Time) []int {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	for _, j := range w.jobsCopy() {
-		t.Logf("run %d %s %q exit %d\n%s", j.run.ID, j.command, j.run.DisplayTitle, j.exit, j.output)
+	for _, j := range w.JobsCopy() {
+		t.Logf("run %d %s %q exit %d\n%s", j.Run.ID, j.Command, j.Run.DisplayTitle, j.Exit, j.Output)
 	}
 	t.Fatalf("no stop notice on the open group PRs within 3m (transferred: %v)", !at().IsZero())
 	return nil
 }
 
-func assertTransferStopped(t *testing.T, w *world, to *ghfake.Repo, open []int, writesThere bool) {
+func assertTransferStopped(t *testing.T, w *World, to *ghfake.Repo, open []int, writesThere bool) {
 	t.Helper()
-	w.settle()
+	w.Settle()
 	marker := "<!-- bazinga:transferred:1 -->"
 	var noticeAt time.Time
 	for _, n := range open {
 		count := 0
-		for _, c := range w.repo.Comments(n) {
+		for _, c := range w.Repo.Comments(n) {
 			if strings.Contains(c.GetBody(), marker) {
 				count++
 				assert.Contains(t, c.GetBody(), "issue #1 was transferred to acme/gadgets#1")
@@ -580,7 +536,7 @@ func assertTransferStopped(t *testing.T, w *world, to *ghfake.Repo, open []int, 
 	}
 	// The session stopped: no step run still at work, none started after
 	// the notice, and nothing merged since.
-	for _, r := range w.f.Runs() {
+	for _, r := range w.F.Runs() {
 		assert.Equal(t, "completed", r.Status, "run %d %q", r.ID, r.DisplayTitle)
 		if r.Workflow == "bazinga-agent.yml" {
 			assert.False(t, r.CreatedAt.After(noticeAt.Add(time.Second)), "run %d %q started after the session stopped", r.ID, r.DisplayTitle)
@@ -592,11 +548,11 @@ func TestE2EIssueTransferredAppMode(t *testing.T) {
 	t.Parallel()
 	var to *ghfake.Repo
 	var at func() time.Time
-	w, b, appLog := appModeWorld(t, e2eConfig, func(w *world) { to, at = issueTransferred(t, w) })
+	w, b, appLog := AppModeWorld(t, E2eConfig, func(w *World) { to, at = issueTransferred(t, w) })
 	_ = b
-	issue, err := w.repo.CreateIssue("alice", "Write a.txt and b.txt", "Both must say ok.")
+	issue, err := w.Repo.CreateIssue("alice", "Write a.txt and b.txt", "Both must say ok.")
 	require.NoError(t, err)
-	require.NoError(t, w.repo.LabelIssue("alice", issue, "bazinga"))
+	require.NoError(t, w.Repo.LabelIssue("alice", issue, "bazinga"))
 	defer func() {
 		if t.Failed() {
 			t.Log(appLog())
@@ -608,15 +564,15 @@ func TestE2EIssueTransferredAppMode(t *testing.T) {
 
 func TestE2EIssueTransferredActionOnlyMode(t *testing.T) {
 	t.Parallel()
-	w := newWorld(t)
-	w.actionOnly()
+	w := NewWorld(t)
+	w.ActionOnly()
 	to, at := issueTransferred(t, w)
-	issue, err := w.repo.CreateIssue("alice", "Write a.txt and b.txt", "Both must say ok.")
+	issue, err := w.Repo.CreateIssue("alice", "Write a.txt and b.txt", "Both must say ok.")
 	require.NoError(t, err)
-	require.NoError(t, w.repo.LabelIssue("alice", issue, "bazinga"))
+	require.NoError(t, w.Repo.LabelIssue("alice", issue, "bazinga"))
 	open := waitTransferStop(t, w, at)
 	assertTransferStopped(t, w, to, open, false)
-	for _, r := range w.f.Runs() {
+	for _, r := range w.F.Runs() {
 		assert.NotEqual(t, "schedule", r.Event, "the schedule was not needed")
 	}
 }
@@ -626,31 +582,31 @@ func TestE2EIssueTransferredActionOnlyMode(t *testing.T) {
 // event says it; the next reconcile finds the base gone, reads the rename
 // from GitHub's redirect of the former name, and the session carries on
 // into trunk.
-func baseRenamedWhilePlanning(t *testing.T, w *world) {
+func baseRenamedWhilePlanning(t *testing.T, w *World) {
 	var once sync.Once
-	w.expectFail = map[int64]bool{}
-	w.beforeJob = func(r ghfake.Run, job string) {
+	w.ExpectFail = map[int64]bool{}
+	w.BeforeJob = func(r ghfake.Run, job string) {
 		if job != "agent" || !strings.Contains(r.Inputs["step"], "/_/pm/") {
 			return
 		}
 		once.Do(func() {
-			w.mu.Lock()
-			w.expectFail[r.ID] = true // started on main: it may fail
-			w.mu.Unlock()
-			require.NoError(t, w.repo.RenameBranch(e2eOwner, "main", "trunk"))
+			w.Mu.Lock()
+			w.ExpectFail[r.ID] = true // started on main: it may fail
+			w.Mu.Unlock()
+			require.NoError(t, w.Repo.RenameBranch(E2eOwner, "main", "trunk"))
 		})
 	}
 }
 
-func assertBaseRenamedWhilePlanning(t *testing.T, w *world, s pipeline.Session) {
+func assertBaseRenamedWhilePlanning(t *testing.T, w *World, s pipeline.Session) {
 	t.Helper()
 	assert.Equal(t, "trunk", s.Base)
 	for _, f := range []string{"a.txt", "b.txt"} {
-		_, err := w.repo.ReadFile("trunk", f)
+		_, err := w.Repo.ReadFile("trunk", f)
 		assert.NoError(t, err, "%s merged into trunk", f)
 	}
 	var log strings.Builder
-	for _, c := range w.repo.Comments(1) {
+	for _, c := range w.Repo.Comments(1) {
 		log.WriteString(c.GetBody() + "\n")
 	}
 	assert.Contains(t, log.String(), "The base branch main was renamed to trunk by someone; the session merges into trunk now.")
@@ -661,14 +617,14 @@ func assertBaseRenamedWhilePlanning(t *testing.T, w *world, s pipeline.Session) 
 
 func TestE2EBaseRenamedWhilePlanningAppMode(t *testing.T) {
 	t.Parallel()
-	w, s := playAppModeWith(t, e2eConfig, func(w *world) { baseRenamedWhilePlanning(t, w) })
+	w, s := PlayAppModeWith(t, E2eConfig, func(w *World) { baseRenamedWhilePlanning(t, w) })
 	assertBaseRenamedWhilePlanning(t, w, s)
 }
 
 func TestE2EBaseRenamedWhilePlanningActionOnlyMode(t *testing.T) {
 	t.Parallel()
-	w := newWorld(t)
-	w.actionOnly()
+	w := NewWorld(t)
+	w.ActionOnly()
 	baseRenamedWhilePlanning(t, w)
 	s := playActionOnly(t, w)
 	assertBaseRenamedWhilePlanning(t, w, s)
