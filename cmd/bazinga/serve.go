@@ -287,6 +287,20 @@ func newGatewayParts(ctx context.Context, cfg *server.Config, gwCfg server.Gatew
 	if err != nil {
 		return nil, err
 	}
+	// After a rotation of the App's key, the tokens of steps in flight were minted under the former one: they stay
+	// good for the grace (at most their lifetime), from this start.
+	until := time.Now().Add(gwCfg.KeyGrace)
+	for _, prev := range gwCfg.PreviousKeys {
+		kid, err := signer.AcceptPrevious(prev, until)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", server.EnvPreviousPrivateKey, err)
+		}
+		if kid == signer.KeyID() {
+			logger.Warn("gateway: a former App key given is the current one; ignored", "key_id", kid)
+			continue
+		}
+		logger.Info("gateway: tokens of a former App key accepted for the grace", "key_id", kid, "until", until)
+	}
 	p := &gatewayParts{signer: signer, log: logger}
 	if cfg.DatabaseURL != "" {
 		octx, cancel := context.WithTimeout(ctx, 30*time.Second)
