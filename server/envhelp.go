@@ -52,8 +52,9 @@ var serveEnv = []envVar{
 	{name: EnvTokenPermissions, help: "comma-separated name:level the exchanged token asks for, within the installation's " +
 		"(default actions:write,checks:read,contents:write,issues:write,pull_requests:write,statuses:read)"},
 	{name: EnvTokenEnvironment, help: "the deployment environment exchanging jobs must run in (their token's environment claim; default none required)"},
-	{name: EnvTokenSpentFile, help: "where exchanged job tokens are remembered until they expire, so a restart does not make them good again " +
-		"(default bazinga-spent-tokens next to the credentials file)"},
+	{name: EnvTokenSpentFile, help: "with BAZINGA_DATABASE_URL=memory: where exchanged job tokens are remembered until they expire, so a " +
+		"restart does not make them good again (default bazinga-spent-tokens next to the credentials file). With a queue database " +
+		"they are kept in it instead, shared by every replica"},
 }
 
 var gatewayEnv = []envVar{
