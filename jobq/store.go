@@ -290,23 +290,18 @@ func (t *txn) release() {
 	}
 }
 
-// stmt is query prepared (SQLite) for use in t; on PostgreSQL pgx caches
-// prepared statements per connection by itself.
-func (t *txn) stmt(ctx context.Context, query string) (*sql.Stmt, error) {
-	st, err := t.s.prepared(ctx, query)
-	if err != nil || st == nil {
-		return nil, err
+// stmt is query prepared (SQLite's hot statements) for use in t, or nil;
+// on PostgreSQL pgx caches prepared statements per connection by itself.
+func (t *txn) stmt(ctx context.Context, query string) *sql.Stmt {
+	if st := t.s.prepared(query); st != nil {
+		return t.tx.StmtContext(ctx, st)
 	}
-	return t.tx.StmtContext(ctx, st), nil
+	return nil
 }
 
 func (t *txn) Exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
 	query = t.s.q(query)
-	st, err := t.stmt(ctx, query)
-	if err != nil {
-		return nil, err
-	}
-	if st != nil {
+	if st := t.stmt(ctx, query); st != nil {
 		return st.ExecContext(ctx, args...)
 	}
 	return t.tx.ExecContext(ctx, query, args...)
@@ -314,11 +309,7 @@ func (t *txn) Exec(ctx context.Context, query string, args ...any) (sql.Result, 
 
 func (t *txn) Query(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
 	query = t.s.q(query)
-	st, err := t.stmt(ctx, query)
-	if err != nil {
-		return nil, err
-	}
-	if st != nil {
+	if st := t.stmt(ctx, query); st != nil {
 		return st.QueryContext(ctx, args...)
 	}
 	return t.tx.QueryContext(ctx, query, args...)
@@ -326,15 +317,7 @@ func (t *txn) Query(ctx context.Context, query string, args ...any) (*sql.Rows, 
 
 func (t *txn) QueryRow(ctx context.Context, query string, args ...any) *sql.Row {
 	query = t.s.q(query)
-	st, err := t.stmt(ctx, query)
-	if err != nil {
-		// QueryRowContext on a cancelled context yields a Row carrying the
-		// error, reported at Scan like any other.
-		c, cancel := context.WithCancelCause(ctx)
-		cancel(err)
-		return t.tx.QueryRowContext(c, query, args...)
-	}
-	if st != nil {
+	if st := t.stmt(ctx, query); st != nil {
 		return st.QueryRowContext(ctx, args...)
 	}
 	return t.tx.QueryRowContext(ctx, query, args...)
@@ -344,13 +327,13 @@ func (t *txn) QueryRow(ctx context.Context, query string, args ...any) *sql.Row 
 // (nil otherwise, and on PostgreSQL). It never prepares: on SQLite's one
 // connection, a transaction in progress holds it, and DB.Prepare would wait
 // for it forever; prepareHot prepares them at Open.
-func (s *Store) prepared(_ context.Context, query string) (*sql.Stmt, error) {
+func (s *Store) prepared(query string) *sql.Stmt {
 	if s.kind != SQLite {
-		return nil, nil
+		return nil
 	}
 	s.stmtMu.Lock()
 	defer s.stmtMu.Unlock()
-	return s.stmts[query], nil
+	return s.stmts[query]
 }
 
 // hotQueries run once or more per delivery.
@@ -375,11 +358,7 @@ func (s *Store) prepareHot(ctx context.Context) error {
 // query runs a read outside a transaction, prepared if it is a hot one.
 func (s *Store) query(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
 	query = s.q(query)
-	st, err := s.prepared(ctx, query)
-	if err != nil {
-		return nil, err
-	}
-	if st != nil {
+	if st := s.prepared(query); st != nil {
 		return st.QueryContext(ctx, args...)
 	}
 	return s.db.QueryContext(ctx, query, args...)
