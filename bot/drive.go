@@ -80,7 +80,7 @@ func (b *Bot) Process(ctx context.Context, d Delivery) (err error) {
 		}
 	}
 	if it.help != "" {
-		if _, err := gh.CreateComment(ctx, repo, replyNumber(ref, it.in), it.help); err != nil {
+		if err := b.replyOnce(ctx, gh, repo, replyNumber(ref, it.in), it.in.delivery, it.help); err != nil {
 			return fmt.Errorf("delivery %s: help: %w", d.ID, err)
 		}
 		return nil
@@ -245,6 +245,9 @@ func (b *Bot) drive(ctx context.Context, gh GitHub, ref sessionRef, in input) er
 		log.Info("the repository was renamed or transferred; the state is written under its new name", "to", ref.repo.String())
 		moved = line
 	}
+	if in, err = b.applied(ctx, gh, ref, ld, in); err != nil {
+		return fmt.Errorf("%s: %w", ref.key(), err)
+	}
 	wait := ld.st.Waiting
 	resumed, err := b.checkWait(&ld.st, ref)
 	if err != nil {
@@ -270,7 +273,7 @@ func (b *Bot) drive(ctx context.Context, gh GitHub, ref sessionRef, in input) er
 	switch {
 	case !ld.found && in.start == nil:
 		if in.command {
-			_, err := gh.CreateComment(ctx, ref.repo, replyNumber(ref, in),
+			err := b.replyOnce(ctx, gh, ref.repo, replyNumber(ref, in), in.delivery,
 				"There is no bazinga session here. Label the issue `"+b.o.StartLabel+"` to start one.")
 			if err != nil {
 				return err
@@ -281,7 +284,7 @@ func (b *Bot) drive(ctx context.Context, gh GitHub, ref sessionRef, in input) er
 		cfg, err := b.readConfig(ctx, gh, ref.repo, in.start.base)
 		var ce *configError
 		if errors.As(err, &ce) {
-			_, cerr := gh.CreateComment(ctx, ref.repo, ref.issue, renderConfigError(b.o.ConfigPath, ce.err))
+			cerr := b.replyOnce(ctx, gh, ref.repo, ref.issue, in.delivery, renderConfigError(b.o.ConfigPath, ce.err))
 			if cerr != nil {
 				return cerr
 			}
