@@ -223,27 +223,28 @@ var (
 	endUsageMetadata = [3]byte{'a', 't', 'a'} // "usageMetadata"
 	endModel         = [3]byte{'d', 'e', 'l'} // "model"
 	endModelVersion  = [3]byte{'i', 'o', 'n'} // "modelVersion"
-	escapeU          = []byte(`\u`)
 )
 
 // mayHoldKey reports whether data may hold a JSON key that json.Unmarshal would match to a name ending in end
 // (3 ASCII letters with no non-ASCII case fold) or, when alt is set, in alt.
 func mayHoldKey(data []byte, end [3]byte, alt *[3]byte) bool {
-	if bytes.Contains(data, escapeU) {
-		return true
-	}
-	for i := 3; i < len(data); {
-		j := bytes.IndexByte(data[i:], '"')
-		if j < 0 {
-			return false
+	// One pass, byte by byte: events are short and full of quotes, so a byte search per quote costs more.
+	for i := 0; i < len(data); i++ {
+		switch data[i] {
+		case '\\':
+			if i+1 < len(data) && data[i+1] == 'u' {
+				return true
+			}
+		case '"':
+			if i < 3 {
+				continue
+			}
+			// ASCII letters only: OR-ing 0x20 lowercases them and maps no other byte onto a lowercase letter.
+			w := [3]byte{data[i-3] | 0x20, data[i-2] | 0x20, data[i-1] | 0x20}
+			if w == end || (alt != nil && w == *alt) {
+				return true
+			}
 		}
-		i += j
-		// ASCII letters only: OR-ing 0x20 lowercases them and maps no other byte onto a lowercase letter.
-		w := [3]byte{data[i-3] | 0x20, data[i-2] | 0x20, data[i-1] | 0x20}
-		if w == end || (alt != nil && w == *alt) {
-			return true
-		}
-		i++
 	}
 	return false
 }
