@@ -57,6 +57,10 @@ type GitHub interface {
 	ListPRFiles(ctx context.Context, repo ghapi.RepoRef, number int) ([]ghapi.PRFile, error)
 	// CreateReview submits a review with its inline comments (issue 26).
 	CreateReview(ctx context.Context, repo ghapi.RepoRef, number int, r ghapi.NewReview) (ghapi.Review, error)
+	// ListReviewThreads lists a pull request's review threads and
+	// ResolveReviewThread resolves one (GraphQL; issue 26).
+	ListReviewThreads(ctx context.Context, repo ghapi.RepoRef, number int) ([]ghapi.ReviewThread, error)
+	ResolveReviewThread(ctx context.Context, threadID string) error
 
 	DispatchWorkflow(ctx context.Context, repo ghapi.RepoRef, workflow, ref string, inputs map[string]string) error
 	GetRun(ctx context.Context, repo ghapi.RepoRef, id int64) (ghapi.Run, error)

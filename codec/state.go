@@ -266,6 +266,7 @@ const (
 	EffectCancel   EffectKind = "cancel"   // cancel a withdrawn step's run, best effort
 	EffectComment  EffectKind = "comment"  // post a bot comment (replies, notices, event records)
 	EffectReview   EffectKind = "review"   // post a step's findings as a PR review (issue 26)
+	EffectResolve  EffectKind = "resolve"  // resolve the review threads a later review no longer reports (issue 26)
 	EffectLabels   EffectKind = "labels"   // set the issue's bazinga label
 	EffectClose    EffectKind = "close"    // close the issue of a finished session
 )

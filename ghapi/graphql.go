@@ -181,6 +181,9 @@ func graphqlLimited(h http.Header) *RateLimitedError {
 type ReviewThread struct {
 	ID       string // GraphQL node id, what ResolveReviewThread takes
 	Resolved bool
+	// CanResolve is GitHub's viewerCanResolve: whether this identity may
+	// resolve it (write access, or a token with pull_requests write).
+	CanResolve bool
 	Path     string
 	// Line and StartLine are where the first comment was placed (the
 	// thread's original lines; StartLine 0 for one line).
@@ -202,6 +205,7 @@ const reviewThreadsQuery = `query($owner: String!, $name: String!, $number: Int!
         nodes {
           id
           isResolved
+          viewerCanResolve
           path
           originalLine
           originalStartLine
@@ -234,6 +238,7 @@ func (g *Client) ListReviewThreads(ctx context.Context, repo RepoRef, number int
 						Nodes []struct {
 							ID                string `json:"id"`
 							IsResolved        bool   `json:"isResolved"`
+							ViewerCanResolve  bool   `json:"viewerCanResolve"`
 							Path              string `json:"path"`
 							OriginalLine      *int   `json:"originalLine"`
 							OriginalStartLine *int   `json:"originalStartLine"`
@@ -259,7 +264,7 @@ func (g *Client) ListReviewThreads(ctx context.Context, repo RepoRef, number int
 		}
 		rt := data.Repository.PullRequest.ReviewThreads
 		for _, n := range rt.Nodes {
-			t := ReviewThread{ID: n.ID, Resolved: n.IsResolved, Path: n.Path}
+			t := ReviewThread{ID: n.ID, Resolved: n.IsResolved, CanResolve: n.ViewerCanResolve, Path: n.Path}
 			if n.OriginalLine != nil {
 				t.Line = *n.OriginalLine
 			}

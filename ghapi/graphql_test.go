@@ -72,8 +72,8 @@ func TestReviewThreadsListAndResolve(t *testing.T) {
 	require.Len(t, threads, 2)
 	fake := repo.ReviewThreads(n)
 	assert.Equal(t, []ghapi.ReviewThread{
-		{ID: fake[0].ID, Path: "a.go", StartLine: 3, Line: 5, CommentID: fake[0].Comment, ReviewID: rv.ID},
-		{ID: fake[1].ID, Path: "a.go", Line: 9, CommentID: fake[1].Comment, ReviewID: rv.ID},
+		{ID: fake[0].ID, CanResolve: true, Path: "a.go", StartLine: 3, Line: 5, CommentID: fake[0].Comment, ReviewID: rv.ID},
+		{ID: fake[1].ID, CanResolve: true, Path: "a.go", Line: 9, CommentID: fake[1].Comment, ReviewID: rv.ID},
 	}, threads)
 	assert.True(t, strings.HasPrefix(threads[0].ID, "PRRT_"), "a node id")
 
@@ -98,8 +98,9 @@ func TestReviewThreadsListAndResolve(t *testing.T) {
 
 	// A token without pull_requests write lists but does not resolve.
 	ro := tokenClient(t, f, "ghs_ro", "reader[bot]", map[string]string{"pull_requests": "read"})
-	_, err = ro.ListReviewThreads(ctx, ref, n)
+	roThreads, err := ro.ListReviewThreads(ctx, ref, n)
 	require.NoError(t, err)
+	assert.False(t, roThreads[0].CanResolve, "viewerCanResolve says so before any attempt")
 	err = ro.ResolveReviewThread(ctx, threads[0].ID)
 	require.Error(t, err)
 	assert.True(t, ghapi.IsGraphQLForbidden(err), "%v", err)

@@ -54,6 +54,7 @@ const (
         nodes {
           id
           isResolved
+          viewerCanResolve
           path
           originalLine
           originalStartLine
@@ -244,6 +245,7 @@ func (f *Fake) gqlReviewThreads(c *rc, vars map[string]json.RawMessage) {
 		return
 	}
 	threads := f.threadsOf(is, c.login)
+	canResolve := f.cannotResolve(c, r, is) == ""
 	start := 0
 	if after != nil {
 		n, ok := decodeCursor(*after)
@@ -263,7 +265,7 @@ func (f *Fake) gqlReviewThreads(c *rc, vars map[string]json.RawMessage) {
 			startLine = t.c.startLine
 		}
 		nodes = append(nodes, map[string]any{
-			"id": threadNodeID(t.c.id), "isResolved": t.c.resolvedBy != "", "path": t.c.path,
+			"id": threadNodeID(t.c.id), "isResolved": t.c.resolvedBy != "", "viewerCanResolve": canResolve, "path": t.c.path,
 			"originalLine": t.c.line, "originalStartLine": startLine,
 			"comments": map[string]any{"nodes": []any{map[string]any{
 				"fullDatabaseId":    strconv.FormatInt(t.c.id, 10),
@@ -338,19 +340,9 @@ func (f *Fake) gqlResolveThread(c *rc, vars map[string]json.RawMessage) {
 		c.gqlAnswer(map[string]any{"resolveReviewThread": nil}, notFound)
 		return
 	}
-	forbidden := func(msg string) {
+	if msg := f.cannotResolve(c, r, is); msg != "" {
 		c.gqlAnswer(map[string]any{"resolveReviewThread": nil},
 			gqlError{Type: "FORBIDDEN", Path: []any{"resolveReviewThread"}, Locations: []gqlLocation{{2, 3}}, Message: msg})
-	}
-	switch {
-	case c.tok != nil && c.tok.repo != nil && c.tok.repo != r:
-		forbidden(forbiddenIntegration) // a GITHUB_TOKEN writes only its own repository
-		return
-	case !c.gqlAllows(pullsWrite):
-		forbidden(forbiddenIntegration)
-		return
-	case c.kind == User && !strings.EqualFold(c.login, is.user) && !roleAtLeast(f.roleOf(r, c.login), "write"):
-		forbidden(fmt.Sprintf("%s does not have permission to resolve this thread.", c.login))
 		return
 	}
 	// Resolving a resolved thread changes nothing and is no error.
@@ -358,6 +350,20 @@ func (f *Fake) gqlResolveThread(c *rc, vars map[string]json.RawMessage) {
 		t.c.resolvedBy = c.login
 	}
 	c.gqlAnswer(map[string]any{"resolveReviewThread": map[string]any{"thread": map[string]any{"id": id, "isResolved": true}}})
+}
+
+// cannotResolve says why the identity may not resolve a thread of pull
+// request is in r, "" when it may. Caller holds f.mu.
+func (f *Fake) cannotResolve(c *rc, r *Repo, is *issue) string {
+	switch {
+	case c.tok != nil && c.tok.repo != nil && c.tok.repo != r:
+		return forbiddenIntegration // a GITHUB_TOKEN writes only its own repository
+	case !c.gqlAllows(pullsWrite):
+		return forbiddenIntegration
+	case c.kind == User && !strings.EqualFold(c.login, is.user) && !roleAtLeast(f.roleOf(r, c.login), "write"):
+		return fmt.Sprintf("%s does not have permission to resolve this thread.", c.login)
+	}
+	return ""
 }
 
 // findThread finds a thread by node id. Caller holds f.mu.
