@@ -159,6 +159,8 @@ func (x *executor) isDone(ctx context.Context, p codec.PendingEffect) (bool, err
 		return x.reviewDone(ctx, p)
 	case codec.EffectResolve:
 		return x.resolveDone(ctx, p)
+	case codec.EffectIssue:
+		return x.followUpDone(ctx, p)
 	case codec.EffectLabels:
 		if p.Label != x.st.IssueLabel {
 			return true, nil // superseded by a newer label
@@ -251,6 +253,8 @@ func (x *executor) carryOut(ctx context.Context) {
 			err = x.postReview(ctx, p)
 		case codec.EffectResolve:
 			err = x.resolveThreads(ctx, p)
+		case codec.EffectIssue:
+			err = x.openFollowUp(ctx, p)
 		case codec.EffectLabels:
 			if blocked || p.Label != x.st.IssueLabel {
 				continue

@@ -51,7 +51,7 @@ func reviewsToPost(prev, next pipeline.Session, st *codec.State) []codec.Pending
 			out = append(out, resolveEffect(s, pr))
 		}
 	}
-	return out
+	return append(out, followUpEffects(prev, next, st)...)
 }
 
 // diffLines are the lines of a file's new side that a patch shows (added
