@@ -184,7 +184,7 @@ type ReviewThread struct {
 	// CanResolve is GitHub's viewerCanResolve: whether this identity may
 	// resolve it (write access, or a token with pull_requests write).
 	CanResolve bool
-	Path     string
+	Path       string
 	// Line and StartLine are where the first comment was placed (the
 	// thread's original lines; StartLine 0 for one line).
 	Line, StartLine int
