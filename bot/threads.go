@@ -98,19 +98,43 @@ func (x *executor) resolveThreads(ctx context.Context, p codec.PendingEffect) er
 // resolveDone reports whether no thread is left for the effect to resolve.
 func (x *executor) resolveDone(ctx context.Context, p codec.PendingEffect) (bool, error) {
 	ids, err := x.threadsToResolve(ctx, p)
-	if err != nil {
-		return x.threadErr(p, err) == nil, err
+	switch {
+	case err == nil:
+		return len(ids) == 0, nil
+	case refusedForGood(err):
+		return true, nil
+	case graphqlLimited(err):
+		return false, nil // kept; tried again once GraphQL's points are back
 	}
-	return len(ids) == 0, nil
+	return false, err
 }
 
-// threadErr keeps a refusal for good from holding the outbox: a thread
-// left open is cosmetic, so GitHub refusing the identity (FORBIDDEN) or
-// not finding the PR or thread is logged and the effect counts as done;
-// anything else (a rate limit, a network error) is tried again.
+// refusedForGood: GitHub refused the identity (FORBIDDEN) or found no PR
+// or thread. Asking again changes nothing.
+func refusedForGood(err error) bool {
+	return ghapi.IsGraphQLForbidden(err) || errors.Is(err, ghapi.ErrNotFound)
+}
+
+// graphqlLimited: GraphQL's own points are spent. REST's are not, so the
+// session goes on; the effect waits in the outbox.
+func graphqlLimited(err error) bool {
+	rl, ok := ghapi.AsRateLimited(err)
+	return ok && rl.Resource == "graphql" && !rl.Secondary
+}
+
+// threadErr keeps a thread left open, which is cosmetic, from holding the
+// session: a refusal for good is logged and the effect counts as done; an
+// exhausted GraphQL limit is logged and the effect waits in the outbox
+// without failing the reconcile (which would hold the whole session for
+// REST's sake). Anything else (a secondary limit, a network error) fails
+// as any effect does, and is tried again.
 func (x *executor) threadErr(p codec.PendingEffect, err error) error {
-	if ghapi.IsGraphQLForbidden(err) || errors.Is(err, ghapi.ErrNotFound) {
+	switch {
+	case refusedForGood(err):
 		x.log.Warn("review threads left open: GitHub refused", "step", p.Step, "pr", p.Number, "err", err)
+		return nil
+	case graphqlLimited(err):
+		x.log.Info("review threads wait for GraphQL's rate limit", "step", p.Step, "pr", p.Number, "err", err)
 		return nil
 	}
 	return err

@@ -1,12 +1,15 @@
 package bot
 
 import (
+	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/bazinga-bot/bazinga/codec"
+	"github.com/bazinga-bot/bazinga/ghapi"
 	"github.com/bazinga-bot/bazinga/pipeline"
 )
 
@@ -64,4 +67,21 @@ func TestCleanReviewResolvesEveryThread(t *testing.T) {
 	require.Equal(t, pipeline.SessionDone, s.run(500))
 	n, _ := s.reviewsOn()
 	assert.Equal(t, []string{"widget.go:14=true", "widget.go:3=true", "widget.go:25=true"}, s.gh.threadsOn(n))
+}
+
+// TestThreadErrorsNeverHoldTheSession: a refusal for good and GraphQL's own
+// limit do not fail the reconcile; a secondary limit or a network error do.
+func TestThreadErrorsNeverHoldTheSession(t *testing.T) {
+	forbidden := fmt.Errorf("resolve: %w", ghapi.GraphQLErrors{{Type: "FORBIDDEN", Message: "Resource not accessible by integration"}})
+	notFound := fmt.Errorf("list: %w", ghapi.GraphQLErrors{{Type: "NOT_FOUND", Message: "Could not resolve"}})
+	gqlLimit := fmt.Errorf("list: %w", &ghapi.RateLimitedError{Resource: "graphql"})
+	secondary := fmt.Errorf("list: %w", &ghapi.RateLimitedError{Resource: "content creation", Secondary: true})
+	coreLimit := fmt.Errorf("list reviews: %w", &ghapi.RateLimitedError{Resource: "core"})
+	assert.True(t, refusedForGood(forbidden))
+	assert.True(t, refusedForGood(notFound))
+	assert.False(t, refusedForGood(gqlLimit))
+	assert.True(t, graphqlLimited(gqlLimit))
+	assert.False(t, graphqlLimited(secondary), "a secondary limit counts REST and GraphQL alike")
+	assert.False(t, graphqlLimited(coreLimit), "REST's limit holds the session as always")
+	assert.False(t, refusedForGood(errors.New("connection reset")))
 }
