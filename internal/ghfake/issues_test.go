@@ -341,3 +341,40 @@ func TestPermissionLevel(t *testing.T) {
 	_, _, err = e.gh.Repositories.GetPermissionLevel(e.ctx, owner, repoName, "nobody-at-all")
 	assert.Equal(t, http.StatusNotFound, statusOf(err))
 }
+
+func TestCreateIssueRules(t *testing.T) {
+	e := newEnv(t)
+	require.NoError(t, func() error { _, err := e.repo.CreateIssue("alice", "seed", "", "triage"); return err }())
+
+	// The App sets labels, creating a missing one; opened then labeled.
+	e.hook.reset()
+	is, resp, err := e.gh.Issues.Create(e.ctx, owner, repoName, &github.IssueRequest{
+		Title: github.String("Follow-up"), Body: github.String("from a review"), Labels: &[]string{"bazinga-followup"}})
+	require.NoError(t, err)
+	assert.Equal(t, http.StatusCreated, resp.StatusCode)
+	assert.Equal(t, 2, is.GetNumber())
+	assert.Equal(t, []string{"bazinga-followup"}, e.f.Labels(2))
+	assert.Equal(t, []string{"issues.opened", "issues.labeled"}, e.hook.kinds())
+
+	// A read-only user may open an issue; its labels are dropped, and a
+	// label the repository lacks is refused.
+	e.f.AddToken("ghp_bob", "bob", User)
+	e.f.SetPermission("bob", "read")
+	bob := e.f.Client("ghp_bob")
+	is, _, err = bob.Issues.Create(e.ctx, owner, repoName, &github.IssueRequest{Title: github.String("q"), Labels: &[]string{"triage"}})
+	require.NoError(t, err)
+	assert.Empty(t, e.f.Labels(is.GetNumber()))
+	_, _, err = bob.Issues.Create(e.ctx, owner, repoName, &github.IssueRequest{Title: github.String("q"), Labels: &[]string{"new-one"}})
+	assert.Equal(t, http.StatusForbidden, statusOf(err))
+
+	// A title is required; the body has the comments' limit.
+	_, _, err = e.gh.Issues.Create(e.ctx, owner, repoName, &github.IssueRequest{Title: github.String("  ")})
+	assert.Equal(t, http.StatusUnprocessableEntity, statusOf(err))
+	_, _, err = e.gh.Issues.Create(e.ctx, owner, repoName, &github.IssueRequest{Title: github.String("t"), Body: github.String(strings.Repeat("x", 65537))})
+	assert.Equal(t, http.StatusUnprocessableEntity, statusOf(err))
+
+	// Without access the repository is not there.
+	e.f.SetPermission("bob", "none")
+	_, _, err = bob.Issues.Create(e.ctx, owner, repoName, &github.IssueRequest{Title: github.String("q")})
+	assert.Equal(t, http.StatusNotFound, statusOf(err))
+}

@@ -41,6 +41,7 @@ func (f *Fake) registerRoutes() {
 	// Issues.
 	f.add("GET "+repo+"/issues", f.listIssues, ro{perm: issuesRead})
 	f.add("GET "+repo+"/issues/{number}", f.getIssue, ro{perm: issuesRead})
+	f.add("POST "+repo+"/issues", f.createIssue, ro{creates: true, perm: "issues=write", role: "read"})
 	f.add("PATCH "+repo+"/issues/{number}", f.editIssue, ro{creates: true, perm: issuesWrite, role: "read"})
 	f.add("GET "+repo+"/issues/{number}/comments", f.listComments, ro{perm: issuesRead})
 	f.add("POST "+repo+"/issues/{number}/comments", f.createComment, ro{creates: true, perm: issuesWrite, role: "read"})
