@@ -11,6 +11,7 @@ import (
 	"time"
 
 	. "github.com/bazinga-bot/bazinga/internal/e2eworld"
+	"github.com/google/go-github/v66/github"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -71,7 +72,7 @@ func findingsScenario() string {
 // approval lets the group merge.
 func TestE2EFindingsActionOnlyMode(t *testing.T) {
 	t.Parallel()
-	w := NewWorld(t)
+	w := NewWorldWith(t, E2eConfig+"github:\n  followup_label: bazinga-followup\n")
 	require.NoError(t, os.WriteFile(filepath.Join(w.Root, "scenario.json"), []byte(findingsScenario()), 0o644))
 	w.ActionOnly()
 	issue, err := w.Repo.CreateIssue("alice", "Write a.txt and widget.go", "a.txt must say ok.")
@@ -139,4 +140,20 @@ func TestE2EFindingsActionOnlyMode(t *testing.T) {
 		}
 	}
 	assert.Positive(t, gql, "the threads were read with the GITHUB_TOKEN")
+
+	// github.followup_label: the accepted finding was opened once as an
+	// issue for a later session, by the orchestrator, through the REST
+	// API, linked to the session and the group PR.
+	var opened []*github.Issue
+	for _, is := range w.Repo.Issues() {
+		if slices.Contains(w.Repo.Labels(is.GetNumber()), "bazinga-followup") {
+			opened = append(opened, is)
+		}
+	}
+	require.Len(t, opened, 1, "one follow-up, opened once")
+	assert.Equal(t, ghfake.ActionsLogin, opened[0].GetUser().GetLogin())
+	assert.Equal(t, "Follow-up: (HIGH, accepted by alice) the lock is still never released", opened[0].GetTitle())
+	assert.Contains(t, opened[0].GetBody(), fmt.Sprintf("bazinga session #%d", issue))
+	assert.Contains(t, opened[0].GetBody(), fmt.Sprintf("PR #%d", n))
+	assert.NotContains(t, w.Repo.Labels(opened[0].GetNumber()), "bazinga", "a follow-up does not start a session")
 }
