@@ -507,7 +507,9 @@ func (r *Repo) runJSON(ru *run) *github.WorkflowRun {
 		CreatedAt:   ts(ru.CreatedAt), UpdatedAt: ts(ru.UpdatedAt), RunStartedAt: ts(ru.CreatedAt),
 		Repository: r.json(), HeadRepository: r.json(),
 		Actor: f.userJSON(ru.Actor), TriggeringActor: f.userJSON(ru.Actor),
-		PullRequests: []*github.PullRequest{},
+		PullRequests:  []*github.PullRequest{},
+		ArtifactsURL:  github.String(f.api(base + "/artifacts")),
+		CheckSuiteURL: github.String(f.api(fmt.Sprintf("/repos/%s/check-suites/%d", r.FullName(), ru.ID))),
 	}
 	if ru.Conclusion != "" {
 		out.Conclusion = github.String(ru.Conclusion)

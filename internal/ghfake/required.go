@@ -10,13 +10,15 @@ import (
 // (omitempty): null for a repository's unset description, homepage,
 // language, license and mirror, wherever a repository appears (a pull
 // request's head and base too) and its forks count under the older name;
-// an empty labels list on a pull request.
+// an empty labels list on a pull request; a workflow run's conclusion
+// (null until it completes) and its pull requests.
 // Checked by OpenAPI.Check against the description's schemas.
 var repoNulls = []string{"description", "homepage", "language", "license", "mirror_url"}
 
 // withNestedRequired adds them to an encoded answer.
 func withNestedRequired(b []byte) []byte {
-	if len(b) == 0 || (b[0] != '{' && b[0] != '[') || !bytes.Contains(b, []byte(`"clone_url"`)) && !bytes.Contains(b, []byte(`"head"`)) {
+	if len(b) == 0 || (b[0] != '{' && b[0] != '[') ||
+		!bytes.Contains(b, []byte(`"clone_url"`)) && !bytes.Contains(b, []byte(`"head"`)) && !bytes.Contains(b, []byte(`"run_number"`)) {
 		return b
 	}
 	var v any
@@ -52,6 +54,16 @@ func fillRequired(v any) {
 		if head && base && number {
 			if _, ok := x["labels"]; !ok {
 				x["labels"] = []any{}
+			}
+		}
+		_, workflow := x["workflow_id"]
+		_, runNumber := x["run_number"]
+		if workflow && runNumber { // a workflow run
+			if _, ok := x["conclusion"]; !ok {
+				x["conclusion"] = nil // not completed yet
+			}
+			if _, ok := x["pull_requests"]; !ok {
+				x["pull_requests"] = []any{}
 			}
 		}
 		for _, e := range x {
