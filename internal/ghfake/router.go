@@ -362,7 +362,7 @@ func (f *Fake) authorise(c *rc) bool {
 			}
 		}
 	}
-	if c.tok != nil && c.tok.repo != nil && c.repo != nil && c.repo != c.tok.repo {
+	if c.tok != nil && c.repo != nil && !c.tok.reaches(c.repo) {
 		// Another repository: a public one can be read, nothing written;
 		// a private one is invisible.
 		if c.repo.settings.Private {
