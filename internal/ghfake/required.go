@@ -10,7 +10,7 @@ import (
 // (omitempty): null for a repository's unset description, homepage,
 // language, license and mirror, wherever a repository appears (a pull
 // request's head and base too) and its forks count under the older name;
-// an empty labels list on a pull request; a workflow run's conclusion
+// an empty labels list on a pull request or an issue; a workflow run's conclusion
 // (null until it completes) and its pull requests.
 // Checked by OpenAPI.Check against the description's schemas.
 var repoNulls = []string{"description", "homepage", "language", "license", "mirror_url"}
@@ -18,7 +18,8 @@ var repoNulls = []string{"description", "homepage", "language", "license", "mirr
 // withNestedRequired adds them to an encoded answer.
 func withNestedRequired(b []byte) []byte {
 	if len(b) == 0 || (b[0] != '{' && b[0] != '[') ||
-		!bytes.Contains(b, []byte(`"clone_url"`)) && !bytes.Contains(b, []byte(`"head"`)) && !bytes.Contains(b, []byte(`"run_number"`)) {
+		!bytes.Contains(b, []byte(`"clone_url"`)) && !bytes.Contains(b, []byte(`"head"`)) && !bytes.Contains(b, []byte(`"run_number"`)) &&
+			!bytes.Contains(b, []byte(`"labels_url"`)) {
 		return b
 	}
 	var v any
@@ -51,7 +52,8 @@ func fillRequired(v any) {
 		_, head := x["head"]
 		_, base := x["base"]
 		_, number := x["number"]
-		if head && base && number {
+		_, labelsURL := x["labels_url"]
+		if number && (head && base || labelsURL) { // a pull request, an issue
 			if _, ok := x["labels"]; !ok {
 				x["labels"] = []any{}
 			}
