@@ -69,11 +69,17 @@ func LoadOpenAPI(file string) (*OpenAPI, error) {
 		}
 	}
 	// Literal segments before parameters: /git/ref/{ref} is not
-	// /git/{x}/{y}; the most specific (fewest parameters) wins.
+	// /git/{x}/{y}; the most specific (fewest parameters, then the most
+	// segments: a {ref} may hold slashes, and /commits/{ref}/check-runs is
+	// not /commits/{ref}) wins.
 	sort.Slice(o.ops, func(i, j int) bool {
 		pi, pj := strings.Count(o.ops[i].path, "{"), strings.Count(o.ops[j].path, "{")
 		if pi != pj {
 			return pi < pj
+		}
+		si, sj := strings.Count(o.ops[i].path, "/"), strings.Count(o.ops[j].path, "/")
+		if si != sj {
+			return si > sj
 		}
 		return o.ops[i].path < o.ops[j].path
 	})

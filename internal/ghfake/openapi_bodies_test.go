@@ -35,6 +35,7 @@ func TestOpenAPICheckBodies(t *testing.T) {
 			call: Call{Method: "GET", Path: "/repos/o/r/issues/comments/1", Status: 200, Body: []byte(`{"id":1,"node_id":null,"url":"u","html_url":"h","body":"b","user":null,"created_at":"x","updated_at":"x","issue_url":"i","author_association":"OWNER"}`)},
 			want: []string{`GET /repos/{owner}/{repo}/issues/comments/{comment_id} (200): node_id: null, which the schema does not allow`}},
 		{name: "not JSON is not judged", call: Call{Method: "GET", Path: "/repos/o/r/pulls/1", Status: 200, Body: []byte("diff --git a b")}},
+		{name: "a {ref} with slashes is not a longer endpoint", call: Call{Method: "GET", Path: "/repos/o/r/commits/abc/check-runs", Status: 200, Body: []byte(`{"total_count":0,"check_runs":[]}`)}},
 		{name: "an error is not judged", call: Call{Method: "GET", Path: "/repos/o/r/issues/comments/1", Status: 404, Body: []byte(`{"message":"Not Found"}`)}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
