@@ -697,7 +697,12 @@ func (f *Fake) listRunsOf(c *rc, wf *workflow) {
 	for _, ru := range list[start:end] {
 		out = append(out, c.repo.runJSON(ru))
 	}
-	c.json(http.StatusOK, &github.WorkflowRuns{TotalCount: github.Int(len(list)), WorkflowRuns: out})
+	// workflow_runs is required, [] when there are none (go-github's type
+	// would drop an empty list).
+	c.json(http.StatusOK, struct {
+		TotalCount   int                   `json:"total_count"`
+		WorkflowRuns []*github.WorkflowRun `json:"workflow_runs"`
+	}{len(list), out})
 }
 
 func (c *rc) runParam() *run {
