@@ -11,7 +11,7 @@ import (
 // language, license and mirror, wherever a repository appears (a pull
 // request's head and base too) and its forks count under the older name;
 // an empty labels list on a pull request or an issue; a workflow run's conclusion
-// (null until it completes) and its pull requests.
+// (null until it completes) and its pull requests; a review's _links.
 // Checked by OpenAPI.Check against the description's schemas.
 var repoNulls = []string{"description", "homepage", "language", "license", "mirror_url"}
 
@@ -19,7 +19,7 @@ var repoNulls = []string{"description", "homepage", "language", "license", "mirr
 func withNestedRequired(b []byte) []byte {
 	if len(b) == 0 || (b[0] != '{' && b[0] != '[') ||
 		!bytes.Contains(b, []byte(`"clone_url"`)) && !bytes.Contains(b, []byte(`"head"`)) && !bytes.Contains(b, []byte(`"run_number"`)) &&
-			!bytes.Contains(b, []byte(`"labels_url"`)) {
+			!bytes.Contains(b, []byte(`"labels_url"`)) && !bytes.Contains(b, []byte(`"pull_request_url"`)) {
 		return b
 	}
 	var v any
@@ -66,6 +66,12 @@ func fillRequired(v any) {
 			}
 			if _, ok := x["pull_requests"]; !ok {
 				x["pull_requests"] = []any{}
+			}
+		}
+		prURL, review := x["pull_request_url"].(string)
+		if _, ok := x["commit_id"]; review && ok {
+			if _, ok := x["_links"]; !ok { // a review's links
+				x["_links"] = map[string]any{"html": map[string]any{"href": x["html_url"]}, "pull_request": map[string]any{"href": prURL}}
 			}
 		}
 		for _, e := range x {
