@@ -1,8 +1,6 @@
 package action_test
 
 import (
-	"bytes"
-	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -20,98 +18,6 @@ import (
 	"github.com/bazinga-bot/bazinga/internal/ghfake"
 	"github.com/bazinga-bot/bazinga/pipeline"
 )
-
-// pendingCanceller holds the session's concurrency group with a reconcile
-// that waits, so that the next reconcile of the session waits as pending,
-// and a later comment cancels it.
-type pendingCanceller struct {
-	W       *World
-	n       atomic.Int32
-	Mu      sync.Mutex
-	hold    map[string]chan struct{} // marker → released when closed
-	held    map[string]chan struct{} // marker → closed when its reconcile runs
-	timeout time.Duration
-}
-
-func newPendingCanceller(w *World) *pendingCanceller {
-	return &pendingCanceller{W: w, hold: map[string]chan struct{}{}, held: map[string]chan struct{}{}, timeout: 90 * time.Second}
-}
-
-// beforeJob blocks the reconcile job of a holding comment's run.
-func (p *pendingCanceller) BeforeJob(r ghfake.Run, job string) {
-	if job != "reconcile" || r.Event != "issue_comment" {
-		return
-	}
-	p.Mu.Lock()
-	var hold, held chan struct{}
-	for marker, ch := range p.hold {
-		if bytes.Contains(r.EventPayload, []byte(marker)) {
-			hold, held = ch, p.held[marker]
-		}
-	}
-	p.Mu.Unlock()
-	if hold == nil {
-		return
-	}
-	close(held)
-	select {
-	case <-hold:
-	case <-time.After(p.timeout):
-	}
-}
-
-// holdGroup posts a status command whose reconcile holds the session's
-// group until release is called.
-func (p *pendingCanceller) holdGroup(issue int) (release func()) {
-	t := p.W.T
-	marker := fmt.Sprintf("holding-the-group-%d", p.n.Add(1))
-	hold, held := make(chan struct{}), make(chan struct{})
-	p.Mu.Lock()
-	p.hold[marker], p.held[marker] = hold, held
-	p.Mu.Unlock()
-	_, err := p.W.Repo.Comment("alice", issue, "/bazinga status\n\n"+marker)
-	require.NoError(t, err)
-	select {
-	case <-held:
-	case <-time.After(p.timeout):
-		t.Fatalf("the reconcile of %s did not start", marker)
-	}
-	var once sync.Once
-	return func() { once.Do(func() { close(hold) }) }
-}
-
-// cancelPending waits for a reconcile of a run matching target to wait as
-// pending, posts a comment whose run replaces it, and waits for it to be
-// cancelled. It returns the cancelled run's id.
-func (p *pendingCanceller) cancelPending(issue int, target func(ghfake.Run) bool) int64 {
-	t := p.W.T
-	var victim int64
-	require.Eventually(t, func() bool {
-		for _, r := range p.W.F.Runs() {
-			if r.Workflow != "bazinga.yml" || !target(r) {
-				continue
-			}
-			for _, j := range p.W.F.Jobs(r.ID) {
-				if j.Spec.ID == "reconcile" && j.Status == "pending" {
-					victim = r.ID
-					return true
-				}
-			}
-		}
-		return false
-	}, p.timeout, 20*time.Millisecond, "a reconcile waits as pending")
-	_, err := p.W.Repo.Comment("alice", issue, "/bazinga status")
-	require.NoError(t, err)
-	require.Eventually(t, func() bool {
-		for _, j := range p.W.F.Jobs(victim) {
-			if j.Spec.ID == "reconcile" {
-				return j.Status == "completed" && j.Conclusion == "cancelled"
-			}
-		}
-		return false
-	}, p.timeout, 20*time.Millisecond, "the pending reconcile of run %d is cancelled", victim)
-	return victim
-}
 
 // runActionOnlyNoSchedule plays the session to its end and fails the test
 // if the schedule had to run.
@@ -145,7 +51,7 @@ func TestE2EActionOnlyResultReconcileCancelled(t *testing.T) {
 	t.Parallel()
 	w := NewWorld(t)
 	w.ActionOnly()
-	pc := newPendingCanceller(w)
+	pc := NewPendingCanceller(w)
 	var once sync.Once
 	var release func()
 	var cancelled atomic.Int64
@@ -155,11 +61,11 @@ func TestE2EActionOnlyResultReconcileCancelled(t *testing.T) {
 			return
 		}
 		once.Do(func() {
-			release = pc.holdGroup(1)
+			release = pc.HoldGroup(1)
 			started := time.Now()
 			go func() {
 				defer release()
-				cancelled.Store(pc.cancelPending(1, func(r ghfake.Run) bool {
+				cancelled.Store(pc.CancelPending(1, "", func(r ghfake.Run) bool {
 					return r.Event == "workflow_dispatch" && r.Inputs["issue"] == "1" && !r.CreatedAt.Before(started)
 				}))
 			}()
@@ -180,7 +86,7 @@ func TestE2EActionOnlyApprovalReconcileCancelled(t *testing.T) {
 	t.Parallel()
 	w := NewWorldWith(t, E2eConfig+"merge:\n  required_approvals: 1\n")
 	w.ActionOnly()
-	pc := newPendingCanceller(w)
+	pc := NewPendingCanceller(w)
 	w.BeforeJob = pc.BeforeJob
 	issue, err := w.Repo.CreateIssue("alice", "Write a.txt and b.txt", "Both must say ok.")
 	require.NoError(t, err)
@@ -218,11 +124,11 @@ func TestE2EActionOnlyApprovalReconcileCancelled(t *testing.T) {
 					assert.NoError(t, err)
 					continue
 				}
-				release := pc.holdGroup(issue)
+				release := pc.HoldGroup(issue)
 				started := time.Now()
 				_, err := w.Repo.SubmitReview("alice", pr, "APPROVE", "looks right")
 				assert.NoError(t, err)
-				cancelled.Store(pc.cancelPending(issue, func(r ghfake.Run) bool {
+				cancelled.Store(pc.CancelPending(issue, "", func(r ghfake.Run) bool {
 					return r.Event == "pull_request_review" && !r.CreatedAt.Before(started)
 				}))
 				release()

@@ -269,7 +269,11 @@ func (b *Bot) catchUp(ctx context.Context, gh GitHub, ref sessionRef) error {
 	if err := b.applyFailedRuns(ctx, gh, ref); err != nil {
 		errs = append(errs, fmt.Errorf("%s: %w", ref.key(), err))
 	}
-	err := b.drive(ctx, gh, ref, input{delivery: "sweep", events: []pipeline.Event{pipeline.Tick(strconv.Itoa(ref.issue))}})
+	through, err := b.applyMissedCommands(ctx, gh, ref)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	err = b.drive(ctx, gh, ref, input{delivery: "sweep", events: []pipeline.Event{pipeline.Tick(strconv.Itoa(ref.issue))}, through: through})
 	if err != nil && !errors.Is(err, ErrIgnored) {
 		errs = append(errs, fmt.Errorf("%s: %w", ref.key(), err))
 	}

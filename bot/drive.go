@@ -254,6 +254,9 @@ func (b *Bot) drive(ctx context.Context, gh GitHub, ref sessionRef, in input) er
 		return fmt.Errorf("%s: %w", ref.key(), err)
 	}
 	st := ld.st
+	if st.Commands.Seen(in.cmdComment) {
+		return fmt.Errorf("%s: %w: comment %d's commands were already applied", ref.key(), ErrIgnored, in.cmdComment)
+	}
 	events := append([]pipeline.Event(nil), in.events...)
 	record := append([]pipeline.Event(nil), in.record...)
 	lines := append([]string(nil), in.replies...)
@@ -489,6 +492,7 @@ func (b *Bot) drive(ctx context.Context, gh GitHub, ref sessionRef, in input) er
 		x.enqueue(e)
 	}
 
+	markCommands(&st, ld.comments, in)
 	// The state with its outbox, in one write; only then the outbox.
 	body, err := fitTracking(st, st.RepoURL, b.o.SigningKey)
 	if tooLarge := (*errStateTooLarge)(nil); errors.As(err, &tooLarge) {

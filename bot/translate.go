@@ -238,6 +238,9 @@ type input struct {
 	// transferred: the issue moved to another repository, by transferredBy.
 	transferred   *ghapi.IssueMove
 	transferredBy string
+	// cmdComment is the comment the commands came from: applied once
+	// (codec.CommandMark). through is how far a catch-up read them.
+	cmdComment, through int64
 }
 
 // prRef is a pull request an event came from, and the group its head
@@ -514,6 +517,9 @@ func (t translator) comment(p *payload) (intent, error) {
 		return intent{}, ignored("the bot's own comment")
 	}
 	labels := map[int][]string{p.Issue.Number: labelNames(p.Issue.Labels)}
+	if p.Issue.Labels == nil {
+		labels = nil // a catch-up's comment (commands.go): the labels are read
+	}
 	if rec, ok := codec.ParseResultComment(p.Comment.Body); ok {
 		ref, _ := codec.ParseStepID(rec.Step)
 		n := issueOfStep(ref)
@@ -540,7 +546,7 @@ func (t translator) comment(p *payload) (intent, error) {
 		return intent{}, ignored("commands from bots are ignored")
 	}
 	it := intent{issue: p.Issue.Number, actor: &author, refuse: mayBeRefused(p.Comment.Association),
-		in: input{labels: labels, command: true, written: p.Comment.CreatedAt}}
+		in: input{labels: labels, command: true, written: p.Comment.CreatedAt, cmdComment: p.Comment.ID}}
 	if isPR(p.Issue.PullRequest) {
 		// The session is the issue the group PR belongs to.
 		it.issue, it.viaPR, it.in.replyTo = 0, p.Issue.Number, p.Issue.Number

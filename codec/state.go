@@ -45,6 +45,37 @@ type State struct {
 	// after it resumes the session, no human needed. It lives here, not in
 	// the engine: the pause is about the carrier, not the work.
 	Waiting *RateLimitWait `json:"waiting,omitempty"`
+	// Commands is how far the session has read its humans' command
+	// comments (issue 22): nil in states written before it was kept.
+	Commands *CommandMark `json:"commands,omitempty"`
+}
+
+// CommandMark makes a command comment count once, whether its own event
+// delivered it or a catch-up found it (an Action-only run whose pending
+// run a newer one cancelled never delivers its event). Comment ids grow
+// with time across a repository's issues and pull requests.
+type CommandMark struct {
+	// Through: every command comment with an id up to it has been read.
+	Through int64 `json:"through"`
+	// Applied are command comments above Through already applied, in
+	// increasing order; a catch-up moves Through past them.
+	Applied []int64 `json:"applied,omitempty"`
+}
+
+// Seen reports whether the comment id was already read.
+func (m *CommandMark) Seen(id int64) bool {
+	if m == nil || id == 0 {
+		return false
+	}
+	if id <= m.Through {
+		return true
+	}
+	for _, a := range m.Applied {
+		if a == id {
+			return true
+		}
+	}
+	return false
 }
 
 // RateLimitWait is a session's wait for a GitHub rate limit.

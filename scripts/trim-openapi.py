@@ -7,7 +7,9 @@ API_JSON is generated/api.github.com.json of the npm package @octokit/openapi
 (GitHub's description from github/rest-api-description with Octokit's
 extensions); ROUTES_TXT lists the fake's routes ("GET /repos/{owner}/{repo}"),
 one a line, as ghfake.Fake.Routes returns them. Kept per operation: its
-operationId and its documented response statuses (what the check needs).
+operationId, its documented response statuses and their JSON schemas'
+shapes (types, required properties, nullable; no prose or examples), with
+the component schemas they refer to (what the checks need).
 """
 import json
 import sys
@@ -31,6 +33,61 @@ def matches(route, path):
     return len(r) == len(p)
 
 
+# What the response check needs of a schema: the shape, not the prose.
+SHAPE_KEYS = ("$ref", "type", "nullable", "required", "properties", "items", "allOf", "oneOf", "anyOf", "additionalProperties")
+
+
+def resolve(api, r):
+    while "$ref" in r:
+        kind, name = r["$ref"].split("/")[-2:]
+        r = api["components"][kind][name]
+    return r
+
+
+def shape(schema):
+    if isinstance(schema, list):
+        return [shape(s) for s in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {}
+    for k in SHAPE_KEYS:
+        if k not in schema:
+            continue
+        v = schema[k]
+        if k == "properties":
+            out[k] = {name: shape(p) for name, p in v.items()}
+        elif k in ("items", "additionalProperties") and isinstance(v, dict):
+            out[k] = shape(v)
+        elif k in ("allOf", "oneOf", "anyOf"):
+            out[k] = [shape(s) for s in v]
+        else:
+            out[k] = v
+    return out
+
+
+def collect(api, schema, used):
+    """Adds the component schemas schema refers to, transitively."""
+    stack = [schema]
+    while stack:
+        s = stack.pop()
+        if isinstance(s, list):
+            stack.extend(s)
+            continue
+        if not isinstance(s, dict):
+            continue
+        ref = s.get("$ref")
+        if ref and ref.startswith("#/components/schemas/"):
+            name = ref.split("/")[-1]
+            if name not in used:
+                used.add(name)
+                stack.append(api["components"]["schemas"][name])
+        for k, v in s.items():
+            if k in ("properties",):
+                stack.extend(v.values())
+            elif k in ("items", "additionalProperties", "allOf", "oneOf", "anyOf"):
+                stack.append(v)
+
+
 def main():
     api_file, routes_file, version, sha = sys.argv[1:5]
     with open(api_file) as f:
@@ -51,14 +108,24 @@ def main():
         },
         "paths": {},
     }
+    used = set()
     for path in sorted(api["paths"]):
         for method, op in sorted(api["paths"][path].items()):
             if method not in ("get", "post", "put", "patch", "delete"):
                 continue
             if not any(m == method and matches(r, path) for m, r in routes):
                 continue
-            responses = {code: {"description": (r or {}).get("description", "")} for code, r in sorted(op.get("responses", {}).items())}
+            responses = {}
+            for code, r in sorted(op.get("responses", {}).items()):
+                r = resolve(api, r or {})
+                one = {"description": r.get("description", "")}
+                schema = r.get("content", {}).get("application/json", {}).get("schema")
+                if schema is not None:
+                    one["schema"] = shape(schema)
+                    collect(api, schema, used)
+                responses[code] = one
             out["paths"].setdefault(path, {})[method] = {"operationId": op.get("operationId", ""), "responses": responses}
+    out["components"] = {"schemas": {name: shape(api["components"]["schemas"][name]) for name in sorted(used)}}
     json.dump(out, sys.stdout, indent=1, sort_keys=True)
     sys.stdout.write("\n")
 

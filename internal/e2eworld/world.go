@@ -892,9 +892,11 @@ func CheckOpenAPI(t *testing.T, f *ghfake.Fake) {
 	t.Helper()
 	o, err := ghfake.LoadOpenAPI(GithubOpenAPI)
 	require.NoError(t, err)
-	for _, p := range o.Check(f.Calls()) {
+	calls := f.Calls()
+	for _, p := range o.Check(calls) {
 		t.Errorf("OpenAPI: %s", p)
 	}
+	checkBodies(t, o, calls)
 }
 
 // logActionsUse logs what the session cost in GitHub Actions (BENCHMARKS.md,

@@ -507,7 +507,9 @@ func (r *Repo) runJSON(ru *run) *github.WorkflowRun {
 		CreatedAt:   ts(ru.CreatedAt), UpdatedAt: ts(ru.UpdatedAt), RunStartedAt: ts(ru.CreatedAt),
 		Repository: r.json(), HeadRepository: r.json(),
 		Actor: f.userJSON(ru.Actor), TriggeringActor: f.userJSON(ru.Actor),
-		PullRequests: []*github.PullRequest{},
+		PullRequests:  []*github.PullRequest{},
+		ArtifactsURL:  github.String(f.api(base + "/artifacts")),
+		CheckSuiteURL: github.String(f.api(fmt.Sprintf("/repos/%s/check-suites/%d", r.FullName(), ru.ID))),
 	}
 	if ru.Conclusion != "" {
 		out.Conclusion = github.String(ru.Conclusion)
@@ -695,7 +697,12 @@ func (f *Fake) listRunsOf(c *rc, wf *workflow) {
 	for _, ru := range list[start:end] {
 		out = append(out, c.repo.runJSON(ru))
 	}
-	c.json(http.StatusOK, &github.WorkflowRuns{TotalCount: github.Int(len(list)), WorkflowRuns: out})
+	// workflow_runs is required, [] when there are none (go-github's type
+	// would drop an empty list).
+	c.json(http.StatusOK, struct {
+		TotalCount   int                   `json:"total_count"`
+		WorkflowRuns []*github.WorkflowRun `json:"workflow_runs"`
+	}{len(list), out})
 }
 
 func (c *rc) runParam() *run {

@@ -218,6 +218,9 @@ type Call struct {
 	Fault           FaultKind
 	Applied         bool // the request took effect
 	At              time.Time
+	// Body is what a successful API call answered (checked against
+	// GitHub's response schemas).
+	Body []byte
 }
 
 func (f *Fake) record(c Call) {

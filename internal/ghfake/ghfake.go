@@ -227,6 +227,9 @@ type token struct {
 	expires time.Time         // zero: never
 	install bool              // installation token (rate bucket per installation)
 	repo    *Repo             // a GITHUB_TOKEN: the one repository it reaches (nil: any)
+	// repos narrow an installation token to these repositories, by id
+	// (nil: every repository of the installation; tokennarrow.go).
+	repos map[int64]bool
 }
 
 // New starts a fake GitHub. Call Close when done.

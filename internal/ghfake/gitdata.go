@@ -283,7 +283,9 @@ func (f *Fake) listInstallations(c *rc) {
 }
 
 type tokenRequest struct {
-	Permissions map[string]string `json:"permissions"`
+	Permissions   map[string]string `json:"permissions"`
+	Repositories  []string          `json:"repositories"`
+	RepositoryIDs []int64           `json:"repository_ids"`
 }
 
 func (f *Fake) createInstallationToken(c *rc) {
@@ -304,8 +306,8 @@ func (f *Fake) createInstallationToken(c *rc) {
 		value: fmt.Sprintf("ghs_%036d", n), login: f.BotLogin(), kind: Bot,
 		expires: f.now().Add(time.Hour).Truncate(time.Second), install: true,
 	}
-	if len(req.Permissions) > 0 {
-		tok.perms = req.Permissions
+	if !f.narrowToken(c, req, tok) {
+		return
 	}
 	f.tokens[tok.value] = tok
 	perms := allPermissions()
@@ -329,5 +331,6 @@ func (f *Fake) createInstallationToken(c *rc) {
 			}
 		}
 	}
-	c.json(http.StatusCreated, &github.InstallationToken{Token: github.String(tok.value), ExpiresAt: ts(tok.expires), Permissions: perms})
+	c.json(http.StatusCreated, &github.InstallationToken{Token: github.String(tok.value), ExpiresAt: ts(tok.expires), Permissions: perms,
+		Repositories: f.tokenRepos(tok)})
 }

@@ -232,6 +232,12 @@ func (f *Fake) gitDenied(r *Repo, t *token, service string) string {
 		level, role = "write", "write"
 	}
 	msg := fmt.Sprintf("Permission to %s.git denied to %s.", r.FullName(), t.login)
+	if !t.reaches(r) && (r.settings.Private || level == "write") {
+		if r.settings.Private {
+			return "Repository not found."
+		}
+		return msg
+	}
 	if t.perms != nil && !tokenAllows(t.perms, "contents="+level) {
 		return msg
 	}

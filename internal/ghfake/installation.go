@@ -17,10 +17,16 @@ func (f *Fake) listInstallationRepos(c *rc) {
 		c.fail(http.StatusForbidden, "You must authenticate with an installation access token in order to list repositories for an installation.")
 		return
 	}
-	start, end := c.page(len(f.repos))
+	var reach []*Repo // a narrowed token lists only its repositories
+	for _, r := range f.repos {
+		if c.tok.reaches(r) {
+			reach = append(reach, r)
+		}
+	}
+	start, end := c.page(len(reach))
 	out := []*github.Repository{}
-	for _, r := range f.repos[start:end] {
+	for _, r := range reach[start:end] {
 		out = append(out, r.json())
 	}
-	c.json(http.StatusOK, &github.ListRepositories{TotalCount: github.Int(len(f.repos)), Repositories: out})
+	c.json(http.StatusOK, &github.ListRepositories{TotalCount: github.Int(len(reach)), Repositories: out})
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/google/go-github/v66/github"
@@ -23,7 +24,11 @@ import (
 // (https://docs.github.com/en/actions/how-tos/write-workflows/choose-when-workflows-run/control-workflow-concurrency):
 // a group has at most one running and one pending holder, repository-wide,
 // shared by workflow-level and job-level groups; a newer pending holder
-// cancels the older one; cancel-in-progress cancels the running one. A
+// cancels the older one; cancel-in-progress cancels the running one. With
+// queue: max up to 100 holders wait, first in first out, and one more is
+// cancelled (an expression cancel-in-progress that comes out true beside
+// queue: max fails the run, as the literal fails validation). Group names
+// are case insensitive. A
 // workflow-level group is taken when the run is created, before any job's
 // if is evaluated, so an event that every job would skip still cancels a
 // pending run of the group; a job-level group is taken after the job's if
@@ -66,9 +71,17 @@ type jobRun struct {
 	cancel     context.CancelFunc
 }
 
-// concGroup is a concurrency group: one running and one pending holder.
+// concGroup is a concurrency group: one running holder, and the pending
+// ones in the order they began to wait (one unless queue: max).
 type concGroup struct {
-	running, pending *slot
+	running *slot
+	pending []*slot
+}
+
+// concPolicy is how a holder takes its group.
+type concPolicy struct {
+	cancelInProgress bool
+	queueMax         bool
 }
 
 // slot holds a group: a run (workflow level) or one of its jobs.
@@ -183,34 +196,41 @@ func (f *Fake) afterRunCreated(r *Repo, ru *run) {
 	}
 	if c := ru.wf.spec.Concurrency; c != nil {
 		ctx := Contexts{"github": f.githubCtx(r, ru, ""), "inputs": inputsContext(ru.Inputs)}
-		group, cip, err := evalConcurrency(c, ctx)
+		group, pol, err := evalConcurrency(c, ctx)
 		if err != nil {
 			f.logf("ghfake: run %d: %v", ru.ID, err)
 			f.failRunAtStartup(r, ru, err)
 			return
 		}
 		ru.group = group
-		if !f.acquire(r, group, &slot{ru: ru}, cip) {
-			ru.Status = "pending"
+		if !f.acquire(r, group, &slot{ru: ru}, pol) {
+			if ru.Status != "completed" { // not cancelled by a full queue
+				ru.Status = "pending"
+			}
 			return
 		}
 	}
 	f.advance(r, ru)
 }
 
-func evalConcurrency(c *Concurrency, ctx Contexts) (string, bool, error) {
+func evalConcurrency(c *Concurrency, ctx Contexts) (string, concPolicy, error) {
 	group, err := InterpolateString(c.Group, ctx, JobStatus{})
 	if err != nil {
-		return "", false, fmt.Errorf("concurrency group: %w", err)
+		return "", concPolicy{}, fmt.Errorf("concurrency group: %w", err)
 	}
 	cip, err := Interpolate(c.CancelInProgress, ctx, JobStatus{})
 	if err != nil {
-		return "", false, fmt.Errorf("cancel-in-progress: %w", err)
+		return "", concPolicy{}, fmt.Errorf("cancel-in-progress: %w", err)
 	}
 	if s, ok := cip.(string); ok {
 		cip = s == "true"
 	}
-	return group, truthy(cip), nil
+	pol := concPolicy{cancelInProgress: truthy(cip), queueMax: c.Queue == queueMax}
+	if pol.cancelInProgress && pol.queueMax {
+		return "", concPolicy{}, fmt.Errorf("concurrency: queue: max cannot be combined with cancel-in-progress: true")
+	}
+	// "The concurrency group name is case insensitive."
+	return strings.ToLower(group), pol, nil
 }
 
 // failRunAtStartup ends a run whose workflow could not start. Caller holds
@@ -222,20 +242,33 @@ func (f *Fake) failRunAtStartup(r *Repo, ru *run, err error) {
 	f.finishRun(r, ru)
 }
 
-// acquire puts s in group: running if the group is free (or cip cancels
-// the running holder), else pending, cancelling the pending one it
-// replaces. It reports whether s runs now. Caller holds f.mu.
-func (f *Fake) acquire(r *Repo, name string, s *slot, cip bool) bool {
+// acquire puts s in group: running if the group is free (or
+// cancel-in-progress cancels the running holder), else pending: behind the
+// others under queue: max (cancelled itself when 100 wait), else replacing
+// (cancelling) the pending ones. It reports whether s runs now. Caller
+// holds f.mu.
+func (f *Fake) acquire(r *Repo, name string, s *slot, pol concPolicy) bool {
 	g := r.groups()[name]
 	if g == nil {
 		g = &concGroup{}
 		r.groups()[name] = g
 	}
-	if old := g.pending; old != nil {
-		g.pending = nil
+	if g.running != nil && pol.queueMax {
+		if len(g.pending) >= queueMaxPending {
+			// "When the queue is full, any additional jobs or workflow
+			// runs are canceled."
+			f.cancelSlot(r, s)
+			return false
+		}
+		g.pending = append(g.pending, s)
+		return false
+	}
+	for len(g.pending) > 0 {
+		old := g.pending[0]
+		g.pending = g.pending[1:]
 		f.cancelSlot(r, old)
 	}
-	if g.running != nil && cip {
+	if g.running != nil && pol.cancelInProgress {
 		old := g.running
 		g.running = nil
 		f.cancelSlot(r, old)
@@ -244,7 +277,7 @@ func (f *Fake) acquire(r *Repo, name string, s *slot, cip bool) bool {
 		g.running = s
 		return true
 	}
-	g.pending = s
+	g.pending = []*slot{s}
 	return false
 }
 
@@ -255,19 +288,21 @@ func (f *Fake) release(r *Repo, name string, s *slot) {
 	if g == nil {
 		return
 	}
-	if g.pending.same(s) {
-		g.pending = nil
-		return
+	for i, p := range g.pending {
+		if p.same(s) {
+			g.pending = append(g.pending[:i:i], g.pending[i+1:]...)
+			return
+		}
 	}
 	if !g.running.same(s) {
 		return
 	}
-	next := g.pending
-	g.running, g.pending = next, nil
-	if next == nil {
+	if len(g.pending) == 0 {
 		delete(r.groups(), name)
 		return
 	}
+	next := g.pending[0]
+	g.running, g.pending = next, g.pending[1:]
 	if next.job == nil {
 		next.ru.Status = "queued"
 		f.advance(r, next.ru)
@@ -338,15 +373,17 @@ func (f *Fake) advance(r *Repo, ru *run) {
 				continue
 			}
 			if c := j.spec.Concurrency; c != nil {
-				group, cip, err := evalConcurrency(c, ctx)
+				group, pol, err := evalConcurrency(c, ctx)
 				if err != nil {
 					j.err = err.Error()
 					f.endJob(r, ru, j, "failure")
 					continue
 				}
 				j.group = group
-				if !f.acquire(r, group, &slot{ru: ru, job: j}, cip) {
-					j.status = "pending"
+				if !f.acquire(r, group, &slot{ru: ru, job: j}, pol) {
+					if j.status != "completed" { // not cancelled by a full queue
+						j.status = "pending"
+					}
 					continue
 				}
 			}

@@ -178,7 +178,41 @@ func (r *Repo) json() *github.Repository {
 		TagsURL:          github.String(f.api("/repos/" + full + "/tags")),
 		TeamsURL:         github.String(f.api("/repos/" + full + "/teams")),
 		TreesURL:         github.String(f.api("/repos/" + full + "/git/trees{/sha}")),
+		// The counts and flags the repository schema requires, as a new
+		// repository with no forks, stars or watchers has them.
+		SSHURL:           github.String("git@" + f.host() + ":" + full + ".git"),
+		SVNURL:           github.String(f.html("/" + full)),
+		ForksCount:       github.Int(0),
+		StargazersCount:  github.Int(0),
+		Watchers:         github.Int(0),
+		WatchersCount:    github.Int(0),
+		SubscribersCount: github.Int(0),
+		NetworkCount:     github.Int(0),
+		Size:             github.Int(0),
+		OpenIssues:       github.Int(r.openIssues()),
+		OpenIssuesCount:  github.Int(r.openIssues()),
+		Archived:         github.Bool(false),
+		Disabled:         github.Bool(false),
+		HasDownloads:     github.Bool(true),
+		HasPages:         github.Bool(false),
+		HasProjects:      github.Bool(true),
+		HasWiki:          github.Bool(true),
+		CreatedAt:        ts(r.created),
+		UpdatedAt:        ts(r.created),
+		PushedAt:         ts(r.created),
 	}
+}
+
+// openIssues counts the open issues and pull requests (GitHub's
+// open_issues_count counts both). Caller holds f.mu.
+func (r *Repo) openIssues() int {
+	n := 0
+	for _, is := range r.issues {
+		if is.movedTo == nil && is.state == "open" {
+			n++
+		}
+	}
+	return n
 }
 
 // issueJSON renders an issue (or a pull request's issue view). Caller

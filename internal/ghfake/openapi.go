@@ -19,12 +19,16 @@ import (
 type OpenAPI struct {
 	Version string
 	ops     []openAPIOp
+	// schemas are the component schemas responses refer to.
+	schemas map[string]*Schema
 }
 
 type openAPIOp struct {
 	method, path string
 	re           *regexp.Regexp
 	statuses     map[string]bool
+	// bodies are the JSON schemas of responses, by status.
+	bodies map[string]*Schema
 }
 
 // LoadOpenAPI reads a trimmed description.
@@ -38,29 +42,44 @@ func LoadOpenAPI(file string) (*OpenAPI, error) {
 			Version string `json:"version"`
 		} `json:"info"`
 		Paths map[string]map[string]struct {
-			Responses map[string]json.RawMessage `json:"responses"`
+			Responses map[string]struct {
+				Schema *Schema `json:"schema"`
+			} `json:"responses"`
 		} `json:"paths"`
+		Components struct {
+			Schemas map[string]*Schema `json:"schemas"`
+		} `json:"components"`
 	}
 	if err := json.Unmarshal(b, &doc); err != nil {
 		return nil, fmt.Errorf("%s: %w", file, err)
 	}
-	o := &OpenAPI{Version: doc.Info.Version}
+	o := &OpenAPI{Version: doc.Info.Version, schemas: doc.Components.Schemas}
 	for path, methods := range doc.Paths {
 		re := openAPIPathRE(path)
 		for method, op := range methods {
 			st := map[string]bool{}
-			for code := range op.Responses {
+			bodies := map[string]*Schema{}
+			for code, r := range op.Responses {
 				st[code] = true
+				if r.Schema != nil {
+					bodies[code] = r.Schema
+				}
 			}
-			o.ops = append(o.ops, openAPIOp{method: strings.ToUpper(method), path: path, re: re, statuses: st})
+			o.ops = append(o.ops, openAPIOp{method: strings.ToUpper(method), path: path, re: re, statuses: st, bodies: bodies})
 		}
 	}
 	// Literal segments before parameters: /git/ref/{ref} is not
-	// /git/{x}/{y}; the most specific (fewest parameters) wins.
+	// /git/{x}/{y}; the most specific (fewest parameters, then the most
+	// segments: a {ref} may hold slashes, and /commits/{ref}/check-runs is
+	// not /commits/{ref}) wins.
 	sort.Slice(o.ops, func(i, j int) bool {
 		pi, pj := strings.Count(o.ops[i].path, "{"), strings.Count(o.ops[j].path, "{")
 		if pi != pj {
 			return pi < pj
+		}
+		si, sj := strings.Count(o.ops[i].path, "/"), strings.Count(o.ops[j].path, "/")
+		if si != sj {
+			return si > sj
 		}
 		return o.ops[i].path < o.ops[j].path
 	})
@@ -91,7 +110,7 @@ func openAPIPathRE(path string) *regexp.Regexp {
 
 // Check returns what in calls GitHub's description does not allow: a
 // request to an endpoint it does not have, or a status it does not
-// document for it. Injected faults, dropped connections and 304s (GitHub
+// document for it (CheckBodies checks the answers). Injected faults, dropped connections and 304s (GitHub
 // answers any conditional GET so) are not the fake's answers to judge.
 func (o *OpenAPI) Check(calls []Call) []string {
 	var out []string

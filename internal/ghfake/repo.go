@@ -51,6 +51,8 @@ type Repo struct {
 	// renamedBranches maps a renamed branch's former name to its current
 	// one (branches.go); GET …/branches/{former} answers 301.
 	renamedBranches map[string]string
+	// created is when the repository was created (created_at).
+	created time.Time
 }
 
 var nameRE = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)
@@ -87,6 +89,7 @@ func (f *Fake) createRepo(owner, name, defaultBranch, seed string) (*Repo, error
 		path:     filepath.Join(f.dir, "repos", owner, name+".git"),
 		comments: map[int64]*comment{}, workflows: map[string]*workflow{}, actionsHeads: map[string]bool{},
 		settings: DefaultSettings(), protections: map[string]*Protection{}, mergeability: map[int]*mergeCache{},
+		created: f.now(),
 	}
 	f.account(owner, "")
 	// Reserve the name before the (slow) git work; the repository is

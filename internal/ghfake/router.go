@@ -176,6 +176,9 @@ func (f *Fake) handleAPI(w http.ResponseWriter, r *http.Request, rt *route, para
 		call.NotModified = true
 	}
 	call.Status = c.status
+	if c.status >= 200 && c.status < 300 {
+		call.Body = c.out
+	}
 	call.Applied = !faulted || fault.Applied
 	if c.status >= 400 {
 		call.Applied = false
@@ -366,7 +369,7 @@ func (f *Fake) authorise(c *rc) bool {
 			}
 		}
 	}
-	if c.tok != nil && c.tok.repo != nil && c.repo != nil && c.repo != c.tok.repo {
+	if c.tok != nil && c.repo != nil && !c.tok.reaches(c.repo) {
 		// Another repository: a public one can be read, nothing written;
 		// a private one is invisible.
 		if c.repo.settings.Private {
@@ -579,7 +582,7 @@ func (c *rc) json(status int, v any) {
 		c.fail(http.StatusInternalServerError, "ghfake: encoding response: "+err.Error())
 		return
 	}
-	b = withRequiredNulls(v, b)
+	b = withNestedRequired(withRequiredNulls(v, b))
 	c.status = status
 	c.hdr.Set("Content-Type", "application/json; charset=utf-8")
 	c.out = b

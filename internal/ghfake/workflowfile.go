@@ -38,6 +38,9 @@ type Permissions map[string]string
 type Concurrency struct {
 	Group            string // an expression template
 	CancelInProgress string // "true", "false" or an expression
+	// Queue is "single" (the default: one pending holder, a newer one
+	// cancelling it) or "max" (up to 100 pending holders, in order).
+	Queue string
 }
 
 // JobSpec is one job of a workflow file.
@@ -322,16 +325,45 @@ func parsePermissions(n *yaml.Node, where string) (*Permissions, error) {
 	return nil, fmt.Errorf("%s: not a map", where)
 }
 
+// The queue property of a concurrency block
+// (https://docs.github.com/en/actions/how-tos/write-workflows/choose-when-workflows-run/control-workflow-concurrency,
+// data/reusables/actions/actions-group-concurrency.md in github/docs;
+// changelog 2026-05-07 "GitHub Actions concurrency groups now allow larger
+// queues"): single (the default) or max, up to 100 pending; max with
+// cancel-in-progress true is a workflow validation error.
+const (
+	queueSingle = "single"
+	queueMax    = "max"
+	// queueMaxPending is how many holders wait under queue: max; more
+	// are cancelled.
+	queueMaxPending = 100
+)
+
+func checkQueue(q *string, cancelInProgress string) error {
+	switch *q {
+	case "":
+		*q = queueSingle
+	case queueSingle, queueMax:
+	default:
+		return fmt.Errorf("queue: %q is not single or max", *q)
+	}
+	if *q == queueMax && strings.TrimSpace(cancelInProgress) == "true" {
+		return fmt.Errorf("queue: max cannot be combined with cancel-in-progress: true")
+	}
+	return nil
+}
+
 func parseConcurrency(n *yaml.Node, where string) (*Concurrency, error) {
 	switch n.Kind {
 	case 0:
 		return nil, nil
 	case yaml.ScalarNode:
-		return &Concurrency{Group: n.Value, CancelInProgress: "false"}, nil
+		return &Concurrency{Group: n.Value, CancelInProgress: "false", Queue: queueSingle}, nil
 	case yaml.MappingNode:
 		var c struct {
 			Group            string `yaml:"group"`
 			CancelInProgress string `yaml:"cancel-in-progress"`
+			Queue            string `yaml:"queue"`
 		}
 		if err := n.Decode(&c); err != nil {
 			return nil, fmt.Errorf("%s: %w", where, err)
@@ -342,7 +374,10 @@ func parseConcurrency(n *yaml.Node, where string) (*Concurrency, error) {
 		if c.CancelInProgress == "" {
 			c.CancelInProgress = "false"
 		}
-		return &Concurrency{Group: c.Group, CancelInProgress: c.CancelInProgress}, nil
+		if err := checkQueue(&c.Queue, c.CancelInProgress); err != nil {
+			return nil, fmt.Errorf("%s: %w", where, err)
+		}
+		return &Concurrency{Group: c.Group, CancelInProgress: c.CancelInProgress, Queue: c.Queue}, nil
 	}
 	return nil, fmt.Errorf("%s: not a group or a map", where)
 }

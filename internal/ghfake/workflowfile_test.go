@@ -67,7 +67,7 @@ func TestParseWorkflowFileDefaultsAndShorthands(t *testing.T) {
 	wf, err := ParseWorkflowFile([]byte("on: [push, issues]\npermissions: read-all\nconcurrency: ci\njobs:\n  a:\n    runs-on: x\n  b:\n    needs: a\n    permissions: write-all\n  c:\n    permissions:\n      id-token: write\n"))
 	require.NoError(t, err)
 	assert.True(t, wf.Triggers("issues", "opened"), "no types: every activity")
-	assert.Equal(t, &Concurrency{Group: "ci", CancelInProgress: "false"}, wf.Concurrency)
+	assert.Equal(t, &Concurrency{Group: "ci", CancelInProgress: "false", Queue: "single"}, wf.Concurrency)
 	a, _ := wf.Job("a")
 	assert.Equal(t, "read", wf.EffectivePermissions(a)["pull-requests"])
 	assert.NotContains(t, wf.EffectivePermissions(a), "id-token", "read-all has no id-token")
