@@ -131,18 +131,20 @@ type Candidate struct {
 type TextAltered struct {
 	// What is the text ("the task of group A"); Where its location.
 	What, Where string
-	Ref         TextRef
+	// Group is the group whose task it is ("" for other texts).
+	Group string
+	Ref   TextRef
 	// Found is what the location holds now ("" when nothing was found).
 	Found string
 }
 
 func (e *TextAltered) Error() string {
 	if e.Found == "" {
-		return fmt.Sprintf("%s cannot be read: %s is not there any more (the session recorded %s); restore it, or retry the group to have the pm plan it again",
+		return fmt.Sprintf("%s cannot be read: %s is not there any more (the session recorded %s); restore it, then resume the session",
 			e.What, e.Where, e.Ref.Short())
 	}
 	return fmt.Sprintf("%s was changed after the session recorded it: %s holds %s, the session recorded %s; "+
-		"nothing was run on the changed text: restore it, or retry the group to have the pm plan it again", e.What, e.Where, e.Found, e.Ref.Short())
+		"nothing was run on the changed text: restore the text the session recorded (GitHub keeps an edited comment's history), then resume the session", e.What, e.Where, e.Found, e.Ref.Short())
 }
 
 // FillTasks fills the referenced tasks s holds no copy of from the results
@@ -158,7 +160,7 @@ func (s *Session) FillTasks(results func(step string) []Candidate) error {
 			continue
 		}
 		ref := *g.TaskRef
-		alt := &TextAltered{What: fmt.Sprintf("the task of group %s", g.ID), Where: fmt.Sprintf("the result of step %s", ref.Step), Ref: ref}
+		alt := &TextAltered{Group: g.ID, What: fmt.Sprintf("the task of group %s", g.ID), Where: fmt.Sprintf("the result of step %s", ref.Step), Ref: ref}
 		for _, c := range results(ref.Step) {
 			t, ok := TaskInResult(c.Result, g.ID)
 			if ok && ref.Matches(t) {
@@ -177,6 +179,25 @@ func (s *Session) FillTasks(results func(step string) []Candidate) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// AlteredTask is the *TextAltered of group's task among the errors of
+// FillTasks, if any.
+func AlteredTask(err error, group string) (*TextAltered, bool) {
+	if err == nil {
+		return nil, false
+	}
+	all := []error{err}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		all = j.Unwrap()
+	}
+	for _, e := range all {
+		var alt *TextAltered
+		if errors.As(e, &alt) && alt.Group == group {
+			return alt, true
+		}
+	}
+	return nil, false
 }
 
 // FillRequirements gives s the full requirements from its source when they
