@@ -32,19 +32,25 @@ func RequirementsWhere(repo ghapi.RepoRef, issue int) string {
 // ResultCandidates finds, among an issue's comments, the result comments of
 // a step: where a group's task is (pipeline.Session.FillTasks).
 func ResultCandidates(comments []ghapi.Comment) func(step string) []pipeline.Candidate {
+	var byStep map[string][]pipeline.Candidate // parsed on the first call, once
 	return func(step string) []pipeline.Candidate {
-		var out []pipeline.Candidate
-		for _, c := range comments {
-			r, ok := ParseResultComment(c.Body)
-			if !ok || r.Step != step {
-				continue
+		if byStep == nil {
+			byStep = map[string][]pipeline.Candidate{}
+			for _, c := range comments {
+				if !strings.Contains(c.Body, ResultMarker) {
+					continue
+				}
+				r, ok := ParseResultComment(c.Body)
+				if !ok {
+					continue
+				}
+				where := fmt.Sprintf("the result comment of step %s (comment %d)", r.Step, c.ID)
+				if c.URL != "" {
+					where = fmt.Sprintf("the result comment of step %s (%s)", r.Step, c.URL)
+				}
+				byStep[r.Step] = append(byStep[r.Step], pipeline.Candidate{Where: where, Result: r.Result})
 			}
-			where := fmt.Sprintf("the result comment of step %s (comment %d)", step, c.ID)
-			if c.URL != "" {
-				where = fmt.Sprintf("the result comment of step %s (%s)", step, c.URL)
-			}
-			out = append(out, pipeline.Candidate{Where: where, Result: r.Result})
 		}
-		return out
+		return byStep[step]
 	}
 }

@@ -92,29 +92,37 @@ func (s Session) TextsMissing() bool {
 // as the engine keeps it: from a PLANNING_COMPLETE plan, or the groups a
 // CONTINUE adds. ok is false when the result plans no such group.
 func TaskInResult(res Result, group string) (string, bool) {
+	t, ok := tasksInResult(res)[group]
+	return t, ok
+}
+
+// tasksInResult is every task the pm's result plans, by group (the first
+// of a repeated id: the engine refuses a plan that repeats one).
+func tasksInResult(res Result) map[string]string {
 	var groups []PlanGroup
 	switch res.Status {
 	case StatusPlanningComplete:
 		p, err := ParsePlan(res.Handoff)
 		if err != nil {
-			return "", false
+			return nil
 		}
 		groups = p.Groups
 	case StatusContinue:
 		d, err := parseContinue(res.Handoff)
 		if err != nil {
-			return "", false
+			return nil
 		}
 		groups = d.added
 	default:
-		return "", false
+		return nil
 	}
+	out := map[string]string{}
 	for _, pg := range groups {
-		if pg.ID == group {
-			return strings.TrimSpace(pg.Task), true
+		if _, seen := out[pg.ID]; !seen {
+			out[pg.ID] = strings.TrimSpace(pg.Task)
 		}
 	}
-	return "", false
+	return out
 }
 
 // Candidate is a result a front-end found for a step, and where it found
@@ -153,6 +161,11 @@ func (e *TextAltered) Error() string {
 // the returned error (a *TextAltered per group, joined), so a front-end
 // that needs it fails visibly while the other groups' tasks are filled.
 func (s *Session) FillTasks(results func(step string) []Candidate) error {
+	type found struct {
+		where string
+		tasks map[string]string
+	}
+	byStep := map[string][]found{} // each step's results, parsed once
 	var errs []error
 	for i := range s.Groups {
 		g := &s.Groups[i]
@@ -160,14 +173,21 @@ func (s *Session) FillTasks(results func(step string) []Candidate) error {
 			continue
 		}
 		ref := *g.TaskRef
+		cands, ok := byStep[ref.Step]
+		if !ok {
+			for _, c := range results(ref.Step) {
+				cands = append(cands, found{c.Where, tasksInResult(c.Result)})
+			}
+			byStep[ref.Step] = cands
+		}
 		alt := &TextAltered{Group: g.ID, What: fmt.Sprintf("the task of group %s", g.ID), Where: fmt.Sprintf("the result of step %s", ref.Step), Ref: ref}
-		for _, c := range results(ref.Step) {
-			t, ok := TaskInResult(c.Result, g.ID)
+		for _, c := range cands {
+			t, ok := c.tasks[g.ID]
 			if ok && ref.Matches(t) {
 				g.Task = t
 				break
 			}
-			alt.Where = c.Where
+			alt.Where = c.where
 			if ok {
 				alt.Found = TextRef{Bytes: len(t), SHA256: RequirementsDigest(t)}.Short()
 			} else {
