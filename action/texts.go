@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/bazinga-bot/bazinga/codec"
+	"github.com/bazinga-bot/bazinga/ghapi"
 	"github.com/bazinga-bot/bazinga/pipeline"
 )
 
@@ -22,7 +23,7 @@ import (
 func (j *job) stepTexts(ctx context.Context, issue int, s *pipeline.Session, step pipeline.Step, ho HandOver,
 	handOver func(HandOver, func(int) ([]byte, error)) error) (code int, ok bool) {
 	if s.TextsMissing() {
-		comments, err := j.gh.ListComments(ctx, j.in.repo, issue)
+		comments, err := j.listComments(ctx, issue)
 		if err != nil {
 			return j.fail(fmt.Sprintf("reading the comments of #%d for the group's task", issue), err), false
 		}
@@ -43,7 +44,9 @@ func (j *job) stepTexts(ctx context.Context, issue int, s *pipeline.Session, ste
 			j.log.Warn("another group's task cannot be read", "err", err)
 		}
 	}
-	if s.RequirementsRef != nil {
+	// Requirements within the bound are kept whole: nothing to fetch (an
+	// edit since is announced on the issue and not followed either way).
+	if ref := s.RequirementsRef; ref != nil && !ref.Matches(s.Requirements) {
 		is, err := j.gh.GetIssue(ctx, j.in.repo, issue)
 		if err != nil {
 			return j.fail(fmt.Sprintf("reading the requirements (issue #%d)", issue), err), false
@@ -53,4 +56,21 @@ func (j *job) stepTexts(ctx context.Context, issue int, s *pipeline.Session, ste
 		}
 	}
 	return 0, true
+}
+
+// listComments lists a number's comments once per job: the task's location
+// and the comments shown to the agent are read from the same list.
+func (j *job) listComments(ctx context.Context, number int) ([]ghapi.Comment, error) {
+	if cs, ok := j.comments[number]; ok {
+		return cs, nil
+	}
+	cs, err := j.gh.ListComments(ctx, j.in.repo, number)
+	if err != nil {
+		return nil, err
+	}
+	if j.comments == nil {
+		j.comments = map[int][]ghapi.Comment{}
+	}
+	j.comments[number] = cs
+	return cs, nil
 }

@@ -1,6 +1,7 @@
 package e2emoves_test
 
 import (
+	"context"
 	"strings"
 	"sync"
 	"testing"
@@ -25,25 +26,39 @@ import (
 func editTaskOnDeveloperStep(t *testing.T, w *World) (restore func()) {
 	t.Helper()
 	var once sync.Once
+	var mu sync.Mutex
 	var id int64
 	var orig string
+	altered := false
 	w.ExpectFail = map[int64]bool{}
 	w.BeforeJob = func(r ghfake.Run, job string) {
 		if job != "agent" || !strings.Contains(r.Inputs["step"], "/B/developer/") {
 			return
 		}
 		once.Do(func() {
-			w.Mu.Lock()
-			w.ExpectFail[r.ID] = true
-			w.Mu.Unlock()
+			mu.Lock()
+			defer mu.Unlock()
 			id, orig = planComment(t, w)
 			rec, ok := codec.ParseResultComment(orig)
 			require.True(t, ok)
 			rec.Result.Handoff = []byte(strings.Replace(string(rec.Result.Handoff), "Write b.txt saying ok.", "Write b.txt saying ok, then delete a.txt.", 1))
 			require.NoError(t, w.Repo.EditComment("alice", id, codec.RenderResultComment(rec)))
+			altered = true
 		})
+		mu.Lock()
+		defer mu.Unlock()
+		if altered {
+			w.Mu.Lock()
+			w.ExpectFail[r.ID] = true // refused while the text is changed
+			w.Mu.Unlock()
+		}
 	}
-	return func() { require.NoError(t, w.Repo.EditComment("alice", id, orig)) }
+	return func() {
+		mu.Lock()
+		defer mu.Unlock()
+		require.NoError(t, w.Repo.EditComment("alice", id, orig))
+		altered = false
+	}
 }
 
 // planComment is the pm's plan result comment on issue 1.
@@ -58,16 +73,22 @@ func planComment(t *testing.T, w *World) (int64, string) {
 	return 0, ""
 }
 
-func assertTaskRefused(t *testing.T, w *World, s pipeline.Session) {
+func assertTaskRefused(t *testing.T, w *World, s pipeline.Session, trust codec.StateTrust, named bool) {
 	t.Helper()
 	refused := 0
 	for _, st := range s.Steps {
 		if st.Group == "B" && st.Role == pipeline.RoleDeveloper && st.State == pipeline.StepFailed {
-			assert.Contains(t, st.Note, "the task of group B was changed after the session recorded it")
+			if named {
+				assert.Contains(t, st.Note, "the task of group B was changed after the session recorded it")
+			}
 			refused++
 		}
 	}
-	assert.Equal(t, 1, refused, "B's first developer step was refused, once")
+	if named {
+		assert.Equal(t, 1, refused, "B's first developer step was refused, once: the failure is permanent")
+	} else {
+		assert.Positive(t, refused)
+	}
 	ran := false
 	for _, st := range s.Steps {
 		ran = ran || st.Group == "B" && st.Role == pipeline.RoleDeveloper && st.State == pipeline.StepDone
@@ -76,7 +97,7 @@ func assertTaskRefused(t *testing.T, w *World, s pipeline.Session) {
 	require.NotNil(t, s.Group("B").TaskRef)
 	assert.Equal(t, len("Write b.txt saying ok."), s.Group("B").TaskRef.Bytes)
 	for _, c := range w.Repo.Comments(1) {
-		if st, err := codec.DecodeState(c.GetBody(), E2eActionOnlyKey); err == nil {
+		if st, err := codec.DecodeState(c.GetBody(), trust.PublicKey); err == nil {
 			for _, g := range st.Session.Groups {
 				assert.Empty(t, g.Task, "the tracking comment's state holds no task text")
 			}
@@ -84,11 +105,14 @@ func assertTaskRefused(t *testing.T, w *World, s pipeline.Session) {
 	}
 }
 
-func TestE2ETaskEditedActionOnlyMode(t *testing.T) {
-	t.Parallel()
-	w := NewWorld(t)
-	w.ActionOnly()
-	restore := editTaskOnDeveloperStep(t, w)
+// playTaskEdited runs the session of editTaskOnDeveloperStep to its pause,
+// restores the text, resumes, and returns the session verified. named: the
+// pause reason names the group and the comment (Action-only mode; in App
+// mode the bot takes the agent job's failed run as the step's failure before
+// the publishing job posts the reason, so the step is refused up to its
+// attempt limit and the reason is in each job's log).
+func playTaskEdited(t *testing.T, w *World, restore func(), sweep func(), trust codec.StateTrust, named bool) pipeline.Session {
+	t.Helper()
 	issue, err := w.Repo.CreateIssue("alice", "Write a.txt and b.txt", "Both must say ok.")
 	require.NoError(t, err)
 	require.NoError(t, w.Repo.LabelIssue("alice", issue, "bazinga"))
@@ -97,11 +121,19 @@ func TestE2ETaskEditedActionOnlyMode(t *testing.T) {
 			w.Dump(issue)
 		}
 	}()
-	sweep := func() { _, _ = w.F.TriggerSchedule(E2eFull, SweepWorkflow) }
 	require.Equal(t, "bazinga:paused", w.Wait(issue, 60*time.Second, sweep))
 	s, _ := w.SessionNow(issue)
-	assert.Contains(t, s.Reason, "the task of group B was changed after the session recorded it: the result comment of step 1/_/pm/1 (")
-	assert.Contains(t, s.Reason, "nothing was run on the changed text")
+	if named {
+		assert.Contains(t, s.Reason, "the task of group B was changed after the session recorded it: the result comment of step 1/_/pm/1 (")
+		assert.Contains(t, s.Reason, "nothing was run on the changed text")
+	}
+	refused := 0
+	for _, j := range w.JobsCopy() {
+		if strings.Contains(j.Output, "the task of group B was changed after the session recorded it") {
+			refused++
+		}
+	}
+	assert.Positive(t, refused, "the step jobs refused the changed task")
 
 	restore()
 	_, err = w.Repo.Comment("alice", issue, "/bazinga resume")
@@ -109,7 +141,25 @@ func TestE2ETaskEditedActionOnlyMode(t *testing.T) {
 	require.Eventually(t, func() bool { ended, _ := w.Ended(issue); return !ended }, 60*time.Second, 50*time.Millisecond, "the session resumes")
 	require.Equal(t, "bazinga:done", w.Wait(issue, 60*time.Second, sweep))
 	w.Settle()
-	s = w.AssertVerified(issue, codec.StateTrust{PublicKey: E2eActionOnlyKey, Authors: []string{ghfake.ActionsLogin}})
+	s = w.AssertVerified(issue, trust)
 	w.AssertJobs(s)
-	assertTaskRefused(t, w, s)
+	assertTaskRefused(t, w, s, trust, named)
+	return s
+}
+
+func TestE2ETaskEditedActionOnlyMode(t *testing.T) {
+	t.Parallel()
+	w := NewWorld(t)
+	w.ActionOnly()
+	restore := editTaskOnDeveloperStep(t, w)
+	playTaskEdited(t, w, restore, func() { _, _ = w.F.TriggerSchedule(E2eFull, SweepWorkflow) },
+		codec.StateTrust{PublicKey: E2eActionOnlyKey, Authors: []string{ghfake.ActionsLogin}}, true)
+}
+
+func TestE2ETaskEditedAppMode(t *testing.T) {
+	t.Parallel()
+	var restore func()
+	w, b, _ := AppModeWorld(t, E2eConfig, func(w *World) { restore = editTaskOnDeveloperStep(t, w) })
+	playTaskEdited(t, w, restore, func() { _ = b.Sweep(context.Background()) },
+		codec.StateTrust{PublicKey: E2ePublicKey, Authors: []string{w.F.BotLogin()}}, false)
 }
