@@ -458,6 +458,8 @@ type job struct {
 	log    *slog.Logger
 	// lastFail is the last failure the job reported (fail).
 	lastFail string
+	// comments are the comments the job listed, by issue or PR number.
+	comments map[int][]ghapi.Comment
 	// posted: the job posted what it did (a result or a failure) and woke
 	// the orchestrator; a privileged job that fails without it posts its
 	// failure at the end (reportedFailure).

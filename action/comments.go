@@ -27,7 +27,7 @@ func (j *job) humanComments(ctx context.Context, issue int, s pipeline.Session, 
 	}
 	var all []ghapi.Comment
 	for _, n := range numbers {
-		cs, err := j.gh.ListComments(ctx, j.in.repo, n)
+		cs, err := j.listComments(ctx, n)
 		if err != nil {
 			j.log.Info("comments for the prompt could not be read", "number", n, "err", err)
 			continue

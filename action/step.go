@@ -192,6 +192,9 @@ func (j *job) runStep(ctx context.Context) int {
 	}
 	ex := &stepexec.Executor{Remote: remote, Config: cfg, TempDir: work, Logger: j.log, HandOver: rec}
 	if step.Role != pipeline.RoleMerge && step.Role != pipeline.RoleValidate {
+		if code, ok := j.stepTexts(ctx, issue, &st.Session, *step, ho, handOver); !ok {
+			return code
+		}
 		passEnv := cfg.Agent.Env
 		if in.gatewayURL != "" {
 			// App mode with the gateway: the agent gets a token for this step, never a provider key.

@@ -49,7 +49,7 @@ func renderCheckpoint(s pipeline.Session) string {
 	fmt.Fprintf(&b, "\n#### The plan (%s, %s mode)\n\n| Group | Phase | Kind | Depends on | Task |\n|---|---|---|---|---|\n", cp.ID, s.Mode)
 	for _, g := range s.Groups {
 		deps := strings.Join(g.DependsOn, ", ")
-		fmt.Fprintf(&b, "| %s | %d | %s | %s | %s |\n", cell(g.ID+": "+g.Name), g.Phase, cell(g.Type.String()+", "+g.Tier.String()), cell(deps), cell(g.Task))
+		fmt.Fprintf(&b, "| %s | %d | %s | %s | %s |\n", cell(g.ID+": "+g.Name), g.Phase, cell(g.Type.String()+", "+g.Tier.String()), cell(deps), cell(shownTask(g)))
 	}
 	if len(s.SuccessCriteria) > 0 {
 		b.WriteString("\n**Success criteria**\n\n")

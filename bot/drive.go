@@ -301,7 +301,7 @@ func (b *Bot) drive(ctx context.Context, gh GitHub, ref sessionRef, in input) er
 		// The requirements as they were when the label was added: the first
 		// bot comment records them, and a rebuild replays them, not the
 		// issue body as edited since.
-		events = []pipeline.Event{pipeline.Started(session, requirements(in.start.title, in.start.body), in.start.base)}
+		events = []pipeline.Event{startEvent(session, in.start.title, in.start.body, in.start.base)}
 		record = append([]pipeline.Event(nil), events...)
 		lines = append(lines, "🚀 **Session started** | the pm plans the work")
 	case in.start != nil:

@@ -342,7 +342,7 @@ func largestParts(st codec.State) string {
 	add("the requirements", st.Session.Requirements)
 	add("the groups' names and tasks", func() []string {
 		var out []string
-		for _, g := range st.Session.Groups {
+		for _, g := range st.Session.WithoutTexts().Groups {
 			out = append(out, g.Name, g.Task)
 		}
 		return out
@@ -377,7 +377,7 @@ func prBody(issue int, g pipeline.Group) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Group **%s** of the bazinga session for #%d.\n\n", g.ID, issue)
 	b.WriteString("#### Task\n\n")
-	task := codec.Text(g.Task)
+	task := codec.Text(shownTask(g))
 	if r := []rune(task); len(r) > 20000 {
 		task = string(r[:20000]) + "…"
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/bazinga-bot/bazinga/codec"
+	"github.com/bazinga-bot/bazinga/ghapi"
 	"github.com/bazinga-bot/bazinga/pipeline"
 	"github.com/stretchr/testify/require"
 )
@@ -37,6 +38,14 @@ func TestGoldenRenders(t *testing.T) {
 	// Job runs link to the fake GitHub, whose port changes: the goldens read github.com.
 	host := func(s string) string { return strings.ReplaceAll(s, h.f.URL(), "https://github.com") }
 	golden(t, "tracking_running.md", host(renderTracking(&st, "https://github.com/acme/widgets", 30, "<!-- state -->")))
+	// The state references the tasks (issue 27): filled, as the bot does,
+	// from the pm's result comment on the issue.
+	require.Empty(t, st.Session.Groups[0].Task)
+	var comments []ghapi.Comment
+	for _, c := range h.repo.Comments(h.issue) {
+		comments = append(comments, ghapi.Comment{ID: c.GetID(), Body: c.GetBody(), URL: c.GetHTMLURL()})
+	}
+	require.NoError(t, st.Session.FillTasks(codec.ResultCandidates(comments)))
 	g := st.Session.Groups[0]
 	golden(t, "pr_body.md", prTitle(h.issue, g)+"\n\n"+prBody(h.issue, g))
 	require.Equal(t, pipeline.SessionDone, h.run(500))

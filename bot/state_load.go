@@ -27,12 +27,12 @@ type loaded struct {
 	comments []ghapi.Comment
 }
 
-// load reads the session's state from the issue's comments: the newest
+// loadStored reads the session's state from the issue's comments: the newest
 // tracking comment the bot wrote that verifies, else a rebuild from the
 // log; found is false when the issue has no session. Nothing is kept
 // between deliveries: GitHub holds the state, and an unchanged list is a
 // free 304.
-func (b *Bot) load(ctx context.Context, gh GitHub, ref sessionRef, exclude int64) (loaded, error) {
+func (b *Bot) loadStored(ctx context.Context, gh GitHub, ref sessionRef, exclude int64) (loaded, error) {
 	comments, err := gh.ListComments(ctx, ref.repo, ref.issue)
 	if err := checkTransferred(ctx, gh, ref, comments, err); err != nil {
 		return loaded{}, err
@@ -263,7 +263,7 @@ func (b *Bot) rebuild(ctx context.Context, gh GitHub, ref sessionRef, issueComme
 	if len(entries) > 0 && entries[0].at.Before(t0) {
 		t0 = entries[0].at
 	}
-	start := pipeline.Started(session, requirements(issue.Title, issue.Body), base)
+	start := startEvent(session, issue.Title, issue.Body, base)
 	if rec, ok := recordedStart(entries); ok {
 		start = rec
 	}
@@ -437,16 +437,6 @@ func recordedStart(entries []logEntry) (pipeline.Event, bool) {
 		}
 	}
 	return pipeline.Event{}, false
-}
-
-// requirements is what a session works on: the issue's title and body.
-func requirements(title, body string) string {
-	if strings.TrimSpace(body) == "" {
-		return title
-	}
-	// Bounded as the session keeps them, so the recorded start (a comment)
-	// fits too; the full text's size and hash are in it (issue 27).
-	return pipeline.BoundRequirements(title + "\n\n" + body)
 }
 
 // trustedResultAuthor: the bot itself or the configured job identity.

@@ -35,7 +35,32 @@ func TestStateSizeFigures(t *testing.T) {
 		}
 		last, lastN = b, n
 	}
-	t.Logf("per group: %d characters", (last-first)/(lastN-firstN))
+	t.Logf("per group: %d characters (1 to %d groups)", (last-first)/(lastN-firstN), lastN)
+
+	// Tasks are referenced, not copied (issue 27): the state's size per group
+	// does not depend on how long the tasks are. The pm step's handoff (kept
+	// at most MaxStoredHandoffBytes, a cost per step) is the only place the
+	// plan's text is in the state.
+	t.Logf("per group, by task length: names of 15 bytes, tasks of 20 or %d bytes (random text), issue body 65,536 characters", pipeline.MaxTaskBytes)
+	t.Logf("| groups | state block, tasks of 20 bytes | state block, tasks of %d bytes | difference |", pipeline.MaxTaskBytes)
+	var diffs []int
+	for _, n := range []int{1, 3, 5} {
+		var sizes []int
+		for _, task := range []int{20, pipeline.MaxTaskBytes} {
+			st := generated(rand.New(rand.NewPCG(7, uint64(n))), sizeSpec{groups: n, nameBytes: 15, taskBytes: task, criteria: 3, criterionBytes: 100,
+				reqBytes: codec.MaxCommentChars, steps: 1, summaryBytes: 100})
+			require.Len(t, st.Session.Groups, n, "the plan is within the budgets")
+			sizes = append(sizes, block(st))
+		}
+		diffs = append(diffs, sizes[1]-sizes[0])
+		t.Logf("| %d | %d | %d | %d |", n, sizes[0], sizes[1], sizes[1]-sizes[0])
+	}
+	// Copied, four more tasks of 2,000 random bytes would add about 8,800
+	// characters (gzip keeps 83%, base64 adds a third); referenced, the
+	// difference is the pm's handoff alone, capped per step.
+	require.Less(t, diffs[2]-diffs[0], 400, "the state grows with the tasks' length")
+	t.Logf("the difference does not grow with the groups: %d characters at 1 group, %d at 5 (the pm's stored handoff, capped at %d bytes)",
+		diffs[0], diffs[2], pipeline.MaxStoredHandoffBytes)
 
 	t.Logf("per step: %d groups at the budget, results with 1-3 summary lines of 200 bytes and handoffs of 0-1,000 bytes (random text)", pipeline.MaxGroups)
 	t.Logf("| results fed | steps | state block whole (characters) | tracking comment written |")

@@ -201,6 +201,9 @@ func EncodeState(st State, key ed25519.PrivateKey) (string, error) {
 	if len(key) != ed25519.PrivateKeySize {
 		return "", errors.New("encode state: no signing key")
 	}
+	// A referenced task is not stored (issue 27): readers fill it from
+	// its location (pipeline.Session.FillTasks, ResultCandidates).
+	st.Session = st.Session.WithoutTexts()
 	js, err := json.Marshal(st)
 	if err != nil {
 		return "", fmt.Errorf("encode state: %w", err)

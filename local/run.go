@@ -302,6 +302,13 @@ func (r *runner) resume(ctx context.Context) error {
 	if s.Status == pipeline.SessionNew {
 		return fmt.Errorf("session %s never started; start a new one", o.ResumeID)
 	}
+	// The saved state references the tasks; what is shown (the plan at its
+	// checkpoint) is filled from the log (issue 27).
+	if taskErr, _, err := store.FillTexts(&s); err != nil {
+		return err
+	} else if taskErr != nil {
+		o.Logger.Warn("a group's task does not match the session's record", "err", taskErr)
+	}
 	if strings.TrimSpace(o.Feedback) != "" && (s.Checkpoint == nil || s.Checkpoint.Kind == pipeline.CheckpointPhase) {
 		return fmt.Errorf("--feedback: session %s has no plan or findings waiting for a decision", o.ResumeID)
 	}
@@ -419,11 +426,30 @@ func (r *runner) start(id string) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	r.running[id] = cancel
-	s := r.s.Clone()
+	// The step works on the texts as the saved state references them,
+	// filled from the session's log and checked (issue 27).
+	s := r.s.Clone().WithoutTexts()
+	taskErr, note, ferr := r.store.FillTexts(&s)
+	if note != "" {
+		r.view.warn(note)
+	}
 	now := r.opts.Now
 	go func() {
 		began := now().UTC()
-		ev, rep := r.exec.Run(ctx, s, id)
+		var ev pipeline.Event
+		var rep stepexec.Report
+		group := ""
+		if step := s.Step(id); step != nil {
+			group = step.Group
+		}
+		if ferr != nil {
+			ev = pipeline.StepFailure(s.ID, id, "the session's texts cannot be read: "+ferr.Error())
+		} else if alt, bad := pipeline.AlteredTask(taskErr, group); bad {
+			ev = pipeline.StepFailure(s.ID, id, alt.Error())
+			ev.Permanent = true
+		} else {
+			ev, rep = r.exec.Run(ctx, s, id)
+		}
 		// The step's own timings: the engine corrects its size estimates
 		// with them (issue 23).
 		ev.StartedAt, ev.EndedAt = began, now().UTC()

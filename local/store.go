@@ -242,7 +242,8 @@ func (st *Store) Base() plumbing.Hash {
 
 // Save writes the session and the last log entry it includes.
 func (st *Store) Save(s pipeline.Session, applied int) error {
-	b, err := s.Marshal()
+	// Referenced tasks are not kept (issue 27): the log holds them (FillTexts).
+	b, err := s.WithoutTexts().Marshal()
 	if err != nil {
 		return err
 	}

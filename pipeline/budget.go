@@ -74,7 +74,7 @@ func BudgetLines() []string {
 const maxNamedGroups = 8
 
 // planTextBytes is what one group's texts cost against MaxPlanTextBytes.
-func planTextBytes(name, task string) int { return len(name) + len(task) }
+func planTextBytes(g Group) int { return len(g.Name) + g.TaskBytes() }
 
 // groupBudgetProblems names each text of the groups to add that is over its
 // limit, and the total of the session's groups once they are added.
@@ -82,7 +82,7 @@ func groupBudgetProblems(existing, add []Group) []string {
 	var problems []string
 	total := 0
 	for _, g := range existing {
-		total += planTextBytes(g.Name, g.Task)
+		total += planTextBytes(g)
 	}
 	before := total
 	over := 0 // groups over a limit of their own
@@ -91,7 +91,7 @@ func groupBudgetProblems(existing, add []Group) []string {
 		if n := len(g.Name); n > MaxGroupNameBytes {
 			mine = append(mine, fmt.Sprintf("group %q: name is %d bytes, the limit is %d", g.ID, n, MaxGroupNameBytes))
 		}
-		if n := len(g.Task); n > MaxTaskBytes {
+		if n := g.TaskBytes(); n > MaxTaskBytes {
 			mine = append(mine, fmt.Sprintf("group %q: task is %d bytes, the limit is %d: shorten it by %d or split the group", g.ID, n, MaxTaskBytes, n-MaxTaskBytes))
 		}
 		if len(mine) > 0 {
@@ -102,7 +102,7 @@ func groupBudgetProblems(existing, add []Group) []string {
 				problems = append(problems, mine...)
 			}
 		}
-		total += planTextBytes(g.Name, g.Task)
+		total += planTextBytes(g)
 	}
 	if over > maxNamedGroups {
 		problems = append(problems, fmt.Sprintf("%d more groups are over the name or task limit", over-maxNamedGroups))

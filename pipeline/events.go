@@ -39,6 +39,10 @@ type Event struct {
 	// Requirements and Base start a session (EventStarted).
 	Requirements string `json:"requirements,omitempty"`
 	Base         string `json:"base,omitempty"`
+	// RequirementsRef references the full requirements when Requirements
+	// is the front-end's bounded copy of a longer text (issue 27); nil when
+	// Requirements is the whole text.
+	RequirementsRef *TextRef `json:"requirements_ref,omitempty"`
 	// Usage is what a step that ended (result or failure) cost, as its
 	// agent reported it; RunURL is the job run that carried it out.
 	Usage  *Usage `json:"usage,omitempty"`
@@ -86,6 +90,17 @@ type Command struct {
 // Started returns the event that begins a session.
 func Started(session, requirements, base string) Event {
 	return Event{Kind: EventStarted, Session: session, Requirements: requirements, Base: base}
+}
+
+// StartedBounded returns the event that begins a session whose requirements
+// may be long: the event carries them bounded (BoundRequirements), so that a
+// front-end can record it in a comment, and references the whole text.
+func StartedBounded(session, requirements, base string) Event {
+	ev := Started(session, BoundRequirements(requirements), base)
+	if ev.Requirements != requirements {
+		ev.RequirementsRef = RefOf(requirements, "")
+	}
+	return ev
 }
 
 // StepResult returns the event of a step's result.

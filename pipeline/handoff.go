@@ -57,7 +57,9 @@ func ParsePlan(handoff json.RawMessage) (Plan, error) {
 
 // buildGroups checks plan groups against the existing ones and returns them as
 // Groups. Every problem is named so the pm can fix its plan.
-func buildGroups(session string, existing []Group, add []PlanGroup, defaultPhase int) ([]Group, error) {
+// from is the pm step whose result plans them: each task is referenced
+// from it (TextRef), so the stored session holds no task text (issue 27).
+func buildGroups(session, from string, existing []Group, add []PlanGroup, defaultPhase int) ([]Group, error) {
 	known := map[string]int{} // id → phase
 	for _, g := range existing {
 		known[g.ID] = g.Phase
@@ -87,6 +89,8 @@ func buildGroups(session string, existing []Group, add []PlanGroup, defaultPhase
 		}
 		if g.Task == "" {
 			problems = append(problems, where+": task is empty")
+		} else {
+			g.TaskRef = RefOf(g.Task, from)
 		}
 		if g.Phase == 0 {
 			g.Phase = defaultPhase

@@ -161,7 +161,7 @@ func (r *reconciler) start(ev Event) {
 	}
 	r.changed = true
 	*s = Session{Schema: SchemaVersion, ID: ev.Session, Requirements: BoundRequirements(ev.Requirements), Base: ev.Base,
-		Status: SessionPlanning, StartedAt: r.now, Rev: s.Rev}
+		Status: SessionPlanning, StartedAt: r.now, Rev: s.Rev, RequirementsRef: startRef(ev)}
 	switch {
 	case strings.TrimSpace(ev.Requirements) == "":
 		r.end(SessionFailed, "the session has no requirements")
@@ -170,6 +170,22 @@ func (r *reconciler) start(ev Event) {
 	default:
 		r.want(&s.Lead, nil, StepSpec{Role: RolePM, Purpose: PurposePlan})
 	}
+}
+
+// startRef references a new session's full requirements (issue 27): the
+// event's reference when it carries a bounded copy, else the text itself.
+// A copy cut by an earlier version (no reference, the cut's note in it) is
+// not the source text: such a session keeps its text, as it did.
+func startRef(ev Event) *TextRef {
+	switch {
+	case ev.RequirementsRef != nil:
+		ref := *ev.RequirementsRef
+		ref.Step = ""
+		return &ref
+	case strings.TrimSpace(ev.Requirements) == "" || strings.Contains(ev.Requirements, RequirementsNote):
+		return nil
+	}
+	return RefOf(ev.Requirements, "")
 }
 
 // inFlight finds a step in flight and its track, reporting (as "ignored

@@ -494,7 +494,7 @@ func (r *reconciler) routePlan(st *Step) string {
 	}
 	var groups []Group
 	if err == nil {
-		groups, err = buildGroups(s.ID, s.Groups, plan.Groups, 1)
+		groups, err = buildGroups(s.ID, st.ID, s.Groups, plan.Groups, 1)
 		err = withProblems(err, criteriaBudgetProblems(plan.SuccessCriteria))
 	}
 	if err != nil {
@@ -558,7 +558,7 @@ func (r *reconciler) applyContinue(st *Step, d continueDecision) string {
 	}
 	var added []Group
 	if len(d.added) > 0 {
-		groups, err := buildGroups(s.ID, s.Groups, d.added, r.currentPhase())
+		groups, err := buildGroups(s.ID, st.ID, s.Groups, d.added, r.currentPhase())
 		if err != nil {
 			r.planRefused(err)
 			return r.refuseDecision(st, []string{"the groups you added could not be used: " + err.Error()})

@@ -12,7 +12,12 @@ import (
 
 // SchemaVersion is the version of the serialised session. A reader refuses a
 // session written by a newer schema rather than silently dropping fields.
-const SchemaVersion = 1
+//
+// Version 2 (issue 27) references the groups' tasks (Group.TaskRef) and
+// leaves them out when stored: a version-1 reader would run agents on empty
+// tasks, so it must refuse. Version 1 sessions (tasks copied) are read and
+// work as they did; they are written back as version 2.
+const SchemaVersion = 2
 
 // LeadGroup is the group id of session-level steps (pm, validate, and the
 // investigations the pm asks for).
@@ -54,9 +59,15 @@ func ValidSessionID(id string) bool { return sessionIDPattern.MatchString(id) }
 // serialises to JSON and back without loss, and Reconcile derives the next
 // session from it without touching the original.
 type Session struct {
-	Schema          int           `json:"schema"`
-	ID              string        `json:"id"`
+	Schema int    `json:"schema"`
+	ID     string `json:"id"`
+	// Requirements are the session's requirements as it keeps them (at most
+	// MaxRequirementsBytes: start and end of a longer text); RequirementsRef
+	// references the full text at the session's source (issue 27), which
+	// front-ends give the prompts (FillRequirements). Nil in sessions
+	// written before references existed.
 	Requirements    string        `json:"requirements"`
+	RequirementsRef *TextRef      `json:"requirements_ref,omitempty"`
 	Base            string        `json:"base"`
 	Mode            Mode          `json:"mode"`
 	Status          SessionStatus `json:"status"`
@@ -167,11 +178,15 @@ func (s *Session) QuestionAt(at time.Time) string {
 
 // Group is one task group of the plan.
 type Group struct {
-	ID   string    `json:"id"`
-	Name string    `json:"name"`
-	Task string    `json:"task"`
-	Type GroupType `json:"type"`
-	Tier Tier      `json:"tier"`
+	ID   string `json:"id"`
+	Name string `json:"name"`
+	// Task is the group's task. A group planned since issue 27 references
+	// it (TaskRef) and the stored session leaves it out (WithoutTexts):
+	// a front-end fills it from the reference where it needs it.
+	Task    string    `json:"task,omitempty"`
+	TaskRef *TextRef  `json:"task_ref,omitempty"`
+	Type    GroupType `json:"type"`
+	Tier    Tier      `json:"tier"`
 	// Size is the pm's estimate of the group's work (issue 23).
 	Size      Size     `json:"size,omitempty"`
 	Phase     int      `json:"phase"`
@@ -462,9 +477,10 @@ func UnmarshalSession(b []byte) (Session, error) {
 	if err := json.Unmarshal(b, &s); err != nil {
 		return Session{}, fmt.Errorf("read session: %w", err)
 	}
-	if s.Schema != SchemaVersion {
-		return Session{}, fmt.Errorf("read session: schema version %d, this bazinga reads %d", s.Schema, SchemaVersion)
+	if s.Schema < 1 || s.Schema > SchemaVersion {
+		return Session{}, fmt.Errorf("read session: schema version %d, this bazinga reads 1 to %d", s.Schema, SchemaVersion)
 	}
+	s.Schema = SchemaVersion // version 1 differs only in having no references
 	if err := s.check(); err != nil {
 		return Session{}, fmt.Errorf("read session %s: %w", s.ID, err)
 	}

@@ -65,12 +65,12 @@ func TestRunThenStatus(t *testing.T) {
 
 	out.Reset()
 	assert.Equal(t, 0, run([]string{"status", "--repo", repo, "--json", res.ID}, &out, &errOut))
-	assert.True(t, strings.HasPrefix(out.String(), `{"schema":1,`))
+	assert.True(t, strings.HasPrefix(out.String(), `{"schema":2,`))
 
 	// Flags after the id, and the Go flag package's single dash, still work.
 	out.Reset()
 	assert.Equal(t, 0, run([]string{"status", res.ID, "-repo", repo, "-json"}, &out, &errOut), errOut.String())
-	assert.True(t, strings.HasPrefix(out.String(), `{"schema":1,`))
+	assert.True(t, strings.HasPrefix(out.String(), `{"schema":2,`))
 
 	errOut.Reset()
 	assert.Equal(t, 2, run([]string{"status", "--repo", repo, "19990101-000000"}, &out, &errOut))
