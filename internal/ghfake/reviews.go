@@ -3,6 +3,7 @@ package ghfake
 import (
 	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 
@@ -32,6 +33,10 @@ import (
 // prFile is one changed file of a pull request.
 type prFile struct {
 	name, status, patch string
+	// sha is the file's blob (the base's for a removed file), and head the
+	// commit the URLs name, as GitHub's "List pull requests files" answers.
+	sha, head            string
+	additions, deletions int
 }
 
 var fileStatuses = map[string]string{"A": "added", "D": "removed", "M": "modified", "T": "changed"}
@@ -71,7 +76,26 @@ func (r *Repo) prFiles(is *issue) ([]prFile, error) {
 		} else {
 			patch = "" // binary
 		}
-		out = append(out, prFile{name: name, status: fileStatuses[st], patch: patch})
+		pf := prFile{name: name, status: fileStatuses[st], patch: patch, head: head}
+		at := head
+		if st == "D" {
+			at = mb
+		}
+		sha, err := r.git("rev-parse", at+":"+name)
+		if err != nil {
+			return nil, err
+		}
+		pf.sha = strings.TrimSpace(sha)
+		// A binary file counts no lines ("-\t-" in numstat), as on GitHub.
+		num, err := r.git("diff", "--no-renames", "--numstat", mb, head, "--", name)
+		if err != nil {
+			return nil, err
+		}
+		if f := strings.Fields(num); len(f) >= 2 {
+			pf.additions, _ = strconv.Atoi(f[0])
+			pf.deletions, _ = strconv.Atoi(f[1])
+		}
+		out = append(out, pf)
 	}
 	return out, nil
 }
@@ -89,7 +113,12 @@ func (f *Fake) listPullFiles(c *rc) {
 	start, end := c.page(len(files))
 	out := []*github.CommitFile{}
 	for _, pf := range files[start:end] {
-		cf := &github.CommitFile{Filename: github.String(pf.name), Status: github.String(pf.status)}
+		path := (&url.URL{Path: pf.name}).EscapedPath()
+		cf := &github.CommitFile{Filename: github.String(pf.name), Status: github.String(pf.status), SHA: github.String(pf.sha),
+			Additions: github.Int(pf.additions), Deletions: github.Int(pf.deletions), Changes: github.Int(pf.additions + pf.deletions),
+			BlobURL:     github.String(f.html("/" + c.repo.FullName() + "/blob/" + pf.head + "/" + path)),
+			RawURL:      github.String(f.html("/" + c.repo.FullName() + "/raw/" + pf.head + "/" + path)),
+			ContentsURL: github.String(f.api("/repos/" + c.repo.FullName() + "/contents/" + path + "?ref=" + pf.head))}
 		if pf.patch != "" {
 			cf.Patch = github.String(pf.patch)
 		}
