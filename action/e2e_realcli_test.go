@@ -1,34 +1,26 @@
 package action_test
 
 import (
-	"bytes"
 	"context"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	. "github.com/bazinga-bot/bazinga/internal/e2eworld"
 
-	"github.com/google/go-github/v66/github"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/bazinga-bot/bazinga/bot"
 	"github.com/bazinga-bot/bazinga/codec"
-	"github.com/bazinga-bot/bazinga/ghapi"
 	"github.com/bazinga-bot/bazinga/internal/ghfake"
 	"github.com/bazinga-bot/bazinga/internal/modelfake"
 	"github.com/bazinga-bot/bazinga/internal/realcli"
 	"github.com/bazinga-bot/bazinga/internal/realteam"
 	"github.com/bazinga-bot/bazinga/pipeline"
-	"github.com/bazinga-bot/bazinga/server"
 )
 
 // The user's .github/bazinga.yml: the README's agent command, the model key
@@ -317,48 +309,12 @@ func TestE2ERealClaudeActionOnly(t *testing.T) {
 func TestE2ERealClaudeAppMode(t *testing.T) {
 	start := time.Now()
 	rw := newRealWorld(t)
-	b, logs := rw.startApp()
+	b, _ := rw.StartApp()
 	issue := rw.session(func() { _ = b.Sweep(context.Background()) })
-	if t.Failed() {
-		t.Log(logs())
-	}
 	s := rw.assertRealSession(issue, codec.StateTrust{PublicKey: E2ePublicKey, Authors: []string{rw.F.BotLogin()}})
 	for _, d := range rw.F.Deliveries() {
 		assert.Equal(t, http.StatusAccepted, d.Status, "delivery %s %s", d.Event, d.ID)
 	}
 	t.Logf("App mode with claude: %d steps, %d jobs, %d model requests, %d webhooks, %s",
 		len(s.Steps), len(rw.JobsCopy()), len(rw.srv.Requests()), len(rw.F.Deliveries()), time.Since(start).Round(time.Millisecond))
-}
-
-// startApp starts the App as PlayAppModeWith does: its installation token
-// carries app.yml's permissions, it receives the fake's signed webhooks.
-func (rw *realWorld) startApp() (*bot.Bot, func() string) {
-	t, f := rw.T, rw.F
-	require.NoError(t, f.AddAppToken(E2eBotTok, "../app.yml"))
-	tr := ghapi.NewTransport(http.DefaultTransport, ghapi.TransportOptions{APIPrefix: "/api/v3", Identity: "app"})
-	client, err := github.NewClient(&http.Client{Transport: tr}).WithAuthToken(E2eBotTok).WithEnterpriseURLs(f.APIURL(), f.URL()+"/api/uploads/")
-	require.NoError(t, err)
-	gh := ghapi.New(client)
-	var logs bytes.Buffer
-	var logMu sync.Mutex
-	logger := slog.New(slog.NewTextHandler(&LockedWriter{W: &logs, Mu: &logMu}, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	b, err := bot.New(bot.Options{Client: func(context.Context, int64) (bot.GitHub, error) { return gh, nil },
-		Login: f.BotLogin(), SigningKey: E2eSigningKey, Logger: logger})
-	require.NoError(t, err)
-	rw.Orchestrator, rw.PublicKey = f.BotLogin(), E2ePublicKey
-	srv, err := server.NewServer(server.Config{WebhookSecret: []byte(E2eSecret)}, b, logger)
-	require.NoError(t, err)
-	hs := httptest.NewServer(srv.Handler())
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(ctx)
-		hs.Close()
-	})
-	f.SetWebhook(hs.URL+"/webhook", E2eSecret)
-	return b, func() string {
-		logMu.Lock()
-		defer logMu.Unlock()
-		return logs.String()
-	}
 }

@@ -9,7 +9,7 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/bazinga-bot/bazinga/pipeline"
+	"github.com/bazinga-bot/bazinga/config"
 )
 
 // Placeholders that may appear in the agent command; each is filled in per
@@ -36,7 +36,7 @@ func parseCommand(command string) ([]string, error) {
 		return nil, errors.New("agent command is empty")
 	}
 	// Split like a shell, as the configuration documents; never run by one.
-	args, err := pipeline.SplitCommand(command)
+	args, err := config.SplitCommand(command)
 	if err != nil {
 		return nil, fmt.Errorf("agent command %q: %w", command, err)
 	}

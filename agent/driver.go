@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/bazinga-bot/bazinga/config"
 	"github.com/bazinga-bot/bazinga/pipeline"
 )
 
@@ -248,11 +249,11 @@ func DriverNames() []string { return slices.Clone(driverOrder) }
 
 // DriverFor returns the driver agent.cli names, or, when it names none
 // ("" or "auto"), the one the command's program is recognised as
-// (pipeline.RecogniseCLI; anything else is generic).
+// (config.RecogniseCLI; anything else is generic).
 func DriverFor(cli, command string) (Driver, error) {
 	switch cli {
 	case "", "auto":
-		cli = string(pipeline.RecogniseCLI(command))
+		cli = string(config.RecogniseCLI(command))
 	}
 	if d, ok := drivers[cli]; ok {
 		return d, nil

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/bazinga-bot/bazinga/config"
 	"github.com/bazinga-bot/bazinga/pipeline"
 )
 
@@ -24,9 +25,9 @@ func GatewayEnv(base, token string) map[string]string {
 	}
 }
 
-// WithoutCredentials drops every provider credential and base URL name (pipeline.CLICredentials of every CLI)
+// WithoutCredentials drops every provider credential and base URL name (config.CLICredentials of every CLI)
 // from names passed to an agent: with the gateway on, nothing of the harness's own credentials reaches it.
 func WithoutCredentials(names []string) []string {
-	creds := append(pipeline.CLICredentials(pipeline.CLIGeneric), "OPENAI_BASE_URL", "GOOGLE_GEMINI_BASE_URL")
+	creds := append(config.CLICredentials(pipeline.CLIGeneric), "OPENAI_BASE_URL", "GOOGLE_GEMINI_BASE_URL")
 	return slices.DeleteFunc(slices.Clone(names), func(n string) bool { return slices.Contains(creds, n) })
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bazinga-bot/bazinga/config"
 	"github.com/bazinga-bot/bazinga/internal/proc"
 	"github.com/bazinga-bot/bazinga/pipeline"
 )
@@ -39,7 +40,7 @@ func Preflight(ctx context.Context, cfg pipeline.Config) (Agent, error) {
 	if err != nil {
 		return a, err
 	}
-	d, err := DriverFor(string(cfg.AgentCLI()), cfg.Agent.Command)
+	d, err := DriverFor(string(config.AgentCLI(cfg)), cfg.Agent.Command)
 	if err != nil {
 		return a, err
 	}

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bazinga-bot/bazinga/config"
 	"github.com/bazinga-bot/bazinga/internal/proc"
 	"github.com/bazinga-bot/bazinga/pipeline"
 )
@@ -190,7 +191,7 @@ func NewRunner(cfg RunnerConfig) (*Runner, error) {
 		}
 		// Credentials stay out whatever built the configuration (flags, a
 		// state snapshot), not only when it came through the parser.
-		if err := pipeline.CheckAgentEnvName(name); err != nil {
+		if err := config.CheckAgentEnvName(name); err != nil {
 			return nil, fmt.Errorf("agent env: %w", err)
 		}
 		pass = append(pass, name)
@@ -413,7 +414,7 @@ func (r *Runner) runOnce(ctx context.Context, spec StepSpec, timeout time.Durati
 		out.Parsed.Notes = append(out.Parsed.Notes, fmt.Sprintf("%s denied %d tool use(s): %s", r.who(), len(out.Denied), strings.Join(firstN(out.Denied, 5), ", ")))
 	}
 	if out.TimedOut {
-		note := fmt.Sprintf("timed out after %s", pipeline.ShortDuration(r.cfg.Timeout))
+		note := fmt.Sprintf("timed out after %s", config.ShortDuration(r.cfg.Timeout))
 		if res.Killed {
 			note += fmt.Sprintf("; still running %s after SIGTERM, killed", r.cfg.KillGrace)
 		}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/bazinga-bot/bazinga/codec"
+	"github.com/bazinga-bot/bazinga/config"
 	"github.com/bazinga-bot/bazinga/ghapi"
 	"github.com/bazinga-bot/bazinga/pipeline"
 )
@@ -721,7 +722,7 @@ func (b *Bot) checkResult(ctx context.Context, gh GitHub, ref sessionRef, ld *lo
 func renderConfigError(path string, err error) string {
 	var b strings.Builder
 	b.WriteString("❌ **bazinga did not start** | `" + path + "` has problems | fix them, then label the issue again\n\n")
-	var ce *pipeline.ConfigError
+	var ce *config.ConfigError
 	for _, e := range splitJoined(err) {
 		if errors.As(e, &ce) {
 			b.WriteString("- " + codec.OneLine(ce.Error()) + "\n")

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/bazinga-bot/bazinga/codec"
+	"github.com/bazinga-bot/bazinga/config"
 	"github.com/bazinga-bot/bazinga/ghapi"
 	"github.com/bazinga-bot/bazinga/pipeline"
 )
@@ -523,7 +524,7 @@ func (b *Bot) readConfig(ctx context.Context, gh GitHub, repo ghapi.RepoRef, ref
 	if err != nil {
 		return pipeline.Config{}, err
 	}
-	cfg, err := pipeline.ParseConfig(data)
+	cfg, err := config.ParseConfig(data)
 	if err != nil {
 		return pipeline.Config{}, &configError{err: err}
 	}

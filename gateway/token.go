@@ -53,6 +53,15 @@ type Signer struct {
 	pub  ed25519.PublicKey
 	kid  string
 	now  func() time.Time
+	// previous are keys of before a rotation, verified (never minted with) until their grace ends.
+	previous []previousKey
+}
+
+// previousKey is a former key and the end of its grace.
+type previousKey struct {
+	pub   ed25519.PublicKey
+	kid   string
+	until time.Time
 }
 
 // SignerKeyInfo is the HKDF info label of the gateway's key: a new version of the label derives an unrelated key,
@@ -92,6 +101,21 @@ func newSigner(priv ed25519.PrivateKey, now func() time.Time) *Signer {
 	pub := priv.Public().(ed25519.PublicKey)
 	sum := sha256.Sum256(pub)
 	return &Signer{priv: priv, pub: pub, kid: hex.EncodeToString(sum[:8]), now: now}
+}
+
+// AcceptPrevious makes the signer accept, until until, tokens of the key secret derives (NewSignerFromSecret's
+// derivation): the key of before a rotation, so that tokens minted just before it do not all die at once. It
+// never mints with that key. A secret deriving the current key is ignored. Call it before the signer is in use;
+// it returns the former key's id.
+func (s *Signer) AcceptPrevious(secret []byte, until time.Time) (string, error) {
+	old, err := NewSignerFromSecret(secret, nil)
+	if err != nil {
+		return "", fmt.Errorf("previous key: %w", err)
+	}
+	if old.kid != s.kid {
+		s.previous = append(s.previous, previousKey{pub: old.pub, kid: old.kid, until: until})
+	}
+	return old.kid, nil
 }
 
 // KeyID names the signer's key (a hash of its public key, safe to log): tokens carry it as kid, so a refusal can
@@ -161,12 +185,23 @@ func (s *Signer) Verify(raw string) (*Claims, error) {
 		jwt.WithTimeFunc(s.now),
 	)
 	if _, err := p.ParseWithClaims(raw, c, func(t *jwt.Token) (any, error) {
-		if kid, _ := t.Header["kid"].(string); kid != s.kid {
-			// Said before the signature is checked, but it tells nothing an attacker could use: the key ids are
-			// hashes of public keys.
-			return nil, fmt.Errorf("signed by key %q, not this server's %q (a token of another server, or of before a key rotation)", kid, s.kid)
+		kid, _ := t.Header["kid"].(string)
+		if kid == s.kid {
+			return s.pub, nil
 		}
-		return s.pub, nil
+		for _, p := range s.previous {
+			if kid != p.kid {
+				continue
+			}
+			if !s.now().Before(p.until) {
+				return nil, fmt.Errorf("signed by the key of before a rotation (%q), accepted until %s only; this server's is %q",
+					kid, p.until.UTC().Format(time.RFC3339), s.kid)
+			}
+			return p.pub, nil
+		}
+		// Said before the signature is checked, but it tells nothing an attacker could use: the key ids are
+		// hashes of public keys.
+		return nil, fmt.Errorf("signed by key %q, not this server's %q (a token of another server, or of before a key rotation)", kid, s.kid)
 	}); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrBadToken, err)
 	}

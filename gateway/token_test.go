@@ -125,3 +125,67 @@ func mustMint(t *testing.T, s *gateway.Signer) string {
 	require.NoError(t, err)
 	return tok
 }
+
+// After a rotation of the secret, tokens of the former key are good for the grace and no longer; the signer mints
+// only with the current key, and a key it was never given stays refused.
+func TestSignerKeyRotationGrace(t *testing.T) {
+	t0 := time.Now().Truncate(time.Second)
+	now := t0
+	clock := func() time.Time { return now }
+	oldSecret := []byte("0123456789abcdef0123456789abcdef-before-rotation")
+	old, err := gateway.NewSignerFromSecret(oldSecret, clock)
+	require.NoError(t, err)
+	oldTok, _, err := old.Mint(scope, gateway.Limits{StepMicros: 3}, time.Hour)
+	require.NoError(t, err)
+	shortTok, _, err := old.Mint(scope, gateway.Limits{}, 5*time.Minute)
+	require.NoError(t, err)
+
+	cur, err := gateway.NewSignerFromSecret([]byte("fedcba9876543210fedcba9876543210-after-rotation"), clock)
+	require.NoError(t, err)
+	kid, err := cur.AcceptPrevious(oldSecret, t0.Add(30*time.Minute))
+	require.NoError(t, err)
+	assert.Equal(t, old.KeyID(), kid)
+	self, err := cur.AcceptPrevious([]byte("fedcba9876543210fedcba9876543210-after-rotation"), t0.Add(time.Hour))
+	require.NoError(t, err, "the current secret given again is harmless")
+	assert.Equal(t, cur.KeyID(), self)
+	_, err = cur.AcceptPrevious([]byte("short"), t0.Add(time.Hour))
+	require.ErrorContains(t, err, "at least 32")
+
+	now = t0.Add(10 * time.Minute)
+	c, err := cur.Verify(oldTok)
+	require.NoError(t, err, "within the grace, a token of the former key is good")
+	assert.Equal(t, int64(3), c.Limits.StepMicros)
+	_, err = cur.Verify(shortTok)
+	require.ErrorIs(t, err, gateway.ErrBadToken, "the grace does not outlast the token's own expiry")
+	newTok := mustMint(t, cur)
+	parsed, _, err := jwt.NewParser().ParseUnverified(newTok, &gateway.Claims{})
+	require.NoError(t, err)
+	assert.Equal(t, cur.KeyID(), parsed.Header["kid"], "mints with the current key only")
+	_, err = old.Verify(newTok)
+	require.ErrorIs(t, err, gateway.ErrBadToken)
+
+	unknown, err := gateway.NewSignerFromSecret([]byte("an unrelated secret of 32 bytes or more, never given"), clock)
+	require.NoError(t, err)
+	_, err = cur.Verify(mustMint(t, unknown))
+	require.ErrorIs(t, err, gateway.ErrBadToken, "a key never configured is refused during the grace")
+
+	// The former key's id on a token signed by another key: the kid picks the key, the signature still decides.
+	forged := jwt.NewWithClaims(jwt.SigningMethodEdDSA, gateway.Claims{
+		RegisteredClaims: jwt.RegisteredClaims{Issuer: gateway.Issuer, Audience: jwt.ClaimStrings{gateway.Audience},
+			IssuedAt: jwt.NewNumericDate(now), ExpiresAt: jwt.NewNumericDate(now.Add(time.Hour))},
+		Scope: scope})
+	forged.Header["kid"] = old.KeyID()
+	_, priv, err := ed25519.GenerateKey(rand.Reader)
+	require.NoError(t, err)
+	raw, err := forged.SignedString(priv)
+	require.NoError(t, err)
+	_, err = cur.Verify(raw)
+	require.ErrorIs(t, err, gateway.ErrBadToken)
+
+	now = t0.Add(30 * time.Minute)
+	_, err = cur.Verify(oldTok)
+	require.ErrorIs(t, err, gateway.ErrBadToken, "after the grace, refused though not expired")
+	assert.Contains(t, err.Error(), "accepted until")
+	_, err = cur.Verify(mustMint(t, cur))
+	require.NoError(t, err)
+}

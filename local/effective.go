@@ -9,6 +9,7 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 
+	"github.com/bazinga-bot/bazinga/config"
 	"github.com/bazinga-bot/bazinga/gitops"
 	"github.com/bazinga-bot/bazinga/pipeline"
 )
@@ -74,13 +75,13 @@ func EffectiveConfig(opts Options) (Effective, error) {
 		}
 	}
 	if opts.AgentCommand != "" {
-		before := cfg.Entries()
-		cfg = cfg.WithAgentCommand(opts.AgentCommand)
+		before := config.Entries(cfg)
+		cfg = config.WithAgentCommand(cfg, opts.AgentCommand)
 		e.Sources["agent.command"] = "flag --agent"
 		// The models that followed the CLI the flag names.
-		for i, en := range cfg.Entries() {
+		for i, en := range config.Entries(cfg) {
 			if strings.HasPrefix(en.Key, "models.") && en.Value != before[i].Value {
-				e.Sources[en.Key] = "default of " + string(cfg.AgentCLI()) + " (flag --agent)"
+				e.Sources[en.Key] = "default of " + string(config.AgentCLI(cfg)) + " (flag --agent)"
 			}
 		}
 	}
@@ -96,7 +97,7 @@ func EffectiveConfig(opts Options) (Effective, error) {
 		cfg.Tests.Baseline = opts.Baseline
 		e.Sources["tests.baseline"] = "flag --baseline"
 	}
-	if err := cfg.Validate(); err != nil {
+	if err := config.Validate(cfg); err != nil {
 		return Effective{}, fmt.Errorf("configuration: %w", err)
 	}
 	// What local mode fixes whatever the file says (as Run does).
@@ -104,7 +105,7 @@ func EffectiveConfig(opts Options) (Effective, error) {
 	e.Sources["merge.method"] = "local mode: merges land by push"
 	cfg.ClarificationTimeout = pipeline.Duration(5 * time.Minute)
 	e.Sources["clarification_timeout"] = "local mode: asked on the terminal for 5m (at once without one)"
-	for _, en := range cfg.Entries() {
+	for _, en := range config.Entries(cfg) {
 		if _, ok := e.Sources[en.Key]; !ok {
 			e.Sources[en.Key] = "default"
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
 
+	"github.com/bazinga-bot/bazinga/config"
 	"github.com/bazinga-bot/bazinga/gitops"
 	"github.com/bazinga-bot/bazinga/pipeline"
 )
@@ -171,7 +172,7 @@ func readConfigKeys(repo *git.Repository, head plumbing.Hash) (fileConfig, error
 	if err != nil {
 		return fileConfig{}, fmt.Errorf("reading %s: %w", ConfigPath, err)
 	}
-	cfg, set, err := pipeline.ParseConfigFileKeys(ConfigPath, []byte(text))
+	cfg, set, err := config.ParseConfigFileKeys(ConfigPath, []byte(text))
 	if err != nil {
 		return fileConfig{}, err
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 
 	"github.com/bazinga-bot/bazinga/agent"
+	"github.com/bazinga-bot/bazinga/config"
 	"github.com/bazinga-bot/bazinga/gitops"
 	"github.com/bazinga-bot/bazinga/pipeline"
 	"github.com/bazinga-bot/bazinga/stepexec"
@@ -237,7 +238,7 @@ func (r *runner) create(ctx context.Context) error {
 func (r *runner) override(ctx context.Context, cfg pipeline.Config) (pipeline.Config, error) {
 	o := r.opts
 	if o.AgentCommand != "" {
-		cfg = cfg.WithAgentCommand(o.AgentCommand)
+		cfg = config.WithAgentCommand(cfg, o.AgentCommand)
 	}
 	if o.TestCommand != nil {
 		cfg.Tests.Command = *o.TestCommand
@@ -253,7 +254,7 @@ func (r *runner) override(ctx context.Context, cfg pipeline.Config) (pipeline.Co
 			cfg.Agent.Env = append(cfg.Agent.Env, name)
 		}
 	}
-	if err := cfg.Validate(); err != nil {
+	if err := config.Validate(cfg); err != nil {
 		return cfg, fmt.Errorf("configuration: %w", err)
 	}
 	// Before any model is paid for: the CLI is there, answers, and its
@@ -357,7 +358,7 @@ func (r *runner) setup() error {
 		gw.carry(r.s)
 		passEnv = agentEnvWithoutCredentials(passEnv)
 	}
-	run, err := agent.NewRunner(agent.RunnerConfig{Command: r.cfg.Agent.Command, CLI: string(r.cfg.AgentCLI()), Timeout: r.cfg.Agent.Timeout.D(), KillGrace: r.cfg.Agent.Grace.D(), PassEnv: passEnv,
+	run, err := agent.NewRunner(agent.RunnerConfig{Command: r.cfg.Agent.Command, CLI: string(config.AgentCLI(r.cfg)), Timeout: r.cfg.Agent.Timeout.D(), KillGrace: r.cfg.Agent.Grace.D(), PassEnv: passEnv,
 		// The CLI stops itself at these caps, before the harness has to.
 		MaxTurns: r.cfg.Agent.MaxTurns, MaxBudgetUSD: r.cfg.Limits.StepCostUSD,
 		// Every step's whole output stays with the session, to read after.

@@ -160,23 +160,9 @@ func TestChecksSurviveSerialisation(t *testing.T) {
 	assert.Equal(t, "ci/test", h.group("A").RequiredChecks.Pending[0])
 }
 
-func TestParseMergeKeys(t *testing.T) {
-	cfg, err := ParseConfig([]byte("merge:\n  pr_method: rebase\n  checks_timeout: 45m\n"))
-	require.NoError(t, err)
-	assert.Equal(t, PRMethodRebase, cfg.Merge.PRMethod)
-	assert.Equal(t, 45*time.Minute, cfg.Merge.ChecksWait())
+func TestMergeDefaults(t *testing.T) {
 	assert.Equal(t, MergePullRequest, DefaultConfig().Merge.Method, "pull-request is the default")
 	assert.Equal(t, DefaultChecksTimeout, MergeConfig{}.ChecksWait(), "a state saved before the key existed")
-
-	for in, want := range map[string]string{
-		"merge:\n  pr_method: fast-forward\n": `merge.pr_method: want "auto", "merge", "squash" or "rebase", got "fast-forward"`,
-		"merge:\n  method: squash\n":          `got "squash" (squash is a merge.pr_method: how GitHub merges the group PR)`,
-		"merge:\n  checks_timeout: 0s\n":      "merge.checks_timeout",
-	} {
-		_, err := ParseConfig([]byte(in))
-		require.Error(t, err, in)
-		assert.Contains(t, err.Error(), want)
-	}
 }
 
 // A strict base: the land job pushed the tested merge to the group branch

@@ -46,7 +46,7 @@ type AgentConfig struct {
 	// Command is split like a shell; {model} {role} {prompt_file} are filled in.
 	Command string `json:"command"`
 	// CLI is the coding-agent CLI the command runs (agent.cli); CLIAuto
-	// recognises it from the command (see Config.AgentCLI).
+	// recognises it from the command (see config.AgentCLI).
 	CLI     AgentCLI `json:"cli,omitempty"`
 	Timeout Duration `json:"timeout"`
 	// Grace is how long an agent has, after the SIGTERM sent at its timeout,
@@ -80,7 +80,7 @@ type ModelsConfig struct {
 type TestsConfig struct {
 	Command string `json:"command"`
 	// CLI is the coding-agent CLI the command runs (agent.cli); CLIAuto
-	// recognises it from the command (see Config.AgentCLI).
+	// recognises it from the command (see config.AgentCLI).
 	CLI     AgentCLI `json:"cli,omitempty"`
 	Timeout Duration `json:"timeout"`
 	// Baseline says what a base that already fails at session start does:
@@ -218,7 +218,7 @@ func DefaultConfig() Config {
 			Grace:   Duration(30 * time.Second),
 		},
 		// The models of the default command's CLI; a file that runs another
-		// CLI and sets no models gets that CLI's (ParseConfig).
+		// CLI and sets no models gets that CLI's (config.ParseConfig).
 		Models:               DefaultModels(CLIClaude),
 		Tests:                TestsConfig{Command: "go test ./...", Timeout: Duration(20 * time.Minute), Baseline: BaselinePause},
 		MaxParallel:          4,
@@ -241,11 +241,11 @@ func DefaultConfig() Config {
 	}
 }
 
-// engineError reports the values the engine cannot run with, in the words of
+// EngineError reports the values the engine cannot run with, in the words of
 // the file's keys. The file and the command line refuse them on the way in; a
 // hand-built Config with one of them is refused by Reconcile and
 // CheckLiveness alike rather than silently replaced by a default.
-func (c Config) engineError() error {
+func (c Config) EngineError() error {
 	var problems []string
 	intIn := func(key string, v, lo, hi int) {
 		if v < lo || v > hi {
@@ -280,11 +280,21 @@ func (c Config) engineError() error {
 			problems = append(problems, fmt.Sprintf("checkpoints names %s; it must be plan or phase", k))
 		}
 	}
-	if msg := cfgCheckBaselineMode(string(c.Tests.Baseline)); msg != "" && c.Tests.Baseline != "" {
+	if msg := CheckBaselineMode(string(c.Tests.Baseline)); msg != "" && c.Tests.Baseline != "" {
 		problems = append(problems, "tests.baseline: "+msg)
 	}
 	if len(problems) == 0 {
 		return nil
 	}
 	return errors.New("invalid configuration: " + strings.Join(problems, "; "))
+}
+
+// CheckBaselineMode says what is wrong with a tests.baseline value, or "";
+// shared by the engine's check and the file's.
+func CheckBaselineMode(s string) string {
+	switch BaselineMode(s) {
+	case BaselinePause, BaselineAccept, BaselineOff:
+		return ""
+	}
+	return fmt.Sprintf("want %q, %q or %q, got %q", BaselinePause, BaselineAccept, BaselineOff, s)
 }

@@ -13,7 +13,7 @@ import (
 // refuses is an error here too. Front-ends may call it too; the tests call it
 // after every Reconcile.
 func CheckLiveness(s Session, cfg Config) error {
-	if err := cfg.engineError(); err != nil {
+	if err := cfg.EngineError(); err != nil {
 		return err
 	}
 	if s.Status == SessionNew {

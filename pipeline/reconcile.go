@@ -18,7 +18,7 @@ const StepGrace = 10 * time.Minute
 // out of range, a timeout that is not positive) is refused: the session comes
 // back as it was, with one report action naming the values.
 func Reconcile(in Session, events []Event, now time.Time, cfg Config) (Session, []Action) {
-	if err := cfg.engineError(); err != nil {
+	if err := cfg.EngineError(); err != nil {
 		// The file and the command line refuse such values; a hand-built
 		// configuration is refused the same way, leaving the session as it was.
 		r := &reconciler{s: in, rev: in.Rev + 1}

@@ -52,8 +52,9 @@ var serveEnv = []envVar{
 	{name: EnvTokenPermissions, help: "comma-separated name:level the exchanged token asks for, within the installation's " +
 		"(default actions:write,checks:read,contents:write,issues:write,pull_requests:write,statuses:read)"},
 	{name: EnvTokenEnvironment, help: "the deployment environment exchanging jobs must run in (their token's environment claim; default none required)"},
-	{name: EnvTokenSpentFile, help: "where exchanged job tokens are remembered until they expire, so a restart does not make them good again " +
-		"(default bazinga-spent-tokens next to the credentials file)"},
+	{name: EnvTokenSpentFile, help: "with BAZINGA_DATABASE_URL=memory: where exchanged job tokens are remembered until they expire, so a " +
+		"restart does not make them good again (default bazinga-spent-tokens next to the credentials file). With a queue database " +
+		"they are kept in it instead, shared by every replica"},
 }
 
 var gatewayEnv = []envVar{
@@ -68,7 +69,13 @@ var gatewayEnv = []envVar{
 	{name: EnvGatewaySessionLimit, help: "the operator's cap on one session's spend (default none)"},
 	{name: EnvGatewayWorkflows, help: "workflows whose jobs may get gateway tokens at POST /gateway/token, as BAZINGA_TOKEN_WORKFLOWS " +
 		"but on any ref (default .github/workflows/bazinga-agent.yml)"},
-	{name: EnvGatewayTokenTTL, help: "lifetime of a gateway token (default 1h, at most 6h)",
+	{name: EnvGatewayTokenTTL, help: "lifetime of a gateway token (default 1h, at most 6h)"},
+	{name: EnvPreviousPrivateKey, help: "after rotating the App's private key: the former key(s), PEM. Gateway tokens signed under them " +
+		"(the token key is derived from the App's key) are still accepted, never minted, for the grace below, so steps in flight " +
+		"do not fail; remove it afterwards"},
+	{name: EnvPreviousPrivateKeyPath, help: "a file holding the former key(s), PEM"},
+	{name: EnvGatewayKeyGrace, help: "how long, from the server's start, tokens of the former key(s) are accepted " +
+		"(default and at most the tokens' lifetime, BAZINGA_GATEWAY_TOKEN_TTL)",
 		note: "With the gateway on, the agent job needs id-token: write, so POST /token must require the privileged jobs' " +
 			"environment (BAZINGA_TOKEN_ENVIRONMENT) or be off: serve refuses to start otherwise."},
 }

@@ -102,6 +102,7 @@ type GatewayExchange struct {
 	workflow *TokenExchange // only its allow-list matching
 	limiters *lru.Cache[string, *rate.Limiter]
 	seen     *lru.Cache[string, time.Time]
+	shared   SpentTokens // nil: seen alone, this process's
 	count    func(outcome string)
 }
 
@@ -117,6 +118,9 @@ type GatewayExchangeOptions struct {
 	Client *http.Client
 	Now    func() time.Time
 	Logger *slog.Logger
+	// Spent, when set, records exchanged job tokens where every replica sees them (SQLSpentTokens): a job token
+	// is good for one gateway token in all, not one per replica.
+	Spent SpentTokens
 }
 
 // NewGatewayExchange validates cfg and builds the handler.
@@ -176,7 +180,7 @@ func NewGatewayExchange(cfg GatewayExchangeConfig, o GatewayExchangeOptions) (*G
 		return nil, err
 	}
 	return &GatewayExchange{cfg: cfg, verifier: v, gh: o.GitHub, records: o.Records, signer: o.Signer, login: o.Login,
-		log: o.Logger, now: o.Now, workflow: &TokenExchange{workflow: entries}, limiters: lim, seen: seen}, nil
+		log: o.Logger, now: o.Now, workflow: &TokenExchange{workflow: entries}, limiters: lim, seen: seen, shared: o.Spent}, nil
 }
 
 // GatewayToken is the answer of POST /gateway/token.
@@ -280,7 +284,11 @@ func (x *GatewayExchange) exchange(w http.ResponseWriter, r *http.Request, c *Jo
 		}
 		limits = gateway.Limits{StepMicros: capLimit(l.StepMicros, limits.StepMicros), SessionMicros: capLimit(l.SessionMicros, limits.SessionMicros)}
 	}
-	if !x.spend(c) {
+	if fresh, err := x.spend(ctx, c); err != nil {
+		// Fail closed: a spend that is not recorded could be replayed at another replica.
+		x.refuse(w, r, http.StatusServiceUnavailable, CheckNone, "cannot record the job token as spent; retry later", append(attrs, "err", err))
+		return
+	} else if !fresh {
 		x.refuse(w, r, http.StatusUnauthorized, CheckReplay, "this job token was already exchanged; request a new one", attrs)
 		return
 	}
@@ -359,16 +367,26 @@ func capLimit(a, b int64) int64 {
 	return min(a, b)
 }
 
-func (x *GatewayExchange) spend(c *JobClaims) bool {
+// spend marks the job token's jti used: false when it was, in this process or (with a shared store) at any replica.
+func (x *GatewayExchange) spend(ctx context.Context, c *JobClaims) (bool, error) {
 	if c.ID == "" {
-		return false
+		return false, nil
 	}
 	key := c.Issuer + "\x00" + c.ID
 	if prev, found, _ := x.seen.PeekOrAdd(key, c.ExpiresAt.Time); found && x.now().Before(prev.Add(x.verifier.leeway)) {
-		return false
+		return false, nil
+	}
+	if x.shared != nil {
+		fresh, err := x.shared.Spend(ctx, key, c.ExpiresAt.Time.Add(x.verifier.leeway))
+		if err != nil {
+			x.seen.Remove(key)
+		}
+		if err != nil || !fresh {
+			return false, err
+		}
 	}
 	x.seen.Add(key, c.ExpiresAt.Time)
-	return true
+	return true, nil
 }
 
 func (x *GatewayExchange) refuse(w http.ResponseWriter, r *http.Request, status int, check Check, msg string, attrs []any) {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -28,6 +29,11 @@ const (
 	EnvGatewaySessionLimit = "BAZINGA_GATEWAY_SESSION_LIMIT_USD"
 	EnvGatewayWorkflows    = "BAZINGA_GATEWAY_WORKFLOWS"
 	EnvGatewayTokenTTL     = "BAZINGA_GATEWAY_TOKEN_TTL"
+	// EnvPreviousPrivateKey (or _PATH, a file) holds the App's former private key(s), PEM, after a rotation: the
+	// gateway tokens minted under them stay good for EnvGatewayKeyGrace.
+	EnvPreviousPrivateKey     = "BAZINGA_PRIVATE_KEY_PREVIOUS"
+	EnvPreviousPrivateKeyPath = "BAZINGA_PRIVATE_KEY_PREVIOUS_PATH"
+	EnvGatewayKeyGrace        = "BAZINGA_GATEWAY_KEY_GRACE"
 )
 
 // GatewayEnvHelp documents them, for `bazinga serve --help`: generated
@@ -40,6 +46,12 @@ type GatewayServeConfig struct {
 	Anthropic, OpenAI, Gemini gateway.UpstreamConfig
 	Prices                    *gateway.Prices // nil: the built-in table
 	Exchange                  GatewayExchangeConfig
+	// PreviousKeys are the secrets (GatewaySecret) of the App's former private keys: gateway tokens signed under
+	// them are accepted, never minted, for KeyGrace from the server's start.
+	PreviousKeys [][]byte
+	// KeyGrace is at most the tokens' lifetime (default: that lifetime): by then every token minted under a former
+	// key before this server started has expired.
+	KeyGrace time.Duration
 }
 
 // GatewayConfigFromEnv reads the gateway's variables; every error names the variable at fault and never quotes
@@ -95,7 +107,58 @@ func GatewayConfigFromEnv(getenv func(string) string) (GatewayServeConfig, error
 			c.Exchange.TTL = d
 		}
 	}
+	c.PreviousKeys, c.KeyGrace, errs = previousKeysFromEnv(get, c.Exchange.TTL, errs)
 	return c, errors.Join(errs...)
+}
+
+// previousKeysFromEnv reads the former App keys and their grace.
+func previousKeysFromEnv(get func(string) string, ttl time.Duration, errs []error) ([][]byte, time.Duration, []error) {
+	if ttl <= 0 {
+		ttl = gateway.DefaultTokenTTL
+	}
+	pemText, from := get(EnvPreviousPrivateKey), EnvPreviousPrivateKey
+	if path := get(EnvPreviousPrivateKeyPath); path != "" {
+		if pemText != "" {
+			return nil, 0, append(errs, fmt.Errorf("set only one of %s and %s", EnvPreviousPrivateKey, EnvPreviousPrivateKeyPath))
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return nil, 0, append(errs, fmt.Errorf("%s: %w", EnvPreviousPrivateKeyPath, err))
+		}
+		pemText, from = string(b), EnvPreviousPrivateKeyPath
+	}
+	grace := get(EnvGatewayKeyGrace)
+	if pemText == "" {
+		if grace != "" {
+			errs = append(errs, fmt.Errorf("%s is set without %s: there is no former key to give a grace to", EnvGatewayKeyGrace, EnvPreviousPrivateKey))
+		}
+		return nil, 0, errs
+	}
+	var keys [][]byte
+	rest := []byte(pemText)
+	for n := 1; ; n++ {
+		block, r := pem.Decode(rest)
+		if block == nil {
+			if strings.TrimSpace(string(rest)) != "" || n == 1 {
+				return nil, 0, append(errs, fmt.Errorf("%s: key %d is not PEM (one or more PEM private keys, one after the other)", from, n))
+			}
+			break
+		}
+		rest = r
+		secret, err := GatewaySecret(pem.EncodeToMemory(block))
+		if err != nil {
+			return nil, 0, append(errs, fmt.Errorf("%s: key %d: %w", from, n, err))
+		}
+		keys = append(keys, secret)
+	}
+	d := ttl
+	if grace != "" {
+		var err error
+		if d, err = time.ParseDuration(grace); err != nil || d <= 0 || d > ttl {
+			return nil, 0, append(errs, fmt.Errorf("%s must be a duration above 0 and at most the gateway tokens' lifetime (%s), got %q", EnvGatewayKeyGrace, ttl, grace))
+		}
+	}
+	return keys, d, errs
 }
 
 // CheckGatewayWithTokenExchange refuses a gateway beside a POST /token that any job of an allowed workflow may

@@ -5,7 +5,10 @@ import (
 	"crypto/rsa"
 	"crypto/x509"
 	"encoding/pem"
+	"os"
+	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -48,4 +51,60 @@ func TestGatewaySecretFromTheAppKey(t *testing.T) {
 
 	_, err = server.GatewaySecret([]byte("not a key"))
 	assert.ErrorContains(t, err, "not PEM")
+}
+
+func otherAppKeyPEM(t *testing.T) []byte {
+	t.Helper()
+	k, err := rsa.GenerateKey(rand.Reader, 2048)
+	require.NoError(t, err)
+	return pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(k)})
+}
+
+// The former App keys after a rotation: one or several PEM keys, inline or in a file; their grace defaults to the
+// gateway tokens' lifetime and may not exceed it; every mistake names the variable.
+func TestGatewayPreviousKeysFromEnv(t *testing.T) {
+	old1, old2 := testkey.PEM(t), otherAppKeyPEM(t)
+	sec1, err := server.GatewaySecret(old1)
+	require.NoError(t, err)
+	sec2, err := server.GatewaySecret(old2)
+	require.NoError(t, err)
+	path := filepath.Join(t.TempDir(), "old.pem")
+	require.NoError(t, os.WriteFile(path, append(append([]byte{}, old1...), old2...), 0o600))
+
+	read := func(env map[string]string) (server.GatewayServeConfig, error) {
+		return server.GatewayConfigFromEnv(func(k string) string { return env[k] })
+	}
+	c, err := read(map[string]string{server.EnvPreviousPrivateKey: string(old1)})
+	require.NoError(t, err)
+	assert.Equal(t, [][]byte{sec1}, c.PreviousKeys)
+	assert.Equal(t, gateway.DefaultTokenTTL, c.KeyGrace, "default: the tokens' lifetime")
+
+	c, err = read(map[string]string{server.EnvPreviousPrivateKeyPath: path, server.EnvGatewayTokenTTL: "2h", server.EnvGatewayKeyGrace: "90m"})
+	require.NoError(t, err)
+	assert.Equal(t, [][]byte{sec1, sec2}, c.PreviousKeys, "a list: the keys one after the other")
+	assert.Equal(t, 90*time.Minute, c.KeyGrace)
+
+	c, err = read(map[string]string{})
+	require.NoError(t, err)
+	assert.Empty(t, c.PreviousKeys)
+
+	for _, tc := range []struct {
+		env  map[string]string
+		want string
+	}{
+		{map[string]string{server.EnvPreviousPrivateKey: string(old1), server.EnvGatewayKeyGrace: "61m"}, server.EnvGatewayKeyGrace + " must be a duration above 0 and at most the gateway tokens' lifetime (1h0m0s)"},
+		{map[string]string{server.EnvPreviousPrivateKey: string(old1), server.EnvGatewayKeyGrace: "0s"}, server.EnvGatewayKeyGrace},
+		{map[string]string{server.EnvPreviousPrivateKey: string(old1), server.EnvGatewayKeyGrace: "soon"}, server.EnvGatewayKeyGrace},
+		{map[string]string{server.EnvGatewayKeyGrace: "10m"}, "without " + server.EnvPreviousPrivateKey},
+		{map[string]string{server.EnvPreviousPrivateKey: "not a key"}, server.EnvPreviousPrivateKey + ": key 1 is not PEM"},
+		{map[string]string{server.EnvPreviousPrivateKey: string(old1) + "trailing junk"}, server.EnvPreviousPrivateKey + ": key 2 is not PEM"},
+		{map[string]string{server.EnvPreviousPrivateKey: "-----BEGIN EC PRIVATE KEY-----\nAAAA\n-----END EC PRIVATE KEY-----\n"}, server.EnvPreviousPrivateKey + ": key 1"},
+		{map[string]string{server.EnvPreviousPrivateKey: string(old1), server.EnvPreviousPrivateKeyPath: path}, "set only one of"},
+		{map[string]string{server.EnvPreviousPrivateKeyPath: filepath.Join(t.TempDir(), "missing.pem")}, server.EnvPreviousPrivateKeyPath},
+	} {
+		_, err := read(tc.env)
+		require.Error(t, err, "%v", tc.env)
+		assert.Contains(t, err.Error(), tc.want)
+		assert.NotContains(t, err.Error(), "MII", "no key material in errors")
+	}
 }

@@ -185,6 +185,9 @@ type TokenExchange struct {
 	seen *lru.Cache[string, time.Time]
 	// spentFile, when configured, keeps them across restarts (spent.go).
 	spentFile *spentFile
+	// shared, when set, keeps them in the queue's database for every
+	// replica (spentsql.go); it replaces spentFile.
+	shared SpentTokens
 }
 
 // TokenExchangeOptions are the parts of a TokenExchange that are not
@@ -199,6 +202,10 @@ type TokenExchangeOptions struct {
 	Client *http.Client
 	Now    func() time.Time
 	Logger *slog.Logger
+	// Spent, when set, records exchanged job tokens where every replica
+	// sees them (SQLSpentTokens); then TokenExchangeConfig.SpentFile is
+	// not used.
+	Spent SpentTokens
 }
 
 // NewTokenExchange validates cfg and builds the handler.
@@ -239,8 +246,8 @@ func NewTokenExchange(cfg TokenExchangeConfig, o TokenExchangeOptions) (*TokenEx
 		return nil, err
 	}
 	x := &TokenExchange{cfg: cfg, verifier: v, gh: o.GitHub, login: o.Login, log: o.Logger, now: o.Now,
-		limiters: lim, workflow: entries, seen: seen}
-	if cfg.SpentFile != "" {
+		limiters: lim, workflow: entries, seen: seen, shared: o.Spent}
+	if cfg.SpentFile != "" && o.Spent == nil {
 		if x.spentFile, err = openSpentFile(cfg.SpentFile, o.Now()); err != nil {
 			return nil, fmt.Errorf("token exchange: %w", err)
 		}
@@ -451,9 +458,9 @@ func (x *TokenExchange) exchange(w http.ResponseWriter, r *http.Request, c *JobC
 	}
 	// Spent just before GitHub is asked for the token: a refused
 	// exchange leaves the job token usable for a retry.
-	if fresh, err := x.spend(c); err != nil {
-		// Fail closed: a spend that is not on disk could be replayed
-		// after a restart.
+	if fresh, err := x.spend(ctx, c); err != nil {
+		// Fail closed: a spend that is not recorded could be replayed
+		// after a restart or at another replica.
 		x.refuse(w, r, http.StatusServiceUnavailable, CheckNone, "cannot record the job token as spent; retry later", append(attrs, "err", err))
 		return
 	} else if !fresh {
@@ -489,8 +496,9 @@ func (x *TokenExchange) exchange(w http.ResponseWriter, r *http.Request, c *JobC
 // spend marks the token's jti used; false when it was (a token without
 // jti cannot be told apart from a copy and is refused).
 // With a spent file, the spend is on disk before it returns true, so a
-// restart does not make the token good again.
-func (x *TokenExchange) spend(c *JobClaims) (bool, error) {
+// restart does not make the token good again; with a shared store, it is
+// in the queue's database, so no other replica takes it either.
+func (x *TokenExchange) spend(ctx context.Context, c *JobClaims) (bool, error) {
 	if c.ID == "" {
 		return false, nil
 	}
@@ -500,7 +508,16 @@ func (x *TokenExchange) spend(c *JobClaims) (bool, error) {
 	if prev, found, _ := x.seen.PeekOrAdd(key, exp); found && now.Before(prev.Add(x.verifier.leeway)) {
 		return false, nil
 	}
-	if x.spentFile != nil {
+	if x.shared != nil {
+		// Kept for the leeway past exp too: the verifier accepts it that long.
+		fresh, err := x.shared.Spend(ctx, key, exp.Add(x.verifier.leeway))
+		if err != nil || !fresh {
+			if err != nil {
+				x.seen.Remove(key)
+			}
+			return false, err
+		}
+	} else if x.spentFile != nil {
 		if x.spentFile.spent(key, now) {
 			x.seen.Add(key, exp)
 			return false, nil

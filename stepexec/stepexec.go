@@ -19,6 +19,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 
 	"github.com/bazinga-bot/bazinga/agent"
+	"github.com/bazinga-bot/bazinga/config"
 	"github.com/bazinga-bot/bazinga/gitops"
 	"github.com/bazinga-bot/bazinga/pipeline"
 	"github.com/bazinga-bot/bazinga/testgate"
@@ -423,7 +424,7 @@ func cutShortPartial(out agent.Outcome, why string, committed bool) pipeline.Res
 func (e *Executor) cutShortWhy(out agent.Outcome) string {
 	switch {
 	case out.TimedOut:
-		why := fmt.Sprintf("timed out after %s", pipeline.ShortDuration(e.Runner.Timeout()))
+		why := fmt.Sprintf("timed out after %s", config.ShortDuration(e.Runner.Timeout()))
 		if out.Killed {
 			why += " (killed after the grace)"
 		}
@@ -444,7 +445,7 @@ func (e *Executor) cutShortWhy(out agent.Outcome) string {
 func (e *Executor) noResultOf(out agent.Outcome) noResult {
 	nr := noResult{why: "no result: " + e.cutShortWhy(out)}
 	if out.TimedOut {
-		nr.why = fmt.Sprintf("the agent timed out after %s without a result", pipeline.ShortDuration(e.Runner.Timeout()))
+		nr.why = fmt.Sprintf("the agent timed out after %s without a result", config.ShortDuration(e.Runner.Timeout()))
 	}
 	if out.Failure != nil && out.Failure.Kind.Permanent() {
 		nr.permanent = true

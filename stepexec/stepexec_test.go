@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bazinga-bot/bazinga/agent"
+	"github.com/bazinga-bot/bazinga/config"
 	"github.com/bazinga-bot/bazinga/gitops"
 	"github.com/bazinga-bot/bazinga/pipeline"
 )
@@ -279,6 +280,6 @@ func TestShortDuration(t *testing.T) {
 		30 * time.Minute: "30m", time.Hour: "1h", 90 * time.Minute: "1h30m", 10 * time.Second: "10s",
 		300 * time.Millisecond: "300ms", time.Hour + time.Second: "1h0m1s", 2*time.Minute + 30*time.Second: "2m30s",
 	} {
-		assert.Equal(t, want, pipeline.ShortDuration(d), d.String())
+		assert.Equal(t, want, config.ShortDuration(d), d.String())
 	}
 }

@@ -5,7 +5,7 @@ import (
 	"path"
 	"strings"
 
-	"github.com/bazinga-bot/bazinga/pipeline"
+	"github.com/bazinga-bot/bazinga/config"
 )
 
 // shellWords are the words a command may start with that sh itself
@@ -21,7 +21,7 @@ var shellWords = map[string]bool{
 // VAR=value assignments), or "" when the shell itself runs the first word,
 // or the line cannot be split.
 func Program(command string) string {
-	words, err := pipeline.SplitCommand(command)
+	words, err := config.SplitCommand(command)
 	if err != nil {
 		return ""
 	}

@@ -135,29 +135,14 @@ func assertOnlyReviewedLanded(t *testing.T, w *World, s pipeline.Session, human,
 	assert.Contains(t, log.String(), "B's branch moved from "+reviewed[:7]+" to "+human[:7]+" (pushed by @\u2060alice) after review; sending it back through QA and review")
 }
 
-func TestE2EForcePushWhileMergingAppMode(t *testing.T) {
-	t.Parallel()
-	var pushed func() (string, string)
-	w, s := PlayAppModeWith(t, E2eConfig, func(w *World) { pushed = forcePushOnLand(t, w) })
-	human, reviewed := pushed()
-	assertOnlyReviewedLanded(t, w, s, human, reviewed)
-}
-
-func TestE2EForcePushWhileMergingActionOnlyMode(t *testing.T) {
-	t.Parallel()
-	w := NewWorld(t)
-	pushed := forcePushOnLand(t, w)
-	w.ActionOnly()
-	issue, err := w.Repo.CreateIssue("alice", "Write a.txt and b.txt", "Both must say ok.")
-	require.NoError(t, err)
-	require.NoError(t, w.Repo.LabelIssue("alice", issue, "bazinga"))
-	label := w.Wait(issue, 60*time.Second, func() { _, _ = w.F.TriggerSchedule(E2eFull, SweepWorkflow) })
-	require.Equal(t, "bazinga:done", label)
-	w.Settle()
-	s := w.AssertVerified(issue, codec.StateTrust{PublicKey: E2eActionOnlyKey, Authors: []string{ghfake.ActionsLogin}})
-	w.AssertJobs(s)
-	human, reviewed := pushed()
-	assertOnlyReviewedLanded(t, w, s, human, reviewed)
+func TestE2EForcePushWhileMerging(t *testing.T) {
+	inBothModes(t, func(t *testing.T, w *World) func(pipeline.Session) {
+		pushed := forcePushOnLand(t, w)
+		return func(s pipeline.Session) {
+			human, reviewed := pushed()
+			assertOnlyReviewedLanded(t, w, s, human, reviewed)
+		}
+	})
 }
 
 // playReviewer is a human reviewer on the App's repository: bob approves

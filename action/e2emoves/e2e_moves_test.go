@@ -87,20 +87,31 @@ func assertStepResent(t *testing.T, w *World, s pipeline.Session, run int64) {
 	}
 }
 
-func TestE2ETrackingCommentDeletedAppMode(t *testing.T) {
+// inBothModes plays one issue to its end in App mode and in Action-only
+// mode, as parallel subtests: arrange sets the move up on the world before
+// the issue is opened and returns the check of the finished session.
+func inBothModes(t *testing.T, arrange func(t *testing.T, w *World) (check func(s pipeline.Session))) {
 	t.Parallel()
-	var run func() int64
-	w, s := PlayAppModeWith(t, E2eConfig, func(w *World) { run = deleteTrackingOnJob(t, w, 1) })
-	assertStepResent(t, w, s, run())
+	t.Run("App", func(t *testing.T) {
+		t.Parallel()
+		var check func(pipeline.Session)
+		_, s := PlayAppModeWith(t, E2eConfig, func(w *World) { check = arrange(t, w) })
+		check(s)
+	})
+	t.Run("ActionOnly", func(t *testing.T) {
+		t.Parallel()
+		w := NewWorld(t)
+		w.ActionOnly()
+		check := arrange(t, w)
+		check(playActionOnly(t, w))
+	})
 }
 
-func TestE2ETrackingCommentDeletedActionOnlyMode(t *testing.T) {
-	t.Parallel()
-	w := NewWorld(t)
-	w.ActionOnly()
-	run := deleteTrackingOnJob(t, w, 1)
-	s := playActionOnly(t, w)
-	assertStepResent(t, w, s, run())
+func TestE2ETrackingCommentDeleted(t *testing.T) {
+	inBothModes(t, func(t *testing.T, w *World) func(pipeline.Session) {
+		run := deleteTrackingOnJob(t, w, 1)
+		return func(s pipeline.Session) { assertStepResent(t, w, s, run()) }
+	})
 }
 
 // onGroupQA runs act once, as the agent job of group B's first QA step
@@ -164,23 +175,12 @@ func assertBranchRestored(t *testing.T, w *World, s pipeline.Session) {
 	}
 }
 
-func TestE2EBranchDeletedAppMode(t *testing.T) {
-	t.Parallel()
-	w, s := PlayAppModeWith(t, E2eConfig, func(w *World) {
+func TestE2EBranchDeleted(t *testing.T) {
+	inBothModes(t, func(t *testing.T, w *World) func(pipeline.Session) {
 		w.F.SetPermission("bob", "write")
 		branchDeletedThenRetried(t, w)
+		return func(s pipeline.Session) { assertBranchRestored(t, w, s) }
 	})
-	assertBranchRestored(t, w, s)
-}
-
-func TestE2EBranchDeletedActionOnlyMode(t *testing.T) {
-	t.Parallel()
-	w := NewWorld(t)
-	w.ActionOnly()
-	w.F.SetPermission("bob", "write")
-	branchDeletedThenRetried(t, w)
-	s := playActionOnly(t, w)
-	assertBranchRestored(t, w, s)
 }
 
 // playActionOnly runs a labelled issue to a verified BAZINGA in Action-only
@@ -239,19 +239,11 @@ func assertReopened(t *testing.T, w *World, s pipeline.Session) {
 	assert.Contains(t, log.String(), "Group B's PR was reopened by @\u2060alice; the group is back in the session.")
 }
 
-func TestE2EPRReopenedAppMode(t *testing.T) {
-	t.Parallel()
-	w, s := PlayAppModeWith(t, E2eConfig, func(w *World) { prClosedThenReopened(t, w) })
-	assertReopened(t, w, s)
-}
-
-func TestE2EPRReopenedActionOnlyMode(t *testing.T) {
-	t.Parallel()
-	w := NewWorld(t)
-	w.ActionOnly()
-	prClosedThenReopened(t, w)
-	s := playActionOnly(t, w)
-	assertReopened(t, w, s)
+func TestE2EPRReopened(t *testing.T) {
+	inBothModes(t, func(t *testing.T, w *World) func(pipeline.Session) {
+		prClosedThenReopened(t, w)
+		return func(s pipeline.Session) { assertReopened(t, w, s) }
+	})
 }
 
 // Issue 28, "issue body edited": the session keeps the requirements it
@@ -274,19 +266,11 @@ func assertEditAcknowledged(t *testing.T, w *World, s pipeline.Session) {
 	assert.NotContains(t, s.Requirements, "c.txt")
 }
 
-func TestE2EIssueEditedAppMode(t *testing.T) {
-	t.Parallel()
-	w, s := PlayAppModeWith(t, E2eConfig, func(w *World) { issueEdited(t, w) })
-	assertEditAcknowledged(t, w, s)
-}
-
-func TestE2EIssueEditedActionOnlyMode(t *testing.T) {
-	t.Parallel()
-	w := NewWorld(t)
-	w.ActionOnly()
-	issueEdited(t, w)
-	s := playActionOnly(t, w)
-	assertEditAcknowledged(t, w, s)
+func TestE2EIssueEdited(t *testing.T) {
+	inBothModes(t, func(t *testing.T, w *World) func(pipeline.Session) {
+		issueEdited(t, w)
+		return func(s pipeline.Session) { assertEditAcknowledged(t, w, s) }
+	})
 }
 
 // Issue 28, "repository renamed": an admin renames the repository while
@@ -368,25 +352,13 @@ func TestE2ERepositoryRenamedActionOnlyMode(t *testing.T) {
 
 // Issue 28, "repository transferred": the same as a rename, to another
 // owner (which installed the App too).
-func TestE2ERepositoryTransferredAppMode(t *testing.T) {
-	t.Parallel()
-	w, s := PlayAppModeWith(t, E2eConfig, func(w *World) {
+func TestE2ERepositoryTransferred(t *testing.T) {
+	inBothModes(t, func(t *testing.T, w *World) func(pipeline.Session) {
 		onGroupQA(t, w, func(ghfake.Run) {
 			require.NoError(t, w.Repo.Transfer(E2eOwner, "globex"))
 		})
+		return func(s pipeline.Session) { assertMoved(t, w, s, "globex/"+E2eName) }
 	})
-	assertMoved(t, w, s, "globex/"+E2eName)
-}
-
-func TestE2ERepositoryTransferredActionOnlyMode(t *testing.T) {
-	t.Parallel()
-	w := NewWorld(t)
-	w.ActionOnly()
-	onGroupQA(t, w, func(ghfake.Run) {
-		require.NoError(t, w.Repo.Transfer(E2eOwner, "globex"))
-	})
-	s := playActionOnly(t, w)
-	assertMoved(t, w, s, "globex/"+E2eName)
 }
 
 // Issue 28, "base branch renamed": an admin renames main to trunk while
@@ -426,19 +398,11 @@ func assertBaseRenamed(t *testing.T, w *World, s pipeline.Session, by string) {
 	}
 }
 
-func TestE2EBaseRenamedAppMode(t *testing.T) {
-	t.Parallel()
-	w, s := PlayAppModeWith(t, E2eConfig, func(w *World) { baseRenamed(t, w) })
-	assertBaseRenamed(t, w, s, "@\u2060"+E2eOwner)
-}
-
-func TestE2EBaseRenamedActionOnlyMode(t *testing.T) {
-	t.Parallel()
-	w := NewWorld(t)
-	w.ActionOnly()
-	baseRenamed(t, w)
-	s := playActionOnly(t, w)
-	assertBaseRenamed(t, w, s, "@\u2060"+E2eOwner)
+func TestE2EBaseRenamed(t *testing.T) {
+	inBothModes(t, func(t *testing.T, w *World) func(pipeline.Session) {
+		baseRenamed(t, w)
+		return func(s pipeline.Session) { assertBaseRenamed(t, w, s, "@\u2060"+E2eOwner) }
+	})
 }
 
 // Issue 28, "issue transferred": alice transfers the session's issue to
@@ -600,17 +564,9 @@ func baseRenamedWhilePlanning(t *testing.T, w *World) {
 	}
 }
 
-func TestE2EBaseRenamedWhilePlanningAppMode(t *testing.T) {
-	t.Parallel()
-	w, s := PlayAppModeWith(t, E2eConfig, func(w *World) { baseRenamedWhilePlanning(t, w) })
-	assertBaseRenamed(t, w, s, "someone")
-}
-
-func TestE2EBaseRenamedWhilePlanningActionOnlyMode(t *testing.T) {
-	t.Parallel()
-	w := NewWorld(t)
-	w.ActionOnly()
-	baseRenamedWhilePlanning(t, w)
-	s := playActionOnly(t, w)
-	assertBaseRenamed(t, w, s, "someone")
+func TestE2EBaseRenamedWhilePlanning(t *testing.T) {
+	inBothModes(t, func(t *testing.T, w *World) func(pipeline.Session) {
+		baseRenamedWhilePlanning(t, w)
+		return func(s pipeline.Session) { assertBaseRenamed(t, w, s, "someone") }
+	})
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/sethvargo/go-githubactions"
 
 	"github.com/bazinga-bot/bazinga/agent"
+	"github.com/bazinga-bot/bazinga/config"
 	"github.com/bazinga-bot/bazinga/pipeline"
 )
 
@@ -45,10 +46,10 @@ func readGatewayInputs(gha *githubactions.Action, getenv func(string) string, in
 }
 
 // providerKeysIn names the provider credentials set in the job's environment (the secret-bearing names of
-// pipeline.CLICredentials: keys, tokens, secrets and credential files).
+// config.CLICredentials: keys, tokens, secrets and credential files).
 func providerKeysIn(getenv func(string) string) []string {
 	var out []string
-	for _, n := range pipeline.CLICredentials(pipeline.CLIGeneric) {
+	for _, n := range config.CLICredentials(pipeline.CLIGeneric) {
 		if !(strings.Contains(n, "KEY") || strings.Contains(n, "TOKEN") || strings.Contains(n, "SECRET") || strings.Contains(n, "CREDENTIALS")) {
 			continue
 		}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/bazinga-bot/bazinga/agent"
 	"github.com/bazinga-bot/bazinga/codec"
+	"github.com/bazinga-bot/bazinga/config"
 	"github.com/bazinga-bot/bazinga/ghapi"
 	"github.com/bazinga-bot/bazinga/gitops"
 	"github.com/bazinga-bot/bazinga/pipeline"
@@ -175,7 +176,7 @@ func (j *job) runStep(ctx context.Context) int {
 
 	cfg := st.Config
 	if in.agentCommand != "" {
-		cfg = cfg.WithAgentCommand(in.agentCommand)
+		cfg = config.WithAgentCommand(cfg, in.agentCommand)
 	}
 	work, err := os.MkdirTemp(in.workDir, "bazinga-")
 	if err != nil {
@@ -201,7 +202,7 @@ func (j *job) runStep(ctx context.Context) int {
 			passEnv = agent.WithoutCredentials(passEnv)
 			j.gha.Infof("bazinga: model calls go through the gateway at %s", in.gatewayURL)
 		}
-		r, err := agent.NewRunner(agent.RunnerConfig{Command: cfg.Agent.Command, CLI: string(cfg.AgentCLI()), Timeout: cfg.Agent.Timeout.D(), KillGrace: cfg.Agent.Grace.D(), PassEnv: passEnv, TempDir: work,
+		r, err := agent.NewRunner(agent.RunnerConfig{Command: cfg.Agent.Command, CLI: string(config.AgentCLI(cfg)), Timeout: cfg.Agent.Timeout.D(), KillGrace: cfg.Agent.Grace.D(), PassEnv: passEnv, TempDir: work,
 			MaxTurns: cfg.Agent.MaxTurns, MaxBudgetUSD: cfg.Limits.StepCostUSD,
 			TranscriptDir: filepath.Join(work, "transcripts"),
 			// A GitHub-hosted runner is a throwaway machine; a self-hosted one may not be.

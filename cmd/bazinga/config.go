@@ -5,6 +5,7 @@ import (
 	"io"
 	"text/tabwriter"
 
+	"github.com/bazinga-bot/bazinga/config"
 	"github.com/bazinga-bot/bazinga/local"
 	"github.com/bazinga-bot/bazinga/pipeline"
 )
@@ -48,7 +49,7 @@ a run would get to see their effect.
 	fmt.Fprintf(stdout, "Configuration of a run in %s on %s (%s)\n\n", e.Root, e.Base, e.Commit[:min(12, len(e.Commit))])
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "KEY\tVALUE\tFROM")
-	for _, en := range e.Config.Entries() {
+	for _, en := range config.Entries(e.Config) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\n", en.Key, en.Value, e.Sources[en.Key])
 	}
 	tw.Flush()

@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/bazinga-bot/bazinga"
+	"github.com/bazinga-bot/bazinga/config"
 	"github.com/bazinga-bot/bazinga/local"
 	"github.com/bazinga-bot/bazinga/pipeline"
 	"github.com/bazinga-bot/bazinga/testcmd"
@@ -50,13 +51,13 @@ func chooseInit(files testcmd.Files, lookPath func(string) (string, error), agen
 	c := initChoice{cfg: pipeline.DefaultConfig(), set: map[string]string{}}
 	switch {
 	case agentFlag != nil:
-		c.cfg = c.cfg.WithAgentCommand(*agentFlag)
+		c.cfg = config.WithAgentCommand(c.cfg, *agentFlag)
 		c.set["agent.command"] = "--agent"
 	default:
 		found := false
 		for _, a := range agentCLIs {
 			if p, err := lookPath(a.program); err == nil {
-				c.cfg = c.cfg.WithAgentCommand(a.command)
+				c.cfg = config.WithAgentCommand(c.cfg, a.command)
 				c.set["agent.command"] = "found on PATH: " + p
 				found = true
 				break
@@ -70,7 +71,7 @@ func chooseInit(files testcmd.Files, lookPath func(string) (string, error), agen
 	}
 	// The model key the CLI reads, passed to the agent (nothing else is).
 	for _, a := range agentCLIs {
-		if string(c.cfg.AgentCLI()) == a.program && a.key != "" {
+		if string(config.AgentCLI(c.cfg)) == a.program && a.key != "" {
 			c.cfg.Agent.Env = []string{a.key}
 			c.set["agent.env"] = "the model key " + a.program + " reads; nothing else from your environment reaches the agent"
 		}
@@ -147,7 +148,7 @@ bazinga in GitHub Actions without a server. Existing files are kept unless
 		testFlag = testCmd
 	}
 	c := chooseInit(files, exec.LookPath, agentFlag, testFlag)
-	if err := c.cfg.Validate(); err != nil {
+	if err := config.Validate(c.cfg); err != nil {
 		fmt.Fprintf(stderr, "bazinga init: %v\n", err)
 		return exitUsage
 	}
@@ -155,7 +156,7 @@ bazinga in GitHub Actions without a server. Existing files are kept unless
 Every key is optional: a key left out, or commented out as most are below, takes the default shown.
 ` + "`bazinga config`" + ` prints what a run will use and where each value comes from.
 Local runs read this file from the base branch's last commit: commit it.`
-	out := map[string][]byte{local.ConfigPath: c.cfg.CommentedFile(head, c.set)}
+	out := map[string][]byte{local.ConfigPath: config.CommentedFile(c.cfg, head, c.set)}
 	if *action {
 		tpl, err := workflowTemplates()
 		if err != nil {

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/bazinga-bot/bazinga/pipeline"
+	"github.com/bazinga-bot/bazinga/config"
 	"github.com/bazinga-bot/bazinga/testcmd"
 )
 
@@ -63,9 +63,9 @@ func TestChooseInit(t *testing.T) {
 			sort.Strings(set)
 			assert.Equal(t, tt.set, set)
 			assert.Len(t, c.warnings, tt.warnCount)
-			require.NoError(t, c.cfg.Validate())
+			require.NoError(t, config.Validate(c.cfg))
 			// The file init writes reads back to the same configuration.
-			got, err := pipeline.ParseConfig(c.cfg.CommentedFile("x", c.set))
+			got, err := config.ParseConfig(config.CommentedFile(c.cfg, "x", c.set))
 			require.NoError(t, err)
 			assert.Equal(t, c.cfg, got)
 		})

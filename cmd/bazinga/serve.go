@@ -202,6 +202,14 @@ func serveWith(ctx context.Context, cfg server.Config, gwCfg server.GatewayServe
 		return fmt.Errorf("%s is required (the random key the session state is signed with): make one with `openssl rand -hex 32`", server.EnvStateKey)
 	}
 	signing := codec.SigningKeyFromSecret(cfg.StateKey)
+	// With the queue's database, the exchanged job tokens are recorded there: one exchange per token across every
+	// replica, not one per replica.
+	var spent server.SpentTokens
+	if cfg.DatabaseURL != "" {
+		if spent, err = openSpentTokens(ctx, &cfg); err != nil {
+			return err
+		}
+	}
 	var gp *gatewayParts
 	var meter bot.Meter
 	var stepEnded func(ctx context.Context, installation int64, repo, session, step string)
@@ -241,7 +249,7 @@ func serveWith(ctx context.Context, cfg server.Config, gwCfg server.GatewayServe
 	srv.Metrics().SetAPIStats(factory.CallStats)
 	if !cfg.TokenExchange.Disabled {
 		x, err := server.NewTokenExchange(cfg.TokenExchange, server.TokenExchangeOptions{
-			GitHub: server.FactoryGitHub{F: factory}, GitHubURL: cfg.GitHubURL, Login: login, Logger: logger})
+			GitHub: server.FactoryGitHub{F: factory}, GitHubURL: cfg.GitHubURL, Login: login, Logger: logger, Spent: spent})
 		if err != nil {
 			return err
 		}
@@ -249,7 +257,7 @@ func serveWith(ctx context.Context, cfg server.Config, gwCfg server.GatewayServe
 		logger.Info("bazinga serve: token exchange", "path", server.TokenPath, "exchange", x)
 	}
 	if gwCfg.Enabled {
-		if err := mountGateway(srv, factory, cfg, gwCfg, gp, b, login, logger); err != nil {
+		if err := mountGateway(srv, factory, cfg, gwCfg, gp, b, login, spent, logger); err != nil {
 			return err
 		}
 	}
@@ -279,22 +287,36 @@ func newGatewayParts(ctx context.Context, cfg *server.Config, gwCfg server.Gatew
 	if err != nil {
 		return nil, err
 	}
+	// After a rotation of the App's key, the tokens of steps in flight were minted under the former one: they stay
+	// good for the grace (at most their lifetime), from this start.
+	until := time.Now().Add(gwCfg.KeyGrace)
+	for _, prev := range gwCfg.PreviousKeys {
+		kid, err := signer.AcceptPrevious(prev, until)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", server.EnvPreviousPrivateKey, err)
+		}
+		if kid == signer.KeyID() {
+			logger.Warn("gateway: a former App key given is the current one; ignored", "key_id", kid)
+			continue
+		}
+		logger.Info("gateway: tokens of a former App key accepted for the grace", "key_id", kid, "until", until)
+	}
 	p := &gatewayParts{signer: signer, log: logger}
 	if cfg.DatabaseURL != "" {
 		octx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
-		st, err := jobq.Open(octx, cfg.DatabaseURL)
+		st, err := queueStore(octx, cfg)
 		if err != nil {
-			return nil, fmt.Errorf("queue database (%s): %w", server.EnvDatabaseURL, err)
+			return nil, err
 		}
 		if p.ledger, err = gateway.NewSQLLedger(octx, st); err == nil {
 			p.rev, err = gateway.NewSQLRevocations(octx, st, nil)
 		}
 		if err != nil {
-			st.Close()
+			st.Close() // serve stops: nothing else uses it
+			cfg.Queue = nil
 			return nil, err
 		}
-		cfg.Queue = st
 	} else {
 		p.ledger = gateway.NewMemLedger()
 	}
@@ -307,6 +329,37 @@ func newGatewayParts(ctx context.Context, cfg *server.Config, gwCfg server.Gatew
 		return nil, err
 	}
 	return p, nil
+}
+
+// queueStore opens the queue's database once (cfg.Queue, which the server then runs on) for the tables kept beside
+// the queue's.
+func queueStore(ctx context.Context, cfg *server.Config) (*jobq.Store, error) {
+	if cfg.Queue != nil {
+		return cfg.Queue, nil
+	}
+	st, err := jobq.Open(ctx, cfg.DatabaseURL)
+	if err != nil {
+		return nil, fmt.Errorf("queue database (%s): %w", server.EnvDatabaseURL, err)
+	}
+	cfg.Queue = st
+	return st, nil
+}
+
+// openSpentTokens is the spent job tokens' table in the queue's database.
+func openSpentTokens(ctx context.Context, cfg *server.Config) (server.SpentTokens, error) {
+	octx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	st, err := queueStore(octx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	spent, err := server.NewSQLSpentTokens(octx, st, nil)
+	if err != nil {
+		st.Close() // serve stops: nothing else uses it
+		cfg.Queue = nil
+		return nil, err
+	}
+	return spent, nil
 }
 
 // stepEnded revokes the tokens of a step the orchestrator saw end (bot.Options.StepEnded). A failure leaves them
@@ -324,7 +377,7 @@ func (p *gatewayParts) stepEnded(ctx context.Context, installation int64, repo, 
 
 // mountGateway serves the model gateway and POST /gateway/token, its spend in /metrics.
 func mountGateway(srv *server.Server, factory *ghapi.ClientFactory, cfg server.Config, gwCfg server.GatewayServeConfig, gp *gatewayParts,
-	records server.StepRecords, login string, logger *slog.Logger) error {
+	records server.StepRecords, login string, spent server.SpentTokens, logger *slog.Logger) error {
 	gm := srv.Metrics().NewGatewayMetrics()
 	switch l := gp.ledger.(type) {
 	case *gateway.MemLedger:
@@ -337,7 +390,7 @@ func mountGateway(srv *server.Server, factory *ghapi.ClientFactory, cfg server.C
 	xc.Issuer = cfg.TokenExchange.Issuer
 	// The session's own record says whether the step runs and what its limits are (the operator's cap them).
 	x, err := server.NewGatewayExchange(xc, server.GatewayExchangeOptions{GitHub: server.FactoryGitHub{F: factory}, Records: records,
-		Signer: signer, GitHubURL: cfg.GitHubURL, Login: login, Logger: logger})
+		Signer: signer, GitHubURL: cfg.GitHubURL, Login: login, Logger: logger, Spent: spent})
 	if err != nil {
 		return err
 	}

@@ -151,6 +151,10 @@ func TestServeMountsTheGateway(t *testing.T) {
 	sp, err := led.SessionSpend(context.Background(), gateway.SessionKey{Repository: "acme/widgets", Session: strconv.Itoa(issue)})
 	require.NoError(t, err)
 	assert.Equal(t, int64(7500), sp.ChargedMicros())
+	// So is the job token's spend: another replica refuses it too.
+	var spentRows int
+	require.NoError(t, st.DB().QueryRow(`SELECT COUNT(*) FROM bazinga_spent_tokens`).Scan(&spentRows))
+	assert.Equal(t, 1, spentRows, "the exchanged OIDC token is recorded in the shared database")
 
 	// The step's job ends without a result: the orchestrator fails the step, and its token stops working.
 	require.NoError(t, fake.CompleteRun(run.ID, "failure"))

@@ -786,11 +786,17 @@ func AppModeWorld(t *testing.T, config string, setup func(*World)) (w *World, b 
 	if setup != nil {
 		setup(w)
 	}
-	f := w.F
-	// The App's installation token carries exactly app.yml's permissions.
-	require.NoError(t, f.AddAppToken(E2eBotTok, repoPath("app.yml")))
+	b, appLog = w.StartApp()
+	return w, b, appLog
+}
 
-	// The App: bot.New behind server.NewServer, over HTTP, webhooks signed.
+// StartApp starts the App on the world: bot.New behind server.NewServer,
+// over HTTP, its installation token carrying exactly app.yml's permissions,
+// receiving the fake's signed webhooks. It returns the bot and its log
+// (also written to the test's log if the test fails).
+func (w *World) StartApp() (*bot.Bot, func() string) {
+	t, f := w.T, w.F
+	require.NoError(t, f.AddAppToken(E2eBotTok, repoPath("app.yml")))
 	tr := ghapi.NewTransport(http.DefaultTransport, ghapi.TransportOptions{APIPrefix: "/api/v3", Identity: "app"})
 	client, err := github.NewClient(&http.Client{Transport: tr}).WithAuthToken(E2eBotTok).WithEnterpriseURLs(f.APIURL(), f.URL()+"/api/uploads/")
 	require.NoError(t, err)
@@ -805,10 +811,10 @@ func AppModeWorld(t *testing.T, config string, setup func(*World)) (w *World, b 
 			logMu.Unlock()
 		}
 	})
-	b, err = bot.New(bot.Options{Client: func(context.Context, int64) (bot.GitHub, error) { return gh, nil },
+	b, err := bot.New(bot.Options{Client: func(context.Context, int64) (bot.GitHub, error) { return gh, nil },
 		Login: f.BotLogin(), SigningKey: E2eSigningKey, Logger: logger})
-	w.Orchestrator, w.PublicKey = f.BotLogin(), E2ePublicKey
 	require.NoError(t, err)
+	w.Orchestrator, w.PublicKey = f.BotLogin(), E2ePublicKey
 	srv, err := server.NewServer(server.Config{WebhookSecret: []byte(E2eSecret)}, b, logger)
 	require.NoError(t, err)
 	hs := httptest.NewServer(srv.Handler())
@@ -819,7 +825,7 @@ func AppModeWorld(t *testing.T, config string, setup func(*World)) (w *World, b 
 		hs.Close()
 	})
 	f.SetWebhook(hs.URL+"/webhook", E2eSecret)
-	return w, b, func() string {
+	return b, func() string {
 		logMu.Lock()
 		defer logMu.Unlock()
 		return logs.String()

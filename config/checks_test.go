@@ -1,4 +1,4 @@
-package pipeline
+package config
 
 import (
 	"strings"
@@ -7,37 +7,39 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/bazinga-bot/bazinga/pipeline"
 )
 
 func TestParseConfigBaselineAndChecks(t *testing.T) {
 	tests := []struct {
 		name string
 		in   string
-		want func(*Config)
+		want func(*pipeline.Config)
 	}{
-		{"baseline accept", "tests:\n  baseline: accept\n", func(c *Config) { c.Tests.Baseline = BaselineAccept }},
-		{"baseline off", "tests:\n  baseline: off\n", func(c *Config) { c.Tests.Baseline = BaselineOff }},
-		{"junit", "tests:\n  junit: 'reports/*.xml'\n", func(c *Config) { c.Tests.JUnit = "reports/*.xml" }},
-		{"empty checks", "checks: {}\n", func(*Config) {}},
-		{"shorthand and order kept", "checks:\n  vet: go vet ./...\n  lint: golangci-lint run\n", func(c *Config) {
-			c.Checks = []CheckConfig{{Name: "vet", Command: "go vet ./...", Required: true}, {Name: "lint", Command: "golangci-lint run", Required: true}}
+		{"baseline accept", "tests:\n  baseline: accept\n", func(c *pipeline.Config) { c.Tests.Baseline = pipeline.BaselineAccept }},
+		{"baseline off", "tests:\n  baseline: off\n", func(c *pipeline.Config) { c.Tests.Baseline = pipeline.BaselineOff }},
+		{"junit", "tests:\n  junit: 'reports/*.xml'\n", func(c *pipeline.Config) { c.Tests.JUnit = "reports/*.xml" }},
+		{"empty checks", "checks: {}\n", func(*pipeline.Config) {}},
+		{"shorthand and order kept", "checks:\n  vet: go vet ./...\n  lint: golangci-lint run\n", func(c *pipeline.Config) {
+			c.Checks = []pipeline.CheckConfig{{Name: "vet", Command: "go vet ./...", Required: true}, {Name: "lint", Command: "golangci-lint run", Required: true}}
 		}},
-		{"the issue's example", `checks: {lint: {command: "golangci-lint run", required: true}, security: {command: "gosec ./...", required: false}}`, func(c *Config) {
-			c.Checks = []CheckConfig{{Name: "lint", Command: "golangci-lint run", Required: true}, {Name: "security", Command: "gosec ./...", Required: false}}
+		{"the issue's example", `checks: {lint: {command: "golangci-lint run", required: true}, security: {command: "gosec ./...", required: false}}`, func(c *pipeline.Config) {
+			c.Checks = []pipeline.CheckConfig{{Name: "lint", Command: "golangci-lint run", Required: true}, {Name: "security", Command: "gosec ./...", Required: false}}
 		}},
-		{"timeout", "checks:\n  cover:\n    command: ./cover.sh\n    timeout: 90s\n", func(c *Config) {
-			c.Checks = []CheckConfig{{Name: "cover", Command: "./cover.sh", Required: true, Timeout: Duration(90 * time.Second)}}
+		{"timeout", "checks:\n  cover:\n    command: ./cover.sh\n    timeout: 90s\n", func(c *pipeline.Config) {
+			c.Checks = []pipeline.CheckConfig{{Name: "cover", Command: "./cover.sh", Required: true, Timeout: pipeline.Duration(90 * time.Second)}}
 		}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg, err := ParseConfig([]byte(tc.in))
 			require.NoError(t, err)
-			want := DefaultConfig()
+			want := pipeline.DefaultConfig()
 			tc.want(&want)
 			assert.Equal(t, want, cfg)
-			require.NoError(t, cfg.Validate())
-			out, err := cfg.Marshal()
+			require.NoError(t, Validate(cfg))
+			out, err := Marshal(cfg)
 			require.NoError(t, err)
 			back, err := ParseConfig(out)
 			require.NoError(t, err, "%s", out)
@@ -71,7 +73,7 @@ func TestParseConfigBaselineAndChecksErrors(t *testing.T) {
 		{"duplicate check", "checks:\n  lint: x\n  lint: y\n", 3, "checks.lint", `duplicate check "checks.lint" (lines 2 and 3)`},
 		{"too many", "checks:\n" + strings.Repeat("  c", 0) + func() string {
 			var b strings.Builder
-			for i := range MaxChecks + 1 {
+			for i := range pipeline.MaxChecks + 1 {
 				b.WriteString("  c" + string(rune('a'+i)) + ": x\n")
 			}
 			return b.String()
@@ -93,28 +95,30 @@ func TestParseConfigBaselineAndChecksErrors(t *testing.T) {
 func TestValidateBaselineAndChecks(t *testing.T) {
 	tests := []struct {
 		name string
-		mod  func(*Config)
+		mod  func(*pipeline.Config)
 		msg  string
 	}{
-		{"mode", func(c *Config) { c.Tests.Baseline = "sometimes" }, `tests.baseline: want "pause", "accept" or "off", got "sometimes"`},
-		{"check name", func(c *Config) { c.Checks = []CheckConfig{{Name: "", Command: "x"}} }, `checks: check name ""`},
-		{"check command", func(c *Config) { c.Checks = []CheckConfig{{Name: "lint", Command: " "}} }, "checks: lint.command: want the command"},
-		{"duplicate", func(c *Config) { c.Checks = []CheckConfig{{Name: "a", Command: "x"}, {Name: "a", Command: "y"}} }, `check "a" is listed twice`},
-		{"timeout", func(c *Config) { c.Checks = []CheckConfig{{Name: "a", Command: "x", Timeout: -1}} }, "a.timeout: want a positive duration"},
+		{"mode", func(c *pipeline.Config) { c.Tests.Baseline = "sometimes" }, `tests.baseline: want "pause", "accept" or "off", got "sometimes"`},
+		{"check name", func(c *pipeline.Config) { c.Checks = []pipeline.CheckConfig{{Name: "", Command: "x"}} }, `checks: check name ""`},
+		{"check command", func(c *pipeline.Config) { c.Checks = []pipeline.CheckConfig{{Name: "lint", Command: " "}} }, "checks: lint.command: want the command"},
+		{"duplicate", func(c *pipeline.Config) {
+			c.Checks = []pipeline.CheckConfig{{Name: "a", Command: "x"}, {Name: "a", Command: "y"}}
+		}, `check "a" is listed twice`},
+		{"timeout", func(c *pipeline.Config) { c.Checks = []pipeline.CheckConfig{{Name: "a", Command: "x", Timeout: -1}} }, "a.timeout: want a positive duration"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			c := DefaultConfig()
+			c := pipeline.DefaultConfig()
 			tc.mod(&c)
-			err := c.Validate()
+			err := Validate(c)
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), tc.msg)
 		})
 	}
 	// The engine refuses an unknown mode too, but a hand-built zero value means pause.
-	c := DefaultConfig()
+	c := pipeline.DefaultConfig()
 	c.Tests.Baseline = ""
-	assert.NoError(t, c.engineError())
+	assert.NoError(t, c.EngineError())
 	c.Tests.Baseline = "sometimes"
-	assert.ErrorContains(t, c.engineError(), "tests.baseline")
+	assert.ErrorContains(t, c.EngineError(), "tests.baseline")
 }

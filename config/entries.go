@@ -1,10 +1,12 @@
-package pipeline
+package config
 
 import (
 	"fmt"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/bazinga-bot/bazinga/pipeline"
 )
 
 // ConfigEntry is one key of the configuration as the file writes it:
@@ -21,7 +23,7 @@ type ConfigEntry struct {
 
 // Entries lists every key of the configuration with its value, in the
 // file's order (the one table that drives parsing, Validate and Marshal).
-func (c Config) Entries() []ConfigEntry {
+func Entries(c pipeline.Config) []ConfigEntry {
 	out := make([]ConfigEntry, 0, len(cfgKeys))
 	for _, k := range cfgKeys {
 		out = append(out, ConfigEntry{Key: k.path, Value: cfgInline(k.encode(&c)), Comment: k.comment})
@@ -55,13 +57,13 @@ func cfgInline(n *yaml.Node) string {
 // setting only what it means to. head is written first, each line a
 // comment. ParseConfig reads the result back to c for the keys in set and to
 // the defaults elsewhere.
-func (c Config) CommentedFile(head string, set map[string]string) []byte {
+func CommentedFile(c pipeline.Config, head string, set map[string]string) []byte {
 	var b strings.Builder
 	for _, l := range strings.Split(strings.TrimRight(head, "\n"), "\n") {
 		b.WriteString(strings.TrimRight("# "+l, " ") + "\n")
 	}
 	entries := map[string]ConfigEntry{}
-	for _, e := range c.Entries() {
+	for _, e := range Entries(c) {
 		entries[e.Key] = e
 	}
 	line := func(indent, name string, e ConfigEntry, live bool) {

@@ -1,4 +1,4 @@
-package pipeline
+package config
 
 import (
 	"fmt"
@@ -8,18 +8,12 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/bazinga-bot/bazinga/pipeline"
 )
 
 // This file holds the configuration keys of the build baseline and the
 // harness-run checks (issue 13): tests.baseline, tests.junit and checks.
-
-func cfgCheckBaselineMode(s string) string {
-	switch BaselineMode(s) {
-	case BaselinePause, BaselineAccept, BaselineOff:
-		return ""
-	}
-	return fmt.Sprintf("want %q, %q or %q, got %q", BaselinePause, BaselineAccept, BaselineOff, s)
-}
 
 // cfgCheckJUnitGlob: a path.Match pattern inside the repository ("" = none).
 func cfgCheckJUnitGlob(s string) string {
@@ -61,10 +55,10 @@ func cfgCheckCheckCommand(s string) string {
 
 // checkProblems lists what is wrong with a list of checks, each message
 // naming the check; shared by the file's decoding and Validate.
-func checkProblems(cs []CheckConfig) []string {
+func checkProblems(cs []pipeline.CheckConfig) []string {
 	var msgs []string
-	if len(cs) > MaxChecks {
-		msgs = append(msgs, fmt.Sprintf("at most %d checks, got %d", MaxChecks, len(cs)))
+	if len(cs) > pipeline.MaxChecks {
+		msgs = append(msgs, fmt.Sprintf("at most %d checks, got %d", pipeline.MaxChecks, len(cs)))
 	}
 	seen := map[string]bool{}
 	for _, c := range cs {
@@ -89,17 +83,17 @@ func checkProblems(cs []CheckConfig) []string {
 // cfgChecksKey reads `checks:`, a mapping of names to a command, either
 // written alone (`lint: golangci-lint run`, required) or as a mapping
 // {command, required, timeout}. The file's order is kept.
-func cfgChecksKey(p string, field func(*Config) *[]CheckConfig, comment string) cfgKey {
+func cfgChecksKey(p string, field func(*pipeline.Config) *[]pipeline.CheckConfig, comment string) cfgKey {
 	return cfgKey{
 		path:    p,
 		comment: comment,
-		decode: func(c *Config, n *yaml.Node, p string) []*ConfigError {
+		decode: func(c *pipeline.Config, n *yaml.Node, p string) []*ConfigError {
 			if n.Kind != yaml.MappingNode {
 				return cfgErrs(n.Line, p, "want a mapping of check names to commands, such as {lint: {command: \"golangci-lint run\", required: true}}, got %s", cfgDescribe(n))
 			}
 			var (
 				errs []*ConfigError
-				out  []CheckConfig
+				out  []pipeline.CheckConfig
 				seen = map[string]int{}
 			)
 			for i := 0; i+1 < len(n.Content); i += 2 {
@@ -127,8 +121,8 @@ func cfgChecksKey(p string, field func(*Config) *[]CheckConfig, comment string) 
 				}
 				out = append(out, chk)
 			}
-			if len(out) > MaxChecks {
-				errs = append(errs, cfgErrs(n.Line, p, "at most %d checks, got %d", MaxChecks, len(out))...)
+			if len(out) > pipeline.MaxChecks {
+				errs = append(errs, cfgErrs(n.Line, p, "at most %d checks, got %d", pipeline.MaxChecks, len(out))...)
 			}
 			if len(errs) > 0 {
 				return errs
@@ -136,8 +130,8 @@ func cfgChecksKey(p string, field func(*Config) *[]CheckConfig, comment string) 
 			*field(c) = out
 			return nil
 		},
-		check: func(c *Config) []string { return checkProblems(*field(c)) },
-		encode: func(c *Config) *yaml.Node {
+		check: func(c *pipeline.Config) []string { return checkProblems(*field(c)) },
+		encode: func(c *pipeline.Config) *yaml.Node {
 			m := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
 			if len(*field(c)) == 0 {
 				m.Style = yaml.FlowStyle // "checks: {}"
@@ -159,8 +153,8 @@ func cfgChecksKey(p string, field func(*Config) *[]CheckConfig, comment string) 
 
 var cfgCheckFields = []string{"command", "required", "timeout"}
 
-func cfgDecodeCheck(name, key string, n *yaml.Node) (CheckConfig, []*ConfigError) {
-	chk := CheckConfig{Name: name, Required: true}
+func cfgDecodeCheck(name, key string, n *yaml.Node) (pipeline.CheckConfig, []*ConfigError) {
+	chk := pipeline.CheckConfig{Name: name, Required: true}
 	if n.Kind == yaml.ScalarNode && n.ShortTag() == "!!str" {
 		if msg := cfgCheckCheckCommand(n.Value); msg != "" {
 			return chk, cfgErrs(n.Line, key, "%s", msg)
@@ -212,7 +206,7 @@ func cfgDecodeCheck(name, key string, n *yaml.Node) (CheckConfig, []*ConfigError
 			case d <= 0:
 				errs = append(errs, cfgErrs(vn.Line, fk, "want a positive duration such as \"5m\", got %q", vn.Value)...)
 			default:
-				chk.Timeout = Duration(d)
+				chk.Timeout = pipeline.Duration(d)
 			}
 		default:
 			msg := fmt.Sprintf("unknown key %q", fk)

@@ -1,79 +1,45 @@
-package pipeline
+package config
 
 import (
 	"fmt"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/bazinga-bot/bazinga/pipeline"
 )
 
 // This file holds what the configuration knows about the coding-agent CLIs
 // agent.command runs: which one it is (agent.cli, RecogniseCLI), the models
-// each takes by default (DefaultModels) and the credentials each documents
-// (CLICredentials, ModelKeys).
-
-// AgentCLI names the coding-agent CLI that agent.command runs. The agent
-// drivers use it to build the CLI's command line and read its output; the
-// configuration uses it for the default models.
-type AgentCLI string
-
-const (
-	// CLIAuto (written "auto" in the file) recognises the CLI from
-	// agent.command (RecogniseCLI).
-	CLIAuto     AgentCLI = ""
-	CLIClaude   AgentCLI = "claude"
-	CLICodex    AgentCLI = "codex"
-	CLIGemini   AgentCLI = "gemini"
-	CLIAider    AgentCLI = "aider"
-	CLIOpenCode AgentCLI = "opencode"
-	// CLIGeneric is any other command: a script, a wrapper, a CLI bazinga
-	// has no driver for.
-	CLIGeneric AgentCLI = "generic"
-)
-
-// cliAutoName is how the file writes CLIAuto.
-const cliAutoName = "auto"
-
-// AgentCLIs lists the CLIs agent.cli may name, auto aside, in the order the
-// documentation gives them.
-func AgentCLIs() []AgentCLI {
-	return []AgentCLI{CLIClaude, CLICodex, CLIGemini, CLIAider, CLIOpenCode, CLIGeneric}
-}
-
-// String is the name the file uses: "auto" for CLIAuto.
-func (c AgentCLI) String() string {
-	if c == CLIAuto {
-		return cliAutoName
-	}
-	return string(c)
-}
+// following the CLI (pipeline.DefaultModels holds each one's defaults) and the
+// credentials each documents (CLICredentials, ModelKeys).
 
 // AgentCLI is the CLI agent.command runs: agent.cli when it names one, else
 // the one recognised from the command.
-func (c Config) AgentCLI() AgentCLI {
-	if c.Agent.CLI != CLIAuto {
+func AgentCLI(c pipeline.Config) pipeline.AgentCLI {
+	if c.Agent.CLI != pipeline.CLIAuto {
 		return c.Agent.CLI
 	}
 	return RecogniseCLI(c.Agent.Command)
 }
 
 // cliPrograms are the programs of the CLIs, as their packages install them.
-var cliPrograms = map[string]AgentCLI{
-	"claude":   CLIClaude,
-	"codex":    CLICodex,
-	"gemini":   CLIGemini,
-	"aider":    CLIAider,
-	"opencode": CLIOpenCode,
+var cliPrograms = map[string]pipeline.AgentCLI{
+	"claude":   pipeline.CLIClaude,
+	"codex":    pipeline.CLICodex,
+	"gemini":   pipeline.CLIGemini,
+	"aider":    pipeline.CLIAider,
+	"opencode": pipeline.CLIOpenCode,
 }
 
 // cliPackages are the packages that install the CLIs (npm, and PyPI for
 // aider), as a launcher such as npx or uvx names them.
-var cliPackages = map[string]AgentCLI{
-	"@anthropic-ai/claude-code": CLIClaude,
-	"@openai/codex":             CLICodex,
-	"@google/gemini-cli":        CLIGemini,
-	"opencode-ai":               CLIOpenCode,
-	"aider-chat":                CLIAider,
+var cliPackages = map[string]pipeline.AgentCLI{
+	"@anthropic-ai/claude-code": pipeline.CLIClaude,
+	"@openai/codex":             pipeline.CLICodex,
+	"@google/gemini-cli":        pipeline.CLIGemini,
+	"opencode-ai":               pipeline.CLIOpenCode,
+	"aider-chat":                pipeline.CLIAider,
 }
 
 // RecogniseCLI tells from a command line which CLI it runs: the program's
@@ -84,15 +50,15 @@ var cliPackages = map[string]AgentCLI{
 // or the script node runs from a CLI's package; "env NAME=value cmd",
 // "python -m aider" and "sh -c '…'" are looked through. Anything else,
 // including a command that cannot be split, is CLIGeneric.
-func RecogniseCLI(command string) AgentCLI {
+func RecogniseCLI(command string) pipeline.AgentCLI {
 	words, err := SplitCommand(command)
 	if err != nil {
-		return CLIGeneric
+		return pipeline.CLIGeneric
 	}
 	return cliRecognise(words, 0)
 }
 
-func cliRecognise(words []string, depth int) AgentCLI {
+func cliRecognise(words []string, depth int) pipeline.AgentCLI {
 	for len(words) > 0 && depth < 8 {
 		depth++
 		prog, args := cliProgramName(words[0]), words[1:]
@@ -126,7 +92,7 @@ func cliRecognise(words []string, depth int) AgentCLI {
 					return cliByName(args[i+1])
 				}
 			}
-			return CLIGeneric
+			return pipeline.CLIGeneric
 		case "node", "deno":
 			// The script is the first word that is not an option.
 			for _, a := range args {
@@ -134,18 +100,18 @@ func cliRecognise(words []string, depth int) AgentCLI {
 					return cliByPath(a)
 				}
 			}
-			return CLIGeneric
+			return pipeline.CLIGeneric
 		case "sh", "bash", "zsh", "dash":
 			for i, a := range args {
 				if a == "-c" && i+1 < len(args) {
 					inner, err := SplitCommand(args[i+1])
 					if err != nil {
-						return CLIGeneric
+						return pipeline.CLIGeneric
 					}
 					return cliRecognise(inner, depth)
 				}
 			}
-			return CLIGeneric
+			return pipeline.CLIGeneric
 		}
 		if launched {
 			if pkg, ok := cliNamedPackage(args, opts); ok {
@@ -161,7 +127,7 @@ func cliRecognise(words []string, depth int) AgentCLI {
 		}
 		return cliByPath(words[0])
 	}
-	return CLIGeneric
+	return pipeline.CLIGeneric
 }
 
 // cliNamedPackage returns the package a launcher's option names ("-p pkg",
@@ -229,19 +195,19 @@ func cliProgramName(w string) string {
 }
 
 // cliByName is the CLI a program, package or module name is, else CLIGeneric.
-func cliByName(w string) AgentCLI {
+func cliByName(w string) pipeline.AgentCLI {
 	if cli, ok := cliPackages[cliStripVersion(w)]; ok {
 		return cli
 	}
 	if cli, ok := cliPrograms[cliProgramName(w)]; ok {
 		return cli
 	}
-	return CLIGeneric
+	return pipeline.CLIGeneric
 }
 
 // cliByPath recognises a program or script: by its base name, or by the
 // package directory it sits in (…/node_modules/@openai/codex/bin/codex.js).
-func cliByPath(p string) AgentCLI {
+func cliByPath(p string) pipeline.AgentCLI {
 	if cli, ok := cliPrograms[cliProgramName(p)]; ok {
 		return cli
 	}
@@ -256,7 +222,7 @@ func cliByPath(p string) AgentCLI {
 			}
 		}
 	}
-	return CLIGeneric
+	return pipeline.CLIGeneric
 }
 
 // cliStripVersion drops a version or tag from a package name:
@@ -274,11 +240,11 @@ func cliStripVersion(pkg string) string {
 
 // cfgCheckAgentCLI: agent.cli is auto or a known CLI.
 func cfgCheckAgentCLI(s string) string {
-	if s == "" || s == cliAutoName {
+	if s == "" || s == pipeline.CLIAutoName {
 		return ""
 	}
-	names := []string{cliAutoName}
-	for _, c := range AgentCLIs() {
+	names := []string{pipeline.CLIAutoName}
+	for _, c := range pipeline.AgentCLIs() {
 		if string(c) == s {
 			return ""
 		}
@@ -292,81 +258,30 @@ func cfgCheckAgentCLI(s string) string {
 
 // cfgAgentCLIKey is agent.cli: "auto" in the file is CLIAuto in the Config.
 func cfgAgentCLIKey(path string, comment string) cfgKey {
-	field := func(c *Config) *AgentCLI { return &c.Agent.CLI }
+	field := func(c *pipeline.Config) *pipeline.AgentCLI { return &c.Agent.CLI }
 	k := cfgStringKey(path, field, cfgCheckAgentCLI, comment)
 	decode := k.decode
-	k.decode = func(c *Config, n *yaml.Node, path string) []*ConfigError {
+	k.decode = func(c *pipeline.Config, n *yaml.Node, path string) []*ConfigError {
 		if errs := decode(c, n, path); len(errs) > 0 {
 			return errs
 		}
-		if *field(c) == cliAutoName {
-			*field(c) = CLIAuto
+		if *field(c) == pipeline.CLIAutoName {
+			*field(c) = pipeline.CLIAuto
 		}
 		return nil
 	}
-	k.encode = func(c *Config) *yaml.Node { return cfgStringNode(field(c).String()) }
+	k.encode = func(c *pipeline.Config) *yaml.Node { return cfgStringNode(field(c).String()) }
 	return k
 }
 
 // MaxAgentTurns bounds agent.max_turns.
 const MaxAgentTurns = 1000
 
-// --- models per CLI ----------------------------------------------------------
-
-// DefaultModels returns the models each role runs with by default under a
-// CLI, in names that CLI takes. The three tiers are those of the Claude
-// aliases: opus (pm, tech lead, investigator, escalation), sonnet (senior, QA,
-// requirements, validator) and haiku (developer).
-//
-//   - claude, generic and auto: Claude Code's aliases opus, sonnet, haiku,
-//     which follow the newest model of each tier (a generic wrapper gets
-//     tier names it can map as it likes).
-//   - codex: gpt-6-astra ("Frontier intelligence for the most demanding
-//     work"), gpt-6.1-sol ("Latest workhorse model for coding and everyday
-//     work", the catalogue's first) and gpt-6-luna ("Fast and affordable model
-//     for easier tasks"), from the model catalogue bundled with
-//     @openai/codex 0.169.0 (codex-rs/models-manager/models.json of
-//     openai/codex), all supported with an API key.
-//   - gemini: the aliases pro and flash, which Gemini CLI resolves to the
-//     newest Pro and Flash models the account may use (docs/cli/cli-reference.md
-//     of google-gemini/gemini-cli, "Model aliases"); Gemini has no third tier
-//     between them, so sonnet's roles get pro.
-//   - aider: aider's built-in aliases opus, sonnet, haiku (MODEL_ALIASES in
-//     aider/models.py, docs/config/model-aliases.md of Aider-AI/aider).
-//   - opencode: provider/model ids of models.dev, the catalogue opencode reads
-//     (providers/anthropic/models of anomalyco/models.dev, October 2026):
-//     anthropic/claude-opus-5-5, anthropic/claude-sonnet-5-5,
-//     anthropic/claude-haiku-4-5.
-func DefaultModels(cli AgentCLI) ModelsConfig {
-	var top, mid, low string
-	switch cli {
-	case CLICodex:
-		top, mid, low = "gpt-6-astra", "gpt-6.1-sol", "gpt-6-luna"
-	case CLIGemini:
-		top, mid, low = "pro", "pro", "flash"
-	case CLIOpenCode:
-		top, mid, low = "anthropic/claude-opus-5-5", "anthropic/claude-sonnet-5-5", "anthropic/claude-haiku-4-5"
-	default: // claude, aider, generic, auto
-		top, mid, low = "opus", "sonnet", "haiku"
-	}
-	return ModelsConfig{
-		PM:           top,
-		Developer:    low,
-		Senior:       mid,
-		QA:           mid,
-		TechLead:     top,
-		Investigator: top,
-		Requirements: mid,
-		Validator:    mid,
-		Escalation:   top,
-	}
-}
-
 // modelKeyNames are the keys of the models section, in file order.
 var modelKeyNames = []string{"pm", "developer", "senior", "qa", "tech_lead", "investigator", "requirements", "validator", "escalation"}
 
 // field returns the field of a models key ("tech_lead"); nil for another name.
-func (m *ModelsConfig) field(name string) *string {
+func modelField(m *pipeline.ModelsConfig, name string) *string {
 	switch name {
 	case "pm":
 		return &m.PM
@@ -398,17 +313,17 @@ func (m *ModelsConfig) field(name string) *string {
 // A model set to anything else is kept; one the file set to exactly the old
 // CLI's default is replaced too, as it is a name of the old CLI. The caller
 // validates the result as before.
-func (c Config) WithAgentCommand(command string) Config {
-	from := c.AgentCLI()
+func WithAgentCommand(c pipeline.Config, command string) pipeline.Config {
+	from := AgentCLI(c)
 	c.Agent.Command = command
-	to := c.AgentCLI()
+	to := AgentCLI(c)
 	if from == to {
 		return c
 	}
-	was, now := DefaultModels(from), DefaultModels(to)
+	was, now := pipeline.DefaultModels(from), pipeline.DefaultModels(to)
 	for _, name := range modelKeyNames {
-		if m := c.Models.field(name); *m == *was.field(name) {
-			*m = *now.field(name)
+		if m := modelField(&c.Models, name); *m == *modelField(&was, name) {
+			*m = *modelField(&now, name)
 		}
 	}
 	return c
@@ -422,12 +337,12 @@ func (c Config) WithAgentCommand(command string) Config {
 // can write to GitHub; GITHUB_TOKEN (which opencode documents for GitHub
 // Copilot) is left out on purpose.
 var cliCredentials = []struct {
-	cli   AgentCLI
+	cli   pipeline.AgentCLI
 	names []string
 }{
 	// code.claude.com/docs/en/env-vars, …/amazon-bedrock, …/google-vertex-ai,
 	// …/microsoft-foundry; checked against the claude 2.1.332 binary.
-	{CLIClaude, []string{
+	{pipeline.CLIClaude, []string{
 		"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN", "ANTHROPIC_BASE_URL",
 		"CLAUDE_CODE_USE_BEDROCK", "AWS_BEARER_TOKEN_BEDROCK", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY",
 		"AWS_SESSION_TOKEN", "AWS_REGION", "AWS_PROFILE",
@@ -436,18 +351,18 @@ var cliCredentials = []struct {
 	}},
 	// developers.openai.com/codex/auth, …/codex/environment-variables,
 	// …/codex/amazon-bedrock, …/codex/config-advanced (Azure's env_key).
-	{CLICodex, []string{
+	{pipeline.CLICodex, []string{
 		"OPENAI_API_KEY", "CODEX_API_KEY", "CODEX_ACCESS_TOKEN", "AZURE_OPENAI_API_KEY",
 		"AWS_BEARER_TOKEN_BEDROCK", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN",
 		"AWS_REGION", "AWS_PROFILE",
 	}},
 	// docs/get-started/authentication.mdx and README.md of google-gemini/gemini-cli.
-	{CLIGemini, []string{
+	{pipeline.CLIGemini, []string{
 		"GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GENAI_USE_VERTEXAI", "GOOGLE_CLOUD_PROJECT",
 		"GOOGLE_CLOUD_LOCATION", "GOOGLE_APPLICATION_CREDENTIALS",
 	}},
 	// aider/website/docs/llms/*.md of Aider-AI/aider.
-	{CLIAider, []string{
+	{pipeline.CLIAider, []string{
 		"ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY", "MISTRAL_API_KEY", "OPENROUTER_API_KEY",
 		"XAI_API_KEY", "DEEPSEEK_API_KEY", "GROQ_API_KEY", "COHERE_API_KEY", "OLLAMA_API_KEY",
 		"AZURE_API_KEY", "AZURE_API_BASE", "AZURE_API_VERSION",
@@ -456,7 +371,7 @@ var cliCredentials = []struct {
 	}},
 	// The env of providers/*/provider.toml of anomalyco/models.dev, which
 	// opencode reads.
-	{CLIOpenCode, []string{
+	{pipeline.CLIOpenCode, []string{
 		"ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GOOGLE_GENERATIVE_AI_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY",
 		"OPENROUTER_API_KEY", "XAI_API_KEY", "GROQ_API_KEY", "DEEPSEEK_API_KEY", "MISTRAL_API_KEY",
 		"OPENCODE_API_KEY", "AZURE_RESOURCE_NAME", "AZURE_API_KEY",
@@ -469,7 +384,7 @@ var cliCredentials = []struct {
 // authenticating to its model provider (see cliCredentials), in a new
 // slice. For generic and auto, which may run any of them, it returns every
 // CLI's, in the order of AgentCLIs without repeats.
-func CLICredentials(cli AgentCLI) []string {
+func CLICredentials(cli pipeline.AgentCLI) []string {
 	for _, e := range cliCredentials {
 		if e.cli == cli {
 			return append([]string(nil), e.names...)
@@ -493,7 +408,7 @@ func CLICredentials(cli AgentCLI) []string {
 // widen it; the other names of CLICredentials pass agent.env's checks anyway.
 var ModelKeys = func() []string {
 	var keys []string
-	for _, n := range CLICredentials(CLIGeneric) {
+	for _, n := range CLICredentials(pipeline.CLIGeneric) {
 		if cfgCredentialWord(n) != "" {
 			keys = append(keys, n)
 		}

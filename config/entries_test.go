@@ -1,4 +1,4 @@
-package pipeline
+package config
 
 import (
 	"strings"
@@ -6,13 +6,15 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/bazinga-bot/bazinga/pipeline"
 )
 
 func TestConfigEntriesCoverEveryKey(t *testing.T) {
-	cfg := DefaultConfig()
-	cfg.Checkpoints = []CheckpointKind{CheckpointPlan}
-	cfg.Checks = []CheckConfig{{Name: "lint", Command: "golangci-lint run", Required: true}}
-	entries := cfg.Entries()
+	cfg := pipeline.DefaultConfig()
+	cfg.Checkpoints = []pipeline.CheckpointKind{pipeline.CheckpointPlan}
+	cfg.Checks = []pipeline.CheckConfig{{Name: "lint", Command: "golangci-lint run", Required: true}}
+	entries := Entries(cfg)
 	require.Len(t, entries, len(cfgKeys))
 	byKey := map[string]string{}
 	for _, e := range entries {
@@ -29,12 +31,12 @@ func TestConfigEntriesCoverEveryKey(t *testing.T) {
 // The commented file sets exactly the keys asked for; everything else is a
 // comment showing the value, and the file reads back to the configuration.
 func TestCommentedFileReadsBack(t *testing.T) {
-	cfg := DefaultConfig().WithAgentCommand("codex exec")
+	cfg := WithAgentCommand(pipeline.DefaultConfig(), "codex exec")
 	cfg.Tests.Command = "npm test"
 	cfg.Build.Command = "npm ci"
 	cfg.Agent.Env = []string{"CODEX_API_KEY"}
 	set := map[string]string{"agent.command": "found on PATH", "agent.env": "", "tests.command": "detected: package.json", "build.command": "detected"}
-	text := string(cfg.CommentedFile("Written by a test.\nTwo lines.", set))
+	text := string(CommentedFile(cfg, "Written by a test.\nTwo lines.", set))
 	assert.True(t, strings.HasPrefix(text, "# Written by a test.\n# Two lines.\nagent:\n  command: codex exec  # found on PATH\n"), text)
 	assert.Contains(t, text, "\n  # timeout: 30m\n")
 	assert.Contains(t, text, "\n  env: [CODEX_API_KEY]  # names of environment variables passed through to the agent\n")
@@ -51,8 +53,8 @@ func TestCommentedFileReadsBack(t *testing.T) {
 	assert.ElementsMatch(t, []string{"agent.command", "agent.env", "tests.command", "build.command"}, setKeys)
 
 	// Nothing set: the defaults, every key a comment.
-	def, keys, err := ParseConfigFileKeys("bazinga.yml", DefaultConfig().CommentedFile("x", nil))
+	def, keys, err := ParseConfigFileKeys("bazinga.yml", CommentedFile(pipeline.DefaultConfig(), "x", nil))
 	require.NoError(t, err)
-	assert.Equal(t, DefaultConfig(), def)
+	assert.Equal(t, pipeline.DefaultConfig(), def)
 	assert.Empty(t, keys)
 }

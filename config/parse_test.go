@@ -1,4 +1,4 @@
-package pipeline
+package config
 
 import (
 	"errors"
@@ -10,6 +10,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/bazinga-bot/bazinga/pipeline"
 )
 
 const configFixtures = "../testdata/config"
@@ -42,36 +44,36 @@ func configErrors(t testing.TB, err error) []*ConfigError {
 }
 
 // fullConfig is what testdata/config/full.yml holds.
-func fullConfig() Config {
-	return Config{
-		Agent: AgentConfig{
+func fullConfig() pipeline.Config {
+	return pipeline.Config{
+		Agent: pipeline.AgentConfig{
 			Command:  `codex exec --model '{model}' --role={role} --prompt "{prompt_file}"`,
-			CLI:      CLICodex,
-			Timeout:  Duration(90 * time.Minute),
-			Grace:    Duration(45 * time.Second),
+			CLI:      pipeline.CLICodex,
+			Timeout:  pipeline.Duration(90 * time.Minute),
+			Grace:    pipeline.Duration(45 * time.Second),
 			Env:      []string{"ANTHROPIC_API_KEY", "OPENAI_API_KEY"},
 			MaxTurns: 50,
 		},
-		Models: ModelsConfig{
+		Models: pipeline.ModelsConfig{
 			PM: "claude-opus-4", Developer: "claude-haiku", Senior: "claude-sonnet", QA: "claude-haiku",
 			TechLead: "gpt-5", Investigator: "o3", Requirements: "claude-sonnet", Validator: "claude-sonnet",
 			Escalation: "claude-opus-4.1",
 		},
-		Tests: TestsConfig{Command: "make test && npm test", Timeout: Duration(45 * time.Minute),
-			Baseline: BaselineAccept, JUnit: "build/test-results/**/*.xml"},
-		Build:                BuildConfig{Command: "make build"},
+		Tests: pipeline.TestsConfig{Command: "make test && npm test", Timeout: pipeline.Duration(45 * time.Minute),
+			Baseline: pipeline.BaselineAccept, JUnit: "build/test-results/**/*.xml"},
+		Build:                pipeline.BuildConfig{Command: "make build"},
 		MaxParallel:          8,
 		QA:                   false,
-		Merge:                MergeConfig{Method: MergePullRequest, RequiredApprovals: 2, PRMethod: PRMethodSquash, ChecksTimeout: Duration(3 * time.Hour)},
-		ClarificationTimeout: Duration(72 * time.Hour),
+		Merge:                pipeline.MergeConfig{Method: pipeline.MergePullRequest, RequiredApprovals: 2, PRMethod: pipeline.PRMethodSquash, ChecksTimeout: pipeline.Duration(3 * time.Hour)},
+		ClarificationTimeout: pipeline.Duration(72 * time.Hour),
 		AllowWorkflowChanges: true,
-		Limits: Limits{
+		Limits: pipeline.Limits{
 			DeveloperIterations: 7, QAAttempts: 4, ReviewAttempts: 5, InvestigationIterations: 0, StepAttempts: 2, HighFindingRevisions: 1,
 		},
-		GitHub: GitHubConfig{AgentWorkflow: "agent.yaml", CloseIssue: false, JobIdentity: "my-runner[bot]"},
-		Checks: []CheckConfig{
+		GitHub: pipeline.GitHubConfig{AgentWorkflow: "agent.yaml", CloseIssue: false, JobIdentity: "my-runner[bot]"},
+		Checks: []pipeline.CheckConfig{
 			{Name: "lint", Command: "golangci-lint run", Required: true},
-			{Name: "security", Command: "gosec ./...", Required: false, Timeout: Duration(5 * time.Minute)},
+			{Name: "security", Command: "gosec ./...", Required: false, Timeout: pipeline.Duration(5 * time.Minute)},
 		},
 	}
 }
@@ -91,7 +93,7 @@ func TestParseConfigDefaults(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			cfg, err := ParseConfig([]byte(in))
 			require.NoError(t, err)
-			assert.Equal(t, DefaultConfig(), cfg)
+			assert.Equal(t, pipeline.DefaultConfig(), cfg)
 		})
 	}
 }
@@ -99,77 +101,77 @@ func TestParseConfigDefaults(t *testing.T) {
 func TestParseConfigDesignExampleIsDefaults(t *testing.T) {
 	cfg, err := ParseConfig(readConfigFixture(t, "design.yml"))
 	require.NoError(t, err)
-	assert.Equal(t, DefaultConfig(), cfg)
+	assert.Equal(t, pipeline.DefaultConfig(), cfg)
 }
 
 func TestParseConfigFull(t *testing.T) {
 	cfg, err := ParseConfig(readConfigFixture(t, "full.yml"))
 	require.NoError(t, err)
 	assert.Equal(t, fullConfig(), cfg)
-	assert.NoError(t, cfg.Validate())
+	assert.NoError(t, Validate(cfg))
 }
 
 func TestParseConfigOverrides(t *testing.T) {
 	tests := []struct {
 		in   string
-		want func(*Config)
+		want func(*pipeline.Config)
 	}{
 		{"agent:\n  command: aider --model {model} --message-file {prompt_file}\n",
-			func(c *Config) { c.Agent.Command = "aider --model {model} --message-file {prompt_file}" }},
-		{"agent:\n  command: ./run-agent.sh\n", func(c *Config) { c.Agent.Command = "./run-agent.sh" }},
-		{"agent:\n  timeout: 90s\n", func(c *Config) { c.Agent.Timeout = Duration(90 * time.Second) }},
-		{"agent:\n  env:\n    - ANTHROPIC_API_KEY\n    - _X1\n", func(c *Config) { c.Agent.Env = []string{"ANTHROPIC_API_KEY", "_X1"} }},
-		{"agent:\n  env: []\n", func(c *Config) { c.Agent.Env = nil }},
-		{"agent:\n  env: [BAZINGA]\n", func(c *Config) { c.Agent.Env = []string{"BAZINGA"} }},
-		{"agent:\n  env: [CLAUDE_CODE_OAUTH_TOKEN, OPENAI_API_KEY, GEMINI_API_KEY, GOOGLE_API_KEY, HTTPS_PROXY]\n", func(c *Config) {
+			func(c *pipeline.Config) { c.Agent.Command = "aider --model {model} --message-file {prompt_file}" }},
+		{"agent:\n  command: ./run-agent.sh\n", func(c *pipeline.Config) { c.Agent.Command = "./run-agent.sh" }},
+		{"agent:\n  timeout: 90s\n", func(c *pipeline.Config) { c.Agent.Timeout = pipeline.Duration(90 * time.Second) }},
+		{"agent:\n  env:\n    - ANTHROPIC_API_KEY\n    - _X1\n", func(c *pipeline.Config) { c.Agent.Env = []string{"ANTHROPIC_API_KEY", "_X1"} }},
+		{"agent:\n  env: []\n", func(c *pipeline.Config) { c.Agent.Env = nil }},
+		{"agent:\n  env: [BAZINGA]\n", func(c *pipeline.Config) { c.Agent.Env = []string{"BAZINGA"} }},
+		{"agent:\n  env: [CLAUDE_CODE_OAUTH_TOKEN, OPENAI_API_KEY, GEMINI_API_KEY, GOOGLE_API_KEY, HTTPS_PROXY]\n", func(c *pipeline.Config) {
 			c.Agent.Env = []string{"CLAUDE_CODE_OAUTH_TOKEN", "OPENAI_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY", "HTTPS_PROXY"}
 		}},
-		{"agent:\n  grace: 2m\n", func(c *Config) { c.Agent.Grace = Duration(2 * time.Minute) }},
-		{"agent:\n  grace: 5m\n", func(c *Config) { c.Agent.Grace = Duration(5 * time.Minute) }},
-		{"models:\n  pm: a\n", func(c *Config) { c.Models.PM = "a" }},
-		{"models:\n  developer: a\n", func(c *Config) { c.Models.Developer = "a" }},
-		{"models:\n  senior: a\n", func(c *Config) { c.Models.Senior = "a" }},
-		{"models:\n  qa: a\n", func(c *Config) { c.Models.QA = "a" }},
-		{"models:\n  tech_lead: a\n", func(c *Config) { c.Models.TechLead = "a" }},
-		{"models:\n  investigator: a\n", func(c *Config) { c.Models.Investigator = "a" }},
-		{"models:\n  requirements: a\n", func(c *Config) { c.Models.Requirements = "a" }},
-		{"models:\n  validator: a\n", func(c *Config) { c.Models.Validator = "a" }},
-		{"models:\n  escalation: claude-opus-4-1@2025\n", func(c *Config) { c.Models.Escalation = "claude-opus-4-1@2025" }},
-		{"tests:\n  command: npm test\n", func(c *Config) { c.Tests.Command = "npm test" }},
-		{"tests:\n  command: \"\"\n", func(c *Config) { c.Tests.Command = "" }},
-		{"tests:\n  timeout: 1h\n", func(c *Config) { c.Tests.Timeout = Duration(time.Hour) }},
-		{"build:\n  command: make\n", func(c *Config) { c.Build.Command = "make" }},
-		{"max_parallel: 1\n", func(c *Config) { c.MaxParallel = 1 }},
-		{"max_parallel: 64\n", func(c *Config) { c.MaxParallel = 64 }},
-		{"max_parallel: 0x10\n", func(c *Config) { c.MaxParallel = 16 }},
-		{"max_parallel: 010\n", func(c *Config) { c.MaxParallel = 10 }}, // YAML 1.2: decimal, not octal
-		{"max_parallel: +7\n", func(c *Config) { c.MaxParallel = 7 }},
-		{"qa: false\n", func(c *Config) { c.QA = false }},
-		{"qa: False\n", func(c *Config) { c.QA = false }},
-		{"merge:\n  method: pull-request\n", func(c *Config) { c.Merge.Method = MergePullRequest }},
-		{"merge:\n  method: push\n", func(c *Config) { c.Merge.Method = MergePush }},
-		{"merge:\n  required_approvals: 10\n", func(c *Config) { c.Merge.RequiredApprovals = 10 }},
-		{"clarification_timeout: 30m\n", func(c *Config) { c.ClarificationTimeout = Duration(30 * time.Minute) }},
-		{"allow_workflow_changes: true\n", func(c *Config) { c.AllowWorkflowChanges = true }},
-		{"limits:\n  developer_iterations: 20\n", func(c *Config) { c.Limits.DeveloperIterations = 20 }},
-		{"limits:\n  qa_attempts: 1\n", func(c *Config) { c.Limits.QAAttempts = 1 }},
-		{"limits:\n  review_attempts: 2\n", func(c *Config) { c.Limits.ReviewAttempts = 2 }},
-		{"limits:\n  investigation_iterations: 0\n", func(c *Config) { c.Limits.InvestigationIterations = 0 }},
-		{"limits:\n  step_attempts: 9\n", func(c *Config) { c.Limits.StepAttempts = 9 }},
-		{"github:\n  agent_workflow: other.yaml\n", func(c *Config) { c.GitHub.AgentWorkflow = "other.yaml" }},
-		{"github:\n  close_issue: false\n", func(c *Config) { c.GitHub.CloseIssue = false }},
-		{"github:\n  job_identity: octo-bot[bot]\n", func(c *Config) { c.GitHub.JobIdentity = "octo-bot[bot]" }},
+		{"agent:\n  grace: 2m\n", func(c *pipeline.Config) { c.Agent.Grace = pipeline.Duration(2 * time.Minute) }},
+		{"agent:\n  grace: 5m\n", func(c *pipeline.Config) { c.Agent.Grace = pipeline.Duration(5 * time.Minute) }},
+		{"models:\n  pm: a\n", func(c *pipeline.Config) { c.Models.PM = "a" }},
+		{"models:\n  developer: a\n", func(c *pipeline.Config) { c.Models.Developer = "a" }},
+		{"models:\n  senior: a\n", func(c *pipeline.Config) { c.Models.Senior = "a" }},
+		{"models:\n  qa: a\n", func(c *pipeline.Config) { c.Models.QA = "a" }},
+		{"models:\n  tech_lead: a\n", func(c *pipeline.Config) { c.Models.TechLead = "a" }},
+		{"models:\n  investigator: a\n", func(c *pipeline.Config) { c.Models.Investigator = "a" }},
+		{"models:\n  requirements: a\n", func(c *pipeline.Config) { c.Models.Requirements = "a" }},
+		{"models:\n  validator: a\n", func(c *pipeline.Config) { c.Models.Validator = "a" }},
+		{"models:\n  escalation: claude-opus-4-1@2025\n", func(c *pipeline.Config) { c.Models.Escalation = "claude-opus-4-1@2025" }},
+		{"tests:\n  command: npm test\n", func(c *pipeline.Config) { c.Tests.Command = "npm test" }},
+		{"tests:\n  command: \"\"\n", func(c *pipeline.Config) { c.Tests.Command = "" }},
+		{"tests:\n  timeout: 1h\n", func(c *pipeline.Config) { c.Tests.Timeout = pipeline.Duration(time.Hour) }},
+		{"build:\n  command: make\n", func(c *pipeline.Config) { c.Build.Command = "make" }},
+		{"max_parallel: 1\n", func(c *pipeline.Config) { c.MaxParallel = 1 }},
+		{"max_parallel: 64\n", func(c *pipeline.Config) { c.MaxParallel = 64 }},
+		{"max_parallel: 0x10\n", func(c *pipeline.Config) { c.MaxParallel = 16 }},
+		{"max_parallel: 010\n", func(c *pipeline.Config) { c.MaxParallel = 10 }}, // YAML 1.2: decimal, not octal
+		{"max_parallel: +7\n", func(c *pipeline.Config) { c.MaxParallel = 7 }},
+		{"qa: false\n", func(c *pipeline.Config) { c.QA = false }},
+		{"qa: False\n", func(c *pipeline.Config) { c.QA = false }},
+		{"merge:\n  method: pull-request\n", func(c *pipeline.Config) { c.Merge.Method = pipeline.MergePullRequest }},
+		{"merge:\n  method: push\n", func(c *pipeline.Config) { c.Merge.Method = pipeline.MergePush }},
+		{"merge:\n  required_approvals: 10\n", func(c *pipeline.Config) { c.Merge.RequiredApprovals = 10 }},
+		{"clarification_timeout: 30m\n", func(c *pipeline.Config) { c.ClarificationTimeout = pipeline.Duration(30 * time.Minute) }},
+		{"allow_workflow_changes: true\n", func(c *pipeline.Config) { c.AllowWorkflowChanges = true }},
+		{"limits:\n  developer_iterations: 20\n", func(c *pipeline.Config) { c.Limits.DeveloperIterations = 20 }},
+		{"limits:\n  qa_attempts: 1\n", func(c *pipeline.Config) { c.Limits.QAAttempts = 1 }},
+		{"limits:\n  review_attempts: 2\n", func(c *pipeline.Config) { c.Limits.ReviewAttempts = 2 }},
+		{"limits:\n  investigation_iterations: 0\n", func(c *pipeline.Config) { c.Limits.InvestigationIterations = 0 }},
+		{"limits:\n  step_attempts: 9\n", func(c *pipeline.Config) { c.Limits.StepAttempts = 9 }},
+		{"github:\n  agent_workflow: other.yaml\n", func(c *pipeline.Config) { c.GitHub.AgentWorkflow = "other.yaml" }},
+		{"github:\n  close_issue: false\n", func(c *pipeline.Config) { c.GitHub.CloseIssue = false }},
+		{"github:\n  job_identity: octo-bot[bot]\n", func(c *pipeline.Config) { c.GitHub.JobIdentity = "octo-bot[bot]" }},
 		// Anchors and aliases are accepted.
-		{"models:\n  pm: &big opus-x\n  tech_lead: *big\n", func(c *Config) { c.Models.PM, c.Models.TechLead = "opus-x", "opus-x" }},
+		{"models:\n  pm: &big opus-x\n  tech_lead: *big\n", func(c *pipeline.Config) { c.Models.PM, c.Models.TechLead = "opus-x", "opus-x" }},
 	}
 	for _, tt := range tests {
 		t.Run(strings.ReplaceAll(tt.in, "\n", " "), func(t *testing.T) {
-			want := DefaultConfig()
+			want := pipeline.DefaultConfig()
 			tt.want(&want)
 			cfg, err := ParseConfig([]byte(tt.in))
 			require.NoError(t, err)
 			assert.Equal(t, want, cfg)
-			assert.NoError(t, cfg.Validate())
+			assert.NoError(t, Validate(cfg))
 		})
 	}
 }
@@ -333,7 +335,7 @@ func TestParseConfigErrors(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg, err := ParseConfig([]byte(tt.in))
 			require.Error(t, err)
-			assert.Equal(t, Config{}, cfg, "no partial configuration on error")
+			assert.Equal(t, pipeline.Config{}, cfg, "no partial configuration on error")
 			errs := configErrors(t, err)
 			require.NotEmpty(t, errs)
 			first := errs[0]
@@ -480,54 +482,54 @@ func TestSplitCommand(t *testing.T) {
 func TestValidate(t *testing.T) {
 	tests := []struct {
 		name   string
-		modify func(*Config)
+		modify func(*pipeline.Config)
 		want   []string // every error's text, in order; nil means valid
 	}{
-		{"defaults", func(*Config) {}, nil},
-		{"full", func(c *Config) { *c = fullConfig() }, nil},
-		{"no investigation", func(c *Config) { c.Limits.InvestigationIterations = 0 }, nil},
-		{"empty tests and build commands", func(c *Config) { c.Tests.Command, c.Build.Command = "", "" }, nil},
-		{"max_parallel 0 from a flag", func(c *Config) { c.MaxParallel = 0 },
+		{"defaults", func(*pipeline.Config) {}, nil},
+		{"full", func(c *pipeline.Config) { *c = fullConfig() }, nil},
+		{"no investigation", func(c *pipeline.Config) { c.Limits.InvestigationIterations = 0 }, nil},
+		{"empty tests and build commands", func(c *pipeline.Config) { c.Tests.Command, c.Build.Command = "", "" }, nil},
+		{"max_parallel 0 from a flag", func(c *pipeline.Config) { c.MaxParallel = 0 },
 			[]string{"max_parallel: want a whole number from 1 to 64, got 0"}},
-		{"max_parallel 65", func(c *Config) { c.MaxParallel = 65 },
+		{"max_parallel 65", func(c *pipeline.Config) { c.MaxParallel = 65 },
 			[]string{"max_parallel: want a whole number from 1 to 64, got 65"}},
-		{"empty agent command", func(c *Config) { c.Agent.Command = "" },
+		{"empty agent command", func(c *pipeline.Config) { c.Agent.Command = "" },
 			[]string{"agent.command: want the command that runs an agent, got an empty string"}},
-		{"agent command unbalanced", func(c *Config) { c.Agent.Command = `claude "x` },
+		{"agent command unbalanced", func(c *pipeline.Config) { c.Agent.Command = `claude "x` },
 			[]string{"agent.command: cannot split it like a shell: unbalanced double quote at column 8"}},
-		{"agent command placeholder", func(c *Config) { c.Agent.Command = "claude {rol}" },
+		{"agent command placeholder", func(c *pipeline.Config) { c.Agent.Command = "claude {rol}" },
 			[]string{"agent.command: unknown placeholder {rol}; did you mean {role}?"}},
-		{"agent timeout zero", func(c *Config) { c.Agent.Timeout = 0 },
+		{"agent timeout zero", func(c *pipeline.Config) { c.Agent.Timeout = 0 },
 			[]string{`agent.timeout: want a positive duration such as "30m", got "0s"`}},
-		{"agent grace zero", func(c *Config) { c.Agent.Grace = 0 },
+		{"agent grace zero", func(c *pipeline.Config) { c.Agent.Grace = 0 },
 			[]string{`agent.grace: want a positive duration such as "30m", got "0s"`}},
-		{"agent grace too long", func(c *Config) { c.Agent.Grace = Duration(time.Hour) },
+		{"agent grace too long", func(c *pipeline.Config) { c.Agent.Grace = pipeline.Duration(time.Hour) },
 			[]string{`agent.grace: want at most 5m (it must fit in the engine's step grace with the commit and push after it), got "1h"`}},
-		{"env credentials", func(c *Config) { c.Agent.Env = []string{"GITHUB_TOKEN", "ANTHROPIC_API_KEY", "INPUT_X"} },
+		{"env credentials", func(c *pipeline.Config) { c.Agent.Env = []string{"GITHUB_TOKEN", "ANTHROPIC_API_KEY", "INPUT_X"} },
 			[]string{
 				`agent.env: "GITHUB_TOKEN" cannot be passed through: it looks like a credential (*TOKEN*); of those only model keys are passed (` + strings.Join(ModelKeys, ", ") + ")",
 				`agent.env: "INPUT_X" cannot be passed through: INPUT_* variables are the Action's inputs, such as its GitHub token`,
 			}},
-		{"tests timeout negative", func(c *Config) { c.Tests.Timeout = Duration(-time.Second) },
+		{"tests timeout negative", func(c *pipeline.Config) { c.Tests.Timeout = pipeline.Duration(-time.Second) },
 			[]string{`tests.timeout: want a positive duration such as "30m", got "-1s"`}},
-		{"clarification timeout zero", func(c *Config) { c.ClarificationTimeout = 0 },
+		{"clarification timeout zero", func(c *pipeline.Config) { c.ClarificationTimeout = 0 },
 			[]string{`clarification_timeout: want a positive duration such as "30m", got "0s"`}},
-		{"env", func(c *Config) { c.Agent.Env = []string{"OK", "BAZINGA_STEP", "9X", "OK"} },
+		{"env", func(c *pipeline.Config) { c.Agent.Env = []string{"OK", "BAZINGA_STEP", "9X", "OK"} },
 			[]string{
 				`agent.env: "BAZINGA_STEP" cannot be passed through: the harness sets BAZINGA_* variables itself`,
 				`agent.env: "9X" is not a valid environment variable name (letters, digits and _, not starting with a digit)`,
 				`agent.env: "OK" is listed twice`,
 			}},
-		{"model empty", func(c *Config) { c.Models.Escalation = "" },
+		{"model empty", func(c *pipeline.Config) { c.Models.Escalation = "" },
 			[]string{"models.escalation: want a model name, got an empty string"}},
-		{"model with tab", func(c *Config) { c.Models.Validator = "a\tb" },
+		{"model with tab", func(c *pipeline.Config) { c.Models.Validator = "a\tb" },
 			[]string{`models.validator: want a model name without spaces, got "a\tb"`}},
-		{"merge method empty", func(c *Config) { c.Merge.Method = "" },
+		{"merge method empty", func(c *pipeline.Config) { c.Merge.Method = "" },
 			[]string{`merge.method: want "push" or "pull-request", got ""`}},
-		{"required approvals", func(c *Config) { c.Merge.RequiredApprovals = -1 },
+		{"required approvals", func(c *pipeline.Config) { c.Merge.RequiredApprovals = -1 },
 			[]string{"merge.required_approvals: want a whole number from 0 to 10, got -1"}},
-		{"limits", func(c *Config) {
-			c.Limits = Limits{DeveloperIterations: 0, QAAttempts: 21, ReviewAttempts: 0, InvestigationIterations: -1, StepAttempts: 0}
+		{"limits", func(c *pipeline.Config) {
+			c.Limits = pipeline.Limits{DeveloperIterations: 0, QAAttempts: 21, ReviewAttempts: 0, InvestigationIterations: -1, StepAttempts: 0}
 		}, []string{
 			"limits.developer_iterations: want a whole number from 1 to 20, got 0",
 			"limits.qa_attempts: want a whole number from 1 to 20, got 21",
@@ -536,17 +538,17 @@ func TestValidate(t *testing.T) {
 			"limits.step_attempts: want a whole number from 1 to 20, got 0",
 			"limits.high_finding_revisions: want a whole number from 1 to 5, got 0",
 		}},
-		{"github", func(c *Config) { c.GitHub = GitHubConfig{} }, []string{
+		{"github", func(c *pipeline.Config) { c.GitHub = pipeline.GitHubConfig{} }, []string{
 			`github.agent_workflow: want a workflow file name such as "bazinga-agent.yml", got an empty string`,
 			`github.job_identity: want a GitHub login such as "github-actions[bot]", got ""`,
 		}},
-		{"zero Config", func(c *Config) { *c = Config{} }, nil}, // checked below: many errors
+		{"zero Config", func(c *pipeline.Config) { *c = pipeline.Config{} }, nil}, // checked below: many errors
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := DefaultConfig()
+			c := pipeline.DefaultConfig()
 			tt.modify(&c)
-			err := c.Validate()
+			err := Validate(c)
 			if tt.name == "zero Config" {
 				require.Error(t, err)
 				assert.Contains(t, err.Error(), "agent.command: ")
@@ -569,7 +571,7 @@ func TestValidate(t *testing.T) {
 }
 
 func TestMarshalRoundTrip(t *testing.T) {
-	tricky := DefaultConfig()
+	tricky := pipeline.DefaultConfig()
 	tricky.Tests.Command = "true"
 	tricky.Build.Command = "a: b # not a comment"
 	tricky.Agent.Command = `sh -c 'echo "{role}" > out' # {prompt_file}`
@@ -581,9 +583,9 @@ func TestMarshalRoundTrip(t *testing.T) {
 	tricky.Models.Developer = "-x"
 	tricky.Models.Validator = "'q'"
 	tricky.Models.Escalation = "日本"
-	tricky.Tests.Timeout = Duration(1500 * time.Millisecond)
-	tricky.Agent.Timeout = Duration(time.Hour + time.Second)
-	multiline := DefaultConfig()
+	tricky.Tests.Timeout = pipeline.Duration(1500 * time.Millisecond)
+	tricky.Agent.Timeout = pipeline.Duration(time.Hour + time.Second)
+	multiline := pipeline.DefaultConfig()
 	multiline.Tests.Command = "go vet ./...\ngo test ./...\n"
 	multiline.Build.Command = "  leading and trailing  "
 
@@ -591,29 +593,29 @@ func TestMarshalRoundTrip(t *testing.T) {
 		"a\u2028b", "\x01", "\ufeffx", "a\n b\n", "#", "- ", "x\n#y", " ", "%x", "@x", "*x", "&x", "!x", "\x7f", "a\u00a0",
 		"0x10", "1e3", ".inf", "NO", "'", `"`, "{", "[a]", "? x", "---", "..."}
 	for _, s := range awkward {
-		c := DefaultConfig()
+		c := pipeline.DefaultConfig()
 		c.Build.Command = s
-		out, err := c.Marshal()
+		out, err := Marshal(c)
 		require.NoError(t, err)
 		back, err := ParseConfig(out)
 		require.NoError(t, err, "%q\n%s", s, out)
 		assert.Equal(t, s, back.Build.Command, "%s", out)
 	}
 
-	for name, c := range map[string]Config{
-		"defaults":  DefaultConfig(),
+	for name, c := range map[string]pipeline.Config{
+		"defaults":  pipeline.DefaultConfig(),
 		"full":      fullConfig(),
 		"tricky":    tricky,
 		"multiline": multiline,
 	} {
 		t.Run(name, func(t *testing.T) {
-			require.NoError(t, c.Validate())
-			out, err := c.Marshal()
+			require.NoError(t, Validate(c))
+			out, err := Marshal(c)
 			require.NoError(t, err)
 			back, err := ParseConfig(out)
 			require.NoError(t, err, "%s", out)
 			assert.Equal(t, c, back, "%s", out)
-			again, err := back.Marshal()
+			again, err := Marshal(back)
 			require.NoError(t, err)
 			assert.Equal(t, string(out), string(again), "Marshal is deterministic")
 		})
@@ -621,7 +623,7 @@ func TestMarshalRoundTrip(t *testing.T) {
 }
 
 func TestMarshalWritesEveryKey(t *testing.T) {
-	out, err := DefaultConfig().Marshal()
+	out, err := Marshal(pipeline.DefaultConfig())
 	require.NoError(t, err)
 	s := string(out)
 	for _, k := range cfgKeys {
@@ -646,7 +648,7 @@ func TestCfgFormatDuration(t *testing.T) {
 		10*time.Minute + 500*1e6:    "10m0.5s",
 		100*time.Hour + time.Minute: "100h1m",
 	} {
-		assert.Equal(t, want, cfgFormatDuration(Duration(d)))
+		assert.Equal(t, want, cfgFormatDuration(pipeline.Duration(d)))
 		back, err := time.ParseDuration(want)
 		require.NoError(t, err)
 		assert.Equal(t, d, back)
@@ -677,10 +679,10 @@ func FuzzParseConfig(f *testing.F) {
 			}
 			return
 		}
-		if verr := cfg.Validate(); verr != nil {
+		if verr := Validate(cfg); verr != nil {
 			t.Fatalf("ParseConfig accepted what Validate refuses: %v\ninput: %q", verr, data)
 		}
-		out, err := cfg.Marshal()
+		out, err := Marshal(cfg)
 		if err != nil {
 			t.Fatalf("Marshal: %v", err)
 		}

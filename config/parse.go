@@ -1,4 +1,4 @@
-package pipeline
+package config
 
 import (
 	"bytes"
@@ -16,6 +16,8 @@ import (
 	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/bazinga-bot/bazinga/pipeline"
 )
 
 // This file reads .github/bazinga.yml (ARCHITECTURE.md §8). The document is walked as
@@ -73,7 +75,7 @@ func (e *ConfigError) Error() string {
 // *ConfigError when there is one problem, otherwise an errors.Join of
 // *ConfigError values in line order (use errors.As to reach them). On error
 // the returned Config is the zero value and must not be used.
-func ParseConfig(data []byte) (Config, error) {
+func ParseConfig(data []byte) (pipeline.Config, error) {
 	return parseConfig(data, "bazinga.yml")
 }
 
@@ -81,7 +83,7 @@ func ParseConfig(data []byte) (Config, error) {
 // name it instead of "bazinga.yml". Reading the file is the caller's job
 // (local mode reads it from the base commit, the bot through the API), which
 // keeps this package free of I/O.
-func ParseConfigFile(name string, data []byte) (Config, error) {
+func ParseConfigFile(name string, data []byte) (pipeline.Config, error) {
 	c, _, err := parseConfigLines(data, name)
 	return c, err
 }
@@ -89,7 +91,7 @@ func ParseConfigFile(name string, data []byte) (Config, error) {
 // ParseConfigFileKeys is ParseConfigFile that also says which keys the file
 // sets: each one's dotted path ("tests.command") and its line. What the file
 // leaves out keeps its default, and `bazinga config` says which is which.
-func ParseConfigFileKeys(name string, data []byte) (Config, map[string]int, error) {
+func ParseConfigFileKeys(name string, data []byte) (pipeline.Config, map[string]int, error) {
 	return parseConfigLines(data, name)
 }
 
@@ -97,7 +99,7 @@ func ParseConfigFileKeys(name string, data []byte) (Config, map[string]int, erro
 // flags override the file (--max-parallel 0 must be refused), so the checks
 // ParseConfig makes are repeated here, naming the key. Problems are reported
 // in the order of the keys in the file, joined as ParseConfig joins them.
-func (c Config) Validate() error {
+func Validate(c pipeline.Config) error {
 	var errs []*ConfigError
 	for _, k := range cfgKeys {
 		for _, msg := range k.check(&c) {
@@ -111,7 +113,7 @@ func (c Config) Validate() error {
 // included and in the order of ARCHITECTURE.md §8, so `bazinga config` can show what
 // a run will use. It does not validate; ParseConfig reads its output back to
 // the same Config.
-func (c Config) Marshal() ([]byte, error) {
+func Marshal(c pipeline.Config) ([]byte, error) {
 	root := cfgEncodeLevel(&c, cfgTree)
 	doc := &yaml.Node{Kind: yaml.DocumentNode, Content: []*yaml.Node{root}}
 	var buf bytes.Buffer
@@ -214,26 +216,26 @@ type cfgKey struct {
 	comment string // shown by Marshal after the value
 	// decode sets the field from a node that is present and not null,
 	// returning the problems found (the field is left alone then).
-	decode func(c *Config, n *yaml.Node, path string) []*ConfigError
+	decode func(c *pipeline.Config, n *yaml.Node, path string) []*ConfigError
 	// check returns what is wrong with the field's current value.
-	check func(c *Config) []string
+	check func(c *pipeline.Config) []string
 	// encode returns the value node Marshal writes.
-	encode func(c *Config) *yaml.Node
+	encode func(c *pipeline.Config) *yaml.Node
 }
 
 // cfgKeys lists every key in the order of ARCHITECTURE.md §8, then the keys the issues
 // added (agent.env, github.*) in their sections.
 var cfgKeys = []cfgKey{
-	cfgCommandKey("agent.command", func(c *Config) *string { return &c.Agent.Command },
+	cfgCommandKey("agent.command", func(c *pipeline.Config) *string { return &c.Agent.Command },
 		"split like a shell; {model} {role} {prompt_file} are filled in"),
 	cfgAgentCLIKey("agent.cli", "auto (from the command) | claude | codex | gemini | aider | opencode | generic"),
-	cfgDurationKey("agent.timeout", func(c *Config) *Duration { return &c.Agent.Timeout }, ""),
-	cfgMaxDurationKey("agent.grace", func(c *Config) *Duration { return &c.Agent.Grace }, MaxAgentGrace,
+	cfgDurationKey("agent.timeout", func(c *pipeline.Config) *pipeline.Duration { return &c.Agent.Timeout }, ""),
+	cfgMaxDurationKey("agent.grace", func(c *pipeline.Config) *pipeline.Duration { return &c.Agent.Grace }, MaxAgentGrace,
 		"it must fit in the engine's step grace with the commit and push after it",
 		"after the timeout's SIGTERM, before SIGKILL"),
-	cfgIntKey("agent.max_turns", func(c *Config) *int { return &c.Agent.MaxTurns }, 0, MaxAgentTurns,
+	cfgIntKey("agent.max_turns", func(c *pipeline.Config) *int { return &c.Agent.MaxTurns }, 0, MaxAgentTurns,
 		" (0 = the CLI's default)", "turn cap for the CLIs that take one; 0 = the CLI's default"),
-	cfgEnvKey("agent.env", func(c *Config) *[]string { return &c.Agent.Env },
+	cfgEnvKey("agent.env", func(c *pipeline.Config) *[]string { return &c.Agent.Env },
 		"names of environment variables passed through to the agent"),
 	// models.*: a key the file leaves out takes DefaultModels of the CLI.
 	cfgModelKey("pm"),
@@ -245,59 +247,59 @@ var cfgKeys = []cfgKey{
 	cfgModelKey("requirements"),
 	cfgModelKey("validator"),
 	cfgModelKey("escalation"),
-	cfgStringKey("tests.command", func(c *Config) *string { return &c.Tests.Command }, nil,
+	cfgStringKey("tests.command", func(c *pipeline.Config) *string { return &c.Tests.Command }, nil,
 		"the test gate, the check of READY_* claims and BAZINGA validation"),
-	cfgDurationKey("tests.timeout", func(c *Config) *Duration { return &c.Tests.Timeout }, ""),
+	cfgDurationKey("tests.timeout", func(c *pipeline.Config) *pipeline.Duration { return &c.Tests.Timeout }, ""),
 	// --- baseline and harness-run checks (issue 13) ---
-	cfgStringKey("tests.baseline", func(c *Config) *BaselineMode { return &c.Tests.Baseline }, cfgCheckBaselineMode,
+	cfgStringKey("tests.baseline", func(c *pipeline.Config) *pipeline.BaselineMode { return &c.Tests.Baseline }, pipeline.CheckBaselineMode,
 		"a base already failing at session start: pause | accept | off"),
-	cfgStringKey("tests.junit", func(c *Config) *string { return &c.Tests.JUnit }, cfgCheckJUnitGlob,
+	cfgStringKey("tests.junit", func(c *pipeline.Config) *string { return &c.Tests.JUnit }, cfgCheckJUnitGlob,
 		"optional glob of JUnit XML reports naming failing tests"),
 	// --- end baseline ---
-	cfgStringKey("build.command", func(c *Config) *string { return &c.Build.Command }, nil,
+	cfgStringKey("build.command", func(c *pipeline.Config) *string { return &c.Build.Command }, nil,
 		"optional; runs before the tests"),
-	cfgIntKey("max_parallel", func(c *Config) *int { return &c.MaxParallel }, 1, 64, "",
+	cfgIntKey("max_parallel", func(c *pipeline.Config) *int { return &c.MaxParallel }, 1, 64, "",
 		"developer/senior steps in flight"),
-	cfgBoolKey("qa", func(c *Config) *bool { return &c.QA }, ""),
-	cfgStringKey("merge.method", func(c *Config) *MergeMethod { return &c.Merge.Method }, cfgCheckMethod,
+	cfgBoolKey("qa", func(c *pipeline.Config) *bool { return &c.QA }, ""),
+	cfgStringKey("merge.method", func(c *pipeline.Config) *pipeline.MergeMethod { return &c.Merge.Method }, cfgCheckMethod,
 		"pull-request | push"),
-	cfgIntKey("merge.required_approvals", func(c *Config) *int { return &c.Merge.RequiredApprovals }, 0, 10, "",
+	cfgIntKey("merge.required_approvals", func(c *pipeline.Config) *int { return &c.Merge.RequiredApprovals }, 0, 10, "",
 		"human PR approvals needed before a group merges"),
 	// --- merge.method pull-request (issue 11) ---
-	cfgStringKey("merge.pr_method", func(c *Config) *PRMergeMethod { return &c.Merge.PRMethod }, cfgCheckPRMethod,
+	cfgStringKey("merge.pr_method", func(c *pipeline.Config) *pipeline.PRMergeMethod { return &c.Merge.PRMethod }, cfgCheckPRMethod,
 		"auto | merge | squash | rebase; auto takes the first the repository allows, in that order"),
-	cfgDurationKey("merge.checks_timeout", func(c *Config) *Duration { return &c.Merge.ChecksTimeout },
+	cfgDurationKey("merge.checks_timeout", func(c *pipeline.Config) *pipeline.Duration { return &c.Merge.ChecksTimeout },
 		"how long the group PR's required checks may stay pending before the session pauses"),
 	// --- end merge.method pull-request ---
-	cfgDurationKey("clarification_timeout", func(c *Config) *Duration { return &c.ClarificationTimeout },
+	cfgDurationKey("clarification_timeout", func(c *pipeline.Config) *pipeline.Duration { return &c.ClarificationTimeout },
 		"GitHub mode; local mode asks on the terminal"),
-	cfgBoolKey("allow_workflow_changes", func(c *Config) *bool { return &c.AllowWorkflowChanges },
+	cfgBoolKey("allow_workflow_changes", func(c *pipeline.Config) *bool { return &c.AllowWorkflowChanges },
 		"may agents change .github/workflows/?"),
 	// checkpoints (issue 13)
-	cfgCheckpointsKey("checkpoints", func(c *Config) *[]CheckpointKind { return &c.Checkpoints },
+	cfgCheckpointsKey("checkpoints", func(c *pipeline.Config) *[]pipeline.CheckpointKind { return &c.Checkpoints },
 		"wait for a human's approval: plan, phase"),
-	cfgIntKey("limits.developer_iterations", func(c *Config) *int { return &c.Limits.DeveloperIterations }, 1, 20, "", ""),
-	cfgIntKey("limits.qa_attempts", func(c *Config) *int { return &c.Limits.QAAttempts }, 1, 20, "", ""),
-	cfgIntKey("limits.review_attempts", func(c *Config) *int { return &c.Limits.ReviewAttempts }, 1, 20, "", ""),
-	cfgIntKey("limits.investigation_iterations", func(c *Config) *int { return &c.Limits.InvestigationIterations }, 0, 20,
+	cfgIntKey("limits.developer_iterations", func(c *pipeline.Config) *int { return &c.Limits.DeveloperIterations }, 1, 20, "", ""),
+	cfgIntKey("limits.qa_attempts", func(c *pipeline.Config) *int { return &c.Limits.QAAttempts }, 1, 20, "", ""),
+	cfgIntKey("limits.review_attempts", func(c *pipeline.Config) *int { return &c.Limits.ReviewAttempts }, 1, 20, "", ""),
+	cfgIntKey("limits.investigation_iterations", func(c *pipeline.Config) *int { return &c.Limits.InvestigationIterations }, 0, 20,
 		" (0 disables investigation)", "0 disables investigation"),
-	cfgIntKey("limits.step_attempts", func(c *Config) *int { return &c.Limits.StepAttempts }, 1, 20, "", ""),
-	cfgIntKey("limits.high_finding_revisions", func(c *Config) *int { return &c.Limits.HighFindingRevisions }, 1, 5, "",
+	cfgIntKey("limits.step_attempts", func(c *pipeline.Config) *int { return &c.Limits.StepAttempts }, 1, 20, "", ""),
+	cfgIntKey("limits.high_finding_revisions", func(c *pipeline.Config) *int { return &c.Limits.HighFindingRevisions }, 1, 5, "",
 		"revisions a HIGH review finding gets before a human decides"),
 	// --- cost limits (issue 13 item 5) ---
-	cfgUSDKey("limits.session_cost_usd", func(c *Config) *float64 { return &c.Limits.SessionCostUSD },
+	cfgUSDKey("limits.session_cost_usd", func(c *pipeline.Config) *float64 { return &c.Limits.SessionCostUSD },
 		"pause when the session's reported cost reaches it; 0 = no limit"),
-	cfgUSDKey("limits.step_cost_usd", func(c *Config) *float64 { return &c.Limits.StepCostUSD },
+	cfgUSDKey("limits.step_cost_usd", func(c *pipeline.Config) *float64 { return &c.Limits.StepCostUSD },
 		"pause when one step's reported cost is over it; 0 = no limit"),
 	// --- end cost limits ---
-	cfgStringKey("github.agent_workflow", func(c *Config) *string { return &c.GitHub.AgentWorkflow }, cfgCheckWorkflow,
+	cfgStringKey("github.agent_workflow", func(c *pipeline.Config) *string { return &c.GitHub.AgentWorkflow }, cfgCheckWorkflow,
 		"workflow file dispatched for each step"),
-	cfgBoolKey("github.close_issue", func(c *Config) *bool { return &c.GitHub.CloseIssue },
+	cfgBoolKey("github.close_issue", func(c *pipeline.Config) *bool { return &c.GitHub.CloseIssue },
 		"close the issue when BAZINGA is verified"),
-	cfgStringKey("github.job_identity", func(c *Config) *string { return &c.GitHub.JobIdentity }, cfgCheckBotLogin,
+	cfgStringKey("github.job_identity", func(c *pipeline.Config) *string { return &c.GitHub.JobIdentity }, cfgCheckBotLogin,
 		"login whose result comments are trusted"),
 	// --- harness-run checks (issue 13) ---
-	cfgChecksKey("checks", func(c *Config) *[]CheckConfig { return &c.Checks },
+	cfgChecksKey("checks", func(c *pipeline.Config) *[]pipeline.CheckConfig { return &c.Checks },
 		"name: {command, required, timeout}; run after READY claims and before merges"),
 	// --- end checks ---
 }
@@ -338,7 +340,7 @@ func cfgBuildTree(keys []cfgKey) []*cfgLevel {
 
 // --- typed keys ------------------------------------------------------------
 
-func cfgStringKey[T ~string](path string, field func(*Config) *T, check func(string) string, comment string) cfgKey {
+func cfgStringKey[T ~string](path string, field func(*pipeline.Config) *T, check func(string) string, comment string) cfgKey {
 	chk := func(v string) string {
 		if strings.IndexByte(v, 0) >= 0 {
 			// Nothing downstream (exec, the GitHub API) can carry a NUL.
@@ -352,7 +354,7 @@ func cfgStringKey[T ~string](path string, field func(*Config) *T, check func(str
 	return cfgKey{
 		path:    path,
 		comment: comment,
-		decode: func(c *Config, n *yaml.Node, path string) []*ConfigError {
+		decode: func(c *pipeline.Config, n *yaml.Node, path string) []*ConfigError {
 			if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!str" {
 				return cfgErrs(n.Line, path, "want a string, got %s%s", cfgDescribe(n), cfgQuoteHint(n))
 			}
@@ -362,29 +364,29 @@ func cfgStringKey[T ~string](path string, field func(*Config) *T, check func(str
 			*field(c) = T(n.Value)
 			return nil
 		},
-		check:  func(c *Config) []string { return cfgMsgs(chk(string(*field(c)))) },
-		encode: func(c *Config) *yaml.Node { return cfgStringNode(string(*field(c))) },
+		check:  func(c *pipeline.Config) []string { return cfgMsgs(chk(string(*field(c)))) },
+		encode: func(c *pipeline.Config) *yaml.Node { return cfgStringNode(string(*field(c))) },
 	}
 }
 
 // cfgModelKey is models.<name>.
 func cfgModelKey(name string) cfgKey {
-	if (&ModelsConfig{}).field(name) == nil {
+	if modelField(&pipeline.ModelsConfig{}, name) == nil {
 		panic("no models key " + name)
 	}
-	return cfgStringKey("models."+name, func(c *Config) *string { return c.Models.field(name) }, cfgCheckModel, "")
+	return cfgStringKey("models."+name, func(c *pipeline.Config) *string { return modelField(&c.Models, name) }, cfgCheckModel, "")
 }
 
-func cfgCommandKey(path string, field func(*Config) *string, comment string) cfgKey {
+func cfgCommandKey(path string, field func(*pipeline.Config) *string, comment string) cfgKey {
 	return cfgStringKey(path, field, cfgCheckAgentCommand, comment)
 }
 
-func cfgIntKey(path string, field func(*Config) *int, lo, hi int, note, comment string) cfgKey {
+func cfgIntKey(path string, field func(*pipeline.Config) *int, lo, hi int, note, comment string) cfgKey {
 	want := fmt.Sprintf("want a whole number from %d to %d%s", lo, hi, note)
 	return cfgKey{
 		path:    path,
 		comment: comment,
-		decode: func(c *Config, n *yaml.Node, path string) []*ConfigError {
+		decode: func(c *pipeline.Config, n *yaml.Node, path string) []*ConfigError {
 			if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!int" {
 				return cfgErrs(n.Line, path, "%s, got %s", want, cfgDescribe(n))
 			}
@@ -395,13 +397,13 @@ func cfgIntKey(path string, field func(*Config) *int, lo, hi int, note, comment 
 			*field(c) = int(v)
 			return nil
 		},
-		check: func(c *Config) []string {
+		check: func(c *pipeline.Config) []string {
 			if v := *field(c); v < lo || v > hi {
 				return []string{fmt.Sprintf("%s, got %d", want, v)}
 			}
 			return nil
 		},
-		encode: func(c *Config) *yaml.Node {
+		encode: func(c *pipeline.Config) *yaml.Node {
 			return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!int", Value: strconv.Itoa(*field(c))}
 		},
 	}
@@ -418,11 +420,11 @@ func cfgParseInt(s string) (int64, error) {
 	return strconv.ParseInt(s, 0, 64)
 }
 
-func cfgBoolKey(path string, field func(*Config) *bool, comment string) cfgKey {
+func cfgBoolKey(path string, field func(*pipeline.Config) *bool, comment string) cfgKey {
 	return cfgKey{
 		path:    path,
 		comment: comment,
-		decode: func(c *Config, n *yaml.Node, path string) []*ConfigError {
+		decode: func(c *pipeline.Config, n *yaml.Node, path string) []*ConfigError {
 			if n.Kind == yaml.ScalarNode && n.ShortTag() == "!!bool" {
 				switch strings.ToLower(n.Value) {
 				case "true":
@@ -447,8 +449,8 @@ func cfgBoolKey(path string, field func(*Config) *bool, comment string) cfgKey {
 			}
 			return cfgErrs(n.Line, path, "want true or false, got %s%s", cfgDescribe(n), hint)
 		},
-		check: func(*Config) []string { return nil },
-		encode: func(c *Config) *yaml.Node {
+		check: func(*pipeline.Config) []string { return nil },
+		encode: func(c *pipeline.Config) *yaml.Node {
 			return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!bool", Value: strconv.FormatBool(*field(c))}
 		},
 	}
@@ -457,10 +459,10 @@ func cfgBoolKey(path string, field func(*Config) *bool, comment string) cfgKey {
 // cfgUSDKey is an amount of US dollars: a plain number (0.5, 20, 1_000)
 // from 0 (no limit) to MaxCostLimitUSD, kept to the millionth the engine
 // counts in.
-func cfgUSDKey(path string, field func(*Config) *float64, comment string) cfgKey {
-	want := fmt.Sprintf("want an amount of US dollars from 0 (no limit) to %d, such as 5 or 2.50", MaxCostLimitUSD)
+func cfgUSDKey(path string, field func(*pipeline.Config) *float64, comment string) cfgKey {
+	want := fmt.Sprintf("want an amount of US dollars from 0 (no limit) to %d, such as 5 or 2.50", pipeline.MaxCostLimitUSD)
 	check := func(v float64) string {
-		if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 || v > MaxCostLimitUSD {
+		if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 || v > pipeline.MaxCostLimitUSD {
 			return fmt.Sprintf("%s, got %v", want, v)
 		}
 		return ""
@@ -468,7 +470,7 @@ func cfgUSDKey(path string, field func(*Config) *float64, comment string) cfgKey
 	return cfgKey{
 		path:    path,
 		comment: comment,
-		decode: func(c *Config, n *yaml.Node, path string) []*ConfigError {
+		decode: func(c *pipeline.Config, n *yaml.Node, path string) []*ConfigError {
 			if n.Kind != yaml.ScalarNode || (n.ShortTag() != "!!int" && n.ShortTag() != "!!float") {
 				hint := ""
 				if n.Kind == yaml.ScalarNode && strings.HasPrefix(strings.TrimSpace(n.Value), "$") {
@@ -491,8 +493,8 @@ func cfgUSDKey(path string, field func(*Config) *float64, comment string) cfgKey
 			*field(c) = math.Round(v*1e6) / 1e6
 			return nil
 		},
-		check: func(c *Config) []string { return cfgMsgs(check(*field(c))) },
-		encode: func(c *Config) *yaml.Node {
+		check: func(c *pipeline.Config) []string { return cfgMsgs(check(*field(c))) },
+		encode: func(c *pipeline.Config) *yaml.Node {
 			v := *field(c)
 			tag := "!!float"
 			if v == math.Trunc(v) {
@@ -505,11 +507,11 @@ func cfgUSDKey(path string, field func(*Config) *float64, comment string) cfgKey
 
 const cfgWantDuration = `want a Go duration such as "30m", "90s" or "1h30m"`
 
-func cfgDurationKey(path string, field func(*Config) *Duration, comment string) cfgKey {
+func cfgDurationKey(path string, field func(*pipeline.Config) *pipeline.Duration, comment string) cfgKey {
 	return cfgKey{
 		path:    path,
 		comment: comment,
-		decode: func(c *Config, n *yaml.Node, path string) []*ConfigError {
+		decode: func(c *pipeline.Config, n *yaml.Node, path string) []*ConfigError {
 			if n.Kind != yaml.ScalarNode {
 				return cfgErrs(n.Line, path, "%s, got %s", cfgWantDuration, cfgDescribe(n))
 			}
@@ -521,14 +523,14 @@ func cfgDurationKey(path string, field func(*Config) *Duration, comment string) 
 				}
 				return cfgErrs(n.Line, path, "%s, got %s%s", cfgWantDuration, cfgDescribe(n), hint)
 			}
-			if msg := cfgCheckDuration(Duration(d)); msg != "" {
+			if msg := cfgCheckDuration(pipeline.Duration(d)); msg != "" {
 				return cfgErrs(n.Line, path, "%s", msg)
 			}
-			*field(c) = Duration(d)
+			*field(c) = pipeline.Duration(d)
 			return nil
 		},
-		check:  func(c *Config) []string { return cfgMsgs(cfgCheckDuration(*field(c))) },
-		encode: func(c *Config) *yaml.Node { return cfgStringNode(cfgFormatDuration(*field(c))) },
+		check:  func(c *pipeline.Config) []string { return cfgMsgs(cfgCheckDuration(*field(c))) },
+		encode: func(c *pipeline.Config) *yaml.Node { return cfgStringNode(cfgFormatDuration(*field(c))) },
 	}
 }
 
@@ -537,16 +539,16 @@ func cfgDurationKey(path string, field func(*Config) *Duration, comment string) 
 const MaxAgentGrace = 5 * time.Minute
 
 // cfgMaxDurationKey is a duration key with an upper bound.
-func cfgMaxDurationKey(path string, field func(*Config) *Duration, max time.Duration, why, comment string) cfgKey {
+func cfgMaxDurationKey(path string, field func(*pipeline.Config) *pipeline.Duration, max time.Duration, why, comment string) cfgKey {
 	k := cfgDurationKey(path, field, comment)
-	over := func(d Duration) string {
+	over := func(d pipeline.Duration) string {
 		if d.D() > max {
-			return fmt.Sprintf("want at most %s (%s), got %q", cfgFormatDuration(Duration(max)), why, cfgFormatDuration(d))
+			return fmt.Sprintf("want at most %s (%s), got %q", cfgFormatDuration(pipeline.Duration(max)), why, cfgFormatDuration(d))
 		}
 		return ""
 	}
 	decode, check := k.decode, k.check
-	k.decode = func(c *Config, n *yaml.Node, path string) []*ConfigError {
+	k.decode = func(c *pipeline.Config, n *yaml.Node, path string) []*ConfigError {
 		old := *field(c)
 		if errs := decode(c, n, path); len(errs) > 0 {
 			return errs
@@ -557,7 +559,7 @@ func cfgMaxDurationKey(path string, field func(*Config) *Duration, max time.Dura
 		}
 		return nil
 	}
-	k.check = func(c *Config) []string {
+	k.check = func(c *pipeline.Config) []string {
 		if msgs := check(c); len(msgs) > 0 {
 			return msgs
 		}
@@ -566,7 +568,7 @@ func cfgMaxDurationKey(path string, field func(*Config) *Duration, max time.Dura
 	return k
 }
 
-func cfgEnvKey(path string, field func(*Config) *[]string, comment string) cfgKey {
+func cfgEnvKey(path string, field func(*pipeline.Config) *[]string, comment string) cfgKey {
 	return cfgListKey(path, field, comment, cfgList[string]{
 		wantList: "want a list of environment variable names",
 		wantItem: "want an environment variable name",
@@ -591,11 +593,11 @@ type cfgList[T comparable] struct {
 
 // cfgListKey is a key holding a list of distinct values; an item listed
 // twice is an error naming both lines.
-func cfgListKey[T comparable](path string, field func(*Config) *[]T, comment string, l cfgList[T]) cfgKey {
+func cfgListKey[T comparable](path string, field func(*pipeline.Config) *[]T, comment string, l cfgList[T]) cfgKey {
 	return cfgKey{
 		path:    path,
 		comment: comment,
-		decode: func(c *Config, n *yaml.Node, path string) []*ConfigError {
+		decode: func(c *pipeline.Config, n *yaml.Node, path string) []*ConfigError {
 			if n.Kind != yaml.SequenceNode {
 				hint := ""
 				if n.Kind == yaml.ScalarNode && n.ShortTag() == "!!str" {
@@ -632,7 +634,7 @@ func cfgListKey[T comparable](path string, field func(*Config) *[]T, comment str
 			*field(c) = values // nil when the list is empty, so a round trip is exact
 			return nil
 		},
-		check: func(c *Config) []string {
+		check: func(c *pipeline.Config) []string {
 			var msgs []string
 			seen := map[T]bool{}
 			for _, v := range *field(c) {
@@ -645,7 +647,7 @@ func cfgListKey[T comparable](path string, field func(*Config) *[]T, comment str
 			}
 			return msgs
 		},
-		encode: func(c *Config) *yaml.Node {
+		encode: func(c *pipeline.Config) *yaml.Node {
 			seq := &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq"}
 			if l.flow || len(*field(c)) == 0 {
 				seq.Style = yaml.FlowStyle // "env: []" rather than a bare "env:"
@@ -661,18 +663,18 @@ func cfgListKey[T comparable](path string, field func(*Config) *[]T, comment str
 // --- checkpoints (issue 13) --------------------------------------------------
 
 // cfgCheckpointsKey is a list of checkpoint kinds ("checkpoints: [plan, phase]").
-func cfgCheckpointsKey(path string, field func(*Config) *[]CheckpointKind, comment string) cfgKey {
+func cfgCheckpointsKey(path string, field func(*pipeline.Config) *[]pipeline.CheckpointKind, comment string) cfgKey {
 	known := make([]string, 0, 2)
-	for _, k := range CheckpointKinds() {
+	for _, k := range pipeline.CheckpointKinds() {
 		known = append(known, k.String())
 	}
 	want := "want a list of checkpoints: " + strings.Join(known, ", ")
-	return cfgListKey(path, field, comment, cfgList[CheckpointKind]{
+	return cfgListKey(path, field, comment, cfgList[pipeline.CheckpointKind]{
 		wantList: want,
 		wantItem: want,
-		parse: func(v string) (CheckpointKind, string) {
-			k, err := ParseCheckpointKind(v)
-			if err == nil && slices.Contains(CheckpointKinds(), k) {
+		parse: func(v string) (pipeline.CheckpointKind, string) {
+			k, err := pipeline.ParseCheckpointKind(v)
+			if err == nil && slices.Contains(pipeline.CheckpointKinds(), k) {
 				return k, ""
 			}
 			if best := cfgClosest(v, known); best != "" {
@@ -680,13 +682,13 @@ func cfgCheckpointsKey(path string, field func(*Config) *[]CheckpointKind, comme
 			}
 			return k, fmt.Sprintf("unknown checkpoint %q (known: %s)", v, strings.Join(known, ", "))
 		},
-		check: func(k CheckpointKind) string {
-			if k != CheckpointPlan && k != CheckpointPhase {
+		check: func(k pipeline.CheckpointKind) string {
+			if k != pipeline.CheckpointPlan && k != pipeline.CheckpointPhase {
 				return fmt.Sprintf("unknown checkpoint %s (known: %s)", k, strings.Join(known, ", "))
 			}
 			return ""
 		},
-		name: CheckpointKind.String,
+		name: pipeline.CheckpointKind.String,
 		flow: true,
 	})
 }
@@ -700,7 +702,7 @@ func cfgMsgs(msg string) []string {
 	return []string{msg}
 }
 
-func cfgCheckDuration(d Duration) string {
+func cfgCheckDuration(d pipeline.Duration) string {
 	if d <= 0 {
 		return fmt.Sprintf("want a positive duration such as \"30m\", got %q", time.Duration(d).String())
 	}
@@ -718,24 +720,24 @@ func cfgCheckModel(s string) string {
 }
 
 func cfgCheckMethod(s string) string {
-	switch MergeMethod(s) {
-	case MergePush, MergePullRequest:
+	switch pipeline.MergeMethod(s) {
+	case pipeline.MergePush, pipeline.MergePullRequest:
 		return ""
 	}
 	hint := ""
 	if cfgCheckPRMethod(s) == "" {
 		hint = fmt.Sprintf(" (%s is a merge.pr_method: how GitHub merges the group PR)", s)
 	}
-	return fmt.Sprintf("want %q or %q, got %q%s", MergePush, MergePullRequest, s, hint)
+	return fmt.Sprintf("want %q or %q, got %q%s", pipeline.MergePush, pipeline.MergePullRequest, s, hint)
 }
 
 // cfgCheckPRMethod: merge.pr_method is auto or one of GitHub's merge methods.
 func cfgCheckPRMethod(s string) string {
-	switch PRMergeMethod(s) {
-	case PRMethodAuto, PRMethodMerge, PRMethodSquash, PRMethodRebase:
+	switch pipeline.PRMergeMethod(s) {
+	case pipeline.PRMethodAuto, pipeline.PRMethodMerge, pipeline.PRMethodSquash, pipeline.PRMethodRebase:
 		return ""
 	}
-	return fmt.Sprintf("want %q, %q, %q or %q, got %q", PRMethodAuto, PRMethodMerge, PRMethodSquash, PRMethodRebase, s)
+	return fmt.Sprintf("want %q, %q, %q or %q, got %q", pipeline.PRMethodAuto, pipeline.PRMethodMerge, pipeline.PRMethodSquash, pipeline.PRMethodRebase, s)
 }
 
 func cfgCheckWorkflow(s string) string {
@@ -851,20 +853,20 @@ func CheckAgentEnvName(name string) error {
 
 // --- walking the document --------------------------------------------------
 
-func parseConfig(data []byte, file string) (Config, error) {
+func parseConfig(data []byte, file string) (pipeline.Config, error) {
 	c, _, err := parseConfigLines(data, file)
 	return c, err
 }
 
-func parseConfigLines(data []byte, file string) (Config, map[string]int, error) {
-	p := &cfgParser{cfg: DefaultConfig(), set: map[string]int{}}
+func parseConfigLines(data []byte, file string) (pipeline.Config, map[string]int, error) {
+	p := &cfgParser{cfg: pipeline.DefaultConfig(), set: map[string]int{}}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var doc yaml.Node
 	if err := cfgDecode(dec, &doc); err != nil {
 		if errors.Is(err, io.EOF) { // empty, or only comments
 			return p.cfg, p.set, nil
 		}
-		return Config{}, nil, cfgWithFile(cfgSyntaxError(err), file)
+		return pipeline.Config{}, nil, cfgWithFile(cfgSyntaxError(err), file)
 	}
 	var extra yaml.Node
 	if err := cfgDecode(dec, &extra); err == nil {
@@ -884,7 +886,7 @@ func parseConfigLines(data []byte, file string) (Config, map[string]int, error) 
 	}
 	if len(p.errs) > 0 {
 		sort.SliceStable(p.errs, func(i, j int) bool { return p.errs[i].Line < p.errs[j].Line })
-		return Config{}, nil, cfgWithFile(joinConfigErrors(p.errs), file)
+		return pipeline.Config{}, nil, cfgWithFile(joinConfigErrors(p.errs), file)
 	}
 	p.defaultModels()
 	return p.cfg, p.set, nil
@@ -893,10 +895,10 @@ func parseConfigLines(data []byte, file string) (Config, map[string]int, error) 
 // defaultModels gives each models key the file leaves out the default of
 // the configuration's CLI (DefaultConfig's are Claude's).
 func (p *cfgParser) defaultModels() {
-	def := DefaultModels(p.cfg.AgentCLI())
+	def := pipeline.DefaultModels(AgentCLI(p.cfg))
 	for _, name := range modelKeyNames {
 		if _, set := p.set["models."+name]; !set {
-			*p.cfg.Models.field(name) = *def.field(name)
+			*modelField(&p.cfg.Models, name) = *modelField(&def, name)
 		}
 	}
 }
@@ -925,7 +927,7 @@ func cfgSyntaxError(err error) *ConfigError {
 }
 
 type cfgParser struct {
-	cfg  Config
+	cfg  pipeline.Config
 	errs []*ConfigError
 	// set holds the paths of the leaf keys the file gives a value, and their lines.
 	set map[string]int
@@ -1145,7 +1147,7 @@ func cfgWithFile(err error, file string) error {
 
 // --- writing ---------------------------------------------------------------
 
-func cfgEncodeLevel(c *Config, levels []*cfgLevel) *yaml.Node {
+func cfgEncodeLevel(c *pipeline.Config, levels []*cfgLevel) *yaml.Node {
 	m := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
 	for _, l := range levels {
 		k := &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: l.name}
@@ -1172,7 +1174,7 @@ func cfgStringNode(s string) *yaml.Node {
 
 // cfgFormatDuration writes a duration the way people write it in the file:
 // "30m" rather than time.Duration's "30m0s".
-func cfgFormatDuration(d Duration) string { return ShortDuration(time.Duration(d)) }
+func cfgFormatDuration(d pipeline.Duration) string { return ShortDuration(time.Duration(d)) }
 
 // ShortDuration writes a duration as the configuration does: "30m", "1h",
 // "300ms", rather than time.Duration's "30m0s", "1h0m0s".
