@@ -122,4 +122,21 @@ func TestE2EFindingsActionOnlyMode(t *testing.T) {
 	assert.Equal(t, pipeline.CheckpointFindings, s.PassedCheckpoints[0].Kind)
 	assert.Equal(t, "alice", s.PassedCheckpoints[0].ApprovedBy)
 	require.Len(t, s.FollowUps, 1, "the accepted HIGH finding is a follow-up")
+
+	// The second review still reports a HIGH in widget.go: the first
+	// review's threads stay open. The orchestrator read them through
+	// GraphQL with its GITHUB_TOKEN to decide so.
+	threads := w.Repo.ReviewThreads(n)
+	require.Len(t, threads, 3)
+	for _, th := range threads {
+		assert.False(t, th.Resolved, "%s:%d", th.Path, th.Line)
+	}
+	gql := 0
+	for _, c := range w.F.Calls() {
+		if c.GraphQL && c.Login == ghfake.ActionsLogin {
+			require.Equal(t, 200, c.Status)
+			gql++
+		}
+	}
+	assert.Positive(t, gql, "the threads were read with the GITHUB_TOKEN")
 }

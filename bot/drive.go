@@ -81,7 +81,7 @@ func (b *Bot) Process(ctx context.Context, d Delivery) (err error) {
 		}
 	}
 	if it.help != "" {
-		if _, err := gh.CreateComment(ctx, repo, replyNumber(ref, it.in), it.help); err != nil {
+		if err := b.replyOnce(ctx, gh, repo, replyNumber(ref, it.in), it.in.delivery, it.help); err != nil {
 			return fmt.Errorf("delivery %s: help: %w", d.ID, err)
 		}
 		return nil
@@ -291,6 +291,9 @@ func (b *Bot) admit(ctx context.Context, gh GitHub, ref sessionRef, in input) (*
 		log.Info("the repository was renamed or transferred; the state is written under its new name", "to", ref.repo.String())
 		moved = line
 	}
+	if in, err = b.applied(ctx, gh, ref, ld, in); err != nil {
+		return nil, fmt.Errorf("%s: %w", ref.key(), err)
+	}
 	wait := ld.st.Waiting
 	resumed, err := b.checkWait(&ld.st, ref)
 	if err != nil {
@@ -316,7 +319,7 @@ func (b *Bot) admit(ctx context.Context, gh GitHub, ref sessionRef, in input) (*
 	switch {
 	case !ld.found && in.start == nil:
 		if in.command {
-			_, err := gh.CreateComment(ctx, ref.repo, replyNumber(ref, in),
+			err := b.replyOnce(ctx, gh, ref.repo, replyNumber(ref, in), in.delivery,
 				"There is no bazinga session here. Label the issue `"+b.o.StartLabel+"` to start one.")
 			if err != nil {
 				return nil, err
@@ -327,7 +330,7 @@ func (b *Bot) admit(ctx context.Context, gh GitHub, ref sessionRef, in input) (*
 		cfg, err := b.readConfig(ctx, gh, ref.repo, in.start.base)
 		var ce *configError
 		if errors.As(err, &ce) {
-			_, cerr := gh.CreateComment(ctx, ref.repo, ref.issue, renderConfigError(b.o.ConfigPath, ce.err))
+			cerr := b.replyOnce(ctx, gh, ref.repo, ref.issue, in.delivery, renderConfigError(b.o.ConfigPath, ce.err))
 			if cerr != nil {
 				return nil, cerr
 			}

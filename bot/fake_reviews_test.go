@@ -258,6 +258,9 @@ func (f *fakeGitHub) CreateReview(_ context.Context, repo ghapi.RepoRef, n int, 
 type fakeReviewComments struct {
 	review   int64
 	comments []ghapi.ReviewComment
+	// resolved marks the threads (one per comment: the fake has no
+	// replies) resolved, by comment index (fake_threads_test.go).
+	resolved map[int]bool
 }
 
 // inlineComments returns the inline comments of PR n's reviews, in order.

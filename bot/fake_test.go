@@ -99,7 +99,7 @@ type fakeCall struct {
 var fakeWrites = map[string]bool{
 	"EditIssue": true, "CloseIssue": true, "ReplaceLabels": true, "CreateComment": true, "EditComment": true,
 	"CreateRef": true, "CreatePR": true, "EditPR": true, "DispatchWorkflow": true, "CancelRun": true,
-	"CreateReview": true,
+	"CreateReview": true, "ResolveReviewThread": true, "CreateIssue": true,
 }
 
 func newFakeGitHub(owner, name, login string, now func() time.Time) *fakeGitHub {

@@ -57,6 +57,14 @@ type GitHub interface {
 	ListPRFiles(ctx context.Context, repo ghapi.RepoRef, number int) ([]ghapi.PRFile, error)
 	// CreateReview submits a review with its inline comments (issue 26).
 	CreateReview(ctx context.Context, repo ghapi.RepoRef, number int, r ghapi.NewReview) (ghapi.Review, error)
+	// ListReviewThreads lists a pull request's review threads and
+	// ResolveReviewThread resolves one (GraphQL; issue 26).
+	ListReviewThreads(ctx context.Context, repo ghapi.RepoRef, number int) ([]ghapi.ReviewThread, error)
+	ResolveReviewThread(ctx context.Context, threadID string) error
+	// CreateIssue opens an issue; ListIssuesWithLabel lists the issues
+	// of every state with a label (follow-ups as issues, issue 26).
+	CreateIssue(ctx context.Context, repo ghapi.RepoRef, is ghapi.NewIssue) (ghapi.Issue, error)
+	ListIssuesWithLabel(ctx context.Context, repo ghapi.RepoRef, label string) ([]ghapi.Issue, error)
 
 	DispatchWorkflow(ctx context.Context, repo ghapi.RepoRef, workflow, ref string, inputs map[string]string) error
 	GetRun(ctx context.Context, repo ghapi.RepoRef, id int64) (ghapi.Run, error)

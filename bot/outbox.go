@@ -157,6 +157,10 @@ func (x *executor) isDone(ctx context.Context, p codec.PendingEffect) (bool, err
 		return false, nil
 	case codec.EffectReview:
 		return x.reviewDone(ctx, p)
+	case codec.EffectResolve:
+		return x.resolveDone(ctx, p)
+	case codec.EffectIssue:
+		return x.followUpDone(ctx, p)
 	case codec.EffectLabels:
 		if p.Label != x.st.IssueLabel {
 			return true, nil // superseded by a newer label
@@ -243,6 +247,10 @@ func (x *executor) carryOut(ctx context.Context) {
 			_, err = x.gh.CreateComment(ctx, x.ref.repo, p.Number, p.Text+"\n"+codec.EffectMarker(p.ID))
 		case codec.EffectReview:
 			err = x.postReview(ctx, p)
+		case codec.EffectResolve:
+			err = x.resolveThreads(ctx, p)
+		case codec.EffectIssue:
+			err = x.openFollowUp(ctx, p)
 		case codec.EffectLabels:
 			if blocked || p.Label != x.st.IssueLabel {
 				continue

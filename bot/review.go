@@ -30,8 +30,9 @@ func reviewEffect(st pipeline.Step, pr int) codec.PendingEffect {
 }
 
 // reviewsToPost are the review effects of the results this reconcile
-// applied: QA's and the tech lead's results with findings, on groups that
-// have a PR.
+// applied, on groups that have a PR: the reviews of QA's and the tech
+// lead's results with findings, and the resolution of the threads of
+// earlier reviews that a verdict no longer reports (threads.go).
 func reviewsToPost(prev, next pipeline.Session, st *codec.State) []codec.PendingEffect {
 	var out []codec.PendingEffect
 	for _, s := range next.Steps {
@@ -39,14 +40,18 @@ func reviewsToPost(prev, next pipeline.Session, st *codec.State) []codec.Pending
 		if old == nil || old.State != pipeline.StepInFlight || s.State != pipeline.StepDone || s.Result == nil {
 			continue
 		}
-		if len(s.Result.Findings) == 0 || (s.Role != pipeline.RoleQA && s.Role != pipeline.RoleTechLead) {
+		pr := st.PRNumber(s.Group)
+		if pr == 0 {
 			continue
 		}
-		if pr := st.PRNumber(s.Group); pr != 0 {
+		if len(s.Result.Findings) > 0 && (s.Role == pipeline.RoleQA || s.Role == pipeline.RoleTechLead) {
 			out = append(out, reviewEffect(s, pr))
 		}
+		if next.MayResolveThreads(s.ID) {
+			out = append(out, resolveEffect(s, pr))
+		}
 	}
-	return out
+	return append(out, followUpEffects(prev, next, st)...)
 }
 
 // diffLines are the lines of a file's new side that a patch shows (added

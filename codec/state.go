@@ -266,6 +266,8 @@ const (
 	EffectCancel   EffectKind = "cancel"   // cancel a withdrawn step's run, best effort
 	EffectComment  EffectKind = "comment"  // post a bot comment (replies, notices, event records)
 	EffectReview   EffectKind = "review"   // post a step's findings as a PR review (issue 26)
+	EffectResolve  EffectKind = "resolve"  // resolve the review threads a later review no longer reports (issue 26)
+	EffectIssue    EffectKind = "issue"    // open a follow-up as an issue for a later session (issue 26, github.followup_label)
 	EffectLabels   EffectKind = "labels"   // set the issue's bazinga label
 	EffectClose    EffectKind = "close"    // close the issue of a finished session
 )

@@ -298,6 +298,8 @@ var cfgKeys = []cfgKey{
 		"close the issue when BAZINGA is verified"),
 	cfgStringKey("github.job_identity", func(c *pipeline.Config) *string { return &c.GitHub.JobIdentity }, cfgCheckBotLogin,
 		"login whose result comments are trusted"),
+	cfgStringKey("github.followup_label", func(c *pipeline.Config) *string { return &c.GitHub.FollowUpLabel }, cfgCheckFollowUpLabel,
+		"open each follow-up as an issue with this label (e.g. bazinga-followup); empty: none"),
 	// --- harness-run checks (issue 13) ---
 	cfgChecksKey("checks", func(c *pipeline.Config) *[]pipeline.CheckConfig { return &c.Checks },
 		"name: {command, required, timeout}; run after READY claims and before merges"),

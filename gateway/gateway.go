@@ -57,7 +57,8 @@ type Config struct {
 	Revocations Revocations
 	// Prices prices it (default DefaultPrices()).
 	Prices *Prices
-	// Transport carries forwarded requests (default: a clone of http.DefaultTransport).
+	// Transport carries forwarded requests (default: a clone of http.DefaultTransport keeping up to
+	// upstreamIdleConns idle connections a host).
 	Transport http.RoundTripper
 	Logger    *slog.Logger
 	Now       func() time.Time
@@ -121,7 +122,12 @@ func New(cfg Config) (*Gateway, error) {
 		g.prices = DefaultPrices()
 	}
 	if g.transport == nil {
-		g.transport = http.DefaultTransport.(*http.Transport).Clone()
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		// Every stream in flight holds its own upstream connection (over HTTP/1.1), and the agents of a session
+		// stream concurrently to one or two hosts. The default keeps 2 idle connections a host, so after a burst of
+		// streams all but 2 would close and the next burst would dial (and TLS-handshake) again.
+		t.MaxIdleConns, t.MaxIdleConnsPerHost = upstreamIdleConns, upstreamIdleConns
+		g.transport = t
 	}
 	if g.log == nil {
 		g.log = slog.New(slog.DiscardHandler)
@@ -196,6 +202,10 @@ func (g *Gateway) Serves(up Upstream) bool { return g.upstreams[up] != nil }
 
 // maxRequestBody bounds a request body (the providers' own limit is 32 MB for Anthropic, less for the others).
 const maxRequestBody = 32 << 20
+
+// upstreamIdleConns bounds the idle upstream connections kept, per host and in all (the 3 providers' hosts):
+// enough for the streams of a busy gateway to reuse their connections from one request to the next.
+const upstreamIdleConns = 256
 
 // route is what a request path is.
 type route struct {

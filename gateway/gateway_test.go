@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -492,4 +493,128 @@ func TestCloseScopeAndSettle(t *testing.T) {
 	assert.Equal(t, http.StatusUnauthorized, resp.StatusCode)
 	assert.Contains(t, body, "has ended")
 	assert.Len(t, up.urls, 1)
+}
+
+// encoding/json matches a key to a field by bytes.EqualFold after unescaping, so a usage object may be spelled
+// "Usage", "uſage" (U+017F folds to s) or "\u0075sage". The meter skips events that cannot carry usage; a usage
+// object spelled any way json reads it must still be read, or an upstream could make the step look cheaper.
+func TestMeterReadsEveryKeyJSONMatches(t *testing.T) {
+	usages := []string{`"Usage"`, `"USAGE"`, "\"u\u017fage\"", `"\u0075sage"`, `"us\u0061ge"`}
+	metas := []string{`"UsageMetadata"`, "\"u\u017fageMetadata\"", `"usage\u004detadata"`, `"usageMETADATA"`}
+	for _, key := range usages {
+		t.Run("anthropic "+key, func(t *testing.T) {
+			var up upstream
+			base := up.serve(t, func(w http.ResponseWriter, r *http.Request) {
+				sseWrite(w,
+					`{"type":"message_start","message":{"model":"claude-sonnet-4-5","usage":{"input_tokens":100,"output_tokens":1}}}`,
+					`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"hi"}}`,
+					`{"type":"message_delta","delta":{"stop_reason":"end_turn"},`+key+`:{"input_tokens":900,"output_tokens":77}}`,
+					`{"type":"message_stop"}`)
+			})
+			e := start(t, base, gateway.Limits{})
+			resp, body := e.post("/anthropic/v1/messages", map[string]string{"x-api-key": e.token}, anthropicBody("claude-sonnet-4-5", true))
+			require.Equal(t, http.StatusOK, resp.StatusCode, body)
+			sp := e.stepSpend()
+			assert.Equal(t, gateway.Tokens{Input: 900, Output: 77}, sp.Tokens)
+			assert.False(t, sp.Estimated)
+		})
+		t.Run("responses "+key, func(t *testing.T) {
+			var up upstream
+			base := up.serve(t, func(w http.ResponseWriter, r *http.Request) {
+				sseWrite(w,
+					`{"type":"response.output_text.delta","delta":"hi"}`,
+					`{"type":"response.completed","response":{"model":"gpt-5-codex",`+key+`:{"input_tokens":900,"output_tokens":44}}}`)
+			})
+			e := start(t, base, gateway.Limits{})
+			resp, body := e.post("/openai/v1/responses", map[string]string{"Authorization": "Bearer " + e.token}, `{"model":"gpt-5-codex","stream":true,"input":"hi"}`)
+			require.Equal(t, http.StatusOK, resp.StatusCode, body)
+			sp := e.stepSpend()
+			assert.Equal(t, gateway.Tokens{Input: 900, Output: 44}, sp.Tokens)
+			assert.False(t, sp.Estimated)
+		})
+		t.Run("chat "+key, func(t *testing.T) {
+			var up upstream
+			base := up.serve(t, func(w http.ResponseWriter, r *http.Request) {
+				sseWrite(w,
+					`{"object":"chat.completion.chunk","model":"gpt-4.1","choices":[{"index":0,"delta":{"content":"hi"}}]}`,
+					`{"object":"chat.completion.chunk","model":"gpt-4.1","choices":[],`+key+`:{"prompt_tokens":1500,"completion_tokens":12}}`,
+					`[DONE]`)
+			})
+			e := start(t, base, gateway.Limits{})
+			resp, body := e.post("/openai/v1/chat/completions", map[string]string{"Authorization": "Bearer " + e.token}, `{"model":"gpt-4.1","stream":true,"messages":[]}`)
+			require.Equal(t, http.StatusOK, resp.StatusCode, body)
+			sp := e.stepSpend()
+			assert.Equal(t, gateway.Tokens{Input: 1500, Output: 12}, sp.Tokens)
+			assert.False(t, sp.Estimated)
+		})
+	}
+	for _, key := range metas {
+		t.Run("gemini "+key, func(t *testing.T) {
+			var up upstream
+			base := up.serve(t, func(w http.ResponseWriter, r *http.Request) {
+				sseWrite(w,
+					`{"candidates":[{"content":{"parts":[{"text":"hi"}]}}]}`,
+					`{"candidates":[{"content":{"parts":[{"text":"!"}]},"finishReason":"STOP"}],`+key+`:{"promptTokenCount":800,"candidatesTokenCount":9}}`)
+			})
+			e := start(t, base, gateway.Limits{})
+			resp, body := e.post("/gemini/v1beta/models/gemini-2.5-pro:streamGenerateContent?alt=sse&key="+e.token, nil, `{"contents":[]}`)
+			require.Equal(t, http.StatusOK, resp.StatusCode, body)
+			sp := e.stepSpend()
+			assert.Equal(t, gateway.Tokens{Input: 800, Output: 9}, sp.Tokens)
+			assert.False(t, sp.Estimated)
+		})
+	}
+}
+
+// Concurrent streams each hold an upstream connection; when they end, the connections stay open for the next
+// ones (the default transport kept 2 a host and dialed again for the rest).
+func TestUpstreamConnectionsReused(t *testing.T) {
+	const streams = 12
+	var (
+		mu      sync.Mutex
+		dialed  int
+		arrived sync.WaitGroup
+	)
+	up := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		arrived.Done()
+		arrived.Wait() // every stream of the round is open at once
+		sseWrite(w, `{"type":"message_start","message":{"model":"claude-sonnet-4-5","usage":{"input_tokens":10,"output_tokens":1}}}`,
+			`{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":2}}`)
+	}))
+	up.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			mu.Lock()
+			dialed++
+			mu.Unlock()
+		}
+	}
+	up.Start()
+	t.Cleanup(up.Close)
+	e := start(t, up.URL, gateway.Limits{})
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: streams}}
+	for range 3 {
+		arrived.Add(streams)
+		var wg sync.WaitGroup
+		for range streams {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				req, _ := http.NewRequest(http.MethodPost, e.srv.URL+"/anthropic/v1/messages", strings.NewReader(anthropicBody("claude-sonnet-4-5", true)))
+				req.Header.Set("x-api-key", e.token)
+				resp, err := client.Do(req)
+				if !assert.NoError(t, err) {
+					return
+				}
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				assert.Equal(t, http.StatusOK, resp.StatusCode)
+			}()
+		}
+		wg.Wait()
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Equal(t, streams, dialed, "upstream connections opened over 3 rounds of %d concurrent streams", streams)
+	assert.Equal(t, 3*streams, e.stepSpend().Requests)
 }

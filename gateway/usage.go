@@ -211,22 +211,57 @@ func (m *meter) Close() {
 	m.body = nil
 }
 
-// usageWords are the substrings an event must hold to carry usage or the model; others are not decoded, which
-// keeps the cost of metering a stream of small text deltas to a byte search each.
+// Most events of a stream are text deltas that carry no usage, so an event is decoded only when it may name a
+// key the meter reads. The test must never miss a key encoding/json would match: json matches keys with
+// bytes.EqualFold (so "USAGE" and "u\u017fage", with U+017F LATIN SMALL LETTER LONG S, are "usage") and unescapes
+// them first (so "\u0075sage" is too). Hence the test is on how each key ends, in letters whose only case fold is
+// their ASCII pair (a e g t d l i o n; s and k also fold to non-ASCII letters): a key is "usage" only if the event
+// holds a quote right after "age" in any case, or an escape \u somewhere. A text delta rarely holds either, and a
+// false positive costs one decode, never a reading.
 var (
-	wordUsage         = []byte(`"usage"`)
-	wordUsageMetadata = []byte(`"usageMetadata"`)
-	wordModel         = []byte(`"model`)
+	endUsage         = [3]byte{'a', 'g', 'e'} // "usage"
+	endUsageMetadata = [3]byte{'a', 't', 'a'} // "usageMetadata"
+	endModel         = [3]byte{'d', 'e', 'l'} // "model"
+	endModelVersion  = [3]byte{'i', 'o', 'n'} // "modelVersion"
 )
+
+// mayHoldKey reports whether data may hold a JSON key that json.Unmarshal would match to a name ending in end
+// (3 ASCII letters with no non-ASCII case fold) or, when alt is set, in alt.
+func mayHoldKey(data []byte, end [3]byte, alt *[3]byte) bool {
+	// One pass, byte by byte: events are short and full of quotes, so a byte search per quote costs more.
+	for i := 0; i < len(data); i++ {
+		switch data[i] {
+		case '\\':
+			if i+1 < len(data) && data[i+1] == 'u' {
+				return true
+			}
+		case '"':
+			if i < 3 {
+				continue
+			}
+			// ASCII letters only: OR-ing 0x20 lowercases them and maps no other byte onto a lowercase letter.
+			w := [3]byte{data[i-3] | 0x20, data[i-2] | 0x20, data[i-1] | 0x20}
+			if w == end || (alt != nil && w == *alt) {
+				return true
+			}
+		}
+	}
+	return false
+}
 
 func (m *meter) event(data []byte) {
 	switch m.provider {
 	case Gemini:
-		if bytes.Contains(data, wordUsageMetadata) || bytes.Contains(data, wordModel) {
+		// modelVersion comes with usageMetadata in every chunk; a chunk with neither is not read.
+		if mayHoldKey(data, endUsageMetadata, &endModelVersion) {
 			m.gemini(data)
 		}
 	default:
-		if bytes.Contains(data, wordUsage) || (m.model == "" && bytes.Contains(data, wordModel)) {
+		alt := &endModel
+		if m.model != "" {
+			alt = nil
+		}
+		if mayHoldKey(data, endUsage, alt) {
 			m.json(data)
 		}
 	}

@@ -28,9 +28,18 @@ type RunnerOptions struct {
 	// dead worker's keys are taken over after at most this. It is renewed
 	// every third of it while the job runs.
 	Lease time.Duration
-	// Poll is how often an idle worker looks for work another process
-	// queued (default 250ms); Wake brings this process's own at once.
+	// Poll is how often an idle worker looks for work that no wake-up
+	// announced: jobs due after a retry's backoff or a rate limit's reset,
+	// sessions of a dead replica whose lease ran out, and (PollOnly, or
+	// SQLite shared with another process) jobs another process queued. On
+	// PostgreSQL the default is 2s, since another replica's jobs are
+	// announced by LISTEN/NOTIFY; otherwise 250ms. Wake brings this
+	// process's own jobs at once.
 	Poll time.Duration
+	// PollOnly turns off LISTEN/NOTIFY on PostgreSQL: for a connection
+	// pooler in transaction mode (PgBouncer), which cannot hold a LISTEN,
+	// and to measure what it saves.
+	PollOnly bool
 	// Owner names this process in leases (default a random token).
 	Owner  string
 	Logger *slog.Logger
@@ -64,8 +73,12 @@ func NewRunner(s *Store, h Handler, o RunnerOptions) *Runner {
 	if o.Lease <= 0 {
 		o.Lease = 30 * time.Second
 	}
+	listen := s.Postgres() && !o.PollOnly
 	if o.Poll <= 0 {
 		o.Poll = 250 * time.Millisecond
+		if listen {
+			o.Poll = 2 * time.Second
+		}
 	}
 	if o.Owner == "" {
 		o.Owner = randomToken()
@@ -78,6 +91,22 @@ func NewRunner(s *Store, h Handler, o RunnerOptions) *Runner {
 	for i := 0; i < o.Workers; i++ {
 		r.wg.Add(1)
 		go r.worker()
+	}
+	if listen {
+		r.wg.Add(1)
+		go func() {
+			defer r.wg.Done()
+			ctx, cancel := context.WithCancel(r.runCtx)
+			defer cancel()
+			go func() {
+				select {
+				case <-r.stop:
+					cancel()
+				case <-ctx.Done():
+				}
+			}()
+			s.listen(ctx, r.Wake, o.Logger)
+		}()
 	}
 	return r
 }
@@ -134,6 +163,10 @@ func (r *Runner) worker() {
 			r.o.Logger.Error("queue: claiming a job", "err", err)
 		}
 		if c != nil {
+			// There may be more: an idle worker looks too. One wake-up
+			// (a notification for a batch of jobs) so reaches every
+			// worker needed, each waking the next.
+			r.Wake()
 			r.run(c)
 			continue
 		}

@@ -184,6 +184,9 @@ type GitHubConfig struct {
 	CloseIssue bool `json:"close_issue"`
 	// JobIdentity is the login whose result comments are trusted for steps in flight.
 	JobIdentity string `json:"job_identity"`
+	// FollowUpLabel, when set, opens each follow-up as an issue with this
+	// label, for a later session (issue 26; followup_issues.go). "": none.
+	FollowUpLabel string `json:"followup_label,omitempty"`
 }
 
 // Duration is a time.Duration written like "30m" or "24h" in the file.

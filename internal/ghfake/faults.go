@@ -195,11 +195,14 @@ func (f *Fake) writeFault(w http.ResponseWriter, r *http.Request, ft Fault, hdr 
 
 // Call is one recorded request.
 type Call struct {
-	Seq    int  // 1-based, in arrival order among API calls (git calls have their own sequence)
-	Git    bool // a git smart HTTP request
-	Method string
-	Path   string // without the /api/v3 prefix and the query
-	Query  string
+	Seq int  // 1-based, in arrival order among API calls (git calls have their own sequence)
+	Git bool // a git smart HTTP request
+	// GraphQL marks a call to the GraphQL endpoint (not REST: no OpenAPI
+	// operation describes it).
+	GraphQL bool
+	Method  string
+	Path    string // without the /api/v3 prefix and the query
+	Query   string
 	// Route is the endpoint template, e.g.
 	// "POST /repos/{owner}/{repo}/issues/{number}/comments"; empty for an
 	// unknown route.

@@ -97,7 +97,7 @@ func (o *OpenAPI) Check(calls []Call) []string {
 	var out []string
 	seen := map[string]bool{}
 	for _, c := range calls {
-		if c.Git || c.Fault != NoFault || c.Status == 0 || c.NotModified || c.Status == http.StatusNotModified {
+		if c.Git || c.GraphQL || c.Fault != NoFault || c.Status == 0 || c.NotModified || c.Status == http.StatusNotModified {
 			continue
 		}
 		op := o.op(c.Method, c.Path)

@@ -154,6 +154,7 @@ type reviewComment struct {
 	line, startLine int
 	side            string
 	body            string
+	resolvedBy      string // who resolved its thread (graphql.go), "" while open
 }
 
 func (f *Fake) createReview(c *rc) {

@@ -37,6 +37,7 @@ type ro struct {
 	open    bool   // authentication optional
 	perm    string // app permissions accepted, alternatives separated by ";", e.g. "issues=write; pull_requests=write"
 	role    string // minimum repository role for user tokens (default read for GET, write otherwise)
+	graphql bool   // the GraphQL endpoint: its own rate limit, errors with HTTP 200 (graphql.go)
 }
 
 // rc is the state of one API request while its handler runs (under f.mu).
@@ -142,6 +143,7 @@ func (f *Fake) handleAPI(w http.ResponseWriter, r *http.Request, rt *route, para
 	if rt != nil {
 		call.Route = rt.tmpl
 		call.ContentCreating = rt.creates
+		call.GraphQL = rt.graphql
 	}
 
 	f.mu.Lock()
@@ -238,6 +240,11 @@ func (f *Fake) run(c *rc) {
 			who = "installation ID " + strconv.FormatInt(actionsInstallation(c.params["owner"]+"/"+c.params["repo"]), 10)
 		}
 		c.hdr.Set("X-RateLimit-Remaining", "0")
+		if c.rt != nil && c.rt.graphql {
+			// GraphQL's exhausted limit is an error with HTTP 200.
+			c.json(http.StatusOK, map[string]any{"errors": []gqlError{{Type: "RATE_LIMITED", Message: "API rate limit exceeded for " + who + "."}}})
+			return
+		}
 		c.errorBody(http.StatusForbidden, map[string]any{
 			"message":           "API rate limit exceeded for " + who + ".",
 			"documentation_url": "https://docs.github.com/rest/overview/rate-limits-for-the-rest-api#about-primary-rate-limits",
@@ -483,12 +490,19 @@ func (f *Fake) bucketFor(c *rc) *bucket {
 		key = "installation"
 	case strings.EqualFold(c.login, ActionsLogin):
 		// A GITHUB_TOKEN: every job of a repository shares its 1,000.
-		key, limit = actionsBucket(c.params["owner"]+"/"+c.params["repo"]), f.opts.ActionsRateLimit
+		repo := c.params["owner"] + "/" + c.params["repo"]
+		if c.tok != nil && c.tok.repo != nil && c.rt != nil && c.rt.graphql {
+			repo = c.tok.repo.owner + "/" + c.tok.repo.name // GraphQL's path names none
+		}
+		key, limit = actionsBucket(repo), f.opts.ActionsRateLimit
 	case c.login != "":
 		key = "user:" + strings.ToLower(c.login)
 	default:
 		host, _, _ := net.SplitHostPort(c.r.RemoteAddr)
 		key, limit = "anon:"+host, 60
+	}
+	if c.rt != nil && c.rt.graphql {
+		key = "graphql:" + key // GraphQL's points are counted apart (graphql.go)
 	}
 	return f.bucket(key, limit)
 }
@@ -510,7 +524,11 @@ func (f *Fake) rateHeaders(c *rc, b *bucket) {
 	c.hdr.Set("X-RateLimit-Remaining", strconv.Itoa(b.remaining()))
 	c.hdr.Set("X-RateLimit-Used", strconv.Itoa(b.used))
 	c.hdr.Set("X-RateLimit-Reset", strconv.FormatInt(b.reset.Unix(), 10))
-	c.hdr.Set("X-RateLimit-Resource", "core")
+	resource := "core"
+	if c.rt != nil && c.rt.graphql {
+		resource = "graphql"
+	}
+	c.hdr.Set("X-RateLimit-Resource", resource)
 	c.hdr.Set("X-GitHub-Api-Version", "2022-11-28")
 	c.hdr.Set("X-GitHub-Request-Id", fmt.Sprintf("FAKE:%08X", f.callN))
 }

@@ -60,6 +60,9 @@ func (f *Fake) registerRoutes() {
 	f.add("GET "+repo+"/pulls/{number}/reviews", f.listReviews, ro{perm: pullsRead})
 	f.add("POST "+repo+"/pulls/{number}/reviews", f.createReview, ro{creates: true, perm: pullsWrite})
 	f.add("GET "+repo+"/pulls/{number}/files", f.listPullFiles, ro{perm: pullsRead})
+	// GraphQL (graphql.go): the operation decides the permission.
+	f.add("POST /graphql", f.graphqlHandler, ro{graphql: true})
+	f.add("POST /api/graphql", f.graphqlHandler, ro{graphql: true})
 
 	// Git references.
 	f.add("GET "+repo+"/git/ref/{ref...}", f.getRef, ro{perm: contentsR})

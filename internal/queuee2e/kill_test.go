@@ -74,7 +74,7 @@ type replica struct {
 }
 
 type harness struct {
-	t      *testing.T
+	t      testing.TB
 	env    []string
 	secret []byte
 	dir    string
@@ -86,7 +86,7 @@ func newHarness(t *testing.T, dbURL string) *harness {
 }
 
 // newHarnessWith runs replicas against fake on the queue at dbURL.
-func newHarnessWith(t *testing.T, fake *ghfake.Fake, dbURL string) *harness {
+func newHarnessWith(t testing.TB, fake *ghfake.Fake, dbURL string) *harness {
 	secret := make([]byte, 32)
 	for i := range secret {
 		secret[i] = byte(rand.IntN(256))
@@ -111,7 +111,7 @@ func newHarnessWith(t *testing.T, fake *ghfake.Fake, dbURL string) *harness {
 	return &harness{t: t, env: env, secret: []byte(hexSecret), dir: dir}
 }
 
-func freeAddr(t *testing.T) string {
+func freeAddr(t testing.TB) string {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	defer ln.Close()
@@ -161,7 +161,7 @@ func (r *replica) kill() {
 	<-r.done
 }
 
-func (r *replica) stop(t *testing.T) {
+func (r *replica) stop(t testing.TB) {
 	require.NoError(t, r.cmd.Process.Signal(syscall.SIGTERM))
 	select {
 	case <-r.done:

@@ -1,0 +1,4 @@
+package ghapi
+
+// GraphQLURLForTest exposes graphqlURL to the external tests.
+var GraphQLURLForTest = graphqlURL

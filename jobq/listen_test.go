@@ -1,0 +1,113 @@
+package jobq_test
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/bazinga-bot/bazinga/jobq"
+	"github.com/bazinga-bot/bazinga/jobq/jobqtest"
+)
+
+// TestNotifyWakesOtherReplica: on PostgreSQL a job queued by one replica
+// starts on another at once, by LISTEN/NOTIFY: the other's poll is an hour,
+// so only the notification can wake it. A batch of jobs on different keys
+// (one group commit, one notification) reaches several workers.
+func TestNotifyWakesOtherReplica(t *testing.T) {
+	url := jobqtest.PostgresURL(t)
+	ctx := context.Background()
+	a, b := open(t, url), open(t, url)
+	started := make(chan string, 16)
+	release := make(chan struct{})
+	r := jobq.NewRunner(b, func(_ context.Context, c *jobq.Claim) jobq.Result {
+		started <- c.ID
+		<-release
+		return jobq.Result{Disposition: jobq.Done, Outcome: "processed"}
+	}, jobq.RunnerOptions{Workers: 3, Poll: time.Hour})
+	defer func() {
+		close(release)
+		require.NoError(t, r.Stop(ctx))
+	}()
+	// The listener connects after NewRunner returns: its first wake finds
+	// what was queued before, so the test need not wait for it.
+	_, err := a.Enqueue(ctx, job("first", "o/r#1"))
+	require.NoError(t, err)
+	select {
+	case id := <-started:
+		assert.Equal(t, "first", id)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the job queued on the other replica did not start: no notification, and the poll is an hour")
+	}
+	var wg sync.WaitGroup
+	for i := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := a.Enqueue(ctx, job(fmt.Sprint("next-", i), fmt.Sprint("o/r#", 10+i)))
+			assert.NoError(t, err)
+		}()
+	}
+	wg.Wait()
+	var got []string
+	for len(got) < 2 {
+		select {
+		case id := <-started:
+			got = append(got, id)
+		case <-time.After(10 * time.Second):
+			t.Fatalf("started %v of next-0, next-1: a wake-up did not reach every idle worker", got)
+		}
+	}
+	sort.Strings(got)
+	assert.Equal(t, []string{"next-0", "next-1"}, got)
+}
+
+// BenchmarkPickup is the delay from a job's commit on one replica to its
+// start on another (PostgreSQL), polling only (every 250ms, the former
+// default) and with LISTEN/NOTIFY (polling every 2s as the fallback).
+//
+//	go test ./jobq/ -run '^$' -bench BenchmarkPickup -benchtime 200x -count 5
+func BenchmarkPickup(b *testing.B) {
+	for _, mode := range []struct {
+		name string
+		o    jobq.RunnerOptions
+	}{
+		{"poll-250ms", jobq.RunnerOptions{Workers: 4, Poll: 250 * time.Millisecond, PollOnly: true}},
+		{"notify", jobq.RunnerOptions{Workers: 4}},
+	} {
+		b.Run(mode.name, func(b *testing.B) {
+			url := jobqtest.PostgresURL(b)
+			ctx := context.Background()
+			a, err := jobq.Open(ctx, url)
+			require.NoError(b, err)
+			defer a.Close()
+			other, err := jobq.Open(ctx, url)
+			require.NoError(b, err)
+			defer other.Close()
+			started := make(chan time.Time, 1)
+			r := jobq.NewRunner(other, func(context.Context, *jobq.Claim) jobq.Result {
+				started <- time.Now()
+				return jobq.Result{Disposition: jobq.Done, Outcome: "processed"}
+			}, mode.o)
+			defer r.Stop(ctx)
+			time.Sleep(200 * time.Millisecond) // the listener connected
+			lat := make([]time.Duration, 0, b.N)
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				_, err := a.Enqueue(ctx, job(fmt.Sprint("p-", i), fmt.Sprint("o/r#", i)))
+				require.NoError(b, err)
+				t0 := time.Now()
+				lat = append(lat, (<-started).Sub(t0))
+			}
+			b.StopTimer()
+			sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+			b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "pickup-p50-µs")
+			b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "pickup-p99-µs")
+		})
+	}
+}
