@@ -23,6 +23,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bazinga-bot/bazinga/action"
+	"github.com/bazinga-bot/bazinga/action/stepjob"
 	"github.com/bazinga-bot/bazinga/bot"
 	"github.com/bazinga-bot/bazinga/codec"
 	"github.com/bazinga-bot/bazinga/ghapi"
@@ -100,7 +101,7 @@ func (u *unit) Env(inputs map[string]string) map[string]string {
 	// trust its login and key.
 	env["INPUT_STATE-PUBLIC-KEY"] = codec.FormatPublicKey(E2ePublicKey)
 	env["INPUT_ORCHESTRATOR"] = u.F.BotLogin()
-	env[action.EnvStateKey] = E2eActionSecret
+	env[stepjob.EnvStateKey] = E2eActionSecret
 	for k, v := range inputs {
 		env["INPUT_"+strings.ToUpper(k)] = v
 	}
@@ -120,7 +121,7 @@ func (u *unit) action(env map[string]string) result {
 		Getenv: func(k string) string { return env[k] },
 		Stdout: &out,
 		Client: func(ctx context.Context, token, apiURL string) (*github.Client, error) {
-			return action.NewClient(token, apiURL, ghapi.TransportOptions{MaxRetries: -1, MaxRateLimitRetries: -1})
+			return stepjob.NewClient(token, apiURL, ghapi.TransportOptions{MaxRetries: -1, MaxRateLimitRetries: -1})
 		},
 	})
 	r := result{code: code, stdout: out.String()}
@@ -175,7 +176,7 @@ func (u *unit) writeToken(run ghfake.Run) string {
 }
 
 func (u *unit) claimed(step string) bool {
-	_, ok := u.Repo.Ref(action.ClaimRef(step))
+	_, ok := u.Repo.Ref(stepjob.ClaimRef(step))
 	return ok
 }
 
@@ -238,7 +239,7 @@ func TestDuplicateClaimExitsQuietly(t *testing.T) {
 	tok := u.writeToken(u.Run)
 	base, _ := u.Repo.Ref("refs/heads/main")
 	_, _, err := u.F.Client(tok).Git.CreateRef(context.Background(), E2eOwner, E2eName,
-		&github.Reference{Ref: github.String(action.ClaimRef("1/_/pm/1")), Object: &github.GitObject{SHA: github.String(base)}})
+		&github.Reference{Ref: github.String(stepjob.ClaimRef("1/_/pm/1")), Object: &github.GitObject{SHA: github.String(base)}})
 	require.NoError(t, err, "another job claims the step first")
 	r := u.action(u.Env(map[string]string{"command": "agent", "step": "1/_/pm/1", "github-token": u.readToken(), "agent-command": u.AgentCmd(t)}))
 	require.Equal(t, 0, r.code, r.stdout)
@@ -260,7 +261,7 @@ func TestDuplicateClaimAtPublishExitsQuietly(t *testing.T) {
 	require.Equal(t, 0, r.code, r.stdout)
 	base, _ := u.Repo.Ref("refs/heads/main")
 	_, _, err := u.F.Client(tok).Git.CreateRef(context.Background(), E2eOwner, E2eName,
-		&github.Reference{Ref: github.String(action.ClaimRef("1/_/pm/1")), Object: &github.GitObject{SHA: github.String(base)}})
+		&github.Reference{Ref: github.String(stepjob.ClaimRef("1/_/pm/1")), Object: &github.GitObject{SHA: github.String(base)}})
 	require.NoError(t, err)
 	r = u.action(u.Env(map[string]string{"command": "publish", "step": "1/_/pm/1", "github-token": tok}))
 	require.Equal(t, 0, r.code, r.stdout)
@@ -387,13 +388,13 @@ func TestStateKeysAreRequired(t *testing.T) {
 	assert.Equal(t, 1, r.code)
 	assert.Contains(t, r.stdout, "input `state-public-key` is empty")
 	env = u.Env(map[string]string{"command": "reconcile", "github-token": u.F.RunToken(u.Run)})
-	delete(env, action.EnvStateKey)
+	delete(env, stepjob.EnvStateKey)
 	r = u.action(env)
 	assert.Equal(t, 1, r.code)
 	assert.Contains(t, r.stdout, "the secret BAZINGA_STATE_KEY is not set")
 	// Issue 21: a guessable state key is refused, with how to make a good one.
 	env = u.Env(map[string]string{"command": "reconcile", "github-token": u.F.RunToken(u.Run)})
-	env[action.EnvStateKey] = "hunter2"
+	env[stepjob.EnvStateKey] = "hunter2"
 	r = u.action(env)
 	assert.Equal(t, 1, r.code)
 	assert.Contains(t, r.stdout, "the secret BAZINGA_STATE_KEY is weak")
@@ -425,7 +426,7 @@ func TestMissingPermissionIsNamed(t *testing.T) {
 	assert.Contains(t, r.stdout, "the token lacks issues: read or pull_requests: read; add `permissions: issues: read` to the job")
 	assert.False(t, u.claimed("1/_/pm/1"))
 
-	msg, ok := action.MissingPermission(errors.New("plain"))
+	msg, ok := stepjob.MissingPermission(errors.New("plain"))
 	assert.False(t, ok)
 	assert.Empty(t, msg)
 }

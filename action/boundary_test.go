@@ -18,7 +18,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/bazinga-bot/bazinga/action"
+	"github.com/bazinga-bot/bazinga/action/stepjob"
 	"github.com/bazinga-bot/bazinga/codec"
 	"github.com/bazinga-bot/bazinga/ghapi"
 	"github.com/bazinga-bot/bazinga/gitops"
@@ -84,7 +84,7 @@ func prNumbers(r *ghfake.Repo) []int {
 type manifest map[string]any
 
 func readManifest(t *testing.T, dir string) manifest {
-	b, err := os.ReadFile(filepath.Join(dir, action.HandOverManifest))
+	b, err := os.ReadFile(filepath.Join(dir, stepjob.HandOverManifest))
 	require.NoError(t, err)
 	var m manifest
 	require.NoError(t, json.Unmarshal(b, &m))
@@ -94,7 +94,7 @@ func readManifest(t *testing.T, dir string) manifest {
 func (m manifest) write(t *testing.T, dir string) {
 	b, err := json.Marshal(m)
 	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(filepath.Join(dir, action.HandOverManifest), b, 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, stepjob.HandOverManifest), b, 0o644))
 }
 
 func (m manifest) commit() map[string]any { return m["commit"].(map[string]any) }
@@ -159,12 +159,12 @@ func TestPublishRefusesTamperedHandOvers(t *testing.T) {
 		{"an oversized file", func(t *testing.T, dir string, m manifest) {
 			m.addFile(t, dir, "big.bin", []byte("x"))
 			last := m.files()[len(m.files())-1].(map[string]any)
-			last["size"] = action.MaxHandOverFileSize + 1
-			require.NoError(t, os.Truncate(filepath.Join(dir, "files", last["data"].(string)), action.MaxHandOverFileSize+1))
+			last["size"] = stepjob.MaxHandOverFileSize + 1
+			require.NoError(t, os.Truncate(filepath.Join(dir, "files", last["data"].(string)), stepjob.MaxHandOverFileSize+1))
 		}, `"big.bin" is 10485761 bytes, over the limit of 10485760`},
 		{"too many files", func(t *testing.T, dir string, m manifest) {
 			files := m.files()
-			for i := 0; i <= action.MaxHandOverFiles; i++ {
+			for i := 0; i <= stepjob.MaxHandOverFiles; i++ {
 				files = append(files, map[string]any{"path": fmt.Sprintf("gone/%d", i), "mode": "delete", "size": 0})
 			}
 			m.commit()["files"] = files
@@ -495,7 +495,7 @@ exec "$@"
 			st := s.Step(id)
 			require.NotNil(t, st)
 			assert.NotEqual(t, "done", st.State.String(), "a refused merge is not done: it was retried")
-			_, claimed := w.Repo.Ref(action.ClaimRef(id))
+			_, claimed := w.Repo.Ref(stepjob.ClaimRef(id))
 			assert.False(t, claimed, "a refused merge is not claimed")
 		}
 		got, err := w.Repo.ReadFile("main", "human.txt")

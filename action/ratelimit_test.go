@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bazinga-bot/bazinga/action"
+	"github.com/bazinga-bot/bazinga/action/stepjob"
 	"github.com/bazinga-bot/bazinga/codec"
 	"github.com/bazinga-bot/bazinga/ghapi"
 	"github.com/bazinga-bot/bazinga/internal/ghfake"
@@ -72,7 +73,7 @@ func TestActionOnlyReconcileWaitsForTheRateLimit(t *testing.T) {
 		code := action.Run(context.Background(), action.Deps{
 			Getenv: func(k string) string { return env[k] }, Stdout: &out, Now: clock.Now,
 			Client: func(ctx context.Context, token, apiURL string) (*github.Client, error) {
-				return action.NewClient(token, apiURL, ghapi.TransportOptions{MaxRetries: -1, Now: clock.Now,
+				return stepjob.NewClient(token, apiURL, ghapi.TransportOptions{MaxRetries: -1, Now: clock.Now,
 					Sleep: func(ctx context.Context, d time.Duration) error { clock.Advance(d); return ctx.Err() }})
 			},
 		})

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/bazinga-bot/bazinga/action/stepjob"
 	"github.com/bazinga-bot/bazinga/bot"
 	"github.com/bazinga-bot/bazinga/codec"
 	"github.com/bazinga-bot/bazinga/ghapi"
@@ -28,56 +29,49 @@ type eventInfo struct {
 	} `json:"inputs"`
 }
 
-// botLogin is who the orchestrator acts as: the App whose token the
-// exchange gave, else github-actions[bot] (the workflow's token). A token
-// given as github-token is taken to be the workflow's: the orchestrator's
-// identity must not change between runs (it authors the state).
-func (j *job) botLogin() string {
-	if j.in.exchangeLogin != "" {
-		return j.in.exchangeLogin
-	}
-	return ActionsLogin
-}
+// reconciler is one run of reconcile.
+type reconciler struct{ *stepjob.Job }
 
 // reconcile is the Action-only orchestrator: the triggering event goes
 // through the bot's own code, acting as github-actions[bot] or, with an
 // App's token, as the App.
-func (j *job) reconcile(ctx context.Context) int {
-	in := j.in
-	if in.eventName == "" {
-		j.gha.Errorf("bazinga reconcile: GITHUB_EVENT_NAME is not set: reconcile handles the event that started the workflow")
-		j.out.set("", StatusFailed, []string{"no event"})
+func (j *reconciler) reconcile(ctx context.Context) int {
+	eventName, eventPath := j.Event()
+	signingKey, previousKeys := j.StateKeys()
+	if eventName == "" {
+		j.Actions().Errorf("bazinga reconcile: GITHUB_EVENT_NAME is not set: reconcile handles the event that started the workflow")
+		j.SetOutputs("", stepjob.StatusFailed, []string{"no event"})
 		return 1
 	}
 	var payload []byte
-	if in.eventName != "schedule" {
-		if in.eventPath == "" {
-			j.gha.Errorf("bazinga reconcile: GITHUB_EVENT_PATH is not set for the %s event", in.eventName)
+	if eventName != "schedule" {
+		if eventPath == "" {
+			j.Actions().Errorf("bazinga reconcile: GITHUB_EVENT_PATH is not set for the %s event", eventName)
 			return 1
 		}
-		b, err := os.ReadFile(in.eventPath)
+		b, err := os.ReadFile(eventPath)
 		if err != nil {
-			return j.fail("reading the event", err)
+			return j.Fail("reading the event", err)
 		}
 		payload = b
 	}
-	j.gha.Infof("bazinga: the session state is signed; step jobs verify it with state-public-key %s",
-		codec.FormatPublicKey(in.signingKey.Public().(ed25519.PublicKey)))
-	gh := j.gh
+	j.Actions().Infof("bazinga: the session state is signed; step jobs verify it with state-public-key %s",
+		codec.FormatPublicKey(signingKey.Public().(ed25519.PublicKey)))
+	gh := ghapi.New(j.Client())
 	b, err := bot.New(bot.Options{
 		Client:       func(context.Context, int64) (bot.GitHub, error) { return gh, nil },
-		Login:        j.botLogin(),
-		Now:          j.d.Now,
-		SigningKey:   in.signingKey,
-		PreviousKeys: in.previousKeys,
-		Logger:       j.log,
-		ConfigPath:   in.config,
+		Login:        j.Login(),
+		Now:          j.Now,
+		SigningKey:   signingKey,
+		PreviousKeys: previousKeys,
+		Logger:       j.Log(),
+		ConfigPath:   j.ConfigPath(),
 		Repos: func(context.Context) ([]ghapi.InstalledRepo, error) {
-			return []ghapi.InstalledRepo{{Repo: in.repo}}, nil
+			return []ghapi.InstalledRepo{{Repo: j.Repo()}}, nil
 		},
 	})
 	if err != nil {
-		return j.fail("starting the orchestrator", err)
+		return j.Fail("starting the orchestrator", err)
 	}
 
 	if payload == nil {
@@ -85,9 +79,9 @@ func (j *job) reconcile(ctx context.Context) int {
 	}
 	var ev eventInfo
 	if err := json.Unmarshal(payload, &ev); err != nil {
-		return j.fail("reading the event", err)
+		return j.Fail("reading the event", err)
 	}
-	if in.eventName == "workflow_dispatch" {
+	if eventName == "workflow_dispatch" {
 		// Dispatched by a step's job with its issue (events a GITHUB_TOKEN
 		// makes start no workflow, a dispatch does); by hand without one,
 		// a sweep.
@@ -96,26 +90,26 @@ func (j *job) reconcile(ctx context.Context) int {
 		}
 		n, err := strconv.Atoi(strings.TrimPrefix(strings.TrimSpace(ev.Inputs.Issue), "#"))
 		if err != nil || n < 1 {
-			j.gha.Errorf("bazinga reconcile: the workflow_dispatch input issue is %q, not an issue number", ev.Inputs.Issue)
-			j.out.set("", StatusFailed, []string{"bad issue input"})
+			j.Actions().Errorf("bazinga reconcile: the workflow_dispatch input issue is %q, not an issue number", ev.Inputs.Issue)
+			j.SetOutputs("", stepjob.StatusFailed, []string{"bad issue input"})
 			return 1
 		}
-		j.gha.Group(fmt.Sprintf("bazinga: session #%d", n))
-		err = b.ReconcileIssue(ctx, 0, in.repo, n)
-		j.gha.EndGroup()
+		j.Actions().Group(fmt.Sprintf("bazinga: session #%d", n))
+		err = b.ReconcileIssue(ctx, 0, j.Repo(), n)
+		j.Actions().EndGroup()
 		if code, ok := j.rateLimited(err); ok {
 			return code
 		}
 		if err != nil {
-			j.out.set("", StatusFailed, []string{err.Error()})
-			return j.fail(fmt.Sprintf("reconciling session #%d", n), err)
+			j.SetOutputs("", stepjob.StatusFailed, []string{err.Error()})
+			return j.Fail(fmt.Sprintf("reconciling session #%d", n), err)
 		}
-		j.out.set("", StatusHandled, nil)
+		j.SetOutputs("", stepjob.StatusHandled, nil)
 		return 0
 	}
-	d := bot.Delivery{ID: "run-" + j.d.Getenv("GITHUB_RUN_ID") + "-" + j.d.Getenv("GITHUB_RUN_ATTEMPT"), Event: in.eventName,
-		Action: ev.Action, Installation: ev.Installation.ID, Repo: in.repo.String(), Payload: payload, Received: j.d.Now()}
-	j.log = j.log.With("event", in.eventName, "action", ev.Action)
+	d := bot.Delivery{ID: "run-" + j.Getenv("GITHUB_RUN_ID") + "-" + j.Getenv("GITHUB_RUN_ATTEMPT"), Event: eventName,
+		Action: ev.Action, Installation: ev.Installation.ID, Repo: j.Repo().String(), Payload: payload, Received: j.Now()}
+	j.LogWith("event", eventName, "action", ev.Action)
 
 	var errs []error
 	// Whatever woke this run, the session first catches up on everything
@@ -127,21 +121,21 @@ func (j *job) reconcile(ctx context.Context) int {
 	// Results go first: a failure that follows a result is then no longer
 	// in flight.
 	if issue := sessionIssue(b.Key(d)); issue > 0 {
-		j.gha.Group(fmt.Sprintf("bazinga: catch up session #%d", issue))
-		err := b.ReconcileIssue(ctx, 0, in.repo, issue)
-		j.gha.EndGroup()
+		j.Actions().Group(fmt.Sprintf("bazinga: catch up session #%d", issue))
+		err := b.ReconcileIssue(ctx, 0, j.Repo(), issue)
+		j.Actions().EndGroup()
 		if err != nil {
 			errs = append(errs, err)
 		}
 	}
-	j.gha.Group("bazinga: " + in.eventName + " " + ev.Action)
+	j.Actions().Group("bazinga: " + eventName + " " + ev.Action)
 	err = b.Process(ctx, d)
-	j.gha.EndGroup()
-	status := StatusHandled
+	j.Actions().EndGroup()
+	status := stepjob.StatusHandled
 	switch {
 	case errors.Is(err, bot.ErrIgnored):
-		j.gha.Infof("nothing to do: %v", err)
-		status = StatusIgnored
+		j.Actions().Infof("nothing to do: %v", err)
+		status = stepjob.StatusIgnored
 	case err != nil:
 		errs = append(errs, err)
 	}
@@ -149,29 +143,29 @@ func (j *job) reconcile(ctx context.Context) int {
 		return code
 	}
 	if len(errs) > 0 {
-		j.out.set("", StatusFailed, []string{errors.Join(errs...).Error()})
-		return j.fail("reconciling "+in.eventName, errors.Join(errs...))
+		j.SetOutputs("", stepjob.StatusFailed, []string{errors.Join(errs...).Error()})
+		return j.Fail("reconciling "+eventName, errors.Join(errs...))
 	}
-	j.out.set("", status, nil)
+	j.SetOutputs("", status, nil)
 	return 0
 }
 
 // sweep is the schedule: every active session gets the results no event
 // delivered applied, then a tick (timeouts, lost steps, clarifications,
 // the outbox).
-func (j *job) sweep(ctx context.Context, b *bot.Bot) int {
-	j.gha.Group("bazinga: sweep " + j.in.repo.String())
-	defer j.gha.EndGroup()
+func (j *reconciler) sweep(ctx context.Context, b *bot.Bot) int {
+	j.Actions().Group("bazinga: sweep " + j.Repo().String())
+	defer j.Actions().EndGroup()
 	err := b.Sweep(ctx)
 	if code, ok := j.rateLimited(err); ok {
 		return code
 	}
 	if err != nil {
-		j.out.set("", StatusFailed, []string{err.Error()})
-		return j.fail("sweeping", err)
+		j.SetOutputs("", stepjob.StatusFailed, []string{err.Error()})
+		return j.Fail("sweeping", err)
 	}
-	j.gha.Infof("swept the active sessions of %s", j.in.repo)
-	j.out.set("", StatusHandled, nil)
+	j.Actions().Infof("swept the active sessions of %s", j.Repo())
+	j.SetOutputs("", stepjob.StatusHandled, nil)
 	return 0
 }
 
@@ -194,14 +188,14 @@ func sessionIssue(key string) int {
 // and the first reconcile after the reset resumes it), so the job ends
 // well with a warning naming the limit and its reset, instead of a red run
 // that invites a re-run burning what the limit has left.
-func (j *job) rateLimited(err error) (int, bool) {
+func (j *reconciler) rateLimited(err error) (int, bool) {
 	rl, ok := ghapi.AsRateLimited(err)
 	if !ok {
 		return 0, false
 	}
 	msg := rl.Error() + "; the session waits and the first reconcile after the reset resumes it"
-	j.gha.WithFieldsMap(map[string]string{"title": "bazinga: rate limited"}).Warningf("%s", msg)
-	j.log.Warn("rate limited", "err", err, "reset", rl.Reset)
-	j.out.set("", StatusRateLimited, []string{msg})
+	j.Actions().WithFieldsMap(map[string]string{"title": "bazinga: rate limited"}).Warningf("%s", msg)
+	j.Log().Warn("rate limited", "err", err, "reset", rl.Reset)
+	j.SetOutputs("", stepjob.StatusRateLimited, []string{msg})
 	return 0, true
 }

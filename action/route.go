@@ -3,8 +3,7 @@ package action
 import (
 	"os"
 
-	"github.com/sethvargo/go-githubactions"
-
+	"github.com/bazinga-bot/bazinga/action/stepjob"
 	"github.com/bazinga-bot/bazinga/bot"
 )
 
@@ -14,15 +13,17 @@ import (
 // needed (session empty: a comment with no command, an edit of an issue
 // without a session, a CI run on another branch). It needs no token and
 // calls nothing.
-func route(gha *githubactions.Action, out *outputs, in inputs) int {
+func route(j *stepjob.Job) int {
+	gha := j.Actions()
+	eventName, eventPath := j.Event()
 	session, why := "sweep", ""
-	if in.eventName != "schedule" && in.eventPath != "" {
-		raw, err := os.ReadFile(in.eventPath)
+	if eventName != "schedule" && eventPath != "" {
+		raw, err := os.ReadFile(eventPath)
 		if err != nil {
 			gha.Errorf("bazinga route: reading the event: %v", err)
 			return 1
 		}
-		r, err := bot.RouteEvent(in.eventName, raw)
+		r, err := bot.RouteEvent(eventName, raw)
 		if err != nil {
 			gha.Errorf("bazinga route: %v", err)
 			return 1
@@ -34,6 +35,6 @@ func route(gha *githubactions.Action, out *outputs, in inputs) int {
 	} else {
 		gha.Infof("bazinga: session %s", session)
 	}
-	out.write("session", session)
+	j.WriteOutput("session", session)
 	return 0
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"path"
 	"strconv"
 	"strings"
@@ -209,25 +210,70 @@ func replyNumber(ref sessionRef, in input) int {
 	return ref.issue
 }
 
-// drive is the loop of one session's reconcile: load the state, turn the
-// input into engine events, Reconcile, converge the views, write the state
-// with its outbox in one tracking-comment write, then carry the outbox out.
+// drive is one session's reconcile, in the phases of a turn: admit the
+// input (load the session, turn the input into engine events), decide
+// (Reconcile on the whole state), settle (the outbox and the gateway
+// brought up to date with the decision), narrate (what GitHub will show:
+// replies, effects, views), commit (the state with its outbox in one
+// tracking-comment write, then the outbox carried out).
 func (b *Bot) drive(ctx context.Context, gh GitHub, ref sessionRef, in input) error {
 	unlock := b.lock(ref.key())
 	defer unlock()
+	t, err := b.admit(ctx, gh, ref, in)
+	if t == nil {
+		return err
+	}
+	b.decide(ctx, t)
+	b.settle(ctx, t)
+	b.narrate(ctx, t)
+	return b.commit(ctx, t)
+}
+
+// turn is one reconcile of one session as it goes through drive's phases.
+type turn struct {
+	gh      GitHub
+	ref     sessionRef
+	in      input
+	log     *slog.Logger
+	session string // the session's id (the issue number)
+
+	// admit's: the session as loaded and the state the turn works on.
+	ld loaded
+	st codec.State
+	// events go to the engine; record is what the event log keeps of them
+	// for a rebuild; lines are the reply's lines.
+	events, record []pipeline.Event
+	lines          []string
+
+	// decide's.
+	x          *executor
+	now        time.Time
+	prev, next pipeline.Session
+	actions    []pipeline.Action
+}
+
+// admit loads the session and turns the input into the engine's events:
+// the delivery's own, those GitHub shows and no delivery brought (branches
+// deleted or renamed, approvals missed, pushes behind reviews), accepted
+// results and failure reports. It reads GitHub. It writes only what needs
+// no state: the answer to a command where there is no session, a bad
+// configuration's report, the stop of a transferred issue, and the branch
+// restores a retry asks for (safe to repeat). It returns no turn when the
+// input ends here: handled, or ignored (an error wrapping ErrIgnored).
+func (b *Bot) admit(ctx context.Context, gh GitHub, ref sessionRef, in input) (*turn, error) {
 	log := b.log.With("delivery", in.delivery, "repo", ref.repo.String(), "issue", ref.issue)
 	session := strconv.Itoa(ref.issue)
 
 	if in.transferred != nil {
-		return b.stopTransferred(ctx, gh, ref, *in.transferred, in.transferredBy)
+		return nil, b.stopTransferred(ctx, gh, ref, *in.transferred, in.transferredBy)
 	}
 	ld, err := b.load(ctx, gh, ref, in.commentID)
 	var gone *issueTransferredError
 	if errors.As(err, &gone) {
-		return b.stopTransferred(ctx, gh, ref, gone.to, "")
+		return nil, b.stopTransferred(ctx, gh, ref, gone.to, "")
 	}
 	if err != nil {
-		return fmt.Errorf("load session %s: %w", ref.key(), err)
+		return nil, fmt.Errorf("load session %s: %w", ref.key(), err)
 	}
 	moved := ""
 	if ld.found && ref.repo.ID != 0 && ld.st.Repo != "" && !strings.EqualFold(ld.st.Repo, ref.repo.String()) {
@@ -236,7 +282,7 @@ func (b *Bot) drive(ctx context.Context, gh GitHub, ref sessionRef, in input) er
 		// it. GitHub says which name is current; calls use it.
 		cur, err := gh.RepoByID(ctx, ref.repo.ID)
 		if err != nil {
-			return fmt.Errorf("%s: the repository's current name: %w", ref.key(), err)
+			return nil, fmt.Errorf("%s: the repository's current name: %w", ref.key(), err)
 		}
 		ref.repo = cur
 		b.remember(ref.inst, cur)
@@ -246,16 +292,16 @@ func (b *Bot) drive(ctx context.Context, gh GitHub, ref sessionRef, in input) er
 		moved = line
 	}
 	if in, err = b.applied(ctx, gh, ref, ld, in); err != nil {
-		return fmt.Errorf("%s: %w", ref.key(), err)
+		return nil, fmt.Errorf("%s: %w", ref.key(), err)
 	}
 	wait := ld.st.Waiting
 	resumed, err := b.checkWait(&ld.st, ref)
 	if err != nil {
-		return fmt.Errorf("%s: %w", ref.key(), err)
+		return nil, fmt.Errorf("%s: %w", ref.key(), err)
 	}
 	st := ld.st
 	if st.Commands.Seen(in.cmdComment) {
-		return fmt.Errorf("%s: %w: comment %d's commands were already applied", ref.key(), ErrIgnored, in.cmdComment)
+		return nil, fmt.Errorf("%s: %w: comment %d's commands were already applied", ref.key(), ErrIgnored, in.cmdComment)
 	}
 	events := append([]pipeline.Event(nil), in.events...)
 	record := append([]pipeline.Event(nil), in.record...)
@@ -279,23 +325,23 @@ func (b *Bot) drive(ctx context.Context, gh GitHub, ref sessionRef, in input) er
 			err := b.replyOnce(ctx, gh, ref.repo, replyNumber(ref, in), in.delivery,
 				"There is no bazinga session here. Label the issue `"+b.o.StartLabel+"` to start one.")
 			if err != nil {
-				return err
+				return nil, err
 			}
 		}
-		return fmt.Errorf("%s: %w: no session", ref.key(), ErrIgnored)
+		return nil, fmt.Errorf("%s: %w: no session", ref.key(), ErrIgnored)
 	case !ld.found:
 		cfg, err := b.readConfig(ctx, gh, ref.repo, in.start.base)
 		var ce *configError
 		if errors.As(err, &ce) {
 			cerr := b.replyOnce(ctx, gh, ref.repo, ref.issue, in.delivery, renderConfigError(b.o.ConfigPath, ce.err))
 			if cerr != nil {
-				return cerr
+				return nil, cerr
 			}
 			log.Info("session not started: bad configuration", "err", ce.err)
-			return nil
+			return nil, nil
 		}
 		if err != nil {
-			return err
+			return nil, err
 		}
 		st = codec.State{V: codec.StateVersion, Repo: ref.repo.String(), RepoID: ref.repo.ID, Issue: ref.issue, Config: cfg, RepoURL: in.start.repoURL}
 		// The requirements as they were when the label was added: the first
@@ -309,18 +355,18 @@ func (b *Bot) drive(ctx context.Context, gh GitHub, ref sessionRef, in input) er
 		case pipeline.SessionPaused, pipeline.SessionStopped, pipeline.SessionFailed:
 			record = append(record, events...)
 		default:
-			return fmt.Errorf("%s: %w: the session is already %s", ref.key(), ErrIgnored, st.Session.Status)
+			return nil, fmt.Errorf("%s: %w: the session is already %s", ref.key(), ErrIgnored, st.Session.Status)
 		}
 	}
 	if in.edited != "" {
 		text := b.editedReply(ld, in.edited)
 		if text == "" {
-			return fmt.Errorf("%s: %w: issue edit already acknowledged, or no session at work", ref.key(), ErrIgnored)
+			return nil, fmt.Errorf("%s: %w: issue edit already acknowledged, or no session at work", ref.key(), ErrIgnored)
 		}
 		lines = append(lines, text)
 	}
 	if err := b.bound(st, in); err != nil {
-		return fmt.Errorf("%s: %w", ref.key(), err)
+		return nil, fmt.Errorf("%s: %w", ref.key(), err)
 	}
 	bindCheckpoint(st.Session, in, b.o.Now(), events, record)
 	// A merge bazinga made itself (the merge step's job, or the bot) is
@@ -333,7 +379,7 @@ func (b *Bot) drive(ctx context.Context, gh GitHub, ref sessionRef, in input) er
 		kept = append(kept, ev)
 	}
 	if len(kept) == 0 && len(events) > 0 && in.start == nil {
-		return fmt.Errorf("%s: %w: bazinga's own merge", ref.key(), ErrIgnored)
+		return nil, fmt.Errorf("%s: %w: bazinga's own merge", ref.key(), ErrIgnored)
 	}
 	if in.delivery == "sweep" {
 		// A catch-up: approvals whose reconcile never ran (issue 22).
@@ -343,7 +389,7 @@ func (b *Bot) drive(ctx context.Context, gh GitHub, ref sessionRef, in input) er
 	events = branchesGone(ctx, gh, ref, st.Session, events, log)
 	events = baseRenames(ctx, gh, ref, st.Session, events, log)
 	if events, err = baseGone(ctx, gh, ref, st, events, log); err != nil {
-		return fmt.Errorf("%s: %w", ref.key(), err)
+		return nil, fmt.Errorf("%s: %w", ref.key(), err)
 	}
 	for _, ev := range events {
 		if ev.Kind == pipeline.EventBaseRenamed {
@@ -362,7 +408,7 @@ func (b *Bot) drive(ctx context.Context, gh GitHub, ref sessionRef, in input) er
 			}
 			ev, ok, err := b.checkResult(ctx, gh, ref, &ld, one)
 			if err != nil {
-				return err
+				return nil, err
 			}
 			if ok {
 				st = ld.st
@@ -371,53 +417,80 @@ func (b *Bot) drive(ctx context.Context, gh GitHub, ref sessionRef, in input) er
 			}
 		}
 		if accepted == 0 {
-			return fmt.Errorf("%s: %w: result for step %s not accepted", ref.key(), ErrIgnored, in.result.rec.Step)
+			return nil, fmt.Errorf("%s: %w: result for step %s not accepted", ref.key(), ErrIgnored, in.result.rec.Step)
 		}
 	}
 	if in.fail != nil {
 		if in.failAuthor != "" && !b.trustedResultAuthor(in.failAuthor, st.Config) {
-			return fmt.Errorf("%s: %w: a failure report by %s, who is not trusted", ref.key(), ErrIgnored, in.failAuthor)
+			return nil, fmt.Errorf("%s: %w: a failure report by %s, who is not trusted", ref.key(), ErrIgnored, in.failAuthor)
 		}
 		if _, ok := matchInFlight(st.Session, in.fail.Step, false); !ok && !lateUsage(st.Session, in.fail.Step, in.fail.Usage) {
-			return fmt.Errorf("%s: %w: step %s is not in flight", ref.key(), ErrIgnored, in.fail.Step)
+			return nil, fmt.Errorf("%s: %w: step %s is not in flight", ref.key(), ErrIgnored, in.fail.Step)
 		}
 		events = append(events, *in.fail)
 		record = append(record, *in.fail)
 	}
 
-	b.stepsEnded(ctx, ref, session, events, nil, nil) // before the ledger is read for their usage
+	// The steps whose result or failure is admitted have ended: their
+	// gateway tokens go, and the gateway's figure replaces the usage their
+	// jobs reported (before the ledger is read for it). A resume may have
+	// raised the cost limits in the file.
+	b.stepsEnded(ctx, ref, session, events, nil, nil)
 	b.metered(ctx, ref, session, events)
 	b.refreshCostLimits(ctx, gh, ref, &st, events, log)
-	now := b.o.Now().UTC()
-	x := &executor{b: b, gh: gh, ref: ref, st: &st, in: in, now: now, log: log, comments: map[int][]ghapi.Comment{}}
-	if ld.found {
-		x.comments[ref.issue] = ld.comments
-	}
-	prev := st.Session
-	next, actions := pipeline.Reconcile(prev, events, now, st.Config)
-	// A merge about to be sent, or a wait on required checks, needs the
-	// group PR head's checks: read them and reconcile again with them (the
-	// engine is pure; the first pass is only a preview).
-	if evs := x.checkEvents(ctx, next, actions); len(evs) > 0 {
-		events = append(events, evs...)
-		next, actions = pipeline.Reconcile(prev, events, now, st.Config)
-		// A rebuild replays them: a failure sent the group back.
-		record = append(record, evs...)
-		lines = append(lines, checksLines(prev, next, evs)...)
-	}
-	if err := pipeline.CheckLiveness(next, st.Config); err != nil {
-		log.Error("liveness invariant violated", "err", err, "rev", next.Rev)
-	}
-	st.Session = next
-	b.stepsEnded(ctx, ref, session, nil, &prev, &next)
-	// What earlier reconciles left in the outbox and GitHub shows done (or
-	// that no longer matters, like the dispatch of a step whose result just
-	// came) goes.
-	x.confirm(ctx)
-	if ld.rebuilt {
-		x.redispatch(ctx, prev)
-	}
+	return &turn{gh: gh, ref: ref, in: in, log: log, session: session,
+		ld: ld, st: st, events: events, record: record, lines: lines}, nil
+}
 
+// decide runs the engine on the whole state: pipeline.Reconcile of the
+// session and the admitted events. A merge about to be sent, or a wait on
+// required checks, needs the group PR head's checks: decide reads them and
+// reconciles again with them (the engine is pure; the first pass is only a
+// preview). Those reads are its only calls to GitHub; it writes nothing.
+func (b *Bot) decide(ctx context.Context, t *turn) {
+	t.now = b.o.Now().UTC()
+	t.x = &executor{b: b, gh: t.gh, ref: t.ref, st: &t.st, in: t.in, now: t.now, log: t.log, comments: map[int][]ghapi.Comment{}}
+	if t.ld.found {
+		t.x.comments[t.ref.issue] = t.ld.comments
+	}
+	t.prev = t.st.Session
+	t.next, t.actions = pipeline.Reconcile(t.prev, t.events, t.now, t.st.Config)
+	if evs := t.x.checkEvents(ctx, t.next, t.actions); len(evs) > 0 {
+		t.events = append(t.events, evs...)
+		t.next, t.actions = pipeline.Reconcile(t.prev, t.events, t.now, t.st.Config)
+		// A rebuild replays them: a failure sent the group back.
+		t.record = append(t.record, evs...)
+		t.lines = append(t.lines, checksLines(t.prev, t.next, evs)...)
+	}
+	if err := pipeline.CheckLiveness(t.next, t.st.Config); err != nil {
+		t.log.Error("liveness invariant violated", "err", err, "rev", t.next.Rev)
+	}
+	t.st.Session = t.next
+}
+
+// settle brings what earlier turns left behind up to date with the
+// decision, before narrate adds to it: the gateway tokens of the steps the
+// decision ended go (Options.StepEnded), and the outbox drops what GitHub
+// shows done or what no longer matters (like the dispatch of a step whose
+// result just came); a rebuilt session's steps in flight that no run works
+// on are enqueued again. It reads GitHub and writes nothing to it.
+func (b *Bot) settle(ctx context.Context, t *turn) {
+	b.stepsEnded(ctx, t.ref, t.session, nil, &t.prev, &t.next)
+	t.x.confirm(ctx)
+	if t.ld.rebuilt {
+		t.x.redispatch(ctx, t.prev)
+	}
+}
+
+// narrate turns the decision into what GitHub will show: the reply's
+// lines (failures, timeouts, notices, pauses, the status), the record a
+// rebuild replays, and the effects in the outbox (the reply, dispatches,
+// cancels, the issue's label and state, reviews of findings). It changes
+// the session only in its views. It writes to GitHub only the group PRs
+// the dispatched jobs need (opened, or their texts edited), ahead of the
+// state; everything else waits in the outbox for commit.
+func (b *Bot) narrate(ctx context.Context, t *turn) {
+	prev, next, x := t.prev, t.next, t.x
 	// What happened that only the bot knows: failures and timeouts.
 	timedOut := false
 	for _, s := range next.Steps {
@@ -425,83 +498,90 @@ func (b *Bot) drive(ctx context.Context, gh GitHub, ref sessionRef, in input) er
 		if old == nil || old.State != pipeline.StepInFlight || s.State != pipeline.StepFailed {
 			continue
 		}
-		lines = append(lines, fmt.Sprintf("⚠️ Step `%s` ended without a result (%s) → %s", s.ID, codec.OneLine(s.Note), s.Routed))
-		if in.fail == nil || in.fail.Step != s.ID {
+		t.lines = append(t.lines, fmt.Sprintf("⚠️ Step `%s` ended without a result (%s) → %s", s.ID, codec.OneLine(s.Note), s.Routed))
+		if t.in.fail == nil || t.in.fail.Step != s.ID {
 			timedOut = true
 		}
 	}
-	if prev.Clarification != nil && next.Clarification == nil && !hasCommand(events, pipeline.CommandAnswer) {
+	if prev.Clarification != nil && next.Clarification == nil && !hasCommand(t.events, pipeline.CommandAnswer) {
 		timedOut = true
 	}
 	if timedOut {
-		record = append(record, pipeline.Tick(session))
+		t.record = append(t.record, pipeline.Tick(t.session))
 	}
-	for _, a := range actions {
+	for _, a := range t.actions {
 		switch a.Kind {
 		case pipeline.ActionNotify:
-			lines = append(lines, renderNotice(a.Notice, a.Text))
+			t.lines = append(t.lines, renderNotice(a.Notice, a.Text))
 		case pipeline.ActionPause:
-			lines = append(lines, "⏸️ **Paused** | "+codec.OneLine(a.Text)+" → `/bazinga resume` to continue")
+			t.lines = append(t.lines, "⏸️ **Paused** | "+codec.OneLine(a.Text)+" → `/bazinga resume` to continue")
 		case pipeline.ActionComplete:
 			if a.Status != pipeline.SessionDone {
-				lines = append(lines, fmt.Sprintf("%s **Session %s** | %s → `/bazinga resume` to continue", statusIcons[a.Status], a.Status, codec.OneLine(a.Text)))
+				t.lines = append(t.lines, fmt.Sprintf("%s **Session %s** | %s → `/bazinga resume` to continue", statusIcons[a.Status], a.Status, codec.OneLine(a.Text)))
 			}
 		case pipeline.ActionDispatch:
 			x.enqueue(codec.PendingEffect{ID: a.ID, Kind: codec.EffectDispatch, Step: a.Step, Group: a.Group})
 		case pipeline.ActionCancel:
 			x.enqueue(codec.PendingEffect{ID: a.ID, Kind: codec.EffectCancel, Step: a.Step, Group: a.Group})
 		case pipeline.ActionReport:
-			log.Debug("engine report", "text", a.Text)
+			t.log.Debug("engine report", "text", a.Text)
 		}
 	}
-	if in.status {
-		lines = append(lines, renderTracking(&st, st.RepoURL, 10, ""))
+	if t.in.status {
+		t.lines = append(t.lines, renderTracking(&t.st, t.st.RepoURL, 10, ""))
 	}
-	if len(lines) == 0 && next.Rev == prev.Rev && in.start == nil {
+	if len(t.lines) == 0 && next.Rev == prev.Rev && t.in.start == nil {
 		// Events that changed nothing need no record for a rebuild either:
 		// a repeated pause costs no comment.
-		record = nil
+		t.record = nil
 	}
-	if len(lines) > 0 || len(record) > 0 {
+	if len(t.lines) > 0 || len(t.record) > 0 {
 		var er *codec.EventRecord
-		if len(record) > 0 {
-			er = &codec.EventRecord{At: now, Events: record}
+		if len(t.record) > 0 {
+			er = &codec.EventRecord{At: t.now, Events: t.record}
 		}
-		if len(lines) == 0 {
-			lines = append(lines, "ℹ️ Session updated.")
+		if len(t.lines) == 0 {
+			t.lines = append(t.lines, "ℹ️ Session updated.")
 		}
-		x.enqueue(codec.PendingEffect{ID: fmt.Sprintf("comment/%s/%d/%s", session, next.Rev, in.delivery),
-			Kind: codec.EffectComment, Number: replyNumber(ref, in), Text: renderBotComment(lines, er)})
+		x.enqueue(codec.PendingEffect{ID: fmt.Sprintf("comment/%s/%d/%s", t.session, next.Rev, t.in.delivery),
+			Kind: codec.EffectComment, Number: replyNumber(t.ref, t.in), Text: renderBotComment(t.lines, er)})
 	}
 
 	// The views first (the dispatched jobs need their group branch), then
 	// the issue's label and state behind the outbox's comments.
-	if hasCommand(events, pipeline.CommandResume) {
+	if hasCommand(t.events, pipeline.CommandResume) {
 		// A resume tries again what was found pointless or refused (a
 		// branch without commits; a PR GitHub refused because the
 		// repository does not let Actions open PRs): the human may have
 		// fixed it, and a merge about to be dispatched needs the PR.
-		for i := range st.PRs {
-			st.PRs[i].Tried = false
+		for i := range t.st.PRs {
+			t.st.PRs[i].Tried = false
 		}
 	}
 	x.groupViews(ctx)
 	x.issueViews()
 	// Findings as PR reviews (issue 26), once the group PRs exist.
-	for _, e := range reviewsToPost(prev, next, &st) {
+	for _, e := range reviewsToPost(prev, next, &t.st) {
 		x.enqueue(e)
 	}
+}
 
-	markCommands(&st, ld.comments, in)
-	// The state with its outbox, in one write; only then the outbox.
-	body, err := fitTracking(st, st.RepoURL, b.o.SigningKey)
+// commit writes the state with its outbox in one write of the tracking
+// comment, and only then carries the outbox out: an effect is never done
+// before the state that owes it is on GitHub. A state too large for a
+// comment pauses the session instead (issue 27). What the write or the
+// effects leave undone is returned; the next event or sweep retries it.
+func (b *Bot) commit(ctx context.Context, t *turn) error {
+	x, next, log := t.x, t.next, t.log
+	markCommands(&t.st, t.ld.comments, t.in)
+	body, err := fitTracking(t.st, t.st.RepoURL, b.o.SigningKey)
 	if tooLarge := (*errStateTooLarge)(nil); errors.As(err, &tooLarge) {
-		return b.pauseTooLarge(ctx, gh, ref, ld, in, tooLarge, now, log) // issue 27
+		return b.pauseTooLarge(ctx, t.gh, t.ref, t.ld, t.in, tooLarge, t.now, log) // issue 27
 	}
 	if err != nil {
 		return errors.Join(append(x.errs, err)...)
 	}
-	commentID, err := x.write(ctx, ld, body)
+	commentID, err := x.write(ctx, t.ld, body)
 	if err != nil {
 		x.errs = append(x.errs, err)
 		err := errors.Join(x.errs...)
@@ -515,7 +595,7 @@ func (b *Bot) drive(ctx context.Context, gh GitHub, ref sessionRef, in input) er
 		log.Warn("reconcile left effects undone; the next event or sweep carries them out", "err", err, "rev", next.Rev)
 		return err
 	}
-	log.Debug("reconciled", "rev", next.Rev, "status", next.Status.String(), "actions", len(actions))
+	log.Debug("reconciled", "rev", next.Rev, "status", next.Status.String(), "actions", len(t.actions))
 	return nil
 }
 

@@ -180,10 +180,6 @@ func (x *executor) isDone(ctx context.Context, p codec.PendingEffect) (bool, err
 	return true, nil // a kind this bazinga does not know: drop it
 }
 
-// ClaimRefPrefix is where a step job claims its step before it publishes
-// ("refs/" + ClaimRefPrefix + step id); one definition for both sides.
-const ClaimRefPrefix = "bazinga/claims/"
-
 // redispatch sends again the steps a rebuild found in flight that no run
 // is working on: the replay starts steps but the dispatches of the
 // reconciles it replays are not in the log, and a job that ran while the
@@ -217,7 +213,7 @@ func (x *executor) redispatch(ctx context.Context, prev pipeline.Session) {
 		// A claimed step was published by a job (its result or failure is
 		// posted, or was deleted since): sent again, its job would only
 		// find the claim. Its result comes, or its timeout decides.
-		if _, err := x.gh.GetRef(ctx, x.ref.repo, ClaimRefPrefix+id); err == nil {
+		if _, err := x.gh.GetRef(ctx, x.ref.repo, codec.ClaimRefPrefix+id); err == nil {
 			continue
 		}
 		ref, _ := codec.ParseStepID(id)

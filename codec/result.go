@@ -52,6 +52,11 @@ const (
 	CommentBudget = 65000
 )
 
+// ClaimRefPrefix is where a step's privileged job claims the step before
+// it publishes ("refs/" + ClaimRefPrefix + step id): the job creates the
+// ref, and the orchestrator reads it to know a step was published.
+const ClaimRefPrefix = "bazinga/claims/"
+
 // StepRef is a step id split into its parts: <session>/<group>/<role>/<n>.
 type StepRef struct {
 	Session string

@@ -31,6 +31,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/bazinga-bot/bazinga/action"
+	"github.com/bazinga-bot/bazinga/action/stepjob"
 	"github.com/bazinga-bot/bazinga/bot"
 	"github.com/bazinga-bot/bazinga/codec"
 	"github.com/bazinga-bot/bazinga/ghapi"
@@ -295,7 +296,7 @@ func (w *World) PlayJob(ctx context.Context, j ghfake.JobRun) {
 		vars[k] = v
 	}
 	if w.PublicKey != nil {
-		vars[action.EnvStatePublicKey] = codec.FormatPublicKey(w.PublicKey)
+		vars[stepjob.EnvStatePublicKey] = codec.FormatPublicKey(w.PublicKey)
 	}
 	w.Mu.Unlock()
 	steps := map[string]any{}
@@ -460,11 +461,11 @@ func (w *World) PlayBazinga(ctx context.Context, j ghfake.JobRun, with map[strin
 		inputs[k] = v
 	}
 	rec.Command = inputs["command"]
-	if rec.Command == action.CommandAgent {
+	if rec.Command == stepjob.CommandAgent {
 		// The agent CLI of the job's runner: the scripted team.
 		inputs["agent-command"] = w.AgentCmd
 	}
-	if rec.Command != action.CommandReconcile && w.Orchestrator != "" && !strings.EqualFold(w.Orchestrator, ghfake.ActionsLogin) {
+	if rec.Command != stepjob.CommandReconcile && w.Orchestrator != "" && !strings.EqualFold(w.Orchestrator, ghfake.ActionsLogin) {
 		// App mode: "also set `orchestrator: <your-app-slug>[bot]` on every step".
 		inputs["orchestrator"] = w.Orchestrator
 	}

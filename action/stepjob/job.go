@@ -1,5 +1,10 @@
-// Package action is `bazinga action`, the entry point of the GitHub Action
-// (action.yml). It runs inside an Actions job and does one of:
+// Package stepjob runs the step jobs of `bazinga action` and the job
+// runtime every command of it shares. It never imports package bot: a step
+// job reaches GitHub only through the small interface in github.go, and the
+// orchestrator's commands, which are the bot's code, come in from package
+// action through Orchestrator (TestStepJobsDoNotImportBot holds this).
+//
+// The step jobs:
 //
 //   - agent, gate, validate: the unprivileged half of one dispatched step,
 //     in a job whose token can only read. The job reads the session from the
@@ -18,15 +23,13 @@
 //     tested head), and posts the result comment on the group PR (on the
 //     issue for session-level steps). A step that ended without a result
 //     fails the job; the bot sees the run complete with failure and retries.
-//   - reconcile: the Action-only orchestrator. It handles the event at
-//     GITHUB_EVENT_PATH with the bot's own code (bot.New, Process, Sweep),
-//     acting as github-actions[bot].
 //
-// Inputs, outputs, masking, annotations, log groups and the job summary go
-// through github.com/sethvargo/go-githubactions. Everything the package
-// touches outside itself comes in through Deps, so tests drive it with a
-// fake environment and the fake GitHub.
-package action
+// The runtime: the inputs (every command's), the token exchange, outputs,
+// masking, annotations, log groups and the job summary, through
+// github.com/sethvargo/go-githubactions. Everything the package touches
+// outside itself comes in through Deps, so tests drive it with a fake
+// environment and the fake GitHub.
+package stepjob
 
 import (
 	"cmp"
@@ -46,7 +49,6 @@ import (
 	"github.com/google/go-github/v66/github"
 	"github.com/sethvargo/go-githubactions"
 
-	"github.com/bazinga-bot/bazinga/bot"
 	"github.com/bazinga-bot/bazinga/codec"
 	"github.com/bazinga-bot/bazinga/ghapi"
 	"github.com/bazinga-bot/bazinga/internal/secretstrength"
@@ -174,22 +176,6 @@ func NewClient(token, apiURL string, opts ghapi.TransportOptions) (*github.Clien
 		opts.Identity = "the workflow token"
 	}
 	return ghapi.NewTokenClient(token, apiURL, opts)
-}
-
-// Main is `bazinga action` for the binary: the process environment, the
-// default client, logs on stdout.
-func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	for _, a := range args {
-		switch a {
-		case "-h", "--help", "help":
-			fmt.Fprint(stdout, Usage)
-			return 0
-		default:
-			fmt.Fprintf(stderr, "bazinga action: unexpected argument %q (inputs come from INPUT_* variables)\n\n%s", a, Usage)
-			return 2
-		}
-	}
-	return Run(ctx, Deps{Stdout: stdout})
 }
 
 // inputs are the action's inputs and the job's context.
@@ -373,9 +359,19 @@ func readInputs(gha *githubactions.Action, getenv func(string) string) (inputs, 
 	return in, nil
 }
 
-// Run is `bazinga action`: it reads the inputs, runs the command and
-// returns the exit code.
-func Run(ctx context.Context, d Deps) (code int) {
+// Orchestrator runs the orchestrator's commands, route and reconcile.
+// Package action gives it: they are the bot's code, which the step jobs do
+// not import.
+type Orchestrator interface {
+	// Route names the session of the job's event; it has no token.
+	Route(j *Job) int
+	// Reconcile handles the job's event with the bot.
+	Reconcile(ctx context.Context, j *Job) int
+}
+
+// Run is `bazinga action`: it reads the inputs, runs the command (the
+// orchestrator's through o) and returns the exit code.
+func Run(ctx context.Context, d Deps, o Orchestrator) (code int) {
 	d = d.withDefaults()
 	gha := githubactions.New(githubactions.WithGetenv(d.Getenv), githubactions.WithWriter(d.Stdout))
 	out := &outputs{gha: gha, getenv: d.Getenv, log: d.Logger}
@@ -392,7 +388,7 @@ func Run(ctx context.Context, d Deps) (code int) {
 		return 1
 	}
 	if in.command == CommandRoute {
-		return route(gha, out, in)
+		return o.Route(&Job{j: &job{d: d, gha: gha, out: out, in: in, log: d.Logger.With("command", in.command)}})
 	}
 	if !privileged(in.command) && d.Getenv(EnvIDTokenRequestToken) != "" && in.gatewayURL == "" {
 		// The agent can mint this job's OIDC token; a token exchange that
@@ -419,7 +415,7 @@ func Run(ctx context.Context, d Deps) (code int) {
 	j := &job{d: d, gha: gha, out: out, in: in, client: client, gh: ghapi.New(client), log: d.Logger.With("command", in.command)}
 	switch in.command {
 	case CommandReconcile:
-		return j.reconcile(ctx)
+		return o.Reconcile(ctx, &Job{j: j})
 	case CommandPublish, CommandLand:
 		return j.reportedFailure(ctx, j.publish(ctx))
 	}
@@ -454,7 +450,7 @@ type job struct {
 	out    *outputs
 	in     inputs
 	client *github.Client
-	gh     bot.GitHub
+	gh     gitHub
 	log    *slog.Logger
 	// lastFail is the last failure the job reported (fail).
 	lastFail string

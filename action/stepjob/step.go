@@ -1,4 +1,4 @@
-package action
+package stepjob
 
 import (
 	"bytes"
@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/bazinga-bot/bazinga/agent"
-	"github.com/bazinga-bot/bazinga/bot"
 	"github.com/bazinga-bot/bazinga/codec"
 	"github.com/bazinga-bot/bazinga/config"
 	"github.com/bazinga-bot/bazinga/ghapi"
@@ -42,7 +41,7 @@ func privilegedOf(ref codec.StepRef) string {
 }
 
 // ClaimRef is the ref a job creates to claim a step.
-func ClaimRef(step string) string { return "refs/" + bot.ClaimRefPrefix + step }
+func ClaimRef(step string) string { return "refs/" + codec.ClaimRefPrefix + step }
 
 // stepIssue is the issue number of the step's session.
 func (j *job) stepIssue() (codec.StepRef, int, bool) {
