@@ -514,6 +514,16 @@ func (r *Repo) runJSON(ru *run) *github.WorkflowRun {
 	if ru.Conclusion != "" {
 		out.Conclusion = github.String(ru.Conclusion)
 	}
+	// head_commit: the run's commit as GitHub's simple-commit (required).
+	if m := r.commitMetaOf(ru.HeadSHA); m.tree != "" {
+		hc := &github.HeadCommit{ID: github.String(ru.HeadSHA), TreeID: github.String(m.tree), Message: github.String(m.message),
+			Author:    &github.CommitAuthor{Name: github.String(m.authorName), Email: github.String(m.authorEmail)},
+			Committer: &github.CommitAuthor{Name: github.String(m.committerName), Email: github.String(m.committerEm)}}
+		if t, err := time.Parse(time.RFC3339, m.committed); err == nil {
+			hc.Timestamp = &github.Timestamp{Time: t}
+		}
+		out.HeadCommit = hc
+	}
 	return out
 }
 

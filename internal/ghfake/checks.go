@@ -422,7 +422,16 @@ func (f *Fake) botApp(login string) *github.App {
 	if slug != f.opts.AppSlug {
 		id = 15368 // GitHub Actions' app id on github.com
 	}
-	return &github.App{ID: github.Int64(id), Slug: github.String(slug), Name: github.String(slug), NodeID: nodeID("A", id)}
+	if id == f.opts.AppID {
+		return f.appJSON()
+	}
+	// GitHub Actions' own app, as check runs on github.com show it.
+	created := &github.Timestamp{Time: time.Date(2018, 7, 30, 9, 30, 17, 0, time.UTC)}
+	return &github.App{ID: github.Int64(id), Slug: github.String(slug), Name: github.String("GitHub Actions"), NodeID: nodeID("A", id),
+		Owner: f.userJSON("github"), Description: github.String("Automate your workflow from idea to production"),
+		ExternalURL: github.String("https://help.github.com/en/actions"), HTMLURL: github.String(f.html("/apps/" + slug)),
+		CreatedAt: created, UpdatedAt: created, Permissions: allPermissions(),
+		Events: []string{"check_run", "check_suite", "pull_request", "push", "workflow_dispatch", "workflow_run"}}
 }
 
 func (r *Repo) checkRunJSON(cr *checkRun) *github.CheckRun {
@@ -699,7 +708,8 @@ func (f *Fake) listCheckRunsForRef(c *rc) {
 	for _, cr := range list[start:end] {
 		out = append(out, c.repo.checkRunJSON(cr))
 	}
-	c.json(http.StatusOK, &github.ListCheckRunsResults{Total: github.Int(len(list)), CheckRuns: out})
+	// check_runs is required, empty or not (go-github's type omits an empty list).
+	c.json(http.StatusOK, map[string]any{"total_count": len(list), "check_runs": out})
 }
 
 type statusRequest struct {

@@ -242,9 +242,16 @@ func (f *Fake) getPermission(c *rc) {
 }
 
 func (f *Fake) appJSON() *github.App {
+	owner := "github"
+	if len(f.repos) > 0 {
+		owner = f.repos[0].owner
+	}
+	created := &github.Timestamp{Time: time.Date(2024, 1, 2, 3, 4, 5, 0, time.UTC)}
 	return &github.App{
 		ID: github.Int64(f.opts.AppID), Slug: github.String(f.opts.AppSlug), Name: github.String(f.opts.AppSlug),
 		NodeID: nodeID("A", f.opts.AppID), HTMLURL: github.String(f.html("/apps/" + f.opts.AppSlug)),
+		Owner: f.userJSON(owner), Description: github.String(""), ExternalURL: github.String(f.html("/apps/" + f.opts.AppSlug)),
+		CreatedAt: created, UpdatedAt: created, Permissions: allPermissions(),
 		Events: []string{"issues", "issue_comment", "pull_request", "pull_request_review", "push", "workflow_job", "workflow_run", "check_run", "check_suite", "status"},
 	}
 }
@@ -260,6 +267,10 @@ func (f *Fake) fullInstallationJSON() *github.Installation {
 	in.AccessTokensURL = github.String(f.api("/app/installations/" + strconv.FormatInt(f.opts.InstallationID, 10) + "/access_tokens"))
 	in.Events = f.appJSON().Events
 	in.Permissions = allPermissions()
+	in.HTMLURL = github.String(f.html("/organizations/settings/installations/" + strconv.FormatInt(f.opts.InstallationID, 10)))
+	in.RepositoriesURL = github.String(f.api("/installation/repositories"))
+	created := &github.Timestamp{Time: time.Date(2024, 1, 2, 3, 4, 5, 0, time.UTC)}
+	in.CreatedAt, in.UpdatedAt = created, created
 	owner := ""
 	if len(f.repos) > 0 {
 		owner = f.repos[0].owner
@@ -333,4 +344,65 @@ func (f *Fake) createInstallationToken(c *rc) {
 	}
 	c.json(http.StatusCreated, &github.InstallationToken{Token: github.String(tok.value), ExpiresAt: ts(tok.expires), Permissions: perms,
 		Repositories: f.tokenRepos(tok)})
+}
+
+// commitMeta is what GitHub's commit objects show of a commit: its tree,
+// parents, author, committer and message.
+type commitMeta struct {
+	tree, message              string
+	parents                    []string
+	authorName, authorEmail    string
+	committerName, committerEm string
+	authored, committed        string // RFC 3339
+}
+
+// commitMetaOf reads a commit once (commits never change); the zero value
+// when git cannot read it. Caller holds f.mu.
+func (r *Repo) commitMetaOf(sha string) commitMeta {
+	if m, ok := r.commitMetas[sha]; ok {
+		return m
+	}
+	out, err := r.git("show", "-s", "--format=%T%x00%P%x00%an%x00%ae%x00%aI%x00%cn%x00%ce%x00%cI%x00%B", sha)
+	if err != nil {
+		return commitMeta{}
+	}
+	p := strings.SplitN(out, "\x00", 9)
+	if len(p) < 9 {
+		return commitMeta{}
+	}
+	m := commitMeta{tree: p[0], parents: strings.Fields(p[1]), authorName: p[2], authorEmail: p[3], authored: p[4],
+		committerName: p[5], committerEm: p[6], committed: p[7], message: strings.TrimRight(p[8], "\n")}
+	if r.commitMetas == nil {
+		r.commitMetas = map[string]commitMeta{}
+	}
+	r.commitMetas[sha] = m
+	return m
+}
+
+// commitObject renders a commit as GitHub's "commit" schema (Get a branch's
+// commit). author and committer are the GitHub accounts of the commit's
+// emails: null here, as GitHub answers for an email no account has.
+func (r *Repo) commitObject(sha string) map[string]any {
+	f, m := r.f, r.commitMetaOf(sha)
+	parents := []any{}
+	for _, p := range m.parents {
+		parents = append(parents, map[string]any{"sha": p, "url": f.api("/repos/" + r.FullName() + "/commits/" + p),
+			"html_url": f.html("/" + r.FullName() + "/commit/" + p)})
+	}
+	return map[string]any{
+		"sha": sha, "node_id": "C_" + sha,
+		"url":          f.api("/repos/" + r.FullName() + "/commits/" + sha),
+		"html_url":     f.html("/" + r.FullName() + "/commit/" + sha),
+		"comments_url": f.api("/repos/" + r.FullName() + "/commits/" + sha + "/comments"),
+		"commit": map[string]any{
+			"author":        map[string]any{"name": m.authorName, "email": m.authorEmail, "date": m.authored},
+			"committer":     map[string]any{"name": m.committerName, "email": m.committerEm, "date": m.committed},
+			"message":       m.message,
+			"tree":          map[string]any{"sha": m.tree, "url": f.api("/repos/" + r.FullName() + "/git/trees/" + m.tree)},
+			"url":           f.api("/repos/" + r.FullName() + "/git/commits/" + sha),
+			"comment_count": 0,
+		},
+		"author": nil, "committer": nil,
+		"parents": parents,
+	}
 }

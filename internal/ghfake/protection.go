@@ -687,12 +687,8 @@ func (f *Fake) getBranch(c *rc) {
 	}
 	base := "/repos/" + r.FullName() + "/branches/" + name
 	c.json(http.StatusOK, map[string]any{
-		"name": name,
-		"commit": map[string]any{
-			"sha": sha, "node_id": "C_" + sha,
-			"url":      f.api("/repos/" + r.FullName() + "/commits/" + sha),
-			"html_url": f.html("/" + r.FullName() + "/commit/" + sha),
-		},
+		"name":           name,
+		"commit":         r.commitObject(sha),
 		"_links":         map[string]any{"self": f.api(base), "html": f.html("/" + r.FullName() + "/tree/" + name)},
 		"protected":      r.protectedBranch(name),
 		"protection":     map[string]any{"enabled": p != nil, "required_status_checks": checks},

@@ -92,7 +92,9 @@ func (f *Fake) createPull(c *rc) {
 	f.emitPR(r, is, "opened", c.login, nil, nil, "", "")
 	f.runCI(r, headSHA, head, "pull_request", c.login)
 	c.hdr.Set("Location", f.api(fmt.Sprintf("/repos/%s/pulls/%d", r.FullName(), is.number)))
-	c.json(http.StatusCreated, r.prJSON(is, refs, false))
+	out := r.prJSON(is, refs, false)
+	r.fullPR(out, is, refs)
+	c.json(http.StatusCreated, out)
 }
 
 func (c *rc) pullParam() *issue {
@@ -116,6 +118,7 @@ func (f *Fake) getPull(c *rc) {
 	}
 	out := c.repo.prJSON(is, refs, false)
 	c.repo.fillMergeability(out, is, refs)
+	c.repo.fullPR(out, is, refs)
 	c.json(http.StatusOK, out)
 }
 
@@ -222,7 +225,9 @@ func (f *Fake) editPull(c *rc) {
 		f.setIssueState(c.repo, is, *req.State, "", c.login)
 	}
 	refs, _ := c.repo.heads()
-	c.json(http.StatusOK, c.repo.prJSON(is, refs, false))
+	out := c.repo.prJSON(is, refs, false)
+	c.repo.fullPR(out, is, refs)
+	c.json(http.StatusOK, out)
 }
 
 type mergeRequest struct {
@@ -900,4 +905,66 @@ func (f *Fake) updateBranch(c *rc) {
 		"message": "Updating pull request branch.",
 		"url":     f.html(fmt.Sprintf("/%s/pull/%d", r.FullName(), is.number)),
 	})
+}
+
+// diffStat is what a pull request's full answer counts between the merge
+// base and the head: GitHub's "Get a pull request" schema requires
+// commits, additions, deletions and changed_files (also in the answers of
+// create and update).
+type diffStat struct{ commits, additions, deletions, files int }
+
+// fullPR completes a single pull request's answer: the counts, and for an
+// answer that does not compute mergeability (create, update) GitHub's
+// "not yet known" (mergeable null, mergeable_state "unknown"). Counts are
+// cached per head and base, as they do not change while neither moves.
+// Caller holds f.mu.
+func (r *Repo) fullPR(out *github.PullRequest, is *issue, refs map[string]string) {
+	if out.MergeableState == nil {
+		out.MergeableState = github.String("unknown")
+	}
+	head, base := is.pr.headSHA, refs["refs/heads/"+is.pr.base]
+	var st diffStat
+	if head != "" && base != "" {
+		key := head + ".." + base
+		if cached, ok := r.diffStats[key]; ok {
+			st = cached
+		} else {
+			st = r.countDiff(base, head)
+			if r.diffStats == nil {
+				r.diffStats = map[string]diffStat{}
+			}
+			r.diffStats[key] = st
+		}
+	}
+	out.Commits, out.Additions, out.Deletions, out.ChangedFiles = github.Int(st.commits), github.Int(st.additions), github.Int(st.deletions), github.Int(st.files)
+}
+
+// countDiff counts the commits and lines from the merge base of base and
+// head to head; what git cannot answer counts as nothing.
+func (r *Repo) countDiff(base, head string) diffStat {
+	var st diffStat
+	mb, err := r.git("merge-base", base, head)
+	if err != nil {
+		return st
+	}
+	mb = strings.TrimSpace(mb)
+	if n, err := r.git("rev-list", "--count", mb+".."+head); err == nil {
+		st.commits, _ = strconv.Atoi(strings.TrimSpace(n))
+	}
+	num, err := r.git("diff", "--no-renames", "--numstat", mb, head)
+	if err != nil {
+		return st
+	}
+	for line := range strings.SplitSeq(strings.TrimSpace(num), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 3 {
+			continue
+		}
+		st.files++
+		a, _ := strconv.Atoi(f[0]) // "-" for a binary file: no lines
+		d, _ := strconv.Atoi(f[1])
+		st.additions += a
+		st.deletions += d
+	}
+	return st
 }

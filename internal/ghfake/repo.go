@@ -46,7 +46,9 @@ type Repo struct {
 	checkRuns    []*checkRun
 	suites       []*checkSuite
 	statuses     []*commitStatus
-	mergeability map[int]*mergeCache // by pull request number
+	mergeability map[int]*mergeCache   // by pull request number
+	diffStats    map[string]diffStat   // by "head..base" (pulls.go fullPR)
+	commitMetas  map[string]commitMeta // by sha (gitdata.go commitMetaOf)
 	ci           []CI
 	// renamedBranches maps a renamed branch's former name to its current
 	// one (branches.go); GET …/branches/{former} answers 301.

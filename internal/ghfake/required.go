@@ -10,6 +10,8 @@ import (
 // (omitempty): null for a repository's unset description, homepage,
 // language, license and mirror, wherever a repository appears (a pull
 // request's head and base too) and its forks count under the older name;
+// a check run's details_url, external_id and output texts; an
+// installation's single_file_name and suspension;
 // an empty labels list on a pull request or an issue; a workflow run's conclusion
 // (null until it completes) and its pull requests; a review's _links.
 // Checked by OpenAPI.Check against the description's schemas.
@@ -19,7 +21,8 @@ var repoNulls = []string{"description", "homepage", "language", "license", "mirr
 func withNestedRequired(b []byte) []byte {
 	if len(b) == 0 || (b[0] != '{' && b[0] != '[') ||
 		!bytes.Contains(b, []byte(`"clone_url"`)) && !bytes.Contains(b, []byte(`"head"`)) && !bytes.Contains(b, []byte(`"run_number"`)) &&
-			!bytes.Contains(b, []byte(`"labels_url"`)) && !bytes.Contains(b, []byte(`"pull_request_url"`)) {
+			!bytes.Contains(b, []byte(`"labels_url"`)) && !bytes.Contains(b, []byte(`"pull_request_url"`)) &&
+			!bytes.Contains(b, []byte(`"check_suite"`)) && !bytes.Contains(b, []byte(`"access_tokens_url"`)) {
 		return b
 	}
 	var v any
@@ -68,6 +71,17 @@ func fillRequired(v any) {
 				x["pull_requests"] = []any{}
 			}
 		}
+		_, headSHA := x["head_sha"]
+		_, suite := x["check_suite"]
+		if headSHA && suite { // a check run: nullable, but required
+			setNull(x, "details_url", "external_id")
+			if o, ok := x["output"].(map[string]any); ok {
+				setNull(o, "title", "summary", "text")
+			}
+		}
+		if _, ok := x["access_tokens_url"]; ok { // an installation
+			setNull(x, "single_file_name", "suspended_by", "suspended_at")
+		}
 		prURL, review := x["pull_request_url"].(string)
 		if _, ok := x["commit_id"]; review && ok {
 			if _, ok := x["_links"]; !ok { // a review's links
@@ -91,4 +105,13 @@ func (f *Fake) host() string {
 		return "localhost"
 	}
 	return u.Hostname()
+}
+
+// setNull sets each key that is absent to null.
+func setNull(x map[string]any, keys ...string) {
+	for _, k := range keys {
+		if _, ok := x[k]; !ok {
+			x[k] = nil
+		}
+	}
 }
