@@ -1,9 +1,8 @@
-package action_test
+package e2emerge_test
 
 import (
 	"context"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,16 +12,13 @@ import (
 
 	. "github.com/bazinga-bot/bazinga/internal/e2eworld"
 
-	"github.com/google/go-github/v66/github"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/bazinga-bot/bazinga/bot"
 	"github.com/bazinga-bot/bazinga/codec"
 	"github.com/bazinga-bot/bazinga/ghapi"
 	"github.com/bazinga-bot/bazinga/internal/ghfake"
 	"github.com/bazinga-bot/bazinga/pipeline"
-	"github.com/bazinga-bot/bazinga/server"
 )
 
 // Merging the way the repository allows (issue 11), end to end in the
@@ -272,30 +268,11 @@ func TestE2EPushRefusedByProtection(t *testing.T) {
 	assert.Equal(t, 1, lands, "one land job, no retries")
 }
 
-// playAppModeUntilPaused runs the App on w (as PlayAppModeWith does) until
+// playAppModeUntilPaused starts the App on w (World.StartApp) and runs it until
 // the session stops moving, and returns the issue's final bazinga label.
 func playAppModeUntilPaused(t *testing.T, w *World) string {
 	t.Helper()
-	f := w.F
-	require.NoError(t, f.AddAppToken(E2eBotTok, "../app.yml"))
-	tr := ghapi.NewTransport(http.DefaultTransport, ghapi.TransportOptions{APIPrefix: "/api/v3", Identity: "app"})
-	client, err := github.NewClient(&http.Client{Transport: tr}).WithAuthToken(E2eBotTok).WithEnterpriseURLs(f.APIURL(), f.URL()+"/api/uploads/")
-	require.NoError(t, err)
-	gh := ghapi.New(client)
-	b, err := bot.New(bot.Options{Client: func(context.Context, int64) (bot.GitHub, error) { return gh, nil },
-		Login: f.BotLogin(), SigningKey: E2eSigningKey})
-	require.NoError(t, err)
-	w.Orchestrator, w.PublicKey = f.BotLogin(), E2ePublicKey
-	srv, err := server.NewServer(server.Config{WebhookSecret: []byte(E2eSecret)}, b, nil)
-	require.NoError(t, err)
-	hs := httptest.NewServer(srv.Handler())
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(ctx)
-		hs.Close()
-	})
-	f.SetWebhook(hs.URL+"/webhook", E2eSecret)
+	b, _ := w.StartApp()
 	issue, err := w.Repo.CreateIssue("alice", "Write a.txt and b.txt", "Both must say ok.")
 	require.NoError(t, err)
 	require.NoError(t, w.Repo.LabelIssue("alice", issue, "bazinga"))
