@@ -242,13 +242,9 @@ func startTokenExchange(t *testing.T, f *ghfake.Fake, o *ghfake.OIDCIssuer) stri
 // holds it.
 func actionOnlyState(t *testing.T, w *World, issue int, trust codec.StateTrust) pipeline.Session {
 	t.Helper()
-	var comments []ghapi.Comment
-	for _, c := range w.Repo.Comments(issue) {
-		comments = append(comments, ghapi.Comment{ID: c.GetID(), Author: c.GetUser().GetLogin(), AuthorType: c.GetUser().GetType(), Body: c.GetBody()})
-	}
-	st, _, err := codec.FindState(comments, ghapi.RepoRef{Owner: E2eOwner, Name: E2eName}, issue, trust)
-	require.NoError(t, err)
-	return st.Session
+	s, ok := w.SessionTrusting(issue, trust)
+	require.True(t, ok, "the tracking comment holds a session")
+	return s
 }
 
 // assertPushers: every git push (receive-pack) was made by login.

@@ -14,7 +14,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bazinga-bot/bazinga/codec"
-	"github.com/bazinga-bot/bazinga/ghapi"
 	"github.com/bazinga-bot/bazinga/internal/ghfake"
 	"github.com/bazinga-bot/bazinga/pipeline"
 )
@@ -151,15 +150,7 @@ func approvedCount(m *sync.Map) int {
 
 // trackedState is the session of the tracking comment, if there is one.
 func trackedState(w *World, issue int, trust codec.StateTrust) (pipeline.Session, bool) {
-	var comments []ghapi.Comment
-	for _, c := range w.Repo.Comments(issue) {
-		comments = append(comments, ghapi.Comment{ID: c.GetID(), Author: c.GetUser().GetLogin(), AuthorType: c.GetUser().GetType(), Body: c.GetBody()})
-	}
-	st, _, err := codec.FindState(comments, ghapi.RepoRef{Owner: E2eOwner, Name: E2eName}, issue, trust)
-	if err != nil {
-		return pipeline.Session{}, false
-	}
-	return st.Session, true
+	return w.SessionTrusting(issue, trust)
 }
 
 func prOfBranch(w *World, branch string) int {

@@ -13,7 +13,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bazinga-bot/bazinga/codec"
-	"github.com/bazinga-bot/bazinga/ghapi"
 	"github.com/bazinga-bot/bazinga/internal/ghfake"
 	"github.com/bazinga-bot/bazinga/pipeline"
 )
@@ -165,16 +164,11 @@ func playReviewer(t *testing.T, w *World, issue int) (stop func() (human, old st
 				return
 			case <-time.After(30 * time.Millisecond):
 			}
-			var comments []ghapi.Comment
-			for _, c := range w.Repo.Comments(issue) {
-				comments = append(comments, ghapi.Comment{ID: c.GetID(), Author: c.GetUser().GetLogin(), AuthorType: c.GetUser().GetType(), Body: c.GetBody()})
-			}
-			st, _, err := codec.FindState(comments, ghapi.RepoRef{Owner: E2eOwner, Name: E2eName}, issue,
-				codec.StateTrust{PublicKey: E2ePublicKey, Authors: []string{w.F.BotLogin()}})
-			if err != nil {
+			session, ok := w.SessionTrusting(issue, codec.StateTrust{PublicKey: E2ePublicKey, Authors: []string{w.F.BotLogin()}})
+			if !ok {
 				continue
 			}
-			for _, g := range st.Session.Groups {
+			for _, g := range session.Groups {
 				if g.Wait != pipeline.WaitHumanReview || answered[g.Head] {
 					continue
 				}

@@ -922,12 +922,18 @@ func (w *World) LogActionsUse(s pipeline.Session) {
 
 // sessionNow reads the session from the issue's tracking comment.
 func (w *World) SessionNow(issue int) (pipeline.Session, bool) {
+	return w.SessionTrusting(issue, codec.StateTrust{PublicKey: w.PublicKey, Authors: []string{w.Orchestrator}})
+}
+
+// SessionTrusting is the session of the issue's tracking comment, read as
+// the product reads it with trust (for callers that know the orchestrator
+// before the world has set it).
+func (w *World) SessionTrusting(issue int, trust codec.StateTrust) (pipeline.Session, bool) {
 	var comments []ghapi.Comment
 	for _, c := range w.Repo.Comments(issue) {
 		comments = append(comments, ghapi.Comment{ID: c.GetID(), Author: c.GetUser().GetLogin(), AuthorType: c.GetUser().GetType(), Body: c.GetBody()})
 	}
-	st, _, err := codec.FindState(comments, ghapi.RepoRef{Owner: E2eOwner, Name: E2eName}, issue,
-		codec.StateTrust{PublicKey: w.PublicKey, Authors: []string{w.Orchestrator}})
+	st, _, err := codec.FindState(comments, ghapi.RepoRef{Owner: E2eOwner, Name: E2eName}, issue, trust)
 	return st.Session, err == nil
 }
 

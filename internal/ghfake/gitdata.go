@@ -267,7 +267,6 @@ func (f *Fake) fullInstallationJSON() *github.Installation {
 	in.AccessTokensURL = github.String(f.api("/app/installations/" + strconv.FormatInt(f.opts.InstallationID, 10) + "/access_tokens"))
 	in.Events = f.appJSON().Events
 	in.Permissions = allPermissions()
-	in.HTMLURL = github.String(f.html("/organizations/settings/installations/" + strconv.FormatInt(f.opts.InstallationID, 10)))
 	in.RepositoriesURL = github.String(f.api("/installation/repositories"))
 	created := &github.Timestamp{Time: time.Date(2024, 1, 2, 3, 4, 5, 0, time.UTC)}
 	in.CreatedAt, in.UpdatedAt = created, created
@@ -279,6 +278,8 @@ func (f *Fake) fullInstallationJSON() *github.Installation {
 		in.Account = f.userJSON(owner)
 		in.TargetID = in.Account.ID
 	}
+	// As GitHub links an organization's installation settings.
+	in.HTMLURL = github.String(f.html("/organizations/" + owner + "/settings/installations/" + strconv.FormatInt(f.opts.InstallationID, 10)))
 	return in
 }
 
