@@ -486,13 +486,23 @@ func assertTransferStopped(t *testing.T, w *World, to *ghfake.Repo, open []int, 
 		}
 		assert.Equal(t, 1, count, "PR #%d has the notice once", n)
 	}
-	var there []string
-	for _, c := range to.Comments(1) {
-		if strings.Contains(c.GetBody(), marker) {
-			there = append(there, c.GetBody())
+	noticesThere := func() []string {
+		var there []string
+		for _, c := range to.Comments(1) {
+			if strings.Contains(c.GetBody(), marker) {
+				there = append(there, c.GetBody())
+			}
 		}
+		return there
 	}
+	there := noticesThere()
 	if writesThere {
+		// The App posts on the new issue after the PRs' notices, in the
+		// same reconcile: wait for it rather than race it.
+		require.Eventually(t, func() bool { there = noticesThere(); return len(there) > 0 }, 30*time.Second, 50*time.Millisecond,
+			"the new issue names the open PRs")
+		w.Settle()
+		there = noticesThere()
 		require.Len(t, there, 1, "the new issue names the open PRs")
 		for _, n := range open {
 			assert.Contains(t, there[0], "acme/widgets#"+strconv.Itoa(n))
