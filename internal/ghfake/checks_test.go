@@ -53,6 +53,15 @@ func TestCheckRunsAPI(t *testing.T) {
 	got, _, err := e.gh.Checks.GetCheckRun(e.ctx, owner, repoName, cr.GetID())
 	require.NoError(t, err)
 	assert.Equal(t, "success", got.GetConclusion())
+	// A run still queued is listed with its conclusion and completion null,
+	// as GitHub's schema requires them (a fresh-clone CI run caught this).
+	_, _, err = e.gh.Checks.CreateCheckRun(e.ctx, owner, repoName, github.CreateCheckRunOptions{Name: "pending", HeadSHA: sha})
+	require.NoError(t, err)
+	_, _, err = e.gh.Checks.ListCheckRunsForRef(e.ctx, owner, repoName, sha, &github.ListCheckRunsOptions{Filter: github.String("all")})
+	require.NoError(t, err)
+	o, err := LoadOpenAPI("testdata/github-rest-trimmed.json")
+	require.NoError(t, err)
+	assert.Empty(t, o.CheckBodies(e.f.Calls()))
 
 	bad := []struct {
 		name   string

@@ -10,7 +10,8 @@ import (
 // (omitempty): null for a repository's unset description, homepage,
 // language, license and mirror, wherever a repository appears (a pull
 // request's head and base too) and its forks count under the older name;
-// a check run's details_url, external_id and output texts; an
+// a check run's details_url, external_id, output texts, and its conclusion
+// and completed_at until it completes; an
 // installation's single_file_name and suspension;
 // an empty labels list on a pull request or an issue; a workflow run's conclusion
 // (null until it completes) and its pull requests; a review's _links.
@@ -74,7 +75,11 @@ func fillRequired(v any) {
 		_, headSHA := x["head_sha"]
 		_, suite := x["check_suite"]
 		if headSHA && suite { // a check run: nullable, but required
-			setNull(x, "details_url", "external_id")
+			// conclusion and completed_at stay null until it completes.
+			setNull(x, "details_url", "external_id", "conclusion", "started_at", "completed_at", "html_url")
+			if _, ok := x["pull_requests"]; !ok {
+				x["pull_requests"] = []any{}
+			}
 			if o, ok := x["output"].(map[string]any); ok {
 				setNull(o, "title", "summary", "text")
 			}
