@@ -3,7 +3,6 @@ package action_test
 import (
 	"context"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -79,38 +78,6 @@ func prNumbers(r *ghfake.Repo) []int {
 	return out
 }
 
-// manifest reads and writes a hand-over's manifest as generic JSON, as an
-// attacker would edit it.
-type manifest map[string]any
-
-func readManifest(t *testing.T, dir string) manifest {
-	b, err := os.ReadFile(filepath.Join(dir, stepjob.HandOverManifest))
-	require.NoError(t, err)
-	var m manifest
-	require.NoError(t, json.Unmarshal(b, &m))
-	return m
-}
-
-func (m manifest) write(t *testing.T, dir string) {
-	b, err := json.Marshal(m)
-	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(filepath.Join(dir, stepjob.HandOverManifest), b, 0o644))
-}
-
-func (m manifest) commit() map[string]any { return m["commit"].(map[string]any) }
-
-func (m manifest) files() []any { return m.commit()["files"].([]any) }
-
-// addFile appends a changed file with its content, consistent in size and
-// hash, so that only the path (or the size) is what is wrong.
-func (m manifest) addFile(t *testing.T, dir, path string, data []byte) {
-	files := m.files()
-	i := len(files)
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "files", fmt.Sprint(i)), data, 0o644))
-	m.commit()["files"] = append(files, map[string]any{"path": path, "mode": "file", "data": fmt.Sprint(i),
-		"size": len(data), "blob": gitops.BlobHash(data).String()})
-}
-
 func copyTree(t *testing.T, from string) string {
 	to := filepath.Join(t.TempDir(), "handover")
 	require.NoError(t, CopyDir(from, to))
@@ -122,9 +89,9 @@ func TestPublishRefusesTamperedHandOvers(t *testing.T) {
 	run, env := groupStep(t, u, u.AgentCmd(t))
 	step := run.Inputs["step"]
 	original := env["RUNNER_TEMP"] + "/bazinga-handover"
-	m := readManifest(t, original)
+	m := ReadManifest(t, original)
 	require.Equal(t, "result", m["outcome"])
-	require.NotEmpty(t, m.files(), "the developer's change is handed over as files")
+	require.NotEmpty(t, m.Files(), "the developer's change is handed over as files")
 	headBefore, _, _ := u.published(step)
 	require.Empty(t, headBefore, "the group branch is created by its first step's push")
 	mainHead, ok := u.Repo.Ref("refs/heads/main")
@@ -132,80 +99,80 @@ func TestPublishRefusesTamperedHandOvers(t *testing.T) {
 
 	cases := []struct {
 		name   string
-		tamper func(t *testing.T, dir string, m manifest)
+		tamper func(t *testing.T, dir string, m Manifest)
 		want   string
 	}{
-		{"a workflow change", func(t *testing.T, dir string, m manifest) {
-			m.addFile(t, dir, ".github/workflows/x.yml", []byte("on: push\njobs: {}\n"))
+		{"a workflow change", func(t *testing.T, dir string, m Manifest) {
+			m.AddFile(t, dir, ".github/workflows/x.yml", []byte("on: push\njobs: {}\n"))
 		}, "changes under .github/workflows/ are not allowed: .github/workflows/x.yml"},
-		{"a workflow change in other case", func(t *testing.T, dir string, m manifest) {
-			m.addFile(t, dir, ".GitHub/Workflows/x.yml", []byte("on: push\n"))
+		{"a workflow change in other case", func(t *testing.T, dir string, m Manifest) {
+			m.AddFile(t, dir, ".GitHub/Workflows/x.yml", []byte("on: push\n"))
 		}, "changes under .github/workflows/ are not allowed"},
-		{"the configuration", func(t *testing.T, dir string, m manifest) {
-			m.addFile(t, dir, ".github/bazinga.yml", []byte("agent:\n  env: [INPUT_GITHUB_TOKEN]\n"))
+		{"the configuration", func(t *testing.T, dir string, m Manifest) {
+			m.AddFile(t, dir, ".github/bazinga.yml", []byte("agent:\n  env: [INPUT_GITHUB_TOKEN]\n"))
 		}, `".github/bazinga.yml" is bazinga's configuration, which only maintainers change`},
-		{"a path with ..", func(t *testing.T, dir string, m manifest) {
-			m.addFile(t, dir, "../escape.txt", []byte("x"))
+		{"a path with ..", func(t *testing.T, dir string, m Manifest) {
+			m.AddFile(t, dir, "../escape.txt", []byte("x"))
 		}, `"../escape.txt" has a . or .. segment`},
-		{"a path climbing out through ..", func(t *testing.T, dir string, m manifest) {
-			m.addFile(t, dir, "docs/../../escape.txt", []byte("x"))
+		{"a path climbing out through ..", func(t *testing.T, dir string, m Manifest) {
+			m.AddFile(t, dir, "docs/../../escape.txt", []byte("x"))
 		}, `has a . or .. segment`},
-		{"an absolute path", func(t *testing.T, dir string, m manifest) {
-			m.addFile(t, dir, "/etc/cron.d/x", []byte("x"))
+		{"an absolute path", func(t *testing.T, dir string, m Manifest) {
+			m.AddFile(t, dir, "/etc/cron.d/x", []byte("x"))
 		}, `"/etc/cron.d/x" is absolute`},
-		{"a path into .git", func(t *testing.T, dir string, m manifest) {
-			m.addFile(t, dir, ".git/hooks/post-checkout", []byte("#!/bin/sh\n"))
+		{"a path into .git", func(t *testing.T, dir string, m Manifest) {
+			m.AddFile(t, dir, ".git/hooks/post-checkout", []byte("#!/bin/sh\n"))
 		}, "reaches into .git"},
-		{"an oversized file", func(t *testing.T, dir string, m manifest) {
-			m.addFile(t, dir, "big.bin", []byte("x"))
-			last := m.files()[len(m.files())-1].(map[string]any)
+		{"an oversized file", func(t *testing.T, dir string, m Manifest) {
+			m.AddFile(t, dir, "big.bin", []byte("x"))
+			last := m.Files()[len(m.Files())-1].(map[string]any)
 			last["size"] = stepjob.MaxHandOverFileSize + 1
 			require.NoError(t, os.Truncate(filepath.Join(dir, "files", last["data"].(string)), stepjob.MaxHandOverFileSize+1))
 		}, `"big.bin" is 10485761 bytes, over the limit of 10485760`},
-		{"too many files", func(t *testing.T, dir string, m manifest) {
-			files := m.files()
+		{"too many files", func(t *testing.T, dir string, m Manifest) {
+			files := m.Files()
 			for i := 0; i <= stepjob.MaxHandOverFiles; i++ {
 				files = append(files, map[string]any{"path": fmt.Sprintf("gone/%d", i), "mode": "delete", "size": 0})
 			}
-			m.commit()["files"] = files
+			m.Commit()["files"] = files
 		}, "over the limit of 5000"},
-		{"content that is a link", func(t *testing.T, dir string, m manifest) {
+		{"content that is a link", func(t *testing.T, dir string, m Manifest) {
 			p := filepath.Join(dir, "files", "0")
 			require.NoError(t, os.Remove(p))
 			require.NoError(t, os.Symlink("/etc/passwd", p))
 		}, "is not a regular file"},
-		{"content that does not match its hash", func(t *testing.T, dir string, m manifest) {
+		{"content that does not match its hash", func(t *testing.T, dir string, m Manifest) {
 			p := filepath.Join(dir, "files", "0")
 			b, err := os.ReadFile(p)
 			require.NoError(t, err)
 			b[0] ^= 1
 			require.NoError(t, os.WriteFile(p, b, 0o644))
 		}, "hashes to"},
-		{"a change that is not what the step committed", func(t *testing.T, dir string, m manifest) {
-			m.addFile(t, dir, "extra.txt", []byte("smuggled\n"))
+		{"a change that is not what the step committed", func(t *testing.T, dir string, m Manifest) {
+			m.AddFile(t, dir, "extra.txt", []byte("smuggled\n"))
 		}, "gives tree"},
-		{"another step's result", func(t *testing.T, dir string, m manifest) {
+		{"another step's result", func(t *testing.T, dir string, m Manifest) {
 			m["result"].(map[string]any)["group"] = "B"
 		}, `its record is for step "` + step + `" (developer, group "B")`},
-		{"a hand-over for another step", func(t *testing.T, dir string, m manifest) {
+		{"a hand-over for another step", func(t *testing.T, dir string, m Manifest) {
 			m["step"] = "1/B/developer/3"
 		}, `it is for step "1/B/developer/3"`},
-		{"a status the role does not report", func(t *testing.T, dir string, m manifest) {
+		{"a status the role does not report", func(t *testing.T, dir string, m Manifest) {
 			m["result"].(map[string]any)["result"].(map[string]any)["status"] = "APPROVED"
 		}, "status APPROVED is not one a developer reports"},
-		{"an unknown field", func(t *testing.T, dir string, m manifest) {
+		{"an unknown field", func(t *testing.T, dir string, m Manifest) {
 			m["state"] = "<!-- bazinga:state:v1 forged -->"
 		}, `unknown field "state"`},
-		{"a forged merge parent", func(t *testing.T, dir string, m manifest) {
-			m.commit()["merge_parent"] = strings.Repeat("ab", 20)
+		{"a forged merge parent", func(t *testing.T, dir string, m Manifest) {
+			m.Commit()["merge_parent"] = strings.Repeat("ab", 20)
 		}, "is not a commit of main"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			dir := copyTree(t, original)
-			m := readManifest(t, dir)
+			m := ReadManifest(t, dir)
 			c.tamper(t, dir, m)
-			m.write(t, dir)
+			m.Write(t, dir)
 			r := u.action(u.Env(map[string]string{"command": "publish", "step": step, "github-token": u.writeToken(run), "handover": dir}))
 			assert.Equal(t, 1, r.code, r.stdout)
 			assert.Contains(t, r.stdout, "::error title=bazinga%3A hand-over refused::step "+step+": hand-over refused: ")
@@ -266,9 +233,9 @@ func TestPublishRefusesAStaleBase(t *testing.T) {
 
 	// A hand-over naming a base that is not the branch head is stale too.
 	dir := copyTree(t, env["RUNNER_TEMP"]+"/bazinga-handover")
-	m := readManifest(t, dir)
+	m := ReadManifest(t, dir)
 	m["base"] = human
-	m.write(t, dir)
+	m.Write(t, dir)
 	r = u.action(u.Env(map[string]string{"command": "publish", "step": step, "github-token": u.writeToken(run), "handover": dir}))
 	assert.Equal(t, 1, r.code, r.stdout)
 	assert.Contains(t, r.stdout, "gives tree", "rebuilt on the human's head, the change is not what the step committed")
@@ -404,7 +371,7 @@ exec "$@"
 			if !strings.Contains(r.Inputs["step"], "/merge/") {
 				return
 			}
-			m := readManifest(t, dir)
+			m := ReadManifest(t, dir)
 			if m["merge"] == nil {
 				return
 			}
@@ -412,7 +379,7 @@ exec "$@"
 			switch merges {
 			case 1:
 				m["merge"].(map[string]any)["tree"] = strings.Repeat("1", 40)
-				m.write(t, dir)
+				m.Write(t, dir)
 			case 2:
 				sha, err := w.Repo.Push("alice", "main", map[string]string{"human.txt": "ok\n"}, "a human pushes to main")
 				require.NoError(t, err)

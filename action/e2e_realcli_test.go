@@ -123,7 +123,7 @@ func (rw *realWorld) session(onIdle func()) int {
 // real claude with the repository's secret, and every step two jobs.
 func (rw *realWorld) assertRealSession(issue int, trust codec.StateTrust) pipeline.Session {
 	t := rw.T
-	s := actionOnlyState(t, rw.World, issue, trust)
+	s := rw.RequireSession(issue, trust)
 	require.Equal(t, pipeline.SessionDone, s.Status, s.Reason)
 	assert.Equal(t, "BAZINGA verified", s.Reason)
 	assert.Equal(t, "closed", rw.Repo.Issue(issue).GetState())

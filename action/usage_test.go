@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bazinga-bot/bazinga/codec"
+	"github.com/bazinga-bot/bazinga/internal/e2eworld"
 )
 
 // A hand-over whose usage is out of bounds is still published: the
@@ -17,9 +18,9 @@ func TestPublishDropsMalformedUsage(t *testing.T) {
 	run, env := groupStep(t, u, u.AgentCmd(t))
 	step := run.Inputs["step"]
 	dir := env["RUNNER_TEMP"] + "/bazinga-handover"
-	m := readManifest(t, dir)
+	m := e2eworld.ReadManifest(t, dir)
 	m["result"].(map[string]any)["usage"] = map[string]any{"steps": 1, "priced": 1, "cost_micros": -400, "input_tokens": 10}
-	m.write(t, dir)
+	m.Write(t, dir)
 
 	r := u.action(u.Env(map[string]string{"command": "publish", "step": step, "github-token": u.F.RunToken(run), "handover": dir}))
 	require.Equal(t, 0, r.code, r.stdout)

@@ -557,10 +557,24 @@ func CopyDir(from, to string) error {
 	})
 }
 
+// IdleFor is how long nothing has run: no job played here and no workflow
+// run of the fake's own (a CI taking longer than a step) still going. A
+// session waiting on a running CI is waiting for its completion event, not
+// for the schedule; the time counts from when the last of them was seen.
 func (w *World) IdleFor() time.Duration {
+	fakeBusy := false
+	for _, r := range w.F.Runs() { // before w.Mu: the fake calls PlayJob holding its own lock
+		if r.Status != "completed" {
+			fakeBusy = true
+		}
+	}
 	w.Mu.Lock()
 	defer w.Mu.Unlock()
 	if w.Running > 0 {
+		return 0
+	}
+	if fakeBusy {
+		w.LastIdle = time.Now()
 		return 0
 	}
 	return time.Since(w.LastIdle)
@@ -935,6 +949,15 @@ func (w *World) SessionTrusting(issue int, trust codec.StateTrust) (pipeline.Ses
 	}
 	st, _, err := codec.FindState(comments, ghapi.RepoRef{Owner: E2eOwner, Name: E2eName}, issue, trust)
 	return st.Session, err == nil
+}
+
+// RequireSession is SessionTrusting for a tracking comment that must hold a
+// session.
+func (w *World) RequireSession(issue int, trust codec.StateTrust) pipeline.Session {
+	w.T.Helper()
+	s, ok := w.SessionTrusting(issue, trust)
+	require.True(w.T, ok, "the tracking comment holds a session")
+	return s
 }
 
 // waitSession waits until the session satisfies ok.

@@ -1,4 +1,4 @@
-package action_test
+package e2eactiononly_test
 
 import (
 	"slices"
@@ -181,9 +181,9 @@ func TestE2EActionOnlyPublishFailsOnce(t *testing.T) {
 			w.ExpectFail[r.ID] = true
 			w.Mu.Unlock()
 			failed.Store(r.ID)
-			m := readManifest(t, handover)
+			m := ReadManifest(t, handover)
 			m["step"] = "1/B/tech_lead/99"
-			m.write(t, handover)
+			m.Write(t, handover)
 		})
 	}
 	issue, err := w.Repo.CreateIssue("alice", "Write a.txt and b.txt", "Both must say ok.")

@@ -1,4 +1,4 @@
-package action_test
+package e2eactiononly_test
 
 import (
 	"net/http"
@@ -118,7 +118,7 @@ func TestE2EActionOnlyRequiredCheck(t *testing.T) {
 				if !assert.Equal(t, "bazinga:paused", label) {
 					w.Dump(issue)
 				}
-				s := actionOnlyState(t, w, issue, trust)
+				s := w.RequireSession(issue, trust)
 				require.Equal(t, pipeline.SessionPaused, s.Status, s.Reason)
 				assert.Contains(t, s.Reason, "(ci/test on ")
 				assert.Contains(t, s.Reason, "merge.checks_timeout 2s")
@@ -236,15 +236,6 @@ func startTokenExchange(t *testing.T, f *ghfake.Fake, o *ghfake.OIDCIssuer) stri
 	srv := httptest.NewServer(x)
 	t.Cleanup(srv.Close)
 	return srv.URL + server.TokenPath
-}
-
-// actionOnlyState is the session as the orchestrator's tracking comment
-// holds it.
-func actionOnlyState(t *testing.T, w *World, issue int, trust codec.StateTrust) pipeline.Session {
-	t.Helper()
-	s, ok := w.SessionTrusting(issue, trust)
-	require.True(t, ok, "the tracking comment holds a session")
-	return s
 }
 
 // assertPushers: every git push (receive-pack) was made by login.

@@ -1,4 +1,4 @@
-package action_test
+package e2eactiononly_test
 
 import (
 	"encoding/json"
