@@ -261,6 +261,34 @@ type turn struct {
 // restores a retry asks for (safe to repeat). It returns no turn when the
 // input ends here: handled, or ignored (an error wrapping ErrIgnored).
 func (b *Bot) admit(ctx context.Context, gh GitHub, ref sessionRef, in input) (*turn, error) {
+	t, err := b.admitSession(ctx, gh, ref, in)
+	if t == nil {
+		return nil, err
+	}
+	if ended, err := b.admitStart(ctx, t); ended {
+		return nil, err
+	}
+	if err := b.admitObserved(ctx, t); err != nil {
+		return nil, err
+	}
+	if err := b.admitReports(ctx, t); err != nil {
+		return nil, err
+	}
+	// The steps whose result or failure is admitted have ended: their
+	// gateway tokens go, and the gateway's figure replaces the usage their
+	// jobs reported (before the ledger is read for it). A resume may have
+	// raised the cost limits in the file.
+	b.stepsEnded(ctx, t.ref, t.session, t.events, nil, nil)
+	b.metered(ctx, t.ref, t.session, t.events)
+	b.refreshCostLimits(ctx, t.gh, t.ref, &t.st, t.events, t.log)
+	return t, nil
+}
+
+// admitSession loads the session under the repository's current name, marks
+// what the delivery's reconcile already applied, and ends a wait on GitHub
+// (rate limit, outage) with the time held. A transferred issue's session is
+// stopped here, and a comment whose commands were applied is ignored.
+func (b *Bot) admitSession(ctx context.Context, gh GitHub, ref sessionRef, in input) (*turn, error) {
 	log := b.log.With("delivery", in.delivery, "repo", ref.repo.String(), "issue", ref.issue)
 	session := strconv.Itoa(ref.issue)
 
@@ -299,106 +327,132 @@ func (b *Bot) admit(ctx context.Context, gh GitHub, ref sessionRef, in input) (*
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", ref.key(), err)
 	}
-	st := ld.st
-	if st.Commands.Seen(in.cmdComment) {
+	if ld.st.Commands.Seen(in.cmdComment) {
 		return nil, fmt.Errorf("%s: %w: comment %d's commands were already applied", ref.key(), ErrIgnored, in.cmdComment)
 	}
-	events := append([]pipeline.Event(nil), in.events...)
-	record := append([]pipeline.Event(nil), in.record...)
-	lines := append([]string(nil), in.replies...)
+	t := &turn{gh: gh, ref: ref, in: in, log: log, session: session, ld: ld, st: ld.st,
+		events: append([]pipeline.Event(nil), in.events...),
+		record: append([]pipeline.Event(nil), in.record...),
+		lines:  append([]string(nil), in.replies...)}
 	if resumed != "" {
-		lines = append(lines, resumed)
+		t.lines = append(t.lines, resumed)
 		if now := b.o.Now().UTC(); wait != nil && !wait.Since.IsZero() && now.After(wait.Since) {
 			// Nothing was read or dispatched while the session waited:
 			// its steps in flight do not time out for the wait.
 			held := pipeline.Held(session, wait.Since, now)
-			events = append(events, held)
-			record = append(record, held)
+			t.events = append(t.events, held)
+			t.record = append(t.record, held)
 		}
 	}
 	if moved != "" {
-		lines = append(lines, moved)
+		t.lines = append(t.lines, moved)
 	}
+	return t, nil
+}
+
+// admitStart starts a session the input asks for (a label, a resume of an
+// ended one) or refuses what needs a session where there is none; an edited
+// issue is acknowledged, and a command bound to a checkpoint. ended says the
+// input ends here (err nil when it was handled, ErrIgnored when ignored).
+func (b *Bot) admitStart(ctx context.Context, t *turn) (ended bool, err error) {
+	ref, in, gh := t.ref, t.in, t.gh
 	switch {
-	case !ld.found && in.start == nil:
+	case !t.ld.found && in.start == nil:
 		if in.command {
 			err := b.replyOnce(ctx, gh, ref.repo, replyNumber(ref, in), in.delivery,
 				"There is no bazinga session here. Label the issue `"+b.o.StartLabel+"` to start one.")
 			if err != nil {
-				return nil, err
+				return true, err
 			}
 		}
-		return nil, fmt.Errorf("%s: %w: no session", ref.key(), ErrIgnored)
-	case !ld.found:
+		return true, fmt.Errorf("%s: %w: no session", ref.key(), ErrIgnored)
+	case !t.ld.found:
 		cfg, err := b.readConfig(ctx, gh, ref.repo, in.start.base)
 		var ce *configError
 		if errors.As(err, &ce) {
 			cerr := b.replyOnce(ctx, gh, ref.repo, ref.issue, in.delivery, renderConfigError(b.o.ConfigPath, ce.err))
 			if cerr != nil {
-				return nil, cerr
+				return true, cerr
 			}
-			log.Info("session not started: bad configuration", "err", ce.err)
-			return nil, nil
+			t.log.Info("session not started: bad configuration", "err", ce.err)
+			return true, nil
 		}
 		if err != nil {
-			return nil, err
+			return true, err
 		}
-		st = codec.State{V: codec.StateVersion, Repo: ref.repo.String(), RepoID: ref.repo.ID, Issue: ref.issue, Config: cfg, RepoURL: in.start.repoURL}
+		t.st = codec.State{V: codec.StateVersion, Repo: ref.repo.String(), RepoID: ref.repo.ID, Issue: ref.issue, Config: cfg, RepoURL: in.start.repoURL}
 		// The requirements as they were when the label was added: the first
 		// bot comment records them, and a rebuild replays them, not the
 		// issue body as edited since.
-		events = []pipeline.Event{startEvent(session, in.start.title, in.start.body, in.start.base)}
-		record = append([]pipeline.Event(nil), events...)
-		lines = append(lines, "🚀 **Session started** | the pm plans the work")
+		t.events = []pipeline.Event{startEvent(t.session, in.start.title, in.start.body, in.start.base)}
+		t.record = append([]pipeline.Event(nil), t.events...)
+		t.lines = append(t.lines, "🚀 **Session started** | the pm plans the work")
 	case in.start != nil:
-		switch st.Session.Status {
+		switch t.st.Session.Status {
 		case pipeline.SessionPaused, pipeline.SessionStopped, pipeline.SessionFailed:
-			record = append(record, events...)
+			t.record = append(t.record, t.events...)
 		default:
-			return nil, fmt.Errorf("%s: %w: the session is already %s", ref.key(), ErrIgnored, st.Session.Status)
+			return true, fmt.Errorf("%s: %w: the session is already %s", ref.key(), ErrIgnored, t.st.Session.Status)
 		}
 	}
 	if in.edited != "" {
-		text := b.editedReply(ld, in.edited)
+		text := b.editedReply(t.ld, in.edited)
 		if text == "" {
-			return nil, fmt.Errorf("%s: %w: issue edit already acknowledged, or no session at work", ref.key(), ErrIgnored)
+			return true, fmt.Errorf("%s: %w: issue edit already acknowledged, or no session at work", ref.key(), ErrIgnored)
 		}
-		lines = append(lines, text)
+		t.lines = append(t.lines, text)
 	}
-	if err := b.bound(st, in); err != nil {
-		return nil, fmt.Errorf("%s: %w", ref.key(), err)
+	if err := b.bound(t.st, in); err != nil {
+		return true, fmt.Errorf("%s: %w", ref.key(), err)
 	}
-	bindCheckpoint(st.Session, in, b.o.Now(), events, record)
-	// A merge bazinga made itself (the merge step's job, or the bot) is
-	// reported by the merge step's result, not as a human closing the PR.
-	kept := events[:0]
-	for _, ev := range events {
+	bindCheckpoint(t.st.Session, in, b.o.Now(), t.events, t.record)
+	return false, nil
+}
+
+// admitObserved adds what GitHub shows and no delivery brought: approvals
+// whose reconcile never ran (a sweep), pushes behind reviews, deleted or
+// renamed branches and base; branches a retry asks back are restored. A
+// merge bazinga made itself is reported by its merge step, not as a human
+// closing the PR.
+func (b *Bot) admitObserved(ctx context.Context, t *turn) error {
+	ref, in, gh, st, log := t.ref, t.in, t.gh, t.st, t.log
+	kept := t.events[:0]
+	for _, ev := range t.events {
 		if ev.Kind == pipeline.EventPRClosed && ev.Merged && b.ownMerge(ev.Actor, st.Config) {
 			continue
 		}
 		kept = append(kept, ev)
 	}
-	if len(kept) == 0 && len(events) > 0 && in.start == nil {
-		return nil, fmt.Errorf("%s: %w: bazinga's own merge", ref.key(), ErrIgnored)
+	if len(kept) == 0 && len(t.events) > 0 && in.start == nil {
+		return fmt.Errorf("%s: %w: bazinga's own merge", ref.key(), ErrIgnored)
 	}
 	if in.delivery == "sweep" {
 		// A catch-up: approvals whose reconcile never ran (issue 22).
 		kept = append(b.missedApprovals(ctx, gh, ref, st, log), kept...)
 	}
-	events = pushesBehindReviews(ctx, gh, ref, st.Session, kept, log)
+	events := pushesBehindReviews(ctx, gh, ref, st.Session, kept, log)
 	events = branchesGone(ctx, gh, ref, st.Session, events, log)
 	events = baseRenames(ctx, gh, ref, st.Session, events, log)
-	if events, err = baseGone(ctx, gh, ref, st, events, log); err != nil {
-		return nil, fmt.Errorf("%s: %w", ref.key(), err)
+	events, err := baseGone(ctx, gh, ref, st, events, log)
+	if err != nil {
+		return fmt.Errorf("%s: %w", ref.key(), err)
 	}
 	for _, ev := range events {
 		if ev.Kind == pipeline.EventBaseRenamed {
-			record = append(record, ev) // a rebuild replays the rename the bot saw
+			t.record = append(t.record, ev) // a rebuild replays the rename the bot saw
 		}
 	}
 	var restored []string
-	events, restored = restoreBranches(ctx, gh, ref, &st, events)
-	lines = append(lines, restored...)
+	t.events, restored = restoreBranches(ctx, gh, ref, &t.st, events)
+	t.lines = append(t.lines, restored...)
+	return nil
+}
+
+// admitReports admits the step results the input carries (each checked:
+// its author, its step in flight, its hand-over) and a job's failure
+// report from a trusted author for a step in flight (or its late usage).
+func (b *Bot) admitReports(ctx context.Context, t *turn) error {
+	ref, in := t.ref, t.in
 	if in.result != nil {
 		accepted := 0
 		for i := -1; i < len(in.more); i++ {
@@ -406,40 +460,31 @@ func (b *Bot) admit(ctx context.Context, gh GitHub, ref sessionRef, in input) (*
 			if i >= 0 {
 				one.result = &in.more[i]
 			}
-			ev, ok, err := b.checkResult(ctx, gh, ref, &ld, one)
+			ev, ok, err := b.checkResult(ctx, t.gh, ref, &t.ld, one)
 			if err != nil {
-				return nil, err
+				return err
 			}
 			if ok {
-				st = ld.st
-				events = append(events, ev)
+				t.st = t.ld.st
+				t.events = append(t.events, ev)
 				accepted++
 			}
 		}
 		if accepted == 0 {
-			return nil, fmt.Errorf("%s: %w: result for step %s not accepted", ref.key(), ErrIgnored, in.result.rec.Step)
+			return fmt.Errorf("%s: %w: result for step %s not accepted", ref.key(), ErrIgnored, in.result.rec.Step)
 		}
 	}
 	if in.fail != nil {
-		if in.failAuthor != "" && !b.trustedResultAuthor(in.failAuthor, st.Config) {
-			return nil, fmt.Errorf("%s: %w: a failure report by %s, who is not trusted", ref.key(), ErrIgnored, in.failAuthor)
+		if in.failAuthor != "" && !b.trustedResultAuthor(in.failAuthor, t.st.Config) {
+			return fmt.Errorf("%s: %w: a failure report by %s, who is not trusted", ref.key(), ErrIgnored, in.failAuthor)
 		}
-		if _, ok := matchInFlight(st.Session, in.fail.Step, false); !ok && !lateUsage(st.Session, in.fail.Step, in.fail.Usage) {
-			return nil, fmt.Errorf("%s: %w: step %s is not in flight", ref.key(), ErrIgnored, in.fail.Step)
+		if _, ok := matchInFlight(t.st.Session, in.fail.Step, false); !ok && !lateUsage(t.st.Session, in.fail.Step, in.fail.Usage) {
+			return fmt.Errorf("%s: %w: step %s is not in flight", ref.key(), ErrIgnored, in.fail.Step)
 		}
-		events = append(events, *in.fail)
-		record = append(record, *in.fail)
+		t.events = append(t.events, *in.fail)
+		t.record = append(t.record, *in.fail)
 	}
-
-	// The steps whose result or failure is admitted have ended: their
-	// gateway tokens go, and the gateway's figure replaces the usage their
-	// jobs reported (before the ledger is read for it). A resume may have
-	// raised the cost limits in the file.
-	b.stepsEnded(ctx, ref, session, events, nil, nil)
-	b.metered(ctx, ref, session, events)
-	b.refreshCostLimits(ctx, gh, ref, &st, events, log)
-	return &turn{gh: gh, ref: ref, in: in, log: log, session: session,
-		ld: ld, st: st, events: events, record: record, lines: lines}, nil
+	return nil
 }
 
 // decide runs the engine on the whole state: pipeline.Reconcile of the

@@ -237,7 +237,9 @@ func TestCheckEventsNamePullRequests(t *testing.T) {
 
 func TestFakeCI(t *testing.T) {
 	e := newEnv(t)
-	require.NoError(t, e.repo.AddCI(CI{Name: "ci", Conclude: func(sha string) string {
+	// Long enough that the asserts made while CI runs still see it
+	// running on a loaded machine.
+	require.NoError(t, e.repo.AddCI(CI{Name: "ci", Duration: 2 * time.Second, Conclude: func(sha string) string {
 		if data, err := e.repo.ReadFile(sha, "broken"); err == nil && len(data) > 0 {
 			return "failure"
 		}
