@@ -471,7 +471,9 @@ func (sim *simulator) findings(st Step, res *Result) {
 		case 0:
 			f.File = "../outside.go" // dropped by the engine
 		case 1:
-			f.Severity = Severity(9)
+			// A forged severity, spelled as the integer enums printed
+			// one, so the wire golden digests stay comparable.
+			f.Severity = Severity("invalid(9)")
 		}
 		if i == 0 && sim.hardReviews && rng.IntN(2) == 0 {
 			f.Severity = SeverityHigh
