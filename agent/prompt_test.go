@@ -46,12 +46,14 @@ func TestTemplates(t *testing.T) {
 }
 
 func TestEveryAgentPurposeIsDescribed(t *testing.T) {
-	for p := pipeline.PurposePlan; p < pipeline.PurposeMerge; p++ {
+	for _, p := range pipeline.Purposes() {
+		if p == pipeline.PurposeMerge || p == pipeline.PurposeValidate {
+			assert.Empty(t, DescribePurpose(p), p.String())
+			continue
+		}
 		assert.NotEmpty(t, DescribePurpose(p), p.String())
 	}
-	for _, p := range []pipeline.Purpose{pipeline.PurposeNone, pipeline.PurposeMerge, pipeline.PurposeValidate} {
-		assert.Empty(t, DescribePurpose(p), p.String())
-	}
+	assert.Empty(t, DescribePurpose(pipeline.PurposeNone))
 }
 
 func TestContractCoversEveryAllowedStatus(t *testing.T) {

@@ -304,7 +304,7 @@ func (l sessionLoop) run(maxIter int) pipeline.SessionStatus {
 		l.sweep()
 	}
 	l.t.Fatalf("session did not end in %d iterations", maxIter)
-	return 0
+	return pipeline.SessionNew
 }
 
 // settled reports whether the session ended and GitHub shows all of it:

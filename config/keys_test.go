@@ -60,10 +60,10 @@ func TestParseConfigCheckpoints(t *testing.T) {
 		})
 	}
 	cfg := pipeline.DefaultConfig()
-	cfg.Checkpoints = []pipeline.CheckpointKind{pipeline.CheckpointPlan, pipeline.CheckpointKind(9), pipeline.CheckpointPlan}
+	cfg.Checkpoints = []pipeline.CheckpointKind{pipeline.CheckpointPlan, pipeline.CheckpointKind("later"), pipeline.CheckpointPlan}
 	err := Validate(cfg)
 	require.Error(t, err)
-	assert.Equal(t, "checkpoints: unknown checkpoint invalid(9) (known: plan, phase)\ncheckpoints: \"plan\" is listed twice", err.Error())
+	assert.Equal(t, "checkpoints: unknown checkpoint later (known: plan, phase)\ncheckpoints: \"plan\" is listed twice", err.Error())
 }
 
 func TestParseMergeKeys(t *testing.T) {

@@ -171,9 +171,9 @@ func TestParseBaselineReply(t *testing.T) {
 		{"yes", pipeline.CommandResume, true},
 		{"s", pipeline.CommandStop, true},
 		{"STOP", pipeline.CommandStop, true},
-		{"a please", 0, false},
-		{"f fix it", 0, false},
-		{"", 0, false},
+		{"a please", pipeline.CommandUnknown, false},
+		{"f fix it", pipeline.CommandUnknown, false},
+		{"", pipeline.CommandUnknown, false},
 	} {
 		got, ok := parseBaselineReply(tc.line)
 		assert.Equal(t, tc.ok, ok, "%q", tc.line)

@@ -25,26 +25,30 @@ const (
 	BaselineOff BaselineMode = "off"
 )
 
-// TestIdentity is how failing tests were told apart in a test run.
-type TestIdentity int
+// TestIdentity is how failing tests were told apart in a test run. Its zero
+// value IdentityExitStatus is "" in Go (knowing nothing but the exit status
+// is the least a run tells) and "exit status" on the wire.
+type TestIdentity string
 
 const (
-	// IdentityExitStatus: only the command's exit status is known.
-	IdentityExitStatus TestIdentity = iota
+	// IdentityExitStatus ("exit status"): only the command's exit status is known.
+	IdentityExitStatus TestIdentity = ""
 	// IdentityGoTestJSON: the command printed `go test -json` events.
-	IdentityGoTestJSON
+	IdentityGoTestJSON TestIdentity = "go test -json"
 	// IdentityJUnit: the configured JUnit XML reports (tests.junit).
-	IdentityJUnit
+	IdentityJUnit TestIdentity = "JUnit XML"
 )
 
-var identityNames = []string{"exit status", "go test -json", "JUnit XML"}
+var testIdentityEnum = enum[TestIdentity]{kind: "test identity", zero: "exit status", values: []TestIdentity{
+	IdentityExitStatus, IdentityGoTestJSON, IdentityJUnit,
+}}
 
-func (i TestIdentity) String() string { return enumName(identityNames, int(i)) }
+func (i TestIdentity) String() string { return testIdentityEnum.name(i) }
 
 func (i TestIdentity) MarshalText() ([]byte, error) { return []byte(i.String()), nil }
 
 func (i *TestIdentity) UnmarshalText(b []byte) error {
-	return enumUnmarshal("test identity", identityNames, b, i)
+	return testIdentityEnum.unmarshal(b, i)
 }
 
 // MaxBaselineFailures bounds the failing test names a baseline keeps; a

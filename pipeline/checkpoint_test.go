@@ -371,11 +371,11 @@ func TestPlanText(t *testing.T) {
 
 func TestRefusedCheckpointConfiguration(t *testing.T) {
 	cfg := DefaultConfig()
-	cfg.Checkpoints = []CheckpointKind{CheckpointKind(7)}
+	cfg.Checkpoints = []CheckpointKind{CheckpointKind("later")}
 	s, acts := Reconcile(Session{}, []Event{Started("s1", "x", "main")}, t0, cfg)
 	assert.Equal(t, SessionNew, s.Status)
 	require.Len(t, acts, 1)
-	assert.Contains(t, acts[0].Text, "checkpoints names invalid(7); it must be plan or phase")
+	assert.Contains(t, acts[0].Text, "checkpoints names later; it must be plan or phase")
 }
 
 func TestHasCheckpoint(t *testing.T) {

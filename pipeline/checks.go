@@ -18,24 +18,26 @@ import (
 // merge.checks_timeout pause the session naming them.
 
 // CheckState is the state of a head's required checks taken together.
-type CheckState int
+type CheckState string
 
 // Check states.
 const (
-	ChecksUnknown CheckState = iota
-	ChecksPending            // some required check has not reported or is running
-	ChecksPassed             // every required check passed (or none is required)
-	ChecksFailed             // some required check failed
+	ChecksUnknown CheckState = ""
+	ChecksPending CheckState = "pending" // some required check has not reported or is running
+	ChecksPassed  CheckState = "passed"  // every required check passed (or none is required)
+	ChecksFailed  CheckState = "failed"  // some required check failed
 )
 
-var checkStateNames = []string{"", "pending", "passed", "failed"}
+var checkStateEnum = enum[CheckState]{kind: "check state", values: []CheckState{
+	ChecksUnknown, ChecksPending, ChecksPassed, ChecksFailed,
+}}
 
-func (c CheckState) String() string { return enumName(checkStateNames, int(c)) }
+func (c CheckState) String() string { return checkStateEnum.name(c) }
 
 func (c CheckState) MarshalText() ([]byte, error) { return []byte(c.String()), nil }
 
 func (c *CheckState) UnmarshalText(b []byte) error {
-	return enumUnmarshal("check state", checkStateNames, b, c)
+	return checkStateEnum.unmarshal(b, c)
 }
 
 // Bounds of a checks report, so a noisy CI cannot grow the session.
@@ -133,8 +135,8 @@ func (r *reconciler) checks(ev Event) {
 		return
 	case g.Stage.Finished():
 		return
-	case ev.Checks.State < ChecksPending || ev.Checks.State > ChecksFailed:
-		r.report("ignored checks of group %s: state %d is not pending, passed or failed", g.ID, int(ev.Checks.State))
+	case ev.Checks.State != ChecksPending && ev.Checks.State != ChecksPassed && ev.Checks.State != ChecksFailed:
+		r.report("ignored checks of group %s: state %q is not pending, passed or failed", g.ID, string(ev.Checks.State))
 		return
 	case g.Head != "" && ev.Commit != g.Head:
 		r.report("ignored checks of group %s for %s: its head is %s", g.ID, shortSHA(ev.Commit), shortSHA(g.Head))

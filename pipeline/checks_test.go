@@ -127,8 +127,8 @@ func TestRequiredChecksGateTheMerge(t *testing.T) {
 		assert.Contains(t, h.actions[0].Text, `unknown group "Z"`)
 		h.reconcile(ChecksEvent("s1", "A", "", ciReport(ChecksPassed)))
 		assert.Contains(t, h.actions[0].Text, "without a report or a head")
-		h.reconcile(ChecksEvent("s1", "A", "h1", ChecksReport{State: CheckState(9)}))
-		assert.Contains(t, h.actions[0].Text, "state 9")
+		h.reconcile(ChecksEvent("s1", "A", "h1", ChecksReport{State: CheckState("skipped")}))
+		assert.Contains(t, h.actions[0].Text, `state "skipped"`)
 		assert.Nil(t, h.group("A").RequiredChecks)
 	})
 }

@@ -2,69 +2,96 @@ package pipeline
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
-// The engine's enums are ints with a fixed order and a name table, so output
-// never depends on map iteration and JSON carries readable names.
+// The engine's enums are typed strings: each constant is the name it has
+// on the wire (the signed state, events.jsonl, result comments), so no
+// table of names can drift from the constants. Where an enum's zero value
+// has a name of its own (a Group{} is pending), that constant is "" and
+// the name is spelled once, in the enum's descriptor: it is what the zero
+// value prints and encodes as, and reading either "" or the name gives the
+// zero value, as when the enums were ints. Enums with an order (Severity,
+// Size) say so with a rank method; comparing two of them with < would
+// compare their names. TestEnumDescriptorsComplete holds each descriptor
+// to the constants of its type.
 
-func enumName(names []string, i int) string {
-	if i < 0 || i >= len(names) {
-		return fmt.Sprintf("invalid(%d)", i)
-	}
-	return names[i]
+// enum describes one enum for printing and reading.
+type enum[E ~string] struct {
+	kind   string // what an error calls a value: unknown <kind> "x"
+	zero   string // the zero value's name ("" when it has none)
+	values []E    // every value (reading refuses any other name)
 }
 
-func enumParse(kind string, names []string, s string) (int, error) {
-	for i, n := range names {
-		if n != "" && n == s {
-			return i, nil
+// name is e as printed and encoded.
+func (d enum[E]) name(e E) string {
+	if e == "" {
+		return d.zero
+	}
+	return string(e)
+}
+
+// parse reads a name; "" is refused, as an unnamed value is no name.
+func (d enum[E]) parse(s string) (E, error) {
+	if d.zero != "" && s == d.zero {
+		return "", nil
+	}
+	for _, v := range d.values {
+		if v != "" && string(v) == s {
+			return v, nil
 		}
 	}
-	return 0, fmt.Errorf("unknown %s %q", kind, s)
+	return "", fmt.Errorf("unknown %s %q", d.kind, s)
 }
 
-func enumUnmarshal[E ~int](kind string, names []string, b []byte, e *E) error {
+// unmarshal reads an encoded value: empty is the zero value.
+func (d enum[E]) unmarshal(b []byte, e *E) error {
 	if len(b) == 0 {
-		*e = 0
+		*e = ""
 		return nil
 	}
-	i, err := enumParse(kind, names, string(b))
+	v, err := d.parse(string(b))
 	if err != nil {
 		return err
 	}
-	*e = E(i)
+	*e = v
 	return nil
 }
 
 // Role is who runs a step: an agent role, or a step the harness runs itself.
-type Role int
+type Role string
 
-// Roles in their fixed order.
+// Roles.
 const (
-	RoleUnknown Role = iota
-	RolePM
-	RoleDeveloper
-	RoleSenior
-	RoleQA
-	RoleTechLead
-	RoleInvestigator
-	RoleRequirements
-	RoleMerge    // harness: land the group on the base behind the test gate
-	RoleValidate // harness: verify a BAZINGA claim
+	RoleUnknown      Role = ""
+	RolePM           Role = "pm"
+	RoleDeveloper    Role = "developer"
+	RoleSenior       Role = "senior"
+	RoleQA           Role = "qa"
+	RoleTechLead     Role = "tech_lead"
+	RoleInvestigator Role = "investigator"
+	RoleRequirements Role = "requirements"
+	RoleMerge        Role = "merge"    // harness: land the group on the base behind the test gate
+	RoleValidate     Role = "validate" // harness: verify a BAZINGA claim
 )
 
-var roleNames = []string{"", "pm", "developer", "senior", "qa", "tech_lead", "investigator", "requirements", "merge", "validate"}
+var roleEnum = enum[Role]{kind: "role", values: []Role{RoleUnknown,
+	RolePM, RoleDeveloper, RoleSenior, RoleQA, RoleTechLead, RoleInvestigator, RoleRequirements, RoleMerge, RoleValidate}}
 
 // Roles lists every role in order.
-func Roles() []Role {
-	return []Role{RolePM, RoleDeveloper, RoleSenior, RoleQA, RoleTechLead, RoleInvestigator, RoleRequirements, RoleMerge, RoleValidate}
-}
+func Roles() []Role { return slices.Clone(roleEnum.values[1:]) }
 
-func (r Role) String() string { return enumName(roleNames, int(r)) }
+func (r Role) String() string { return roleEnum.name(r) }
 
 // IsAgent reports whether the role is run by an LLM agent (not the harness).
-func (r Role) IsAgent() bool { return r >= RolePM && r <= RoleRequirements }
+func (r Role) IsAgent() bool {
+	switch r {
+	case RolePM, RoleDeveloper, RoleSenior, RoleQA, RoleTechLead, RoleInvestigator, RoleRequirements:
+		return true
+	}
+	return false
+}
 
 // IsImplementer reports whether the role's steps count against max_parallel.
 func (r Role) IsImplementer() bool {
@@ -73,83 +100,82 @@ func (r Role) IsImplementer() bool {
 
 // ParseRole reads a role name such as "tech_lead".
 func ParseRole(s string) (Role, error) {
-	i, err := enumParse("role", roleNames, strings.ToLower(strings.TrimSpace(s)))
-	return Role(i), err
+	return roleEnum.parse(strings.ToLower(strings.TrimSpace(s)))
 }
 
 func (r Role) MarshalText() ([]byte, error) { return []byte(r.String()), nil }
 
-func (r *Role) UnmarshalText(b []byte) error { return enumUnmarshal("role", roleNames, b, r) }
+func (r *Role) UnmarshalText(b []byte) error { return roleEnum.unmarshal(b, r) }
 
 // Status is what a step reports. Aliases are kept as values of their own so a
 // result can be recorded as written, and Canonical maps them to what routes.
-type Status int
+type Status string
 
 // Statuses in their fixed order: every status of the routing table, then the aliases.
 const (
-	StatusUnknown Status = iota
+	StatusUnknown Status = ""
 	// pm
-	StatusPlanningComplete
-	StatusContinue
-	StatusBazinga
-	StatusNeedsClarification
-	StatusInvestigationNeeded
-	StatusInvestigationOnly
+	StatusPlanningComplete    Status = "PLANNING_COMPLETE"
+	StatusContinue            Status = "CONTINUE"
+	StatusBazinga             Status = "BAZINGA"
+	StatusNeedsClarification  Status = "NEEDS_CLARIFICATION"
+	StatusInvestigationNeeded Status = "INVESTIGATION_NEEDED"
+	StatusInvestigationOnly   Status = "INVESTIGATION_ONLY"
 	// developer, senior, requirements
-	StatusReadyForQA
-	StatusReadyForReview
-	StatusPartial
-	StatusBlocked
-	StatusEscalateSenior
-	StatusSpawnInvestigator
+	StatusReadyForQA        Status = "READY_FOR_QA"
+	StatusReadyForReview    Status = "READY_FOR_REVIEW"
+	StatusPartial           Status = "PARTIAL"
+	StatusBlocked           Status = "BLOCKED"
+	StatusEscalateSenior    Status = "ESCALATE_SENIOR"
+	StatusSpawnInvestigator Status = "SPAWN_INVESTIGATOR"
 	// qa
-	StatusPass
-	StatusFail
-	StatusFlaky
+	StatusPass  Status = "PASS"
+	StatusFail  Status = "FAIL"
+	StatusFlaky Status = "FLAKY"
 	// tech_lead
-	StatusApproved
-	StatusApprovedWithNotes
-	StatusChangesRequested
-	StatusEscalateToOpus
-	StatusUnblockingGuidance
+	StatusApproved           Status = "APPROVED"
+	StatusApprovedWithNotes  Status = "APPROVED_WITH_NOTES"
+	StatusChangesRequested   Status = "CHANGES_REQUESTED"
+	StatusEscalateToOpus     Status = "ESCALATE_TO_OPUS"
+	StatusUnblockingGuidance Status = "UNBLOCKING_GUIDANCE"
 	// investigator
-	StatusRootCauseFound
-	StatusInvestigationIncomplete
-	StatusExhausted
-	StatusNeedDeveloperDiagnostic
-	StatusHypothesisEliminated
-	StatusNeedMoreAnalysis
+	StatusRootCauseFound          Status = "ROOT_CAUSE_FOUND"
+	StatusInvestigationIncomplete Status = "INVESTIGATION_INCOMPLETE"
+	StatusExhausted               Status = "EXHAUSTED"
+	StatusNeedDeveloperDiagnostic Status = "NEED_DEVELOPER_DIAGNOSTIC"
+	StatusHypothesisEliminated    Status = "HYPOTHESIS_ELIMINATED"
+	StatusNeedMoreAnalysis        Status = "NEED_MORE_ANALYSIS"
 	// merge
-	StatusMergeSuccess
-	StatusMergeConflict
-	StatusMergeTestFailure
-	StatusMergeBlocked
-	StatusMergeUpdated // the base requires an up-to-date head: the tested merge was pushed to the group branch
+	StatusMergeSuccess     Status = "MERGE_SUCCESS"
+	StatusMergeConflict    Status = "MERGE_CONFLICT"
+	StatusMergeTestFailure Status = "MERGE_TEST_FAILURE"
+	StatusMergeBlocked     Status = "MERGE_BLOCKED"
+	StatusMergeUpdated     Status = "MERGE_UPDATED" // the base requires an up-to-date head: the tested merge was pushed to the group branch
 	// The group branch is no longer at the head the tech lead approved
 	// (someone pushed after review): nothing was merged; a fact, not a failure.
-	StatusMergeHeadMoved
+	StatusMergeHeadMoved Status = "MERGE_HEAD_MOVED"
 	// validate
-	StatusAccept
-	StatusReject
+	StatusAccept Status = "ACCEPT"
+	StatusReject Status = "REJECT"
 	// aliases
-	StatusIncomplete                 // → PARTIAL
-	StatusWaitingForResults          // → NEED_DEVELOPER_DIAGNOSTIC
-	StatusUnblockingGuidanceProvided // → UNBLOCKING_GUIDANCE
-	StatusFailEscalate               // → ESCALATE_SENIOR
+	StatusIncomplete                 Status = "INCOMPLETE"                   // → PARTIAL
+	StatusWaitingForResults          Status = "WAITING_FOR_RESULTS"          // → NEED_DEVELOPER_DIAGNOSTIC
+	StatusUnblockingGuidanceProvided Status = "UNBLOCKING_GUIDANCE_PROVIDED" // → UNBLOCKING_GUIDANCE
+	StatusFailEscalate               Status = "FAIL_ESCALATE"                // → ESCALATE_SENIOR
 )
 
-var statusNames = []string{"",
-	"PLANNING_COMPLETE", "CONTINUE", "BAZINGA", "NEEDS_CLARIFICATION", "INVESTIGATION_NEEDED", "INVESTIGATION_ONLY",
-	"READY_FOR_QA", "READY_FOR_REVIEW", "PARTIAL", "BLOCKED", "ESCALATE_SENIOR", "SPAWN_INVESTIGATOR",
-	"PASS", "FAIL", "FLAKY",
-	"APPROVED", "APPROVED_WITH_NOTES", "CHANGES_REQUESTED", "ESCALATE_TO_OPUS", "UNBLOCKING_GUIDANCE",
-	"ROOT_CAUSE_FOUND", "INVESTIGATION_INCOMPLETE", "EXHAUSTED", "NEED_DEVELOPER_DIAGNOSTIC", "HYPOTHESIS_ELIMINATED", "NEED_MORE_ANALYSIS",
-	"MERGE_SUCCESS", "MERGE_CONFLICT", "MERGE_TEST_FAILURE", "MERGE_BLOCKED", "MERGE_UPDATED", "MERGE_HEAD_MOVED",
-	"ACCEPT", "REJECT",
-	"INCOMPLETE", "WAITING_FOR_RESULTS", "UNBLOCKING_GUIDANCE_PROVIDED", "FAIL_ESCALATE",
-}
+var statusEnum = enum[Status]{kind: "status", values: []Status{
+	StatusUnknown, StatusPlanningComplete, StatusContinue, StatusBazinga, StatusNeedsClarification,
+	StatusInvestigationNeeded, StatusInvestigationOnly, StatusReadyForQA, StatusReadyForReview, StatusPartial,
+	StatusBlocked, StatusEscalateSenior, StatusSpawnInvestigator, StatusPass, StatusFail, StatusFlaky, StatusApproved,
+	StatusApprovedWithNotes, StatusChangesRequested, StatusEscalateToOpus, StatusUnblockingGuidance,
+	StatusRootCauseFound, StatusInvestigationIncomplete, StatusExhausted, StatusNeedDeveloperDiagnostic,
+	StatusHypothesisEliminated, StatusNeedMoreAnalysis, StatusMergeSuccess, StatusMergeConflict,
+	StatusMergeTestFailure, StatusMergeBlocked, StatusMergeUpdated, StatusMergeHeadMoved, StatusAccept, StatusReject,
+	StatusIncomplete, StatusWaitingForResults, StatusUnblockingGuidanceProvided, StatusFailEscalate,
+}}
 
-func (s Status) String() string { return enumName(statusNames, int(s)) }
+func (s Status) String() string { return statusEnum.name(s) }
 
 // Canonical maps an alias to the status it stands for; others map to themselves.
 func (s Status) Canonical() Status {
@@ -174,13 +200,12 @@ func (s Status) IsAlias() bool { return s.Canonical() != s }
 func ParseStatus(s string) (Status, error) {
 	norm := strings.ToUpper(strings.TrimSpace(s))
 	norm = strings.NewReplacer(" ", "_", "-", "_").Replace(norm)
-	i, err := enumParse("status", statusNames, norm)
-	return Status(i), err
+	return statusEnum.parse(norm)
 }
 
 func (s Status) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
 
-func (s *Status) UnmarshalText(b []byte) error { return enumUnmarshal("status", statusNames, b, s) }
+func (s *Status) UnmarshalText(b []byte) error { return statusEnum.unmarshal(b, s) }
 
 var allowedStatuses = map[Role][]Status{
 	RolePM: {StatusPlanningComplete, StatusContinue, StatusBazinga, StatusNeedsClarification,
@@ -217,25 +242,29 @@ func NormalizeStatus(r Role, s Status) (normalized Status, ok bool) {
 	return StatusPartial, false
 }
 
-// SessionStatus is where a session stands.
-type SessionStatus int
+// SessionStatus is where a session stands. Its zero value SessionNew is ""
+// in Go (a Session{} is new) and "new" on the wire.
+type SessionStatus string
 
 // Session statuses in order.
 const (
-	SessionNew SessionStatus = iota
-	SessionPlanning
-	SessionRunning
-	SessionAwaitingInput
-	SessionPaused
-	SessionValidating
-	SessionDone
-	SessionFailed
-	SessionStopped
+	SessionNew           SessionStatus = "" // "new": not started
+	SessionPlanning      SessionStatus = "planning"
+	SessionRunning       SessionStatus = "running"
+	SessionAwaitingInput SessionStatus = "awaiting_input"
+	SessionPaused        SessionStatus = "paused"
+	SessionValidating    SessionStatus = "validating"
+	SessionDone          SessionStatus = "done"
+	SessionFailed        SessionStatus = "failed"
+	SessionStopped       SessionStatus = "stopped"
 )
 
-var sessionStatusNames = []string{"new", "planning", "running", "awaiting_input", "paused", "validating", "done", "failed", "stopped"}
+var sessionStatusEnum = enum[SessionStatus]{kind: "session status", zero: "new", values: []SessionStatus{
+	SessionNew, SessionPlanning, SessionRunning, SessionAwaitingInput, SessionPaused, SessionValidating, SessionDone,
+	SessionFailed, SessionStopped,
+}}
 
-func (s SessionStatus) String() string { return enumName(sessionStatusNames, int(s)) }
+func (s SessionStatus) String() string { return sessionStatusEnum.name(s) }
 
 // Terminal reports whether the session has ended (a human may still resume a
 // failed or stopped one).
@@ -246,89 +275,101 @@ func (s SessionStatus) Terminal() bool {
 func (s SessionStatus) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
 
 func (s *SessionStatus) UnmarshalText(b []byte) error {
-	return enumUnmarshal("session status", sessionStatusNames, b, s)
+	return sessionStatusEnum.unmarshal(b, s)
 }
 
 // Stage is where a group stands; labels on the group PR are a view of it.
-type Stage int
+// Its zero value StagePending is "" in Go (a Group{} and a Track{} are
+// pending) and "pending" on the wire.
+type Stage string
 
 // Group stages in order.
 const (
-	StagePending       Stage = iota // not started: waiting for its phase, dependencies or a slot
-	StageDev                        // developer, senior or requirements at work
-	StageQA                         // QA testing
-	StageReview                     // tech lead reviewing or guiding
-	StageInvestigation              // investigator at work
-	StageApproved                   // approved; waiting for human approvals or the merge lane
-	StageMerging                    // merge step in flight
-	StageMerged                     // landed on the base
-	StageBlocked                    // waiting on the pm or on a human (pause, failed step)
-	StageAbandoned                  // dropped: PR closed unmerged, or the pm dropped it
+	StagePending       Stage = ""              // "pending": not started: waiting for its phase, dependencies or a slot
+	StageDev           Stage = "dev"           // developer, senior or requirements at work
+	StageQA            Stage = "qa"            // QA testing
+	StageReview        Stage = "review"        // tech lead reviewing or guiding
+	StageInvestigation Stage = "investigation" // investigator at work
+	StageApproved      Stage = "approved"      // approved; waiting for human approvals or the merge lane
+	StageMerging       Stage = "merging"       // merge step in flight
+	StageMerged        Stage = "merged"        // landed on the base
+	StageBlocked       Stage = "blocked"       // waiting on the pm or on a human (pause, failed step)
+	StageAbandoned     Stage = "abandoned"     // dropped: PR closed unmerged, or the pm dropped it
 )
 
-var stageNames = []string{"pending", "dev", "qa", "review", "investigation", "approved", "merging", "merged", "blocked", "abandoned"}
+var stageEnum = enum[Stage]{kind: "stage", zero: "pending", values: []Stage{
+	StagePending, StageDev, StageQA, StageReview, StageInvestigation, StageApproved, StageMerging, StageMerged,
+	StageBlocked, StageAbandoned,
+}}
 
-func (s Stage) String() string { return enumName(stageNames, int(s)) }
+func (s Stage) String() string { return stageEnum.name(s) }
 
 // Finished reports whether the group needs nothing more.
 func (s Stage) Finished() bool { return s == StageMerged || s == StageAbandoned }
 
 func (s Stage) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
 
-func (s *Stage) UnmarshalText(b []byte) error { return enumUnmarshal("stage", stageNames, b, s) }
+func (s *Stage) UnmarshalText(b []byte) error { return stageEnum.unmarshal(b, s) }
 
-// GroupType says whether a group implements or researches.
-type GroupType int
+// GroupType says whether a group implements or researches. Its zero value
+// GroupImplementation is "" in Go (a group the pm did not type implements)
+// and "implementation" on the wire.
+type GroupType string
 
 // Group types.
 const (
-	GroupImplementation GroupType = iota
-	GroupResearch
+	GroupImplementation GroupType = "" // "implementation"
+	GroupResearch       GroupType = "research"
 )
 
-var groupTypeNames = []string{"implementation", "research"}
+var groupTypeEnum = enum[GroupType]{kind: "group type", zero: "implementation", values: []GroupType{
+	GroupImplementation, GroupResearch,
+}}
 
-func (t GroupType) String() string { return enumName(groupTypeNames, int(t)) }
+func (t GroupType) String() string { return groupTypeEnum.name(t) }
 
 func (t GroupType) MarshalText() ([]byte, error) { return []byte(t.String()), nil }
 
 func (t *GroupType) UnmarshalText(b []byte) error {
-	return enumUnmarshal("group type", groupTypeNames, b, t)
+	return groupTypeEnum.unmarshal(b, t)
 }
 
-// Tier is who implements a group first.
-type Tier int
+// Tier is who implements a group first. Its zero value TierDeveloper is ""
+// in Go (a group starts with a developer unless the pm says otherwise) and
+// "developer" on the wire.
+type Tier string
 
 // Tiers.
 const (
-	TierDeveloper Tier = iota
-	TierSenior
+	TierDeveloper Tier = "" // "developer"
+	TierSenior    Tier = "senior"
 )
 
-var tierNames = []string{"developer", "senior"}
+var tierEnum = enum[Tier]{kind: "tier", zero: "developer", values: []Tier{TierDeveloper, TierSenior}}
 
-func (t Tier) String() string { return enumName(tierNames, int(t)) }
+func (t Tier) String() string { return tierEnum.name(t) }
 
 func (t Tier) MarshalText() ([]byte, error) { return []byte(t.String()), nil }
 
-func (t *Tier) UnmarshalText(b []byte) error { return enumUnmarshal("tier", tierNames, b, t) }
+func (t *Tier) UnmarshalText(b []byte) error { return tierEnum.unmarshal(b, t) }
 
-// Mode is the pm's execution mode.
-type Mode int
+// Mode is the pm's execution mode. Its zero value ModeSimple is "" in Go
+// (a session starts simple) and "simple" on the wire.
+type Mode string
 
 // Modes.
 const (
-	ModeSimple Mode = iota
-	ModeParallel
+	ModeSimple   Mode = "" // "simple"
+	ModeParallel Mode = "parallel"
 )
 
-var modeNames = []string{"simple", "parallel"}
+var modeEnum = enum[Mode]{kind: "mode", zero: "simple", values: []Mode{ModeSimple, ModeParallel}}
 
-func (m Mode) String() string { return enumName(modeNames, int(m)) }
+func (m Mode) String() string { return modeEnum.name(m) }
 
 func (m Mode) MarshalText() ([]byte, error) { return []byte(m.String()), nil }
 
-func (m *Mode) UnmarshalText(b []byte) error { return enumUnmarshal("mode", modeNames, b, m) }
+func (m *Mode) UnmarshalText(b []byte) error { return modeEnum.unmarshal(b, m) }
 
 // For returns the model configured for a role.
 func (m ModelsConfig) For(r Role) string {

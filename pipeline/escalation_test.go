@@ -62,7 +62,7 @@ func TestEscalationThresholds(t *testing.T) {
 			}
 			h := tt.at.setup(t, cfg)
 			h.through("A", tt.path...)
-			if tt.role == 0 {
+			if tt.role == RoleUnknown {
 				a := h.group("A")
 				assert.Equal(t, WaitPM, a.Wait, "group A should wait on the pm")
 				assert.Equal(t, StageBlocked, a.Stage)

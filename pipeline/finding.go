@@ -17,25 +17,43 @@ import (
 // session's follow-ups. Everything in a finding is written by an agent, so it
 // is bounded and checked where it enters (BoundFindings), like a summary.
 
-// Severity is how much a finding matters.
-type Severity int
+// Severity is how much a finding matters. Severities are ordered: compare
+// them by rank, never with < on their names.
+type Severity string
 
 // Severities in increasing order; SeverityNone is "no finding".
 const (
-	SeverityNone Severity = iota
-	SeverityLow
-	SeverityMedium
-	SeverityHigh
+	SeverityNone   Severity = ""
+	SeverityLow    Severity = "low"
+	SeverityMedium Severity = "medium"
+	SeverityHigh   Severity = "high"
 )
 
-var severityNames = []string{"", "low", "medium", "high"}
+var severityEnum = enum[Severity]{kind: "severity", values: []Severity{
+	SeverityNone, SeverityLow, SeverityMedium, SeverityHigh,
+}}
 
-func (s Severity) String() string { return enumName(severityNames, int(s)) }
+func (s Severity) String() string { return severityEnum.name(s) }
 
 func (s Severity) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
 
+// rank orders the severities: SeverityNone (and any value that is not a
+// severity) 0, then LOW, MEDIUM, HIGH. Compare severities by it, never by <
+// on the names.
+func (s Severity) rank() int {
+	switch s {
+	case SeverityLow:
+		return 1
+	case SeverityMedium:
+		return 2
+	case SeverityHigh:
+		return 3
+	}
+	return 0
+}
+
 func (s *Severity) UnmarshalText(b []byte) error {
-	return enumUnmarshal("severity", severityNames, []byte(strings.ToLower(string(b))), s)
+	return severityEnum.unmarshal([]byte(strings.ToLower(string(b))), s)
 }
 
 // Severities lists the finding severities, worst first.
@@ -167,7 +185,7 @@ func capFindings(fs []Finding, notes *[]string) []Finding {
 	for i := range idx {
 		idx[i] = i
 	}
-	slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(fs[b].Severity, fs[a].Severity) })
+	slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(fs[b].Severity.rank(), fs[a].Severity.rank()) })
 	keep := idx[:MaxFindings]
 	slices.Sort(keep)
 	out := make([]Finding, 0, MaxFindings)
@@ -227,7 +245,9 @@ func (r Role) Reviews() bool {
 func Worst(fs []Finding) Severity {
 	w := SeverityNone
 	for _, f := range fs {
-		w = max(w, f.Severity)
+		if f.Severity.rank() > w.rank() {
+			w = f.Severity
+		}
 	}
 	return w
 }

@@ -219,7 +219,7 @@ func TestFindingsOnlyFromReviewers(t *testing.T) {
 	h.plan(pg("A", 1))
 	st := h.review("A", StatusReadyForQA, reviewFindings[0])
 	assert.Empty(t, st.Result.Findings, "a developer's findings are not kept")
-	st = h.review("A", StatusPass, Finding{Severity: Severity(7), Problem: "forged"}, Finding{Severity: SeverityLow, File: "/etc/x", Problem: "p"})
+	st = h.review("A", StatusPass, Finding{Severity: Severity("critical"), Problem: "forged"}, Finding{Severity: SeverityLow, File: "/etc/x", Problem: "p"})
 	assert.Empty(t, st.Result.Findings, "the engine bounds findings again")
 	assert.Equal(t, "tech_lead", st.Routed)
 }

@@ -134,7 +134,7 @@ func fuzzEvent(s Session, op, a, b byte) Event {
 		ev.Usage = fuzzUsage(a, b)
 		return ev
 	case 4:
-		kinds := []CommandKind{CommandResume, CommandStop, CommandRetry, CommandAnswer, CommandPause, CommandKind(9), CommandApprove}
+		kinds := []CommandKind{CommandResume, CommandStop, CommandRetry, CommandAnswer, CommandPause, CommandKind("invalid(9)"), CommandApprove}
 		c := Command{Kind: kinds[int(a)%len(kinds)], Text: "t"}
 		if b%2 == 0 {
 			c.Group = group
@@ -148,12 +148,16 @@ func fuzzEvent(s Session, op, a, b byte) Event {
 		}
 		return CommandEvent(s.ID, "u", c)
 	case 5:
-		return Event{Kind: EventHumanReview, Session: s.ID, Group: group, Actor: fmt.Sprintf("u%d", a%3), Review: ReviewState(b % 4)}
+		return Event{Kind: EventHumanReview, Session: s.ID, Group: group, Actor: fmt.Sprintf("u%d", a%3), Review: reviewStateEnum.values[b%4]}
 	case 6:
 		return Event{Kind: EventPRClosed, Session: s.ID, Group: group, Merged: a%3 == 0}
 	default:
 		if a%7 == 0 {
-			return Event{Kind: EventKind(b), Session: "other"}
+			kind := EventKind(fmt.Sprintf("invalid(%d)", b))
+			if int(b) < len(eventKindEnum.values) {
+				kind = eventKindEnum.values[b]
+			}
+			return Event{Kind: kind, Session: "other"}
 		}
 		if a%7 == 1 {
 			// A human pushes to a group branch (issue 28).

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -140,9 +141,5 @@ func (h *harness) through(group string, statuses ...Status) {
 
 // allStatuses lists every status in order, aliases last.
 func allStatuses() []Status {
-	out := make([]Status, 0, len(statusNames)-1)
-	for i := 1; i < len(statusNames); i++ {
-		out = append(out, Status(i))
-	}
-	return out
+	return slices.Clone(statusEnum.values[1:])
 }

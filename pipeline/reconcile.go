@@ -141,7 +141,7 @@ func (r *reconciler) apply(ev Event) {
 	case EventTick:
 		// Timeouts are checked on every reconcile.
 	default:
-		r.report("ignored event of unknown kind %d", int(ev.Kind))
+		r.report("ignored event of unknown kind %q", string(ev.Kind))
 	}
 }
 
@@ -450,7 +450,7 @@ func (r *reconciler) command(ev Event) {
 		}
 		r.answerCommand(who, c)
 	default:
-		r.report("ignored unknown command %d", int(c.Kind))
+		r.report("ignored unknown command %q", string(c.Kind))
 	}
 }
 

@@ -4,58 +4,61 @@ import "slices"
 
 // Route is what the engine does with a result. The routing table maps
 // (role, status[, purpose]) to a Route; route() in reconcile.go interprets it.
-type Route int
+type Route string
 
 // Routes, one per kind of decision in ARCHITECTURE.md §3's table.
 const (
-	RouteNone                 Route = iota
-	RoutePlan                       // create the groups; start the first phase's ready groups
-	RouteContinue                   // dispatch the groups the pm names or adds, with its feedback
-	RouteValidate                   // BAZINGA: run the validate step
-	RouteClarify                    // post the question; wait for an answer or the timeout
-	RouteSessionInvestigation       // investigator for the pm
-	RouteAnswersOnly                // post the answers; the session is done
-	RoutePMAgain                    // the pm result was not usable: pm again with the reason
-	RouteToQA                       // qa (tech lead when QA is disabled or the group is research)
-	RouteToReview                   // tech lead review
-	RouteDeveloperRevision          // developer again; from the 2nd revision on a senior
-	RouteSeniorRevision             // senior again; after 2 senior revisions tech lead guidance
-	RouteInvestigate                // investigator (tech lead when investigation is disabled)
-	RouteGuidance                   // tech lead guidance for the blocked role
-	RouteSenior                     // senior
-	RouteQAFailed                   // developer with the failures; senior after a revision or a hard challenge
-	RouteQAInconclusive             // tech lead decides
-	RouteApproved                   // merge (after human approvals)
-	RouteGuidanceApproved           // the blocked role implements the validated solution
-	RouteChangesRequested           // developer; 2nd round senior; 3rd tech lead guidance; beyond pm
-	RouteEscalateModel              // tech lead again with the escalation model
-	RouteUnblock                    // back to the blocked role with the guidance
-	RouteTechLeadAgain              // the tech lead result was not usable: tech lead again
-	RouteValidateFindings           // tech lead validates the investigator's findings
-	RouteDiagnostic                 // developer runs the investigator's diagnostic
-	RouteDiagnosticDone             // investigator again with the diagnostic's output
-	RouteInvestigateAgain           // investigator again while iterations remain, else tech lead
-	RouteRequirementsAgain          // requirements again
-	RouteMerged                     // group merged; start what it unblocks
-	RouteMergeFailed                // fix on the group branch: developer, senior, tech lead, then pm
-	RouteMergeBlocked               // the base refused the merge: pause for a human
-	RouteStepRetry                  // a harness step gave no usable verdict: retry it
-	RouteDone                       // validation accepted BAZINGA
-	RouteRejected                   // validation rejected: pm with the failed checks
-	RouteMergeAgain                 // the group branch was brought up to date: its checks, then merge again
-	RouteHeadMoved                  // the branch moved after review: QA and review again on the new head
-	RouteHighFinding                // a HIGH finding: back as a failure or requested changes; past the revisions allowed a human checkpoint
-	RouteFindingsNoted              // MEDIUM/LOW findings only: the group goes on, MEDIUM ones become follow-ups
+	RouteNone                 Route = ""
+	RoutePlan                 Route = "plan"                  // create the groups; start the first phase's ready groups
+	RouteContinue             Route = "continue"              // dispatch the groups the pm names or adds, with its feedback
+	RouteValidate             Route = "validate"              // BAZINGA: run the validate step
+	RouteClarify              Route = "clarify"               // post the question; wait for an answer or the timeout
+	RouteSessionInvestigation Route = "session_investigation" // investigator for the pm
+	RouteAnswersOnly          Route = "answers_only"          // post the answers; the session is done
+	RoutePMAgain              Route = "pm_again"              // the pm result was not usable: pm again with the reason
+	RouteToQA                 Route = "to_qa"                 // qa (tech lead when QA is disabled or the group is research)
+	RouteToReview             Route = "to_review"             // tech lead review
+	RouteDeveloperRevision    Route = "developer_revision"    // developer again; from the 2nd revision on a senior
+	RouteSeniorRevision       Route = "senior_revision"       // senior again; after 2 senior revisions tech lead guidance
+	RouteInvestigate          Route = "investigate"           // investigator (tech lead when investigation is disabled)
+	RouteGuidance             Route = "guidance"              // tech lead guidance for the blocked role
+	RouteSenior               Route = "senior"                // senior
+	RouteQAFailed             Route = "qa_failed"             // developer with the failures; senior after a revision or a hard challenge
+	RouteQAInconclusive       Route = "qa_inconclusive"       // tech lead decides
+	RouteApproved             Route = "approved"              // merge (after human approvals)
+	RouteGuidanceApproved     Route = "guidance_approved"     // the blocked role implements the validated solution
+	RouteChangesRequested     Route = "changes_requested"     // developer; 2nd round senior; 3rd tech lead guidance; beyond pm
+	RouteEscalateModel        Route = "escalate_model"        // tech lead again with the escalation model
+	RouteUnblock              Route = "unblock"               // back to the blocked role with the guidance
+	RouteTechLeadAgain        Route = "tech_lead_again"       // the tech lead result was not usable: tech lead again
+	RouteValidateFindings     Route = "validate_findings"     // tech lead validates the investigator's findings
+	RouteDiagnostic           Route = "diagnostic"            // developer runs the investigator's diagnostic
+	RouteDiagnosticDone       Route = "diagnostic_done"       // investigator again with the diagnostic's output
+	RouteInvestigateAgain     Route = "investigate_again"     // investigator again while iterations remain, else tech lead
+	RouteRequirementsAgain    Route = "requirements_again"    // requirements again
+	RouteMerged               Route = "merged"                // group merged; start what it unblocks
+	RouteMergeFailed          Route = "merge_failed"          // fix on the group branch: developer, senior, tech lead, then pm
+	RouteMergeBlocked         Route = "merge_blocked"         // the base refused the merge: pause for a human
+	RouteStepRetry            Route = "step_retry"            // a harness step gave no usable verdict: retry it
+	RouteDone                 Route = "done"                  // validation accepted BAZINGA
+	RouteRejected             Route = "rejected"              // validation rejected: pm with the failed checks
+	RouteMergeAgain           Route = "merge_again"           // the group branch was brought up to date: its checks, then merge again
+	RouteHeadMoved            Route = "head_moved"            // the branch moved after review: QA and review again on the new head
+	RouteHighFinding          Route = "high_finding"          // a HIGH finding: back as a failure or requested changes; past the revisions allowed a human checkpoint
+	RouteFindingsNoted        Route = "findings_noted"        // MEDIUM/LOW findings only: the group goes on, MEDIUM ones become follow-ups
 )
 
-var routeNames = []string{"", "plan", "continue", "validate", "clarify", "session_investigation", "answers_only",
-	"pm_again", "to_qa", "to_review", "developer_revision", "senior_revision", "investigate", "guidance", "senior",
-	"qa_failed", "qa_inconclusive", "approved", "guidance_approved", "changes_requested", "escalate_model", "unblock",
-	"tech_lead_again", "validate_findings", "diagnostic", "diagnostic_done", "investigate_again", "requirements_again",
-	"merged", "merge_failed", "merge_blocked", "step_retry", "done", "rejected", "merge_again", "head_moved",
-	"high_finding", "findings_noted"}
+var routeEnum = enum[Route]{kind: "route", values: []Route{
+	RouteNone, RoutePlan, RouteContinue, RouteValidate, RouteClarify, RouteSessionInvestigation, RouteAnswersOnly,
+	RoutePMAgain, RouteToQA, RouteToReview, RouteDeveloperRevision, RouteSeniorRevision, RouteInvestigate,
+	RouteGuidance, RouteSenior, RouteQAFailed, RouteQAInconclusive, RouteApproved, RouteGuidanceApproved,
+	RouteChangesRequested, RouteEscalateModel, RouteUnblock, RouteTechLeadAgain, RouteValidateFindings,
+	RouteDiagnostic, RouteDiagnosticDone, RouteInvestigateAgain, RouteRequirementsAgain, RouteMerged,
+	RouteMergeFailed, RouteMergeBlocked, RouteStepRetry, RouteDone, RouteRejected, RouteMergeAgain, RouteHeadMoved,
+	RouteHighFinding, RouteFindingsNoted,
+}}
 
-func (r Route) String() string { return enumName(routeNames, int(r)) }
+func (r Route) String() string { return routeEnum.name(r) }
 
 // RoutingRow is one row of the routing table. A row with Purposes set applies
 // only to steps with one of those purposes, a row with Worst set only to

@@ -167,10 +167,10 @@ func TestRoutingRowsForGroups(t *testing.T) {
 			} else {
 				assert.Equal(t, before.ID, next.From, "the next step receives the previous handoff")
 			}
-			if tt.wantStage != 0 {
+			if tt.wantStage != StagePending {
 				assert.Equal(t, tt.wantStage, h.group("A").Stage)
 			}
-			if tt.wantBlocked != 0 {
+			if tt.wantBlocked != RoleUnknown {
 				assert.Equal(t, tt.wantBlocked, h.group("A").Blocked)
 			}
 			if tt.status == StatusEscalateToOpus {

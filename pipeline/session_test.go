@@ -121,7 +121,7 @@ func TestBadEventsAreIgnoredAndReported(t *testing.T) {
 		{"review of unknown group", Event{Kind: EventHumanReview, Session: "s1", Group: "Q", Actor: "x"}, "unknown group"},
 		{"closure of unknown group", Event{Kind: EventPRClosed, Session: "s1", Group: "Q"}, "unknown group"},
 		{"command without command", Event{Kind: EventCommand, Session: "s1"}, "without a command"},
-		{"unknown event kind", Event{Kind: EventKind(99), Session: "s1"}, "unknown kind"},
+		{"unknown event kind", Event{Kind: EventKind("rename"), Session: "s1"}, "unknown kind"},
 		{"second start", Started("s1", "again", "main"), "already started"},
 	}
 	for _, tt := range tests {

@@ -14,37 +14,54 @@ import (
 // engine has no clock of its own), recalibrate each size.
 
 // Size is the pm's estimate of a group's whole work (implementation, tests,
-// review and merge). SizeUnknown is a group the pm gave no size.
-type Size int
+// review and merge). SizeUnknown is a group the pm gave no size. Sizes are
+// ordered: index and compare them by rank, never by their names.
+type Size string
 
 // Sizes, smallest first.
 const (
-	SizeUnknown Size = iota
-	SizeS
-	SizeM
-	SizeL
-	SizeXL
+	SizeUnknown Size = ""
+	SizeS       Size = "S"
+	SizeM       Size = "M"
+	SizeL       Size = "L"
+	SizeXL      Size = "XL"
 )
 
-var sizeNames = []string{"", "S", "M", "L", "XL"}
+var sizeEnum = enum[Size]{kind: "size", values: []Size{SizeUnknown, SizeS, SizeM, SizeL, SizeXL}}
 
-func (z Size) String() string { return enumName(sizeNames, int(z)) }
+func (z Size) String() string { return sizeEnum.name(z) }
 
 func (z Size) MarshalText() ([]byte, error) { return []byte(z.String()), nil }
 
-func (z *Size) UnmarshalText(b []byte) error { return enumUnmarshal("size", sizeNames, b, z) }
+func (z *Size) UnmarshalText(b []byte) error { return sizeEnum.unmarshal(b, z) }
+
+// rank orders the sizes, smallest first from 1; SizeUnknown (and any value
+// that is not a size) is 0. It indexes nominalSize.
+func (z Size) rank() int {
+	switch z {
+	case SizeS:
+		return 1
+	case SizeM:
+		return 2
+	case SizeL:
+		return 3
+	case SizeXL:
+		return 4
+	}
+	return 0
+}
 
 // nominalSize is what each size stands for before anything is measured, in
 // minutes of the whole group's work. The pm's contract
 // (agent/templates/pm.md) describes the sizes in the same terms; each is
 // twice the one before, so an estimate off by half lands at most one size
-// away.
+// away. It is indexed by Size.rank.
 var nominalSize = [...]time.Duration{
-	SizeUnknown: 60 * time.Minute, // the middle: no information
-	SizeS:       30 * time.Minute,
-	SizeM:       60 * time.Minute,
-	SizeL:       120 * time.Minute,
-	SizeXL:      240 * time.Minute,
+	60 * time.Minute,  // SizeUnknown: the middle, no information
+	30 * time.Minute,  // SizeS
+	60 * time.Minute,  // SizeM
+	120 * time.Minute, // SizeL
+	240 * time.Minute, // SizeXL
 }
 
 // parseSize reads a plan group's size: S, M, L or XL, in any case; empty
@@ -54,10 +71,8 @@ func parseSize(s string) (Size, error) {
 	if s == "" {
 		return SizeUnknown, nil
 	}
-	for i, n := range sizeNames {
-		if n != "" && n == s {
-			return Size(i), nil
-		}
+	if z, err := sizeEnum.parse(s); err == nil {
+		return z, nil
 	}
 	return SizeUnknown, fmt.Errorf("size %q is not S, M, L or XL", s)
 }
@@ -101,23 +116,25 @@ func estimates(gs []Group, steps []Step) []float64 {
 		if g.Stage != StageMerged || done[g.ID] == 0 {
 			continue
 		}
-		m, n := done[g.ID].Minutes(), nominalSize[g.Size].Minutes()
-		sumMeasured[g.Size] += m
-		sumNominal[g.Size] += n
+		z := g.Size.rank()
+		m, n := done[g.ID].Minutes(), nominalSize[z].Minutes()
+		sumMeasured[z] += m
+		sumNominal[z] += n
 		allMeasured += m
 		allNominal += n
 	}
 	global := 1.0
 	if allNominal > 0 {
-		global = (allMeasured + nominalSize[SizeM].Minutes()) / (allNominal + nominalSize[SizeM].Minutes())
+		global = (allMeasured + nominalSize[SizeM.rank()].Minutes()) / (allNominal + nominalSize[SizeM.rank()].Minutes())
 	}
 	out := make([]float64, len(gs))
 	for i, g := range gs {
 		if g.Stage.Finished() {
 			continue
 		}
-		n := nominalSize[g.Size].Minutes()
-		est := n * (sumMeasured[g.Size] + n*global) / (sumNominal[g.Size] + n)
+		z := g.Size.rank()
+		n := nominalSize[z].Minutes()
+		est := n * (sumMeasured[z] + n*global) / (sumNominal[z] + n)
 		out[i] = max(est-done[g.ID].Minutes(), est/10)
 	}
 	return out

@@ -130,7 +130,7 @@ func (s Session) ThreadsToResolve(id string, threads []FindingThread) []string {
 		sev := s.threadSeverity(t)
 		still := false
 		for _, f := range v.Result.Findings {
-			if f.File == t.File && f.Severity >= sev {
+			if f.File == t.File && f.Severity.rank() >= sev.rank() {
 				still = true
 				break
 			}
@@ -149,7 +149,7 @@ func (s Session) threadSeverity(t FindingThread) Severity {
 	sev := SeverityNone
 	if r := s.Step(t.Step); r != nil && r.Result != nil {
 		for _, f := range r.Result.Findings {
-			if f.File == t.File && f.Line == t.Line && (sev == SeverityNone || f.Severity < sev) {
+			if f.File == t.File && f.Line == t.Line && (sev == SeverityNone || f.Severity.rank() < sev.rank()) {
 				sev = f.Severity
 			}
 		}

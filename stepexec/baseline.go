@@ -77,7 +77,7 @@ func (e *Executor) takeBaseline(ctx context.Context, s pipeline.Session) (*pipel
 
 // baselineOf turns a gate run on the base into the session's baseline.
 func baselineOf(commit string, gr testgate.GateResult) *pipeline.Baseline {
-	b := &pipeline.Baseline{Commit: commit, Identity: pipeline.TestIdentity(gr.Tests.Identity), Green: gr.TestsOutcome == testgate.GatePass,
+	b := &pipeline.Baseline{Commit: commit, Identity: sessionIdentity(gr.Tests.Identity), Green: gr.TestsOutcome == testgate.GatePass,
 		Summary: gr.Summary()}
 	if b.Green {
 		return b
@@ -95,6 +95,28 @@ func baselineOf(commit string, gr testgate.GateResult) *pipeline.Baseline {
 	return b
 }
 
+// sessionIdentity is the gate's test identity as the session records it.
+func sessionIdentity(i testgate.TestIdentity) pipeline.TestIdentity {
+	switch i {
+	case testgate.IdentityGoTestJSON:
+		return pipeline.IdentityGoTestJSON
+	case testgate.IdentityJUnit:
+		return pipeline.IdentityJUnit
+	}
+	return pipeline.IdentityExitStatus
+}
+
+// gateIdentity is a recorded test identity as the gate compares with it.
+func gateIdentity(i pipeline.TestIdentity) testgate.TestIdentity {
+	switch i {
+	case pipeline.IdentityGoTestJSON:
+		return testgate.IdentityGoTestJSON
+	case pipeline.IdentityJUnit:
+		return testgate.IdentityJUnit
+	}
+	return testgate.IdentityExitStatus
+}
+
 // knownFailures is the session's baseline as the gate compares with it: only
 // a red baseline a human (or tests.baseline accept) accepted.
 func knownFailures(s pipeline.Session) *testgate.KnownFailures {
@@ -106,7 +128,7 @@ func knownFailures(s pipeline.Session) *testgate.KnownFailures {
 	if len(b.Commit) >= 12 {
 		at += "@" + b.Commit[:12]
 	}
-	return &testgate.KnownFailures{Identity: testgate.TestIdentity(b.Identity), Tests: b.Failed, Unnamed: b.Unnamed, At: at}
+	return &testgate.KnownFailures{Identity: gateIdentity(b.Identity), Tests: b.Failed, Unnamed: b.Unnamed, At: at}
 }
 
 // checkReport is the check outcomes of a gate run as the session keeps them.

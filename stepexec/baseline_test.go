@@ -15,6 +15,7 @@ import (
 	"github.com/bazinga-bot/bazinga/agent"
 	"github.com/bazinga-bot/bazinga/gitops"
 	"github.com/bazinga-bot/bazinga/pipeline"
+	"github.com/bazinga-bot/bazinga/testgate"
 )
 
 // jsonTests is a test command that speaks `go test -json`: each name in the
@@ -367,4 +368,16 @@ func TestBaselineStoppedWhenTheStepFails(t *testing.T) {
 	assert.Nil(t, ev.Harness)
 	assert.Less(t, time.Since(start), 30*time.Second, "the 60s tests were stopped")
 	assert.Contains(t, strings.Join(rep.Notes, "\n"), "baseline not taken")
+}
+
+// TestIdentityBetweenGateAndSession: the gate's and the session's test
+// identities are separate enums; each maps to the one of the same name and
+// back, so a recorded baseline compares as it was taken.
+func TestIdentityBetweenGateAndSession(t *testing.T) {
+	for _, i := range []testgate.TestIdentity{testgate.IdentityExitStatus, testgate.IdentityGoTestJSON, testgate.IdentityJUnit} {
+		s := sessionIdentity(i)
+		assert.Equal(t, i.String(), s.String())
+		assert.Equal(t, i, gateIdentity(s))
+	}
+	assert.Equal(t, pipeline.IdentityJUnit, sessionIdentity(testgate.IdentityJUnit))
 }
