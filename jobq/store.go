@@ -26,6 +26,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx"
@@ -70,6 +71,10 @@ type Store struct {
 	closed    chan struct{} // closed once the committers have stopped
 	closeOnce sync.Once
 	committed sync.WaitGroup
+	// inFlight counts the batches committing now; observe, if set, is
+	// told of every group commit (ObserveCommits).
+	inFlight atomic.Int32
+	observe  atomic.Pointer[func(CommitStats)]
 	// Now is the clock (tests move it); every replica's clock is compared
 	// with the others' through lease and schedule times, so replicas need
 	// clocks within a fraction of the lease (NTP is plenty).
@@ -525,7 +530,36 @@ const NotifyChannel = "bazinga_jobs"
 // enqueueReq is one Enqueue waiting for a committer.
 type enqueueReq struct {
 	j    Job
+	at   time.Time // when Enqueue was called
 	done chan enqueueRes
+}
+
+// CommitStats is one group commit of Enqueues, as ObserveCommits reports
+// it: where an acknowledgement's time goes.
+type CommitStats struct {
+	// Jobs is the batch's size.
+	Jobs int
+	// Queued is each job's wait, in batch order, from its Enqueue to the
+	// start of the batch's statement.
+	Queued []time.Duration
+	// Took is the statement with its commit: the round trip, the
+	// database's work and its sync of the log.
+	Took time.Duration
+	// InFlight counts this Store's batches committing when this one
+	// started, itself included.
+	InFlight int
+	Err      error
+}
+
+// ObserveCommits makes f be called after every group commit (from the
+// committer, before the batch's Enqueues return: f must be quick). nil
+// stops it.
+func (s *Store) ObserveCommits(f func(CommitStats)) {
+	if f == nil {
+		s.observe.Store(nil)
+		return
+	}
+	s.observe.Store(&f)
 }
 
 type enqueueRes struct {
@@ -552,7 +586,7 @@ func (s *Store) Enqueue(ctx context.Context, j Job) (bool, error) {
 	if j.Key == "" {
 		j.Key = ownKey(j.ID)
 	}
-	r := &enqueueReq{j: j, done: make(chan enqueueRes, 1)}
+	r := &enqueueReq{j: j, at: time.Now(), done: make(chan enqueueRes, 1)}
 	select {
 	case <-s.closing:
 		return false, ErrClosed
@@ -607,11 +641,11 @@ func (s *Store) committer() {
 				break fill
 			}
 		}
-		news, err := s.insert(batch)
+		news, err := s.commit(batch)
 		if err != nil && len(batch) > 1 {
 			// One bad job must not fail the others: each alone.
 			for _, r := range batch {
-				n, err := s.insert([]*enqueueReq{r})
+				n, err := s.commit([]*enqueueReq{r})
 				r.done <- enqueueRes{isNew: n[0] && err == nil, err: err}
 			}
 			continue
@@ -632,6 +666,22 @@ func (s *Store) drainClosed() {
 			return
 		}
 	}
+}
+
+// commit is insert, measured for ObserveCommits.
+func (s *Store) commit(batch []*enqueueReq) ([]bool, error) {
+	start := time.Now()
+	inFlight := s.inFlight.Add(1)
+	news, err := s.insert(batch)
+	s.inFlight.Add(-1)
+	if f := s.observe.Load(); f != nil {
+		st := CommitStats{Jobs: len(batch), Queued: make([]time.Duration, len(batch)), Took: time.Since(start), InFlight: int(inFlight), Err: err}
+		for i, r := range batch {
+			st.Queued[i] = start.Sub(r.at)
+		}
+		(*f)(st)
+	}
+	return news, err
 }
 
 // insert commits batch in one statement (one round trip to PostgreSQL, one
