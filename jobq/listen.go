@@ -10,9 +10,9 @@ import (
 )
 
 // listen wakes this process's workers whenever another process commits a
-// job (Enqueue notifies NotifyChannel in the same statement), so a replica
-// starts a job queued on another within a round trip instead of at its
-// next poll. It holds one connection of its own outside the pools (LISTEN
+// job (its Store's notifier notifies NotifyChannel after commits), so a
+// replica starts a job queued on another within a round trip or two instead
+// of at its next poll. It holds one connection of its own outside the pools (LISTEN
 // is per session; a pooler in transaction mode cannot keep it: those set
 // RunnerOptions.PollOnly). On a lost connection it wakes the workers (a
 // notification may have been missed), waits and listens again; polling goes

@@ -23,6 +23,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"strings"
 	"sync"
@@ -75,6 +76,13 @@ type Store struct {
 	// told of every group commit (ObserveCommits).
 	inFlight atomic.Int32
 	observe  atomic.Pointer[func(CommitStats)]
+	// PostgreSQL's wake-up of the other replicas, sent after commits and
+	// outside them (see notifier): committers signal notifyReq, Close
+	// stops the notifier with notifyStop and waits for notifyDone.
+	notifyReq  chan struct{}
+	notifyStop chan struct{}
+	notifyDone chan struct{}
+	log        atomic.Pointer[slog.Logger]
 	// Now is the clock (tests move it); every replica's clock is compared
 	// with the others' through lease and schedule times, so replicas need
 	// clocks within a fraction of the lease (NTP is plenty).
@@ -147,7 +155,9 @@ func Open(ctx context.Context, rawURL string) (*Store, error) {
 		db.SetMaxOpenConns(1)
 	}
 	s := &Store{db: db, light: light, kind: kind, dsn: dsn, Now: time.Now, stmts: map[string]*sql.Stmt{},
-		enq: make(chan *enqueueReq, 1024), closing: make(chan struct{}), closed: make(chan struct{})}
+		enq: make(chan *enqueueReq, 1024), closing: make(chan struct{}), closed: make(chan struct{}),
+		notifyReq: make(chan struct{}, 1), notifyStop: make(chan struct{}), notifyDone: make(chan struct{})}
+	s.log.Store(slog.New(slog.DiscardHandler))
 	if err := s.migrate(ctx); err != nil {
 		s.closeDBs()
 		return nil, err
@@ -156,17 +166,35 @@ func Open(ctx context.Context, rawURL string) (*Store, error) {
 		s.closeDBs()
 		return nil, err
 	}
-	// One committer on SQLite (one writer at a time anyway); on PostgreSQL
-	// a few, so that one batch's commit does not hold up the next batch.
+	// One committer on SQLite (one writer at a time anyway). On
+	// PostgreSQL several batches commit at once, each on its own
+	// connection, and the server syncs the log once for the commits that
+	// wait together: a delivery arriving while a batch commits starts its
+	// own commit at once rather than after that batch's sync.
 	committers := 1
 	if kind == Postgres {
-		committers = 4
+		committers = pgCommitters
+		go s.notifier()
+	} else {
+		close(s.notifyDone)
 	}
 	for range committers {
 		s.committed.Add(1)
 		go s.committer()
 	}
 	return s, nil
+}
+
+// pgCommitters bounds PostgreSQL's batches in flight (and the connections
+// they hold, out of the pool's 32).
+const pgCommitters = 4
+
+// SetLogger sets where the Store logs what it does in the background (a
+// failed wake-up of the other replicas); nothing by default.
+func (s *Store) SetLogger(l *slog.Logger) {
+	if l != nil {
+		s.log.Store(l)
+	}
 }
 
 // withRuntimeParam adds a session parameter to a PostgreSQL URL (pgx sets
@@ -203,6 +231,8 @@ func (s *Store) Close() error {
 		close(s.closing)
 		s.committed.Wait()
 		close(s.closed)
+		close(s.notifyStop)
+		<-s.notifyDone
 	})
 	<-s.closed
 	return s.closeDBs()
@@ -522,7 +552,7 @@ const (
 	qExtend    = `UPDATE bazinga_leases SET until_ms = ? WHERE session_key = ? AND owner = ?`
 )
 
-// NotifyChannel is the PostgreSQL channel an Enqueue notifies on commit:
+// NotifyChannel is the PostgreSQL channel notified after Enqueues commit:
 // other replicas' Listen wakes their workers at once instead of at their
 // next poll.
 const NotifyChannel = "bazinga_jobs"
@@ -646,12 +676,75 @@ func (s *Store) committer() {
 			// One bad job must not fail the others: each alone.
 			for _, r := range batch {
 				n, err := s.commit([]*enqueueReq{r})
-				r.done <- enqueueRes{isNew: n[0] && err == nil, err: err}
+				isNew := n[0] && err == nil
+				r.done <- enqueueRes{isNew: isNew, err: err}
+				if isNew {
+					s.notifyOthers()
+				}
 			}
 			continue
 		}
+		anyNew := false
 		for i, r := range batch {
-			r.done <- enqueueRes{isNew: news[i] && err == nil, err: err}
+			isNew := news[i] && err == nil
+			r.done <- enqueueRes{isNew: isNew, err: err}
+			anyNew = anyNew || isNew
+		}
+		if anyNew {
+			s.notifyOthers()
+		}
+	}
+}
+
+// notifyOthers asks the notifier (PostgreSQL) to wake the other replicas:
+// requests made while one is pending or being sent share the next one.
+func (s *Store) notifyOthers() {
+	if s.kind != Postgres {
+		return
+	}
+	select {
+	case s.notifyReq <- struct{}{}:
+	default:
+	}
+}
+
+// notifier sends NotifyChannel's notifications for the committers, in
+// transactions of their own on the light pool, until Close (where it sends
+// the last one requested). Not in the batch's statement: PostgreSQL takes a
+// lock for the whole database at the commit of a transaction that
+// notified, and holds it through the commit's sync of the log (to keep the
+// notification queue in commit order), so batches that notified committed
+// one after another, each waiting for the previous one's sync, instead of
+// sharing one; on the light pool (synchronous_commit off) that lock is held
+// for no sync. A notification is a hint that saves the others a poll: one
+// lost (a crash between the commit and it, a failed send) costs them at
+// most their poll interval, never a job.
+func (s *Store) notifier() {
+	defer close(s.notifyDone)
+	failing := false
+	send := func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_, err := s.light.ExecContext(ctx, `SELECT pg_notify('`+NotifyChannel+`', '')`)
+		switch {
+		case err != nil && !failing:
+			s.log.Load().Warn("queue: waking the other replicas failed; they find the new jobs at their next poll", "err", err)
+		case err == nil && failing:
+			s.log.Load().Info("queue: waking the other replicas works again")
+		}
+		failing = err != nil
+	}
+	for {
+		select {
+		case <-s.notifyReq:
+			send()
+		case <-s.notifyStop:
+			select {
+			case <-s.notifyReq:
+				send()
+			default:
+			}
+			return
 		}
 	}
 }
@@ -685,9 +778,7 @@ func (s *Store) commit(batch []*enqueueReq) ([]bool, error) {
 }
 
 // insert commits batch in one statement (one round trip to PostgreSQL, one
-// sync of the log) and tells which jobs were new. On PostgreSQL the same
-// statement notifies NotifyChannel, which listeners receive at its commit
-// (once: PostgreSQL folds a transaction's identical notifications).
+// sync of the log) and tells which jobs were new.
 func (s *Store) insert(batch []*enqueueReq) ([]bool, error) {
 	news := make([]bool, len(batch))
 	// The batch is shared: no caller's context may cancel the others'.
@@ -701,9 +792,6 @@ func (s *Store) insert(batch []*enqueueReq) ([]bool, error) {
 	}
 	if len(batch) > 1 {
 		query = strings.Replace(qInsert, qInsertValues, qInsertValues+strings.Repeat(", "+qInsertValues, len(batch)-1), 1)
-	}
-	if s.kind == Postgres {
-		query = `WITH ins AS (` + query + `) SELECT delivery_id, pg_notify('` + NotifyChannel + `', '') FROM ins`
 	}
 	// PostgreSQL commits the statement on its own and reports a failed
 	// commit as the statement's error. SQLite would commit at the
@@ -728,12 +816,7 @@ func (s *Store) insert(batch []*enqueueReq) ([]bool, error) {
 	inserted := map[string]bool{}
 	for rows.Next() {
 		var id string
-		var ignored any
-		dest := []any{&id}
-		if s.kind == Postgres {
-			dest = append(dest, &ignored)
-		}
-		if err := rows.Scan(dest...); err != nil {
+		if err := rows.Scan(&id); err != nil {
 			return news, fmt.Errorf("enqueue: %w", err)
 		}
 		inserted[id] = true
