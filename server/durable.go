@@ -117,6 +117,7 @@ func (s *Server) openDurable() error {
 			return fmt.Errorf("server: queue database (%s): %w", EnvDatabaseURL, err)
 		}
 	}
+	st.SetLogger(s.log)
 	d := &durable{store: st}
 	d.stats.Store(&jobq.Stats{})
 	s.dq = d
