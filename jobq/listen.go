@@ -52,8 +52,12 @@ func (s *Store) listenOnce(ctx context.Context, wake func(), connected func()) e
 	// Jobs committed while this was not listening are found by this wake.
 	wake()
 	for {
-		if _, err := conn.WaitForNotification(ctx); err != nil {
+		n, err := conn.WaitForNotification(ctx)
+		if err != nil {
 			return fmt.Errorf("waiting for a notification: %w", err)
+		}
+		if n.Payload == s.id {
+			continue // this Store's own commit: it woke its runners itself
 		}
 		wake()
 	}

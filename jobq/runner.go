@@ -33,8 +33,8 @@ type RunnerOptions struct {
 	// sessions of a dead replica whose lease ran out, and (PollOnly, or
 	// SQLite shared with another process) jobs another process queued. On
 	// PostgreSQL the default is 2s, since another replica's jobs are
-	// announced by LISTEN/NOTIFY; otherwise 250ms. Wake brings this
-	// process's own jobs at once.
+	// announced by LISTEN/NOTIFY; otherwise 250ms. Jobs committed by the
+	// Runner's own Store wake it at once.
 	Poll time.Duration
 	// PollOnly turns off LISTEN/NOTIFY on PostgreSQL: for a connection
 	// pooler in transaction mode (PgBouncer), which cannot hold a LISTEN,
@@ -88,6 +88,7 @@ func NewRunner(s *Store, h Handler, o RunnerOptions) *Runner {
 	}
 	r := &Runner{s: s, h: h, o: o, wake: make(chan struct{}, o.Workers), stop: make(chan struct{})}
 	r.runCtx, r.runCancel = context.WithCancel(context.Background())
+	s.addRunner(r)
 	for i := 0; i < o.Workers; i++ {
 		r.wg.Add(1)
 		go r.worker()
@@ -111,7 +112,9 @@ func NewRunner(s *Store, h Handler, o RunnerOptions) *Runner {
 	return r
 }
 
-// Wake tells an idle worker that a job was queued.
+// Wake tells an idle worker that a job was queued. The Runner's Store
+// calls it after each commit of new jobs; others may too (a job queued by
+// another Store of the same process).
 func (r *Runner) Wake() {
 	select {
 	case r.wake <- struct{}{}:
@@ -130,7 +133,10 @@ func (r *Runner) Running() int {
 // then it cancels them and waits a last moment. Jobs not started stay
 // queued for the next process: nothing needs draining.
 func (r *Runner) Stop(ctx context.Context) error {
-	r.stopOnce.Do(func() { close(r.stop) })
+	r.stopOnce.Do(func() {
+		close(r.stop)
+		r.s.removeRunner(r)
+	})
 	done := make(chan struct{})
 	go func() { r.wg.Wait(); close(done) }()
 	select {

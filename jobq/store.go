@@ -83,6 +83,11 @@ type Store struct {
 	notifyStop chan struct{}
 	notifyDone chan struct{}
 	log        atomic.Pointer[slog.Logger]
+	// id is the payload of this Store's notifications: its own listener
+	// skips them, since a commit wakes the Store's runners directly.
+	id      string
+	runMu   sync.Mutex
+	runners []*Runner
 	// Now is the clock (tests move it); every replica's clock is compared
 	// with the others' through lease and schedule times, so replicas need
 	// clocks within a fraction of the lease (NTP is plenty).
@@ -156,7 +161,8 @@ func Open(ctx context.Context, rawURL string) (*Store, error) {
 	}
 	s := &Store{db: db, light: light, kind: kind, dsn: dsn, Now: time.Now, stmts: map[string]*sql.Stmt{},
 		enq: make(chan *enqueueReq, 1024), closing: make(chan struct{}), closed: make(chan struct{}),
-		notifyReq: make(chan struct{}, 1), notifyStop: make(chan struct{}), notifyDone: make(chan struct{})}
+		notifyReq: make(chan struct{}, 1), notifyStop: make(chan struct{}), notifyDone: make(chan struct{}),
+		id: randomToken()}
 	s.log.Store(slog.New(slog.DiscardHandler))
 	if err := s.migrate(ctx); err != nil {
 		s.closeDBs()
@@ -679,6 +685,7 @@ func (s *Store) committer() {
 				isNew := n[0] && err == nil
 				r.done <- enqueueRes{isNew: isNew, err: err}
 				if isNew {
+					s.wakeRunners()
 					s.notifyOthers()
 				}
 			}
@@ -691,7 +698,34 @@ func (s *Store) committer() {
 			anyNew = anyNew || isNew
 		}
 		if anyNew {
+			s.wakeRunners()
 			s.notifyOthers()
+		}
+	}
+}
+
+// wakeRunners wakes an idle worker of each of this Store's runners.
+func (s *Store) wakeRunners() {
+	s.runMu.Lock()
+	defer s.runMu.Unlock()
+	for _, r := range s.runners {
+		r.Wake()
+	}
+}
+
+func (s *Store) addRunner(r *Runner) {
+	s.runMu.Lock()
+	defer s.runMu.Unlock()
+	s.runners = append(s.runners, r)
+}
+
+func (s *Store) removeRunner(r *Runner) {
+	s.runMu.Lock()
+	defer s.runMu.Unlock()
+	for i, x := range s.runners {
+		if x == r {
+			s.runners = append(s.runners[:i:i], s.runners[i+1:]...)
+			return
 		}
 	}
 }
@@ -725,7 +759,7 @@ func (s *Store) notifier() {
 	send := func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		_, err := s.light.ExecContext(ctx, `SELECT pg_notify('`+NotifyChannel+`', '')`)
+		_, err := s.light.ExecContext(ctx, `SELECT pg_notify('`+NotifyChannel+`', $1)`, s.id)
 		switch {
 		case err != nil && !failing:
 			s.log.Load().Warn("queue: waking the other replicas failed; they find the new jobs at their next poll", "err", err)

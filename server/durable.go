@@ -158,12 +158,10 @@ func (s *Server) enqueueDurable(ctx context.Context, key string, d bot.Delivery)
 	if s.dq.closed.Load() || s.dq.stats.Load().Pending >= s.cfg.QueueSize {
 		return false, false, nil
 	}
+	// The store wakes its runner's workers itself once the job committed.
 	ok, err := s.dq.store.Enqueue(ctx, jobq.Job{ID: d.ID, Key: key, Event: d.Event, Payload: d.Payload, Received: d.Received})
 	if err != nil {
 		return false, false, err
-	}
-	if ok {
-		s.dq.runner.Wake()
 	}
 	return ok, !ok, nil
 }
