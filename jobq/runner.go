@@ -63,6 +63,9 @@ type Runner struct {
 
 	mu      sync.Mutex
 	running int
+	// keys are the keys this Runner's workers are claiming or running
+	// (its keyGate).
+	keys map[string]bool
 }
 
 // NewRunner starts o.Workers workers on s.
@@ -86,7 +89,7 @@ func NewRunner(s *Store, h Handler, o RunnerOptions) *Runner {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	r := &Runner{s: s, h: h, o: o, wake: make(chan struct{}, o.Workers), stop: make(chan struct{})}
+	r := &Runner{s: s, h: h, o: o, wake: make(chan struct{}, o.Workers), stop: make(chan struct{}), keys: map[string]bool{}}
 	r.runCtx, r.runCancel = context.WithCancel(context.Background())
 	s.addRunner(r)
 	for i := 0; i < o.Workers; i++ {
@@ -110,6 +113,25 @@ func NewRunner(s *Store, h Handler, o RunnerOptions) *Runner {
 		}()
 	}
 	return r
+}
+
+// enter and leave make the Runner its workers' keyGate: a key a sibling
+// holds is skipped (only that sibling could take it: it holds, or is
+// taking, its lease).
+func (r *Runner) enter(key string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.keys[key] {
+		return false
+	}
+	r.keys[key] = true
+	return true
+}
+
+func (r *Runner) leave(key string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.keys, key)
 }
 
 // Wake tells an idle worker that a job was queued. The Runner's Store
@@ -164,7 +186,7 @@ func (r *Runner) worker() {
 			return
 		default:
 		}
-		c, err := r.s.Claim(r.runCtx, r.o.Owner, r.o.Lease)
+		c, err := r.s.claim(r.runCtx, r.o.Owner, r.o.Lease, r)
 		if err != nil {
 			r.o.Logger.Error("queue: claiming a job", "err", err)
 		}
@@ -194,6 +216,8 @@ func (r *Runner) run(c *Claim) {
 	defer func() {
 		r.mu.Lock()
 		r.running--
+		// After Finish: the lease is free (or lost) now.
+		delete(r.keys, c.Key)
 		r.mu.Unlock()
 	}()
 	ctx, cancel := context.WithCancel(r.runCtx)

@@ -891,6 +891,19 @@ const claimBatch = 16
 // holds, and counts the attempt. It returns nil, nil when there is none.
 // owner names the worker (in the lease row, for operators).
 func (s *Store) Claim(ctx context.Context, owner string, lease time.Duration) (*Claim, error) {
+	return s.claim(ctx, owner, lease, nil)
+}
+
+// keyGate keeps a Runner's workers off the keys a sibling is claiming or
+// running: a claim of such a key can only fail, after two round trips.
+// enter reports whether the caller may try key (and then holds it until
+// leave).
+type keyGate interface {
+	enter(key string) bool
+	leave(key string)
+}
+
+func (s *Store) claim(ctx context.Context, owner string, lease time.Duration, g keyGate) (*Claim, error) {
 	now := s.now()
 	rows, err := s.query(ctx, qCandidates, StatePending, now, StatePending, now, claimBatch)
 	if err != nil {
@@ -910,7 +923,13 @@ func (s *Store) Claim(ctx context.Context, owner string, lease time.Duration) (*
 		return nil, fmt.Errorf("claim: %w", err)
 	}
 	for _, k := range keys {
+		if g != nil && !g.enter(k) {
+			continue
+		}
 		c, err := s.claimKey(ctx, k, owner, lease)
+		if c == nil && g != nil {
+			g.leave(k)
+		}
 		if err != nil || c != nil {
 			return c, err
 		}
