@@ -10,11 +10,11 @@ import (
 )
 
 // listen wakes this process's workers whenever another process commits a
-// job (Enqueue notifies NotifyChannel in the same statement), so a replica
-// starts a job queued on another within a round trip instead of at its
-// next poll. It holds one connection of its own outside the pools (LISTEN
-// is per session; a pooler in transaction mode cannot keep it: those set
-// RunnerOptions.PollOnly). On a lost connection it wakes the workers (a
+// job (its Store's notifier notifies NotifyChannel after commits), so a
+// replica starts a job queued on another within a round trip or two
+// instead of at its next poll. It holds one connection of its own outside
+// the pools (LISTEN is per session; a pooler in transaction mode cannot
+// keep it: those set RunnerOptions.PollOnly). On a lost connection it wakes the workers (a
 // notification may have been missed), waits and listens again; polling goes
 // on meanwhile, so nothing waits longer than a poll interval.
 func (s *Store) listen(ctx context.Context, wake func(), log *slog.Logger) {
@@ -52,8 +52,12 @@ func (s *Store) listenOnce(ctx context.Context, wake func(), connected func()) e
 	// Jobs committed while this was not listening are found by this wake.
 	wake()
 	for {
-		if _, err := conn.WaitForNotification(ctx); err != nil {
+		n, err := conn.WaitForNotification(ctx)
+		if err != nil {
 			return fmt.Errorf("waiting for a notification: %w", err)
+		}
+		if n.Payload == s.id {
+			continue // this Store's own commit: it woke its runners itself
 		}
 		wake()
 	}

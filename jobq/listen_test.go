@@ -111,3 +111,32 @@ func BenchmarkPickup(b *testing.B) {
 		})
 	}
 }
+
+// TestOwnCommitWakesRunner: a job committed by a Store starts at once on
+// that Store's runner with nobody calling Wake and the poll an hour: the
+// Store wakes its runners after the commit (its own notification, which
+// its listener skips, is not what does it).
+func TestOwnCommitWakesRunner(t *testing.T) {
+	eachBackend(t, func(t *testing.T, url string) {
+		ctx := context.Background()
+		s := open(t, url)
+		started := make(chan string, 4)
+		r := jobq.NewRunner(s, func(_ context.Context, c *jobq.Claim) jobq.Result {
+			started <- c.ID
+			return jobq.Result{Disposition: jobq.Done, Outcome: "processed"}
+		}, jobq.RunnerOptions{Workers: 2, Poll: time.Hour})
+		defer r.Stop(ctx)
+		// Let the first poll (at start) find the queue empty.
+		time.Sleep(100 * time.Millisecond)
+		for _, id := range []string{"one", "two"} {
+			_, err := s.Enqueue(ctx, job(id, "o/r#1"))
+			require.NoError(t, err)
+			select {
+			case got := <-started:
+				assert.Equal(t, id, got)
+			case <-time.After(10 * time.Second):
+				t.Fatalf("%s did not start: the commit did not wake the runner, and the poll is an hour", id)
+			}
+		}
+	})
+}

@@ -33,8 +33,8 @@ type RunnerOptions struct {
 	// sessions of a dead replica whose lease ran out, and (PollOnly, or
 	// SQLite shared with another process) jobs another process queued. On
 	// PostgreSQL the default is 2s, since another replica's jobs are
-	// announced by LISTEN/NOTIFY; otherwise 250ms. Wake brings this
-	// process's own jobs at once.
+	// announced by LISTEN/NOTIFY; otherwise 250ms. Jobs committed by the
+	// Runner's own Store wake it at once.
 	Poll time.Duration
 	// PollOnly turns off LISTEN/NOTIFY on PostgreSQL: for a connection
 	// pooler in transaction mode (PgBouncer), which cannot hold a LISTEN,
@@ -63,6 +63,9 @@ type Runner struct {
 
 	mu      sync.Mutex
 	running int
+	// keys are the keys this Runner's workers are claiming or running
+	// (its keyGate).
+	keys map[string]bool
 }
 
 // NewRunner starts o.Workers workers on s.
@@ -86,8 +89,9 @@ func NewRunner(s *Store, h Handler, o RunnerOptions) *Runner {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	r := &Runner{s: s, h: h, o: o, wake: make(chan struct{}, o.Workers), stop: make(chan struct{})}
+	r := &Runner{s: s, h: h, o: o, wake: make(chan struct{}, o.Workers), stop: make(chan struct{}), keys: map[string]bool{}}
 	r.runCtx, r.runCancel = context.WithCancel(context.Background())
+	s.addRunner(r)
 	for i := 0; i < o.Workers; i++ {
 		r.wg.Add(1)
 		go r.worker()
@@ -111,7 +115,28 @@ func NewRunner(s *Store, h Handler, o RunnerOptions) *Runner {
 	return r
 }
 
-// Wake tells an idle worker that a job was queued.
+// enter and leave make the Runner its workers' keyGate: a key a sibling
+// holds is skipped (only that sibling could take it: it holds, or is
+// taking, its lease).
+func (r *Runner) enter(key string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.keys[key] {
+		return false
+	}
+	r.keys[key] = true
+	return true
+}
+
+func (r *Runner) leave(key string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.keys, key)
+}
+
+// Wake tells an idle worker that a job was queued. The Runner's Store
+// calls it after each commit of new jobs; others may too (a job queued by
+// another Store of the same process).
 func (r *Runner) Wake() {
 	select {
 	case r.wake <- struct{}{}:
@@ -130,7 +155,10 @@ func (r *Runner) Running() int {
 // then it cancels them and waits a last moment. Jobs not started stay
 // queued for the next process: nothing needs draining.
 func (r *Runner) Stop(ctx context.Context) error {
-	r.stopOnce.Do(func() { close(r.stop) })
+	r.stopOnce.Do(func() {
+		close(r.stop)
+		r.s.removeRunner(r)
+	})
 	done := make(chan struct{})
 	go func() { r.wg.Wait(); close(done) }()
 	select {
@@ -158,7 +186,7 @@ func (r *Runner) worker() {
 			return
 		default:
 		}
-		c, err := r.s.Claim(r.runCtx, r.o.Owner, r.o.Lease)
+		c, err := r.s.claim(r.runCtx, r.o.Owner, r.o.Lease, r)
 		if err != nil {
 			r.o.Logger.Error("queue: claiming a job", "err", err)
 		}
@@ -188,6 +216,8 @@ func (r *Runner) run(c *Claim) {
 	defer func() {
 		r.mu.Lock()
 		r.running--
+		// After Finish: the lease is free (or lost) now.
+		delete(r.keys, c.Key)
 		r.mu.Unlock()
 	}()
 	ctx, cancel := context.WithCancel(r.runCtx)

@@ -23,9 +23,11 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx"
@@ -70,6 +72,22 @@ type Store struct {
 	closed    chan struct{} // closed once the committers have stopped
 	closeOnce sync.Once
 	committed sync.WaitGroup
+	// inFlight counts the batches committing now; observe, if set, is
+	// told of every group commit (ObserveCommits).
+	inFlight atomic.Int32
+	observe  atomic.Pointer[func(CommitStats)]
+	// PostgreSQL's wake-up of the other replicas, sent after commits and
+	// outside them (see notifier): committers signal notifyReq, Close
+	// stops the notifier with notifyStop and waits for notifyDone.
+	notifyReq  chan struct{}
+	notifyStop chan struct{}
+	notifyDone chan struct{}
+	log        atomic.Pointer[slog.Logger]
+	// id is the payload of this Store's notifications: its own listener
+	// skips them, since a commit wakes the Store's runners directly.
+	id      string
+	runMu   sync.Mutex
+	runners []*Runner
 	// Now is the clock (tests move it); every replica's clock is compared
 	// with the others' through lease and schedule times, so replicas need
 	// clocks within a fraction of the lease (NTP is plenty).
@@ -142,7 +160,10 @@ func Open(ctx context.Context, rawURL string) (*Store, error) {
 		db.SetMaxOpenConns(1)
 	}
 	s := &Store{db: db, light: light, kind: kind, dsn: dsn, Now: time.Now, stmts: map[string]*sql.Stmt{},
-		enq: make(chan *enqueueReq, 1024), closing: make(chan struct{}), closed: make(chan struct{})}
+		enq: make(chan *enqueueReq, 1024), closing: make(chan struct{}), closed: make(chan struct{}),
+		notifyReq: make(chan struct{}, 1), notifyStop: make(chan struct{}), notifyDone: make(chan struct{}),
+		id: randomToken()}
+	s.log.Store(slog.New(slog.DiscardHandler))
 	if err := s.migrate(ctx); err != nil {
 		s.closeDBs()
 		return nil, err
@@ -151,17 +172,35 @@ func Open(ctx context.Context, rawURL string) (*Store, error) {
 		s.closeDBs()
 		return nil, err
 	}
-	// One committer on SQLite (one writer at a time anyway); on PostgreSQL
-	// a few, so that one batch's commit does not hold up the next batch.
+	// One committer on SQLite (one writer at a time anyway). On
+	// PostgreSQL several batches commit at once, each on its own
+	// connection, and the server syncs the log once for the commits that
+	// wait together: a delivery arriving while a batch commits starts its
+	// own commit at once rather than after that batch's sync.
 	committers := 1
 	if kind == Postgres {
-		committers = 4
+		committers = pgCommitters
+		go s.notifier()
+	} else {
+		close(s.notifyDone)
 	}
 	for range committers {
 		s.committed.Add(1)
 		go s.committer()
 	}
 	return s, nil
+}
+
+// pgCommitters bounds PostgreSQL's batches in flight (and the connections
+// they hold, out of the pool's 32).
+const pgCommitters = 4
+
+// SetLogger sets where the Store logs what it does in the background (a
+// failed wake-up of the other replicas); nothing by default.
+func (s *Store) SetLogger(l *slog.Logger) {
+	if l != nil {
+		s.log.Store(l)
+	}
 }
 
 // withRuntimeParam adds a session parameter to a PostgreSQL URL (pgx sets
@@ -198,6 +237,8 @@ func (s *Store) Close() error {
 		close(s.closing)
 		s.committed.Wait()
 		close(s.closed)
+		close(s.notifyStop)
+		<-s.notifyDone
 	})
 	<-s.closed
 	return s.closeDBs()
@@ -517,7 +558,7 @@ const (
 	qExtend    = `UPDATE bazinga_leases SET until_ms = ? WHERE session_key = ? AND owner = ?`
 )
 
-// NotifyChannel is the PostgreSQL channel an Enqueue notifies on commit:
+// NotifyChannel is the PostgreSQL channel notified after Enqueues commit:
 // other replicas' Listen wakes their workers at once instead of at their
 // next poll.
 const NotifyChannel = "bazinga_jobs"
@@ -525,7 +566,36 @@ const NotifyChannel = "bazinga_jobs"
 // enqueueReq is one Enqueue waiting for a committer.
 type enqueueReq struct {
 	j    Job
+	at   time.Time // when Enqueue was called
 	done chan enqueueRes
+}
+
+// CommitStats is one group commit of Enqueues, as ObserveCommits reports
+// it: where an acknowledgement's time goes.
+type CommitStats struct {
+	// Jobs is the batch's size.
+	Jobs int
+	// Queued is each job's wait, in batch order, from its Enqueue to the
+	// start of the batch's statement.
+	Queued []time.Duration
+	// Took is the statement with its commit: the round trip, the
+	// database's work and its sync of the log.
+	Took time.Duration
+	// InFlight counts this Store's batches committing when this one
+	// started, itself included.
+	InFlight int
+	Err      error
+}
+
+// ObserveCommits makes f be called after every group commit (from the
+// committer, before the batch's Enqueues return: f must be quick). nil
+// stops it.
+func (s *Store) ObserveCommits(f func(CommitStats)) {
+	if f == nil {
+		s.observe.Store(nil)
+		return
+	}
+	s.observe.Store(&f)
 }
 
 type enqueueRes struct {
@@ -552,7 +622,7 @@ func (s *Store) Enqueue(ctx context.Context, j Job) (bool, error) {
 	if j.Key == "" {
 		j.Key = ownKey(j.ID)
 	}
-	r := &enqueueReq{j: j, done: make(chan enqueueRes, 1)}
+	r := &enqueueReq{j: j, at: time.Now(), done: make(chan enqueueRes, 1)}
 	select {
 	case <-s.closing:
 		return false, ErrClosed
@@ -607,17 +677,108 @@ func (s *Store) committer() {
 				break fill
 			}
 		}
-		news, err := s.insert(batch)
+		news, err := s.commit(batch)
 		if err != nil && len(batch) > 1 {
 			// One bad job must not fail the others: each alone.
 			for _, r := range batch {
-				n, err := s.insert([]*enqueueReq{r})
-				r.done <- enqueueRes{isNew: n[0] && err == nil, err: err}
+				n, err := s.commit([]*enqueueReq{r})
+				isNew := n[0] && err == nil
+				r.done <- enqueueRes{isNew: isNew, err: err}
+				if isNew {
+					s.wakeRunners()
+					s.notifyOthers()
+				}
 			}
 			continue
 		}
+		anyNew := false
 		for i, r := range batch {
-			r.done <- enqueueRes{isNew: news[i] && err == nil, err: err}
+			isNew := news[i] && err == nil
+			r.done <- enqueueRes{isNew: isNew, err: err}
+			anyNew = anyNew || isNew
+		}
+		if anyNew {
+			s.wakeRunners()
+			s.notifyOthers()
+		}
+	}
+}
+
+// wakeRunners wakes an idle worker of each of this Store's runners.
+func (s *Store) wakeRunners() {
+	s.runMu.Lock()
+	defer s.runMu.Unlock()
+	for _, r := range s.runners {
+		r.Wake()
+	}
+}
+
+func (s *Store) addRunner(r *Runner) {
+	s.runMu.Lock()
+	defer s.runMu.Unlock()
+	s.runners = append(s.runners, r)
+}
+
+func (s *Store) removeRunner(r *Runner) {
+	s.runMu.Lock()
+	defer s.runMu.Unlock()
+	for i, x := range s.runners {
+		if x == r {
+			s.runners = append(s.runners[:i:i], s.runners[i+1:]...)
+			return
+		}
+	}
+}
+
+// notifyOthers asks the notifier (PostgreSQL) to wake the other replicas:
+// requests made while one is pending or being sent share the next one.
+func (s *Store) notifyOthers() {
+	if s.kind != Postgres {
+		return
+	}
+	select {
+	case s.notifyReq <- struct{}{}:
+	default:
+	}
+}
+
+// notifier sends NotifyChannel's notifications for the committers, in
+// transactions of their own on the light pool, until Close (where it sends
+// the last one requested). Not in the batch's statement: PostgreSQL takes a
+// lock for the whole database at the commit of a transaction that
+// notified, and holds it through the commit's sync of the log (to keep the
+// notification queue in commit order), so batches that notified committed
+// one after another, each waiting for the previous one's sync, instead of
+// sharing one; on the light pool (synchronous_commit off) that lock is held
+// for no sync. A notification is a hint that saves the others a poll: one
+// lost (a crash between the commit and it, a failed send) costs them at
+// most their poll interval, never a job.
+func (s *Store) notifier() {
+	defer close(s.notifyDone)
+	failing := false
+	send := func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_, err := s.light.ExecContext(ctx, `SELECT pg_notify('`+NotifyChannel+`', $1)`, s.id)
+		switch {
+		case err != nil && !failing:
+			s.log.Load().Warn("queue: waking the other replicas failed; they find the new jobs at their next poll", "err", err)
+		case err == nil && failing:
+			s.log.Load().Info("queue: waking the other replicas works again")
+		}
+		failing = err != nil
+	}
+	for {
+		select {
+		case <-s.notifyReq:
+			send()
+		case <-s.notifyStop:
+			select {
+			case <-s.notifyReq:
+				send()
+			default:
+			}
+			return
 		}
 	}
 }
@@ -634,10 +795,24 @@ func (s *Store) drainClosed() {
 	}
 }
 
+// commit is insert, measured for ObserveCommits.
+func (s *Store) commit(batch []*enqueueReq) ([]bool, error) {
+	start := time.Now()
+	inFlight := s.inFlight.Add(1)
+	news, err := s.insert(batch)
+	s.inFlight.Add(-1)
+	if f := s.observe.Load(); f != nil {
+		st := CommitStats{Jobs: len(batch), Queued: make([]time.Duration, len(batch)), Took: time.Since(start), InFlight: int(inFlight), Err: err}
+		for i, r := range batch {
+			st.Queued[i] = start.Sub(r.at)
+		}
+		(*f)(st)
+	}
+	return news, err
+}
+
 // insert commits batch in one statement (one round trip to PostgreSQL, one
-// sync of the log) and tells which jobs were new. On PostgreSQL the same
-// statement notifies NotifyChannel, which listeners receive at its commit
-// (once: PostgreSQL folds a transaction's identical notifications).
+// sync of the log) and tells which jobs were new.
 func (s *Store) insert(batch []*enqueueReq) ([]bool, error) {
 	news := make([]bool, len(batch))
 	// The batch is shared: no caller's context may cancel the others'.
@@ -651,9 +826,6 @@ func (s *Store) insert(batch []*enqueueReq) ([]bool, error) {
 	}
 	if len(batch) > 1 {
 		query = strings.Replace(qInsert, qInsertValues, qInsertValues+strings.Repeat(", "+qInsertValues, len(batch)-1), 1)
-	}
-	if s.kind == Postgres {
-		query = `WITH ins AS (` + query + `) SELECT delivery_id, pg_notify('` + NotifyChannel + `', '') FROM ins`
 	}
 	// PostgreSQL commits the statement on its own and reports a failed
 	// commit as the statement's error. SQLite would commit at the
@@ -678,12 +850,7 @@ func (s *Store) insert(batch []*enqueueReq) ([]bool, error) {
 	inserted := map[string]bool{}
 	for rows.Next() {
 		var id string
-		var ignored any
-		dest := []any{&id}
-		if s.kind == Postgres {
-			dest = append(dest, &ignored)
-		}
-		if err := rows.Scan(dest...); err != nil {
+		if err := rows.Scan(&id); err != nil {
 			return news, fmt.Errorf("enqueue: %w", err)
 		}
 		inserted[id] = true
@@ -724,6 +891,19 @@ const claimBatch = 16
 // holds, and counts the attempt. It returns nil, nil when there is none.
 // owner names the worker (in the lease row, for operators).
 func (s *Store) Claim(ctx context.Context, owner string, lease time.Duration) (*Claim, error) {
+	return s.claim(ctx, owner, lease, nil)
+}
+
+// keyGate keeps a Runner's workers off the keys a sibling is claiming or
+// running: a claim of such a key can only fail, after two round trips.
+// enter reports whether the caller may try key (and then holds it until
+// leave).
+type keyGate interface {
+	enter(key string) bool
+	leave(key string)
+}
+
+func (s *Store) claim(ctx context.Context, owner string, lease time.Duration, g keyGate) (*Claim, error) {
 	now := s.now()
 	rows, err := s.query(ctx, qCandidates, StatePending, now, StatePending, now, claimBatch)
 	if err != nil {
@@ -743,7 +923,13 @@ func (s *Store) Claim(ctx context.Context, owner string, lease time.Duration) (*
 		return nil, fmt.Errorf("claim: %w", err)
 	}
 	for _, k := range keys {
+		if g != nil && !g.enter(k) {
+			continue
+		}
 		c, err := s.claimKey(ctx, k, owner, lease)
+		if c == nil && g != nil {
+			g.leave(k)
+		}
 		if err != nil || c != nil {
 			return c, err
 		}

@@ -117,6 +117,7 @@ func (s *Server) openDurable() error {
 			return fmt.Errorf("server: queue database (%s): %w", EnvDatabaseURL, err)
 		}
 	}
+	st.SetLogger(s.log)
 	d := &durable{store: st}
 	d.stats.Store(&jobq.Stats{})
 	s.dq = d
@@ -157,12 +158,10 @@ func (s *Server) enqueueDurable(ctx context.Context, key string, d bot.Delivery)
 	if s.dq.closed.Load() || s.dq.stats.Load().Pending >= s.cfg.QueueSize {
 		return false, false, nil
 	}
+	// The store wakes its runner's workers itself once the job committed.
 	ok, err := s.dq.store.Enqueue(ctx, jobq.Job{ID: d.ID, Key: key, Event: d.Event, Payload: d.Payload, Received: d.Received})
 	if err != nil {
 		return false, false, err
-	}
-	if ok {
-		s.dq.runner.Wake()
 	}
 	return ok, !ok, nil
 }

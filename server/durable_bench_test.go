@@ -89,6 +89,8 @@ func BenchmarkDurableAck(b *testing.B) {
 // whether or not the earlier ones were answered, as GitHub sends them), so
 // deliveries arrive while others commit. This is where the queue's group
 // commit counts: the deliveries waiting share one transaction and one sync.
+// With a database it also reports where the acknowledgement's time went
+// (jobqtest.Commits: the wait for a committer, the commit, the batch sizes).
 //
 //	go test ./server/ -run '^$' -bench BenchmarkDurableAckBurst -benchtime 1000x -count 5
 func BenchmarkDurableAckBurst(b *testing.B) {
@@ -110,6 +112,10 @@ func BenchmarkDurableAckBurst(b *testing.B) {
 			defer s.Close()
 			ts := httptest.NewServer(s.Handler())
 			defer ts.Close()
+			var rec jobqtest.Commits
+			if s.dq != nil {
+				s.dq.store.ObserveCommits(rec.Observe)
+			}
 			tr := ts.Client().Transport.(*http.Transport).Clone()
 			tr.MaxIdleConnsPerHost = 256
 			client := &http.Client{Transport: tr}
@@ -156,6 +162,7 @@ func BenchmarkDurableAckBurst(b *testing.B) {
 			b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "ack-p50-µs")
 			b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "ack-p99-µs")
 			b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-µs/delivery")
+			rec.Report(b)
 		})
 	}
 }

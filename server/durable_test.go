@@ -49,7 +49,10 @@ func jobState(t *testing.T, st *jobq.Store, id string) jobq.Entry {
 func TestDurableAckedIsCommittedAndSurvivesRestart(t *testing.T) {
 	url := jobqtest.SQLiteURL(t)
 	block := make(chan struct{})
-	p1 := &fakeProcessor{process: func(ctx context.Context, d bot.Delivery) error {
+	// One session: arrival order is a session's (different sessions run in
+	// parallel, in no promised order).
+	oneSession := func(bot.Delivery) string { return "o/r#1" }
+	p1 := &fakeProcessor{keyFn: oneSession, process: func(ctx context.Context, d bot.Delivery) error {
 		select {
 		case <-block:
 		case <-ctx.Done():
@@ -67,7 +70,7 @@ func TestDurableAckedIsCommittedAndSurvivesRestart(t *testing.T) {
 	s1.Close() // cancels d-1 mid-run, as a crash would leave it
 	close(block)
 
-	p2 := &fakeProcessor{}
+	p2 := &fakeProcessor{keyFn: oneSession}
 	s2 := durableServer(t, url, p2, Config{})
 	waitFor(t, "both run after the restart", func() bool { return len(p2.deliveries()) == 2 })
 	assert.Equal(t, "d-1", p2.deliveries()[0].ID, "in arrival order")
