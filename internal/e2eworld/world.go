@@ -563,7 +563,7 @@ func CopyDir(from, to string) error {
 // for the schedule; the time counts from when the last of them was seen.
 func (w *World) IdleFor() time.Duration {
 	fakeBusy := false
-	for _, r := range w.F.Runs() { // before w.Mu: the fake calls PlayJob holding its own lock
+	for _, r := range w.F.Runs() { // before w.Mu: no call into the fake holds the world's lock
 		if r.Status != "completed" {
 			fakeBusy = true
 		}
