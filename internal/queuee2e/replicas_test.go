@@ -40,6 +40,28 @@ func commentDelivery(repo string, issue int, inst int64, commentID int) []byte {
 	return b
 }
 
+// session is one issue a delivery is for.
+type session struct {
+	repo  string
+	issue int
+}
+
+// fiftySessions creates 5 repositories × 10 issues on the fake.
+func fiftySessions(tb testing.TB, fake *ghfake.Fake) []session {
+	tb.Helper()
+	var sessions []session
+	for r := 0; r < 5; r++ {
+		repo, err := fake.CreateRepo("acme", fmt.Sprintf("widgets%d", r), "main")
+		require.NoError(tb, err)
+		for i := 0; i < 10; i++ {
+			n, err := repo.CreateIssue("acme", fmt.Sprintf("session %d", i), "")
+			require.NoError(tb, err)
+			sessions = append(sessions, session{repo: repo.FullName(), issue: n})
+		}
+	}
+	return sessions
+}
+
 // TestReplicasOnePostgres: three `bazinga serve` replicas on one
 // PostgreSQL, 50 sessions (5 repositories × 10 issues), bursts of
 // deliveries spread over the replicas, one replica killed with SIGKILL
@@ -50,20 +72,7 @@ func commentDelivery(repo string, issue int, inst int64, commentID int) []byte {
 func TestReplicasOnePostgres(t *testing.T) {
 	dbURL := jobqtest.PostgresURL(t)
 	fake := ghfake.Start(t, ghfake.Options{CommentWriteHold: 20 * time.Millisecond})
-	type session struct {
-		repo  string
-		issue int
-	}
-	var sessions []session
-	for r := 0; r < 5; r++ {
-		repo, err := fake.CreateRepo("acme", fmt.Sprintf("widgets%d", r), "main")
-		require.NoError(t, err)
-		for i := 0; i < 10; i++ {
-			n, err := repo.CreateIssue("acme", fmt.Sprintf("session %d", i), "")
-			require.NoError(t, err)
-			sessions = append(sessions, session{repo: repo.FullName(), issue: n})
-		}
-	}
+	sessions := fiftySessions(t, fake)
 	h := newHarnessWith(t, fake, dbURL)
 	var replicas []*replica
 	for range 3 {

@@ -32,20 +32,7 @@ func BenchmarkReplicaThroughput(b *testing.B) {
 		b.Run(fmt.Sprintf("replicas-%d", n), func(b *testing.B) {
 			dbURL := jobqtest.PostgresURL(b)
 			fake := ghfake.Start(b, ghfake.Options{CommentWriteHold: 200 * time.Millisecond})
-			type session struct {
-				repo  string
-				issue int
-			}
-			var sessions []session
-			for r := 0; r < 5; r++ {
-				repo, err := fake.CreateRepo("acme", fmt.Sprintf("widgets%d", r), "main")
-				require.NoError(b, err)
-				for i := 0; i < 10; i++ {
-					num, err := repo.CreateIssue("acme", fmt.Sprintf("session %d", i), "")
-					require.NoError(b, err)
-					sessions = append(sessions, session{repo: repo.FullName(), issue: num})
-				}
-			}
+			sessions := fiftySessions(b, fake)
 			h := newHarnessWith(b, fake, dbURL)
 			h.env = append(h.env, "BAZINGA_WORKERS=2") // the last value of a variable wins
 			var replicas []*replica
