@@ -173,17 +173,29 @@ func TestCodexReadOnly(t *testing.T) {
 	assert.Contains(t, o.stderr, "patch rejected: writing is blocked by read-only sandbox")
 	evs := codexEvents(t, o.stdout)
 	assert.Empty(t, items(evs, "file_change"), "the refused patch leaves no item")
+	// The stream's items are not a reliable record of refused commands:
+	// codex 0.169.0 sometimes emits no item at all for the command the
+	// sandbox refused (on 2026-11-26, 8 of 8 runs on an idle machine and 2
+	// of 4 under load, after many runs that had one). The model's tool
+	// results are what the agent acted on, and always carry it.
 	cmds := items(evs, "command_execution")
-	require.Len(t, cmds, 2)
-	assert.Contains(t, cmds[0]["aggregated_output"], "Read-only file system")
-	assert.EqualValues(t, 1, cmds[0]["exit_code"])
-	assert.Equal(t, "failed", cmds[0]["status"])
-	assert.Contains(t, cmds[1]["aggregated_output"], "go version go1.")
+	require.NotEmpty(t, cmds)
+	if len(cmds) == 2 {
+		assert.Contains(t, cmds[0]["aggregated_output"], "Read-only file system")
+		assert.EqualValues(t, 1, cmds[0]["exit_code"])
+		assert.Equal(t, "failed", cmds[0]["status"])
+	} else {
+		require.Len(t, cmds, 1, "only the refused command may be missing")
+	}
+	assert.Contains(t, cmds[len(cmds)-1]["aggregated_output"], "go version go1.")
 	reqs := s.Requests()
 	require.Equal(t, 4, len(reqs))
 	results := reqs[3].ToolResults()
 	require.Len(t, results, 3)
 	assert.Contains(t, results[0].Text, "patch rejected")
+	assert.Contains(t, results[1].Text, "Process exited with code 1")
+	assert.Contains(t, results[1].Text, "touch: cannot touch 'notes.txt': Read-only file system")
+	assert.Contains(t, results[2].Text, "go version go1.")
 }
 
 // The Linux sandbox (codex's bundled bubblewrap, seccomp) works here as root: what each mode lets a command
