@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -139,4 +140,70 @@ func TestOwnCommitWakesRunner(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestNotificationsPaced: a run of commits on PostgreSQL costs the other
+// replicas a notification per 10 ms pause, not one per commit, and the
+// last commit is still announced (its request waits for the pause to end,
+// it is not dropped).
+func TestNotificationsPaced(t *testing.T) {
+	url := jobqtest.PostgresURL(t)
+	ctx := context.Background()
+	lc, err := pgx.Connect(ctx, url)
+	require.NoError(t, err)
+	defer lc.Close(context.Background())
+	_, err = lc.Exec(ctx, "LISTEN "+jobq.NotifyChannel)
+	require.NoError(t, err)
+	s := open(t, url)
+	const commits = 100
+	start := time.Now()
+	for i := range commits {
+		_, err := s.Enqueue(ctx, job(fmt.Sprint("n-", i), fmt.Sprint("o/r#", i)))
+		require.NoError(t, err)
+	}
+	lastCommit := time.Now()
+	elapsed := lastCommit.Sub(start)
+	var got int
+	var last time.Time
+	for {
+		wctx, cancel := context.WithTimeout(ctx, time.Second)
+		_, err := lc.WaitForNotification(wctx)
+		cancel()
+		if err != nil {
+			break // a second with none: the notifier is done
+		}
+		got++
+		last = time.Now()
+	}
+	t.Logf("%d commits in %v, %d notifications", commits, elapsed, got)
+	assert.GreaterOrEqual(t, got, 1)
+	assert.LessOrEqual(t, got, int(elapsed/(10*time.Millisecond))+2, "at most one notification per 10 ms")
+	assert.Less(t, got, commits, "commits share notifications")
+	assert.True(t, last.After(lastCommit), "the last commit is announced after it")
+}
+
+// TestConnectionsOpenedAhead: on PostgreSQL a Store opens its committers'
+// connections when it opens, and a Runner its workers' when it starts,
+// before any delivery: a connection opened during a burst costs its first
+// statements several milliseconds each (warm.go).
+func TestConnectionsOpenedAhead(t *testing.T) {
+	url := jobqtest.PostgresURL(t)
+	ctx := context.Background()
+	probe, err := pgx.Connect(ctx, url)
+	require.NoError(t, err)
+	defer probe.Close(context.Background())
+	conns := func() int {
+		var n int
+		require.NoError(t, probe.QueryRow(ctx,
+			`SELECT COUNT(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()`).Scan(&n))
+		return n
+	}
+	s := open(t, url)
+	afterOpen := conns()
+	assert.GreaterOrEqual(t, afterOpen, 5, "the four committers' connections and one for reads")
+	r := jobq.NewRunner(s, func(context.Context, *jobq.Claim) jobq.Result {
+		return jobq.Result{Disposition: jobq.Done}
+	}, jobq.RunnerOptions{Workers: 3, Poll: time.Hour, PollOnly: true})
+	defer r.Stop(ctx)
+	assert.GreaterOrEqual(t, conns()-afterOpen, 5, "the three workers' connections and two for the notifier and renewals")
 }

@@ -61,11 +61,21 @@ type Runner struct {
 	runCtx    context.Context
 	runCancel context.CancelFunc
 
+	// claiming lets one worker claim at a time: claimers that start
+	// together all pick the same oldest head and queue on its lease, in
+	// the database, only for all but one to find it taken.
+	claiming sync.Mutex
+
 	mu      sync.Mutex
 	running int
-	// keys are the keys this Runner's workers are claiming or running
-	// (its keyGate).
-	keys map[string]bool
+	// keys counts, per key, this Runner's workers claiming or running it
+	// (its keyGate): more than one only for the moment between a worker's
+	// finish and its leave, when a sibling has already claimed the key's
+	// next job.
+	keys map[string]int
+	// recheck marks held keys a sibling's claim skipped and then found
+	// nothing: their holder claims again after leaving them.
+	recheck map[string]bool
 }
 
 // NewRunner starts o.Workers workers on s.
@@ -89,7 +99,14 @@ func NewRunner(s *Store, h Handler, o RunnerOptions) *Runner {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	r := &Runner{s: s, h: h, o: o, wake: make(chan struct{}, o.Workers), stop: make(chan struct{}), keys: map[string]bool{}}
+	// The workers' connections, opened before the first job (warm.go);
+	// a failure only costs the first jobs a slower start.
+	wctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	if err := s.warm(wctx, s.light, o.Workers+2, s.pgLightStatements()); err != nil {
+		o.Logger.Warn("queue: opening the workers' database connections ahead", "err", err)
+	}
+	cancel()
+	r := &Runner{s: s, h: h, o: o, wake: make(chan struct{}, o.Workers), stop: make(chan struct{}), keys: map[string]int{}, recheck: map[string]bool{}}
 	r.runCtx, r.runCancel = context.WithCancel(context.Background())
 	s.addRunner(r)
 	for i := 0; i < o.Workers; i++ {
@@ -121,17 +138,54 @@ func NewRunner(s *Store, h Handler, o RunnerOptions) *Runner {
 func (r *Runner) enter(key string) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.keys[key] {
+	if r.keys[key] > 0 {
 		return false
 	}
-	r.keys[key] = true
+	r.keys[key]++
 	return true
 }
 
-func (r *Runner) leave(key string) {
+func (r *Runner) hold(key string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	delete(r.keys, key)
+	r.keys[key]++
+}
+
+func (r *Runner) leave(key string) (recheck bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.keys[key]--; r.keys[key] <= 0 {
+		delete(r.keys, key)
+		recheck = r.recheck[key]
+		delete(r.recheck, key)
+	}
+	return recheck
+}
+
+// missed marks the skipped keys still held for a recheck by their holder,
+// and reports whether one was left meanwhile (the caller looks again: its
+// holder may have checked for a mark before this one was set).
+func (r *Runner) missed(keys []string) (retry bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, k := range keys {
+		if r.keys[k] > 0 {
+			r.recheck[k] = true
+		} else {
+			retry = true
+		}
+	}
+	return retry
+}
+
+func (r *Runner) held() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ks := make([]string, 0, len(r.keys))
+	for k := range r.keys {
+		ks = append(ks, k)
+	}
+	return ks
 }
 
 // Wake tells an idle worker that a job was queued. The Runner's Store
@@ -186,18 +240,23 @@ func (r *Runner) worker() {
 			return
 		default:
 		}
-		c, err := r.s.claim(r.runCtx, r.o.Owner, r.o.Lease, r)
+		r.claiming.Lock()
+		c, more, err := r.s.claim(r.runCtx, r.o.Owner, r.o.Lease, r)
+		r.claiming.Unlock()
 		if err != nil {
 			r.o.Logger.Error("queue: claiming a job", "err", err)
 		}
-		if c != nil {
-			// There may be more: an idle worker looks too. One wake-up
-			// (a notification for a batch of jobs) so reaches every
-			// worker needed, each waking the next.
+		if more {
+			// Another job looked claimable: an idle worker takes it. One
+			// wake-up (a notification for a batch of jobs) so reaches
+			// every worker needed, each waking the next.
 			r.Wake()
-			r.run(c)
-			continue
 		}
+		if c != nil && r.run(c) {
+			continue // the key's next job may be due: claim at once
+		}
+		// After a job, work announced while it ran left a wake-up in the
+		// channel; otherwise the worker waits for one, or the poll.
 		t.Reset(r.o.Poll)
 		select {
 		case <-r.stop:
@@ -208,17 +267,20 @@ func (r *Runner) worker() {
 	}
 }
 
-// run runs c under its lease, renewing it, and records the result.
-func (r *Runner) run(c *Claim) {
+// run runs c under its lease, renewing it, and records the result; it
+// reports whether c's key has a later job pending.
+func (r *Runner) run(c *Claim) (next bool) {
 	r.mu.Lock()
 	r.running++
 	r.mu.Unlock()
 	defer func() {
 		r.mu.Lock()
 		r.running--
-		// After Finish: the lease is free (or lost) now.
-		delete(r.keys, c.Key)
 		r.mu.Unlock()
+		// After Finish: the lease is free (or lost) now.
+		if r.leave(c.Key) {
+			next = true
+		}
 	}()
 	ctx, cancel := context.WithCancel(r.runCtx)
 	defer cancel()
@@ -248,7 +310,8 @@ func (r *Runner) run(c *Claim) {
 	res := r.h(ctx, c)
 	cancel()
 	<-renewed
-	if err := r.s.Finish(r.runCtx, c, res); err != nil {
+	next, err := r.s.finish(r.runCtx, c, res)
+	if err != nil {
 		// ErrLeaseLost: the new holder runs it again. Otherwise the lease
 		// runs out and so does it.
 		r.o.Logger.Error("queue: recording a job's result", "delivery", c.ID, "err", err)
@@ -256,4 +319,5 @@ func (r *Runner) run(c *Claim) {
 	if r.o.Finished != nil {
 		r.o.Finished(c, res, time.Since(start))
 	}
+	return next
 }
