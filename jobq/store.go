@@ -839,7 +839,17 @@ func (s *Store) commit(batch []*enqueueReq) ([]bool, error) {
 	return news, err
 }
 
-// insertQuery is qInsert for n jobs.
+// pgInsert is PostgreSQL's group commit: the batch as arrays ($1 ids, $2
+// keys, $3 events, $4 payloads, $5 received times), inserted in their
+// order.
+const pgInsert = `INSERT INTO bazinga_deliveries
+		(delivery_id, session_key, event, payload, received_ms, state, run_after_ms)
+	SELECT b.id, b.k, b.e, b.p, b.r, '` + StatePending + `', b.r
+	FROM unnest($1::text[], $2::text[], $3::text[], $4::bytea[], $5::bigint[]) WITH ORDINALITY AS b(id, k, e, p, r, n)
+	ORDER BY b.n
+	ON CONFLICT (delivery_id) DO NOTHING RETURNING delivery_id`
+
+// insertQuery is SQLite's qInsert for n jobs.
 func insertQuery(n int) string {
 	if n <= 1 {
 		return qInsert
@@ -854,11 +864,26 @@ func (s *Store) insert(batch []*enqueueReq) ([]bool, error) {
 	// The batch is shared: no caller's context may cancel the others'.
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	query := insertQuery(len(batch))
-	args := make([]any, 0, 7*len(batch))
-	for _, r := range batch {
-		j := r.j
-		args = append(args, j.ID, j.Key, j.Event, j.Payload, s.ms(j.Received), StatePending, s.ms(j.Received))
+	var query string
+	var args []any
+	if s.kind == Postgres {
+		// One statement text for every batch size: prepared once per
+		// connection (warm.go), where a VALUES list per size meant a
+		// parse and a plan on each connection for each new size, in the
+		// middle of the burst that made it.
+		ids, keys, events, payloads, received := make([]string, len(batch)), make([]string, len(batch)),
+			make([]string, len(batch)), make([][]byte, len(batch)), make([]int64, len(batch))
+		for i, r := range batch {
+			ids[i], keys[i], events[i], payloads[i], received[i] = r.j.ID, r.j.Key, r.j.Event, r.j.Payload, s.ms(r.j.Received)
+		}
+		query, args = pgInsert, []any{ids, keys, events, payloads, received}
+	} else {
+		query = insertQuery(len(batch))
+		args = make([]any, 0, 7*len(batch))
+		for _, r := range batch {
+			j := r.j
+			args = append(args, j.ID, j.Key, j.Event, j.Payload, s.ms(j.Received), StatePending, s.ms(j.Received))
+		}
 	}
 	// PostgreSQL commits the statement on its own and reports a failed
 	// commit as the statement's error. SQLite would commit at the

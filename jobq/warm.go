@@ -21,14 +21,9 @@ import (
 // pool's idle limit, which is above these).
 
 // pgWarmStatements are prepared on the durable pool's connections: the
-// group commit's INSERT for the batch sizes a burst mostly makes, and the
-// gauges' figures.
+// group commit's INSERT and the gauges' figures.
 func (s *Store) pgWarmStatements() []string {
-	qs := []string{s.q(qStats)}
-	for n := 1; n <= 4; n++ {
-		qs = append(qs, s.q(insertQuery(n)))
-	}
-	return qs
+	return []string{pgInsert, s.q(qStats)}
 }
 
 // pgLightStatements are prepared on the light pool's connections: a
