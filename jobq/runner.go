@@ -61,21 +61,19 @@ type Runner struct {
 	runCtx    context.Context
 	runCancel context.CancelFunc
 
-	// claiming lets one worker claim at a time: claimers that start
-	// together all pick the same oldest head and queue on its lease, in
-	// the database, only for all but one to find it taken.
+	// claiming lets one worker claim, or finish and let go of its key, at
+	// a time. Claimers that start together all pick the same oldest head
+	// and queue on its lease, in the database, only for all but one to find
+	// it taken. And a claim that leaves out a sibling's key comes wholly
+	// before or after that sibling's finish: if before, the finish sees
+	// every job of the key the claim could not take, and says so (next).
 	claiming sync.Mutex
 
 	mu      sync.Mutex
 	running int
-	// keys counts, per key, this Runner's workers claiming or running it
-	// (its keyGate): more than one only for the moment between a worker's
-	// finish and its leave, when a sibling has already claimed the key's
-	// next job.
-	keys map[string]int
-	// recheck marks held keys a sibling's claim skipped and then found
-	// nothing: their holder claims again after leaving them.
-	recheck map[string]bool
+	// keys are the keys this Runner's workers are claiming or running
+	// (its keyGate).
+	keys map[string]bool
 }
 
 // NewRunner starts o.Workers workers on s.
@@ -106,7 +104,7 @@ func NewRunner(s *Store, h Handler, o RunnerOptions) *Runner {
 		o.Logger.Warn("queue: opening the workers' database connections ahead", "err", err)
 	}
 	cancel()
-	r := &Runner{s: s, h: h, o: o, wake: make(chan struct{}, o.Workers), stop: make(chan struct{}), keys: map[string]int{}, recheck: map[string]bool{}}
+	r := &Runner{s: s, h: h, o: o, wake: make(chan struct{}, o.Workers), stop: make(chan struct{}), keys: map[string]bool{}}
 	r.runCtx, r.runCancel = context.WithCancel(context.Background())
 	s.addRunner(r)
 	for i := 0; i < o.Workers; i++ {
@@ -138,44 +136,17 @@ func NewRunner(s *Store, h Handler, o RunnerOptions) *Runner {
 func (r *Runner) enter(key string) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.keys[key] > 0 {
+	if r.keys[key] {
 		return false
 	}
-	r.keys[key]++
+	r.keys[key] = true
 	return true
 }
 
-func (r *Runner) hold(key string) {
+func (r *Runner) leave(key string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.keys[key]++
-}
-
-func (r *Runner) leave(key string) (recheck bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.keys[key]--; r.keys[key] <= 0 {
-		delete(r.keys, key)
-		recheck = r.recheck[key]
-		delete(r.recheck, key)
-	}
-	return recheck
-}
-
-// missed marks the skipped keys still held for a recheck by their holder,
-// and reports whether one was left meanwhile (the caller looks again: its
-// holder may have checked for a mark before this one was set).
-func (r *Runner) missed(keys []string) (retry bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for _, k := range keys {
-		if r.keys[k] > 0 {
-			r.recheck[k] = true
-		} else {
-			retry = true
-		}
-	}
-	return retry
+	delete(r.keys, key)
 }
 
 func (r *Runner) held() []string {
@@ -269,7 +240,7 @@ func (r *Runner) worker() {
 
 // run runs c under its lease, renewing it, and records the result; it
 // reports whether c's key has a later job pending.
-func (r *Runner) run(c *Claim) (next bool) {
+func (r *Runner) run(c *Claim) bool {
 	r.mu.Lock()
 	r.running++
 	r.mu.Unlock()
@@ -277,10 +248,6 @@ func (r *Runner) run(c *Claim) (next bool) {
 		r.mu.Lock()
 		r.running--
 		r.mu.Unlock()
-		// After Finish: the lease is free (or lost) now.
-		if r.leave(c.Key) {
-			next = true
-		}
 	}()
 	ctx, cancel := context.WithCancel(r.runCtx)
 	defer cancel()
@@ -310,7 +277,11 @@ func (r *Runner) run(c *Claim) (next bool) {
 	res := r.h(ctx, c)
 	cancel()
 	<-renewed
+	r.claiming.Lock()
 	next, err := r.s.finish(r.runCtx, c, res)
+	// After the finish: the lease is free (or lost) now.
+	r.leave(c.Key)
+	r.claiming.Unlock()
 	if err != nil {
 		// ErrLeaseLost: the new holder runs it again. Otherwise the lease
 		// runs out and so does it.

@@ -955,18 +955,14 @@ func (s *Store) Claim(ctx context.Context, owner string, lease time.Duration) (*
 
 // keyGate keeps a Runner's workers off the keys a sibling is claiming or
 // running: a claim of such a key can only fail. enter reports whether the
-// caller may try key (and then holds it until leave); hold holds it
-// whether or not a sibling does too; held lists the keys held now
-// (PostgreSQL's claim leaves them out in its statement). A claim that found
-// nothing after skipping keys tells missed: a skipped key's job may have
-// been the one a wake-up announced, so its holder must look again once it
-// leaves (leave reports it), or, if it already left, the caller retries.
+// caller may try key (and then holds it until leave); held lists the keys
+// held now (PostgreSQL's claim leaves them out in its statement). A job of
+// a skipped key is its holder's to find: the Runner runs claims and
+// finishes one at a time, so the holder's finish, after this claim, sees it.
 type keyGate interface {
 	enter(key string) bool
-	hold(key string)
-	leave(key string) (recheck bool)
+	leave(key string)
 	held() []string
-	missed(keys []string) (retry bool)
 }
 
 // claim is Claim for a Runner's worker; more reports that another job
@@ -994,10 +990,8 @@ func (s *Store) claim(ctx context.Context, owner string, lease time.Duration, g 
 	if err := rows.Err(); err != nil {
 		return nil, false, fmt.Errorf("claim: %w", err)
 	}
-	var skipped []string
 	for i, k := range keys {
 		if g != nil && !g.enter(k) {
-			skipped = append(skipped, k)
 			continue
 		}
 		c, err := s.claimKey(ctx, k, owner, lease)
@@ -1008,8 +1002,7 @@ func (s *Store) claim(ctx context.Context, owner string, lease time.Duration, g 
 			return c, i+1 < len(keys), err
 		}
 	}
-	// A skipped key whose holder has left since is claimable: look again.
-	return nil, g != nil && len(skipped) > 0 && g.missed(skipped), nil
+	return nil, false, nil
 }
 
 // claimKey takes k's lease if it is free, then its head job if it is due,
@@ -1371,9 +1364,6 @@ func (s *Store) claimPG(ctx context.Context, owner string, lease time.Duration, 
 			Scan(&key, &leased, &more, &seq, &id, &event, &payload, &received, &attempts)
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
-			if len(skip) > 0 && g.missed(skip) {
-				continue // a sibling left a skipped key meanwhile
-			}
 			return nil, false, nil // nothing due that no one holds
 		case err != nil:
 			return nil, false, fmt.Errorf("claim: %w", err)
@@ -1386,10 +1376,12 @@ func (s *Store) claimPG(ctx context.Context, owner string, lease time.Duration, 
 			}
 			continue
 		}
-		if g != nil {
-			// Not enter: a sibling that finished this key's previous job
-			// may not have left it yet.
-			g.hold(key)
+		if g != nil && !g.enter(key) {
+			// The statement left out the keys held, and claims and
+			// leaves are one at a time: only a bug gets here. The job
+			// is not run twice at once: its lease goes back.
+			_, _ = s.light.ExecContext(ctx, pgRelease, key, token)
+			return nil, false, fmt.Errorf("claim %q: the key is already held in this process", key)
 		}
 		c := &Claim{token: token, Job: Job{Seq: seq.Int64, ID: id.String, Key: key, Event: event.String, Payload: payload,
 			Received: time.UnixMilli(received.Int64), Attempts: int(attempts.Int32)}}
