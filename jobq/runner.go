@@ -61,12 +61,9 @@ type Runner struct {
 	runCtx    context.Context
 	runCancel context.CancelFunc
 
-	// claiming lets one worker claim, or finish and let go of its key, at
-	// a time. Claimers that start together all pick the same oldest head
-	// and queue on its lease, in the database, only for all but one to find
-	// it taken. And a claim that leaves out a sibling's key comes wholly
-	// before or after that sibling's finish: if before, the finish sees
-	// every job of the key the claim could not take, and says so (next).
+	// claiming lets one worker claim at a time: claimers that start
+	// together all pick the same oldest head and queue on its lease, in
+	// the database, only for all but one to find it taken.
 	claiming sync.Mutex
 
 	mu      sync.Mutex
@@ -74,6 +71,9 @@ type Runner struct {
 	// keys are the keys this Runner's workers are claiming or running
 	// (its keyGate).
 	keys map[string]bool
+	// recheck marks held keys with a job waiting that a sibling's claim
+	// could not take: their holder claims again after letting go.
+	recheck map[string]bool
 }
 
 // NewRunner starts o.Workers workers on s.
@@ -104,7 +104,7 @@ func NewRunner(s *Store, h Handler, o RunnerOptions) *Runner {
 		o.Logger.Warn("queue: opening the workers' database connections ahead", "err", err)
 	}
 	cancel()
-	r := &Runner{s: s, h: h, o: o, wake: make(chan struct{}, o.Workers), stop: make(chan struct{}), keys: map[string]bool{}}
+	r := &Runner{s: s, h: h, o: o, wake: make(chan struct{}, o.Workers), stop: make(chan struct{}), keys: map[string]bool{}, recheck: map[string]bool{}}
 	r.runCtx, r.runCancel = context.WithCancel(context.Background())
 	s.addRunner(r)
 	for i := 0; i < o.Workers; i++ {
@@ -143,10 +143,29 @@ func (r *Runner) enter(key string) bool {
 	return true
 }
 
-func (r *Runner) leave(key string) {
+func (r *Runner) leave(key string) (recheck bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	delete(r.keys, key)
+	recheck = r.recheck[key]
+	delete(r.recheck, key)
+	return recheck
+}
+
+// missed marks the keys still held for a recheck by their holder, and
+// reports whether one was let go meanwhile (its holder may have looked for
+// a mark before this one was set: the caller's side looks again).
+func (r *Runner) missed(keys []string) (left bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, k := range keys {
+		if r.keys[k] {
+			r.recheck[k] = true
+		} else {
+			left = true
+		}
+	}
+	return left
 }
 
 func (r *Runner) held() []string {
@@ -277,11 +296,11 @@ func (r *Runner) run(c *Claim) bool {
 	res := r.h(ctx, c)
 	cancel()
 	<-renewed
-	r.claiming.Lock()
 	next, err := r.s.finish(r.runCtx, c, res)
 	// After the finish: the lease is free (or lost) now.
-	r.leave(c.Key)
-	r.claiming.Unlock()
+	if r.leave(c.Key) {
+		next = true
+	}
 	if err != nil {
 		// ErrLeaseLost: the new holder runs it again. Otherwise the lease
 		// runs out and so does it.

@@ -21,6 +21,7 @@ import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -956,13 +957,18 @@ func (s *Store) Claim(ctx context.Context, owner string, lease time.Duration) (*
 // keyGate keeps a Runner's workers off the keys a sibling is claiming or
 // running: a claim of such a key can only fail. enter reports whether the
 // caller may try key (and then holds it until leave); held lists the keys
-// held now (PostgreSQL's claim leaves them out in its statement). A job of
-// a skipped key is its holder's to find: the Runner runs claims and
-// finishes one at a time, so the holder's finish, after this claim, sees it.
+// held now (PostgreSQL's claim leaves them out in its statement). A job
+// waiting behind a held key's running one is its holder's to take: the
+// holder's finish reports those committed before it, and for those
+// committed after, which the wake-up's claimer could not take, the claimer
+// tells missed, and the holder's leave reports it (or, if the holder has
+// let go already, missed does, and the claimer's side looks again). On
+// SQLite a worker looks again after every job.
 type keyGate interface {
 	enter(key string) bool
-	leave(key string)
+	leave(key string) (recheck bool)
 	held() []string
+	missed(keys []string) (left bool)
 }
 
 // claim is Claim for a Runner's worker; more reports that another job
@@ -1336,8 +1342,13 @@ const pgClaimNext = `WITH cand AS (
 		WHERE d.seq = head.seq AND d.state = '` + StatePending + `' AND d.run_after_ms <= $1
 		RETURNING d.seq, d.delivery_id, d.session_key, d.event, d.payload, d.received_ms, d.attempts)
 	SELECT head.session_key, lease.session_key IS NOT NULL, (SELECT COUNT(*) FROM cand) > 1,
-		job.seq, job.delivery_id, job.event, job.payload, job.received_ms, job.attempts
-	FROM head LEFT JOIN lease ON true LEFT JOIN job ON true`
+		job.seq, job.delivery_id, job.event, job.payload, job.received_ms, job.attempts,
+		(SELECT COALESCE(json_agg(w.session_key), '[]') FROM (SELECT w.session_key FROM bazinga_deliveries w
+			WHERE w.session_key = ANY(COALESCE($2::text[], '{}')) AND w.state = '` + StatePending + `'
+			GROUP BY w.session_key
+			HAVING COUNT(*) > 1 OR NOT EXISTS (SELECT 1 FROM bazinga_leases l
+				WHERE l.session_key = w.session_key AND l.until_ms > $1)) w)
+	FROM (SELECT 1) one LEFT JOIN head ON true LEFT JOIN lease ON true LEFT JOIN job ON true`
 
 // pgRelease gives back a lease ($1 key, $2 token).
 const pgRelease = `DELETE FROM bazinga_leases WHERE session_key = $1 AND owner = $2`
@@ -1347,6 +1358,7 @@ const pgRelease = `DELETE FROM bazinga_leases WHERE session_key = $1 AND owner =
 const pgClaimTries = 4
 
 func (s *Store) claimPG(ctx context.Context, owner string, lease time.Duration, g keyGate) (*Claim, bool, error) {
+	more := false
 	for range pgClaimTries {
 		var skip []string
 		if g != nil {
@@ -1354,38 +1366,47 @@ func (s *Store) claimPG(ctx context.Context, owner string, lease time.Duration, 
 		}
 		now := s.now()
 		token := owner + "/" + randomToken()
-		var key string
-		var leased, more bool
+		var key sql.NullString
+		var leased, second sql.NullBool
 		var seq, received sql.NullInt64
 		var attempts sql.NullInt32
 		var id, event sql.NullString
 		var payload []byte
+		var waitingJSON []byte // a JSON list: database/sql cannot scan a text[]
 		err := s.light.QueryRowContext(ctx, pgClaimNext, now, skip, token, now+lease.Milliseconds()).
-			Scan(&key, &leased, &more, &seq, &id, &event, &payload, &received, &attempts)
-		switch {
-		case errors.Is(err, sql.ErrNoRows):
-			return nil, false, nil // nothing due that no one holds
-		case err != nil:
+			Scan(&key, &leased, &second, &seq, &id, &event, &payload, &received, &attempts, &waitingJSON)
+		if err != nil {
 			return nil, false, fmt.Errorf("claim: %w", err)
-		case !leased:
+		}
+		var waiting []string
+		if err := json.Unmarshal(waitingJSON, &waiting); err != nil {
+			return nil, false, fmt.Errorf("claim: the keys waiting: %w", err)
+		}
+		if len(waiting) > 0 && g.missed(waiting) {
+			more = true // a holder let go meanwhile: its key's next job is claimable
+		}
+		switch {
+		case !key.Valid:
+			return nil, more, nil // nothing due that no one holds
+		case !leased.Bool:
 			continue // another claimer took the key after this statement began
 		case !seq.Valid:
 			// The head was finished or parked meanwhile: give back the lease.
-			if _, err := s.light.ExecContext(ctx, pgRelease, key, token); err != nil {
-				return nil, false, fmt.Errorf("claim %q: releasing the lease: %w", key, err)
+			if _, err := s.light.ExecContext(ctx, pgRelease, key.String, token); err != nil {
+				return nil, false, fmt.Errorf("claim %q: releasing the lease: %w", key.String, err)
 			}
 			continue
 		}
-		if g != nil && !g.enter(key) {
-			// The statement left out the keys held, and claims and
-			// leaves are one at a time: only a bug gets here. The job
-			// is not run twice at once: its lease goes back.
-			_, _ = s.light.ExecContext(ctx, pgRelease, key, token)
-			return nil, false, fmt.Errorf("claim %q: the key is already held in this process", key)
+		if g != nil && !g.enter(key.String) {
+			// The statement left out the keys held, and this process's
+			// claims are one at a time: only a bug gets here. The job is
+			// not run twice at once: its lease goes back.
+			_, _ = s.light.ExecContext(ctx, pgRelease, key.String, token)
+			return nil, false, fmt.Errorf("claim %q: the key is already held in this process", key.String)
 		}
-		c := &Claim{token: token, Job: Job{Seq: seq.Int64, ID: id.String, Key: key, Event: event.String, Payload: payload,
+		c := &Claim{token: token, Job: Job{Seq: seq.Int64, ID: id.String, Key: key.String, Event: event.String, Payload: payload,
 			Received: time.UnixMilli(received.Int64), Attempts: int(attempts.Int32)}}
-		return c, more, nil
+		return c, more || second.Bool, nil
 	}
 	// Lost every race: others are claiming, and a sibling may look again.
 	return nil, true, nil
