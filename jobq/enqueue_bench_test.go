@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sort"
-	"sync"
 	"testing"
 	"time"
 
@@ -32,26 +31,13 @@ func BenchmarkEnqueueBurst(b *testing.B) {
 			var rec jobqtest.Commits
 			s.ObserveCommits(rec.Observe)
 			run := fmt.Sprint(time.Now().UnixNano())
-			lat := make([]time.Duration, b.N)
 			errs := make(chan error, b.N)
-			var wg sync.WaitGroup
 			b.ResetTimer()
-			tick := time.NewTicker(2 * time.Millisecond)
-			for i := 0; i < b.N; i++ {
-				<-tick.C
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					t0 := time.Now()
-					_, err := s.Enqueue(ctx, job(fmt.Sprintf("burst-%s-%d", run, i), fmt.Sprintf("o/r#%d", i%50)))
-					lat[i] = time.Since(t0)
-					if err != nil {
-						errs <- err
-					}
-				}()
-			}
-			tick.Stop()
-			wg.Wait()
+			lat := jobqtest.Burst(b.N, func(i int) {
+				if _, err := s.Enqueue(ctx, job(fmt.Sprintf("burst-%s-%d", run, i), fmt.Sprintf("o/r#%d", i%50))); err != nil {
+					errs <- err
+				}
+			})
 			b.StopTimer()
 			close(errs)
 			for err := range errs {

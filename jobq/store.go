@@ -774,6 +774,14 @@ func (s *Store) notifier() {
 		}
 		failing = err != nil
 	}
+	// last sends the notification still requested when Close stops it.
+	last := func() {
+		select {
+		case <-s.notifyReq:
+			send()
+		default:
+		}
+	}
 	pace := time.NewTimer(notifyEvery)
 	defer pace.Stop()
 	for {
@@ -786,19 +794,11 @@ func (s *Store) notifier() {
 			select {
 			case <-pace.C:
 			case <-s.notifyStop:
-				select {
-				case <-s.notifyReq:
-					send()
-				default:
-				}
+				last()
 				return
 			}
 		case <-s.notifyStop:
-			select {
-			case <-s.notifyReq:
-				send()
-			default:
-			}
+			last()
 			return
 		}
 	}

@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -100,32 +99,19 @@ func BenchmarkDurableAckBurst(b *testing.B) {
 			client := &http.Client{Transport: tr}
 			defer func() { ts.Close(); s.Close() }()
 			burst := func(name string) []time.Duration {
-				lat := make([]time.Duration, b.N)
 				var failed atomic.Int64
-				var wg sync.WaitGroup
 				processed := p.n.Load()
-				tick := time.NewTicker(2 * time.Millisecond)
-				for i := 0; i < b.N; i++ {
-					<-tick.C
-					wg.Add(1)
-					go func() {
-						defer wg.Done()
-						req := clientDelivery(ts.URL, body, sig, bk.name+"-"+name+"-"+strconv.Itoa(i))
-						t0 := time.Now()
-						resp, err := client.Do(req)
-						lat[i] = time.Since(t0)
-						if err != nil {
-							failed.Add(1)
-							return
-						}
-						resp.Body.Close()
-						if resp.StatusCode != http.StatusAccepted {
-							failed.Add(1)
-						}
-					}()
-				}
-				tick.Stop()
-				wg.Wait()
+				lat := jobqtest.Burst(b.N, func(i int) {
+					resp, err := client.Do(clientDelivery(ts.URL, body, sig, bk.name+"-"+name+"-"+strconv.Itoa(i)))
+					if err != nil {
+						failed.Add(1)
+						return
+					}
+					resp.Body.Close()
+					if resp.StatusCode != http.StatusAccepted {
+						failed.Add(1)
+					}
+				})
 				if n := failed.Load(); n > 0 {
 					b.Fatalf("%s burst: %d deliveries not acknowledged", name, n)
 				}

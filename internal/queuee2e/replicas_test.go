@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -129,6 +128,29 @@ func BenchmarkReplicaBursts(b *testing.B) {
 	}
 }
 
+// cluster is n `bazinga serve` replicas on one new PostgreSQL database,
+// against a fake GitHub (comment writes held hold) with fiftySessions.
+type cluster struct {
+	dbURL    string
+	fake     *ghfake.Fake
+	sessions []session
+	h        *harness
+	replicas []*replica
+}
+
+// startCluster starts a cluster; env is added to the replicas' environment
+// (the last value of a variable wins).
+func startCluster(tb testing.TB, n int, hold time.Duration, env ...string) *cluster {
+	c := &cluster{dbURL: jobqtest.PostgresURL(tb), fake: ghfake.Start(tb, ghfake.Options{CommentWriteHold: hold})}
+	c.sessions = fiftySessions(tb, c.fake)
+	c.h = newHarnessWith(tb, c.fake, c.dbURL)
+	c.h.env = append(c.h.env, env...)
+	for range n {
+		c.replicas = append(c.replicas, c.h.start(freeAddr(tb)))
+	}
+	return c
+}
+
 // burstRun is what replicaBursts saw.
 type burstRun struct {
 	bursts, sent, acked int
@@ -157,63 +179,44 @@ func (r burstRun) pct(p int) time.Duration { return r.lat[len(r.lat)*p/100] }
 // With reply false the deliveries are pings (no GitHub calls, no replies to
 // count; each is still run once).
 func replicaBursts(tb testing.TB, n, bursts, perBurst int, reply bool) burstRun {
-	dbURL := jobqtest.PostgresURL(tb)
-	fake := ghfake.Start(tb, ghfake.Options{CommentWriteHold: 20 * time.Millisecond})
-	sessions := fiftySessions(tb, fake)
-	h := newHarnessWith(tb, fake, dbURL)
 	// The bot's replies go slower than 500 a second: the backlog must not
 	// reach the queue's bound, whose 503s are not what is measured here.
-	h.env = append(h.env, "BAZINGA_QUEUE_SIZE=100000") // the last value of a variable wins
-	var replicas []*replica
-	for range n {
-		replicas = append(replicas, h.start(freeAddr(tb)))
-	}
+	cl := startCluster(tb, n, 20*time.Millisecond, "BAZINGA_QUEUE_SIZE=100000")
+	dbURL, fake, sessions, h, replicas := cl.dbURL, cl.fake, cl.sessions, cl.h, cl.replicas
 	alive := replicas
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConnsPerHost = 256
 	client := &http.Client{Timeout: 5 * time.Second, Transport: tr}
-	var mu sync.Mutex
 	acked := map[string]int{} // delivery id → session index
 	run := burstRun{bursts: bursts}
-	id := 0
 	start := time.Now()
 	for burst := 0; burst < bursts; burst++ {
 		if burst == bursts/2 {
 			replicas[0].kill()
 			alive = replicas[1:]
 		}
-		var wg sync.WaitGroup
-		run.burstLat = append(run.burstLat, nil)
-		tick := time.NewTicker(2 * time.Millisecond)
-		for i := 0; i < perBurst; i++ {
-			<-tick.C
-			id++
-			run.sent++
-			si := id % len(sessions)
-			se := sessions[si]
-			r := alive[id%len(alive)]
+		base := run.sent
+		ok := make([]bool, perBurst)
+		lat := jobqtest.Burst(perBurst, func(i int) {
+			id := base + i + 1
+			se := sessions[id%len(sessions)]
 			did := fmt.Sprintf("d-%05d", id)
 			event, body := "issue_comment", commentDelivery(se.repo, se.issue, fake.InstallationID(), 200_000+id)
 			if !reply {
 				event, body = "ping", deliveryBody(did)
 			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				t0 := time.Now()
-				ok := h.postEvent(client, r.addr, did, event, body)
-				d := time.Since(t0)
-				if ok {
-					mu.Lock()
-					acked[did] = si
-					run.lat = append(run.lat, d)
-					run.burstLat[burst] = append(run.burstLat[burst], d)
-					mu.Unlock()
-				}
-			}()
+			ok[i] = h.postEvent(client, alive[id%len(alive)].addr, did, event, body)
+		})
+		run.sent += perBurst
+		var acks []time.Duration
+		for i, d := range lat {
+			if id := base + i + 1; ok[i] {
+				acked[fmt.Sprintf("d-%05d", id)] = id % len(sessions)
+				acks = append(acks, d)
+			}
 		}
-		tick.Stop()
-		wg.Wait()
+		run.lat = append(run.lat, acks...)
+		run.burstLat = append(run.burstLat, acks)
 	}
 	st, err := jobq.Open(context.Background(), dbURL)
 	require.NoError(tb, err)

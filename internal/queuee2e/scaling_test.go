@@ -10,9 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/bazinga-bot/bazinga/internal/ghfake"
 	"github.com/bazinga-bot/bazinga/jobq"
-	"github.com/bazinga-bot/bazinga/jobq/jobqtest"
 )
 
 // BenchmarkReplicaThroughput: deliveries processed per second by 1, 2 and 3
@@ -30,15 +28,8 @@ import (
 func BenchmarkReplicaThroughput(b *testing.B) {
 	for _, n := range []int{1, 2, 3} {
 		b.Run(fmt.Sprintf("replicas-%d", n), func(b *testing.B) {
-			dbURL := jobqtest.PostgresURL(b)
-			fake := ghfake.Start(b, ghfake.Options{CommentWriteHold: 200 * time.Millisecond})
-			sessions := fiftySessions(b, fake)
-			h := newHarnessWith(b, fake, dbURL)
-			h.env = append(h.env, "BAZINGA_WORKERS=2") // the last value of a variable wins
-			var replicas []*replica
-			for range n {
-				replicas = append(replicas, h.start(freeAddr(b)))
-			}
+			cl := startCluster(b, n, 200*time.Millisecond, "BAZINGA_WORKERS=2")
+			dbURL, fake, sessions, h, replicas := cl.dbURL, cl.fake, cl.sessions, cl.h, cl.replicas
 			st, err := jobq.Open(context.Background(), dbURL)
 			require.NoError(b, err)
 			defer st.Close()
