@@ -76,27 +76,41 @@ func (p *PendingCanceller) HoldGroup(issue int) (release func()) {
 // CancelPending waits for a reconcile of a run matching target to wait as
 // pending, posts a comment (body, "/bazinga status" when empty) whose run
 // replaces it, and waits for it to be cancelled. It returns the cancelled
-// run's id.
+// run's id. A newer run of the session's own (a step's result) may replace
+// the pending reconcile first, between two looks: that is the cancellation
+// wanted, and no comment is posted.
 func (p *PendingCanceller) CancelPending(issue int, body string, target func(ghfake.Run) bool) int64 {
 	t := p.W.T
 	if body == "" {
 		body = "/bazinga status"
 	}
 	var victim int64
+	already := false
 	require.Eventually(t, func() bool {
 		for _, r := range p.W.F.Runs() {
 			if r.Workflow != "bazinga.yml" || !target(r) {
 				continue
 			}
 			for _, j := range p.W.F.Jobs(r.ID) {
-				if j.Spec.ID == "reconcile" && j.Status == "pending" {
+				if j.Spec.ID != "reconcile" {
+					continue
+				}
+				switch {
+				case j.Status == "pending":
 					victim = r.ID
+					return true
+				case j.Status == "completed" && j.Conclusion == "cancelled":
+					victim, already = r.ID, true
 					return true
 				}
 			}
 		}
 		return false
 	}, p.timeout, 20*time.Millisecond, "a reconcile waits as pending")
+	if already {
+		t.Logf("run %d's pending reconcile was replaced by a newer run before the comment", victim)
+		return victim
+	}
 	_, err := p.W.Repo.Comment("alice", issue, body)
 	require.NoError(t, err)
 	require.Eventually(t, func() bool {
