@@ -1316,9 +1316,12 @@ func (s *Store) Prune(ctx context.Context, before time.Time) (int64, error) {
 // latter into an anti-join planned from the table's statistics, and a
 // queue's table is young (no statistics) just when it is busiest; the
 // MIN is looked up in the session index whatever they say (7 ms a claim
-// against 0.2 in a fresh database). It returns one row when there was a candidate:
-// the key, whether the lease was taken, the job if it was claimed, and
-// whether a second candidate was seen. The statement sees one snapshot, so
+// against 0.2 in a fresh database). It returns one row: the candidate's
+// key (null when there was none), whether the lease was taken, the job if
+// it was claimed, whether a second candidate was seen, and which of the
+// keys left out have a job waiting (behind the one running, or with the
+// lease already freed: finished, not yet let go), whose holders look again
+// once they let go (see keyGate). The statement sees one snapshot, so
 // a lease or a finish committed since it began can make it miss: no lease
 // (another claimer took the key first) or no job (the head was finished or
 // parked meanwhile, and the lease must be given back); the caller retries.
@@ -1382,7 +1385,7 @@ func (s *Store) claimPG(ctx context.Context, owner string, lease time.Duration, 
 		if err := json.Unmarshal(waitingJSON, &waiting); err != nil {
 			return nil, false, fmt.Errorf("claim: the keys waiting: %w", err)
 		}
-		if len(waiting) > 0 && g.missed(waiting) {
+		if g != nil && len(waiting) > 0 && g.missed(waiting) {
 			more = true // a holder let go meanwhile: its key's next job is claimable
 		}
 		switch {
