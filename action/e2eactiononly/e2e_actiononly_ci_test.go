@@ -158,10 +158,20 @@ func TestE2EActionOnlyRequiredCheck(t *testing.T) {
 			// CI concludes after the push (as on GitHub): its run's
 			// completion, not the schedule, wakes the session (issue 22).
 			assert.Zero(t, sweeps, "schedule runs the session needed")
+			// A wake is a workflow_run run of bazinga.yml whose reconcile
+			// ran, or waited as pending and was replaced by a newer run of
+			// the session's (GitHub keeps one pending run per concurrency
+			// group), which then did its work: under load a step's result
+			// can arrive just after CI's completion.
 			ciWakes := 0
-			for _, j := range w.JobsCopy() {
-				if j.Command == "reconcile" && j.Run.Event == "workflow_run" {
-					ciWakes++
+			for _, r := range w.F.Runs() {
+				if r.Workflow != "bazinga.yml" || r.Event != "workflow_run" {
+					continue
+				}
+				for _, j := range w.F.Jobs(r.ID) {
+					if j.Spec.ID == "reconcile" && j.Status == "completed" && (j.Conclusion == "success" || j.Conclusion == "cancelled") {
+						ciWakes++
+					}
 				}
 			}
 			assert.Positive(t, ciWakes, "a CI run's completion woke the orchestrator")
